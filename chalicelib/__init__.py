@@ -1,0 +1,1 @@
+"""Back-in-stock notifier: the code that ships to Lambda."""

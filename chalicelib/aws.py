@@ -1,0 +1,65 @@
+"""Lazily built, cached boto3 clients, so nothing touches AWS at import time and moto can stand in."""
+
+from __future__ import annotations
+
+import threading
+from functools import cached_property
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+
+class Aws:
+    """One region's boto3 clients, each built on first use and then reused."""
+
+    def __init__(self, region: str, session: boto3.session.Session | None = None) -> None:
+        self.region = region
+        self._session = session
+        self._lock = threading.Lock()
+        # Standard retries absorb throttling; a short connect timeout keeps the API snappy when AWS is slow.
+        self._config = Config(retries={"mode": "standard", "max_attempts": 4}, connect_timeout=3, read_timeout=10)
+
+    @cached_property
+    def session(self) -> boto3.session.Session:
+        """The boto3 session every client comes from."""
+        return self._session or boto3.session.Session(region_name=self.region)
+
+    def _client(self, service: str) -> Any:
+        with self._lock:
+            return self.session.client(service, region_name=self.region, config=self._config)
+
+    @cached_property
+    def dynamodb(self) -> Any:
+        """DynamoDB resource (tables take and return plain Python values)."""
+        with self._lock:
+            return self.session.resource("dynamodb", region_name=self.region, config=self._config)
+
+    def table(self, name: str) -> Any:
+        """A DynamoDB Table resource by full name."""
+        return self.dynamodb.Table(name)
+
+    @cached_property
+    def sqs(self) -> Any:
+        """SQS client."""
+        return self._client("sqs")
+
+    @cached_property
+    def sns(self) -> Any:
+        """SNS client (SMS and staff alerts)."""
+        return self._client("sns")
+
+    @cached_property
+    def sesv2(self) -> Any:
+        """SES v2 client (email)."""
+        return self._client("sesv2")
+
+    @cached_property
+    def bedrock_runtime(self) -> Any:
+        """Bedrock runtime client (one Converse call per restock)."""
+        return self._client("bedrock-runtime")
+
+    @cached_property
+    def secretsmanager(self) -> Any:
+        """Secrets Manager client (webhook secrets, token and hashing keys)."""
+        return self._client("secretsmanager")

@@ -1,0 +1,220 @@
+"""Capture: a Notify-me tap becomes one honest place in a SKU's waiting list."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from chalicelib.alerts import StaffAlerts
+from chalicelib.clock import Clock
+from chalicelib.config import Settings
+from chalicelib.contacts import Contact, contact_key, normalise_contact
+from chalicelib.errors import BadRequest, Discontinued, RateLimited, UnknownSku
+from chalicelib.tables.audit import AuditTable
+from chalicelib.tables.base import TransactionCancelled, transact
+from chalicelib.tables.catalog import CatalogTable
+from chalicelib.tables.optout import OptoutTable
+from chalicelib.tables.requests import RequestsTable, new_joined_ts
+from chalicelib.tables.throttle import ThrottleTable
+
+SKU_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}$")
+MAX_NAME_LEN = 100
+MAX_BODY_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class NotifyMe:
+    """A parsed, validated tap."""
+
+    sku: str
+    contact: Contact
+    name: str
+
+
+@dataclass(frozen=True)
+class CaptureOutcome:
+    """What capture decided: 'queued' (201), 'already_queued' (200) or 'acknowledged' (202)."""
+
+    status: str
+    position: int | None = None
+    joined_ts: str | None = None
+
+    @property
+    def http_status(self) -> int:
+        """The HTTP status this outcome is answered with."""
+        return {"queued": 201, "already_queued": 200, "acknowledged": 202}[self.status]
+
+
+def _text(data: Mapping[str, Any], field: str, *, required: bool, max_len: int) -> str:
+    value = data.get(field)
+    if value is None or value == "":
+        if required:
+            raise BadRequest(f"{field} is required.", code="missing_field")
+        return ""
+    if not isinstance(value, str):
+        raise BadRequest(f"{field} must be a string.", code="invalid_field")
+    value = value.strip()
+    if required and not value:
+        raise BadRequest(f"{field} is required.", code="missing_field")
+    if len(value) > max_len:
+        raise BadRequest(f"{field} must be at most {max_len} characters.", code="field_too_long")
+    return value
+
+
+def parse_sku(value: Any) -> str:
+    """A SKU as sent by a shop: short, printable, no spaces."""
+    if value is None or value == "":
+        raise BadRequest("sku is required.", code="missing_field")
+    if not isinstance(value, str):
+        raise BadRequest("sku must be a string.", code="invalid_field")
+    if len(value) > 64:
+        raise BadRequest("sku must be at most 64 characters.", code="field_too_long")
+    if not SKU_PATTERN.match(value):
+        raise BadRequest("sku may hold letters, digits and . _ : / - only.", code="invalid_sku")
+    return value
+
+
+def parse_notify_me(data: Any, default_region: str) -> NotifyMe:
+    """Validate and normalise a Notify-me body (pure: no AWS)."""
+    if not isinstance(data, Mapping):
+        raise BadRequest("The body must be a JSON object.", code="invalid_body")
+    sku = parse_sku(data.get("sku"))
+    channel = _text(data, "channel", required=True, max_len=10).lower()
+    raw_contact = _text(data, "contact", required=True, max_len=254)
+    name = _text(data, "name", required=False, max_len=MAX_NAME_LEN)
+    if any(ord(c) < 32 for c in name):
+        raise BadRequest("name may not contain control characters.", code="invalid_field")
+    return NotifyMe(sku=sku, contact=normalise_contact(channel, raw_contact, default_region), name=name)
+
+
+class CaptureService:
+    """Rate limit, validate, check catalogue and opt-out, and join, in as few AWS calls as possible."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        catalog: CatalogTable,
+        requests: RequestsTable,
+        optout: OptoutTable,
+        throttle: ThrottleTable,
+        audit: AuditTable,
+        alerts: StaffAlerts,
+        clock: Clock,
+        hash_key: str,
+    ) -> None:
+        self.settings = settings
+        self.catalog = catalog
+        self.requests = requests
+        self.optout = optout
+        self.throttle = throttle
+        self.audit = audit
+        self.alerts = alerts
+        self.clock = clock
+        self.hash_key = hash_key
+
+    def _rate_key(self, source: str, now: float) -> tuple[str, int, int]:
+        minute = int(now // 60)
+        return f"tap#{source}#{minute}", (minute + 1) * 60 + 60, int((minute + 1) * 60 - now) or 1
+
+    def _charge(self, source: str, now: float) -> None:
+        key, expires, retry_after = self._rate_key(source, now)
+        if not self.throttle.charge(key, self.settings.rate_limit_per_minute, expires):
+            raise RateLimited("Too many requests from this address; try again in a minute.", retry_after)
+
+    def capture(self, source: str, data: Any) -> CaptureOutcome:
+        """Handle one tap end to end; raises a DomainError for anything the caller must fix."""
+        tap = parse_notify_me(data, self.settings.default_phone_region)
+        now = self.clock.now()
+        key = contact_key(tap.contact.match, self.hash_key)
+        ttl = int(now) + self.settings.request_ttl_days * 86400
+        joined_ts = new_joined_ts(now)
+        rate_key, rate_expires, retry_after = self._rate_key(source, now)
+        fields: dict[str, Any] = {
+            "sku": tap.sku,
+            "joined_ts": joined_ts,
+            "channel": tap.contact.channel,
+            "contact": tap.contact.address,
+            "contact_key": key,
+            "name": tap.name,
+            "ttl": ttl,
+            "now": now,
+        }
+        # The steady-state tap is this one transaction: rate limit, catalogue, opt-out and the
+        # uniqueness item are all conditions on it, so nothing is read first and nothing half-written.
+        items = [
+            self.throttle.charge_item(rate_key, self.settings.rate_limit_per_minute, rate_expires),
+            self.catalog.join_item(tap.sku),
+            self.optout.not_suppressed_item(key),
+            *self.requests.join_items(**fields),
+        ]
+        try:
+            transact(self.requests.table.meta.client, items)
+        except TransactionCancelled as cancelled:
+            return self._refused(cancelled, tap, key, fields, source, now, retry_after)
+        return CaptureOutcome("queued", self.requests.position(tap.sku, joined_ts), joined_ts)
+
+    def _refused(
+        self,
+        cancelled: TransactionCancelled,
+        tap: NotifyMe,
+        key: str,
+        fields: dict[str, Any],
+        source: str,
+        now: float,
+        retry_after: int,
+    ) -> CaptureOutcome:
+        if cancelled.failed(0):
+            raise RateLimited("Too many requests from this address; try again in a minute.", retry_after)
+        # The transaction was rolled back, so this tap has not been counted yet.
+        self._charge(source, now)
+        if cancelled.failed(1):
+            product = cancelled.old(1)
+            if product:
+                raise Discontinued("This product is no longer sold, so there is no list to join.")
+            self._record_unknown(tap, key, source, now)
+            raise UnknownSku(f"We do not sell a product with SKU {tap.sku!r}.")
+        if cancelled.failed(2):
+            # Opted out: acknowledged politely, nothing stored, nothing ever sent.
+            return CaptureOutcome("acknowledged")
+        if cancelled.failed(3):
+            return self._repeat(tap, key, fields, cancelled.old(3) or {}, now)
+        raise RuntimeError(f"capture transaction cancelled unexpectedly: {cancelled}")
+
+    def _repeat(
+        self, tap: NotifyMe, key: str, fields: dict[str, Any], unique: dict[str, Any], now: float
+    ) -> CaptureOutcome:
+        ref = str(unique.get("ref", ""))
+        refreshed = self.requests.refresh(tap.sku, ref, name=tap.name, ttl=fields["ttl"], now=now) if ref else None
+        if refreshed is not None:
+            return CaptureOutcome("already_queued", self.requests.position(tap.sku, ref), ref)
+        # The old place is finished (bought, or expired and not yet tidied): join again at the back.
+        items = [self.catalog.join_item(tap.sku), self.optout.not_suppressed_item(key)]
+        items += self.requests.rejoin_items(old_ref=ref, **fields)
+        try:
+            transact(self.requests.table.meta.client, items)
+        except TransactionCancelled as cancelled:
+            if cancelled.failed(1):
+                return CaptureOutcome("acknowledged")
+            if cancelled.failed(2):
+                # Someone else's simultaneous re-join won; theirs is this person's one place.
+                current = self.requests.get_unique(tap.sku, key) or {}
+                ref = str(current.get("ref", ""))
+                return CaptureOutcome("already_queued", self.requests.position(tap.sku, ref), ref)
+            raise
+        return CaptureOutcome("queued", self.requests.position(tap.sku, fields["joined_ts"]), fields["joined_ts"])
+
+    def _record_unknown(self, tap: NotifyMe, key: str, source: str, now: float) -> None:
+        window = self.settings.unknown_sku_window_s
+        bucket = int(now // window)
+        self.audit.record(tap.sku, "unknown_sku", now, contact_key=key, channel=tap.contact.channel, source=source)
+        count = self.throttle.bump(f"unknown#{tap.sku}#{bucket}", (bucket + 2) * window)
+        # Exactly at the threshold, so one burst of attempts alerts staff once per window, not per tap.
+        if count == self.settings.unknown_sku_alert_threshold:
+            self.alerts.send(
+                f"Shoppers are asking for unknown SKU {tap.sku}",
+                f"{count} Notify-me taps in the last {window // 60} minutes named SKU {tap.sku!r}, "
+                "which is not in the catalogue. If it is a real product, add it (or fix the product page's SKU).",
+            )

@@ -1,0 +1,131 @@
+"""Settings for one stage, read once from environment variables set in .chalice/config.json."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+
+class ConfigError(RuntimeError):
+    """A required setting is missing or malformed; the function must not start half-configured."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the app reads from its environment, validated at first use."""
+
+    stage: str
+    name_prefix: str
+    aws_region: str
+    public_base_url: str
+    shop_name: str
+    default_phone_region: str
+    cors_origins: tuple[str, ...]
+    rate_limit_per_minute: int
+    request_ttl_days: int
+    unknown_sku_alert_threshold: int
+    unknown_sku_window_s: int
+    alert_topic_arn: str
+    ses_from: str
+    copy_mode: str
+    bedrock_model_id: str
+    sends_concurrency: int
+    sms_per_second: float
+    email_per_second: float
+    # Secrets: either the value itself (local stage) or the name of a Secrets Manager secret.
+    secret_refs: Mapping[str, str] = field(default_factory=dict)
+    secret_values: Mapping[str, str] = field(default_factory=dict)
+
+    def table_name(self, short: str) -> str:
+        """Full name of a table from infra/template.json, e.g. 'catalog' -> 'bisn-catalog'."""
+        return f"{self.name_prefix}-{short}"
+
+    @property
+    def jobs_queue_name(self) -> str:
+        """Name of the notifier's job queue."""
+        return f"{self.name_prefix}-jobs"
+
+    @property
+    def dlq_name(self) -> str:
+        """Name of the job queue's dead-letter queue."""
+        return f"{self.name_prefix}-jobs-dlq"
+
+
+SECRETS = ("WEBHOOK_SECRET", "TOKEN_KEY", "CONTACT_HASH_KEY")
+
+
+def _required(env: Mapping[str, str], name: str) -> str:
+    value = env.get(name, "").strip()
+    if not value:
+        raise ConfigError(f"environment variable {name} is required (set it per stage in .chalice/config.json)")
+    return value
+
+
+def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{name} must be a whole number, got {raw!r}") from exc
+    if value < minimum:
+        raise ConfigError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    try:
+        return float(raw) if raw else default
+    except ValueError as exc:
+        raise ConfigError(f"{name} must be a number, got {raw!r}") from exc
+
+
+def settings_from_env(env: Mapping[str, str]) -> Settings:
+    """Build Settings from a mapping of environment variables, failing fast on anything missing."""
+    refs: dict[str, str] = {}
+    values: dict[str, str] = {}
+    for name in SECRETS:
+        if env.get(name):
+            values[name] = env[name]
+        elif env.get(f"{name}_SECRET_ID"):
+            refs[name] = env[f"{name}_SECRET_ID"]
+        else:
+            raise ConfigError(f"set {name} (local stage) or {name}_SECRET_ID (a Secrets Manager secret)")
+    copy_mode = env.get("COPY_MODE", "bedrock").strip() or "bedrock"
+    if copy_mode not in ("bedrock", "fake", "template"):
+        raise ConfigError(f"COPY_MODE must be bedrock, fake or template, got {copy_mode!r}")
+    region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or ""
+    if not region:
+        raise ConfigError("AWS_REGION is required")
+    return Settings(
+        stage=_required(env, "STAGE"),
+        name_prefix=_required(env, "NAME_PREFIX"),
+        aws_region=region,
+        public_base_url=_required(env, "PUBLIC_BASE_URL").rstrip("/"),
+        shop_name=_required(env, "SHOP_NAME"),
+        default_phone_region=_required(env, "DEFAULT_PHONE_REGION").upper(),
+        cors_origins=tuple(o.strip().rstrip("/") for o in env.get("CORS_ORIGINS", "").split(",") if o.strip()),
+        rate_limit_per_minute=_int(env, "RATE_LIMIT_PER_MINUTE", 20, minimum=1),
+        request_ttl_days=_int(env, "REQUEST_TTL_DAYS", 90, minimum=1),
+        unknown_sku_alert_threshold=_int(env, "UNKNOWN_SKU_ALERT_THRESHOLD", 5, minimum=1),
+        unknown_sku_window_s=_int(env, "UNKNOWN_SKU_WINDOW_S", 3600, minimum=60),
+        alert_topic_arn=_required(env, "ALERT_TOPIC_ARN"),
+        ses_from=_required(env, "SES_FROM"),
+        copy_mode=copy_mode,
+        bedrock_model_id=env.get("BEDROCK_MODEL_ID", "global.anthropic.claude-haiku-4-5-20251001-v1:0"),
+        sends_concurrency=_int(env, "SENDS_CONCURRENCY", 16, minimum=1),
+        sms_per_second=_float(env, "SMS_PER_SECOND", 20.0),
+        email_per_second=_float(env, "EMAIL_PER_SECOND", 14.0),
+        secret_refs=refs,
+        secret_values=values,
+    )
+
+
+@lru_cache(maxsize=1)
+def load_settings() -> Settings:
+    """Settings of the running stage, read once per process."""
+    return settings_from_env(os.environ)

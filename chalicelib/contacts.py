@@ -1,0 +1,91 @@
+"""Contact validation and normalisation: pure rules, no AWS."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass
+
+import phonenumbers
+from email_validator import EmailNotValidError, validate_email
+
+from chalicelib.errors import BadRequest
+
+CHANNELS = ("sms", "email")
+MAX_CONTACT_LEN = 254  # RFC 5321's limit on a forward path; far longer than any phone number.
+
+
+@dataclass(frozen=True)
+class Contact:
+    """A validated contact: where to send, and the form used to recognise the same person again."""
+
+    channel: str
+    address: str  # E.164 for SMS; the normalised address for email
+    match: str  # the form two taps are compared by (email case-folded whole)
+
+
+def normalise_phone(raw: str, default_region: str) -> str:
+    """A phone number in any common notation as E.164, or BadRequest('invalid_phone')."""
+    try:
+        number = phonenumbers.parse(raw, default_region)
+    except phonenumbers.NumberParseException as exc:
+        raise BadRequest("That phone number could not be read.", code="invalid_phone") from exc
+    if not phonenumbers.is_valid_number(number):
+        raise BadRequest("That is not a valid phone number.", code="invalid_phone")
+    return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+
+
+def normalise_email(raw: str) -> str:
+    """An email address checked for syntax only (no DNS at run time), or BadRequest('invalid_email')."""
+    try:
+        result = validate_email(raw, check_deliverability=False)
+    except EmailNotValidError as exc:
+        raise BadRequest(f"That is not a valid email address: {exc}", code="invalid_email") from exc
+    return result.normalized
+
+
+def looks_like_email(raw: str) -> bool:
+    """True when the text is plainly meant as an email address."""
+    return "@" in raw
+
+
+def normalise_contact(channel: str, raw: str, default_region: str) -> Contact:
+    """Validate a contact for its channel and return its normalised forms."""
+    if channel not in CHANNELS:
+        raise BadRequest("channel must be 'sms' or 'email'.", code="unsupported_channel")
+    text = raw.strip()
+    if not text:
+        raise BadRequest("contact is required.", code="missing_field")
+    if len(text) > MAX_CONTACT_LEN:
+        raise BadRequest(f"contact must be at most {MAX_CONTACT_LEN} characters.", code="field_too_long")
+    if channel == "sms":
+        if looks_like_email(text):
+            raise BadRequest(
+                "An email address cannot receive SMS; choose email instead.", code="contact_channel_mismatch"
+            )
+        e164 = normalise_phone(text, default_region)
+        return Contact(channel, e164, e164)
+    if not looks_like_email(text):
+        raise BadRequest("That looks like a phone number; choose SMS instead.", code="contact_channel_mismatch")
+    address = normalise_email(text)
+    return Contact(channel, address, address.casefold())
+
+
+def normalise_any(raw: str, default_region: str) -> Contact:
+    """A contact of either kind, recognised by its shape (support tools take whatever a shopper gives)."""
+    return normalise_contact("email" if looks_like_email(raw) else "sms", raw, default_region)
+
+
+def contact_key(match: str, key: str) -> str:
+    """A keyed hash of a contact: lets audit rows and opt-outs recognise a person without storing them."""
+    return hmac.new(key.encode(), match.encode(), hashlib.sha256).hexdigest()[:40]
+
+
+def mask(address: str) -> str:
+    """A contact shortened for screens: '+4477•••••123', 'a•••@example.com'."""
+    if "@" in address:
+        local, _, domain = address.partition("@")
+        return f"{local[:1]}•••@{domain}"
+    if len(address) <= 6:
+        return "•" * len(address)
+    return f"{address[:5]}•••••{address[-3:]}"

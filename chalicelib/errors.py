@@ -1,0 +1,66 @@
+"""Domain errors. Each carries the HTTP status and stable error code that app.py answers with."""
+
+from __future__ import annotations
+
+
+class DomainError(Exception):
+    """A refusal the caller can act on: never a 5xx."""
+
+    status = 400
+    code = "bad_request"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code:
+            self.code = code
+
+
+class BadRequest(DomainError):
+    """Malformed or invalid input."""
+
+
+class PayloadTooLarge(DomainError):
+    """The body is larger than any legitimate request."""
+
+    status = 413
+    code = "payload_too_large"
+
+
+class UnknownSku(DomainError):
+    """The SKU is not in the catalogue."""
+
+    status = 404
+    code = "unknown_sku"
+
+
+class Discontinued(DomainError):
+    """The SKU is in the catalogue but no longer sold, so nobody can join its list."""
+
+    status = 404
+    code = "discontinued"
+
+
+class RateLimited(DomainError):
+    """One source sent too many requests in the current window."""
+
+    status = 429
+    code = "rate_limited"
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class InvalidSignature(DomainError):
+    """A webhook whose signature is missing, wrong or stale."""
+
+    status = 401
+    code = "invalid_signature"
+
+
+class NotFound(DomainError):
+    """A referenced record does not exist."""
+
+    status = 404
+    code = "not_found"

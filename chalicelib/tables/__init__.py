@@ -1,0 +1,1 @@
+"""One class per DynamoDB table, each built around an injected boto3 Table resource."""

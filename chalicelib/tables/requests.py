@@ -1,0 +1,162 @@
+"""bisn-requests: each SKU's waiting list, ordered by join time, plus one uniqueness item per person."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+from boto3.dynamodb.conditions import Attr, Key
+
+from chalicelib.clock import iso
+from chalicelib.tables.base import TxItem, count_all, query_all
+
+WAITING = "waiting"
+OFFERED = "offered"
+RESERVED = "reserved"
+CONVERTED = "converted"
+ACTIVE_STATES = (WAITING, OFFERED, RESERVED)
+UNIQUE_PREFIX = "U#"
+# Join stamps start with a year ("2026-…"); uniqueness items start with "U#", which sorts after every
+# digit, so "joined_ts < U" reads the queue alone.
+QUEUE_UPPER_BOUND = "U"
+
+
+def new_joined_ts(now: float) -> str:
+    """A join stamp: ISO-8601 time plus a short random suffix that breaks ties between equal instants."""
+    return f"{iso(now)}#{secrets.token_hex(3)}"
+
+
+def unique_sk(contact_key: str) -> str:
+    """Sort key of the uniqueness item that holds one person's one place for one SKU."""
+    return f"{UNIQUE_PREFIX}{contact_key}"
+
+
+class RequestsTable:
+    """The waiting lists."""
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+
+    @property
+    def name(self) -> str:
+        """Full table name."""
+        return str(self.table.name)
+
+    def join_items(
+        self,
+        *,
+        sku: str,
+        joined_ts: str,
+        channel: str,
+        contact: str,
+        contact_key: str,
+        name: str,
+        ttl: int,
+        now: float,
+    ) -> list[TxItem]:
+        """Transaction items for a new place: the uniqueness item first, then the request itself."""
+        return [
+            {
+                "Put": {
+                    "TableName": self.name,
+                    "Item": {"sku": sku, "joined_ts": unique_sk(contact_key), "ref": joined_ts, "ttl": ttl},
+                    # One place per person per item, even when two taps land in the same millisecond.
+                    "ConditionExpression": "attribute_not_exists(joined_ts)",
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            },
+            {
+                "Put": {
+                    "TableName": self.name,
+                    "Item": {
+                        "sku": sku,
+                        "joined_ts": joined_ts,
+                        "channel": channel,
+                        "contact": contact,
+                        "contact_key": contact_key,
+                        "name": name,
+                        "state": WAITING,
+                        "created_at": int(now),
+                        "updated_at": int(now),
+                        "ttl": ttl,
+                    },
+                    # A join stamp is never reused, so an existing one means a bug, not a retry.
+                    "ConditionExpression": "attribute_not_exists(joined_ts)",
+                }
+            },
+        ]
+
+    def rejoin_items(self, *, old_ref: str, **fields: Any) -> list[TxItem]:
+        """Transaction items that replace a finished place (bought, or gone) with a new one at the back."""
+        items = self.join_items(**fields)
+        unique = items[0]["Put"]
+        # Only the place we saw finish is replaced, so two simultaneous re-joins still make one place.
+        unique["ConditionExpression"] = "#ref = :old"
+        unique["ExpressionAttributeNames"] = {"#ref": "ref"}
+        unique["ExpressionAttributeValues"] = {":old": old_ref}
+        return items
+
+    def get(self, sku: str, joined_ts: str, *, consistent: bool = True) -> dict[str, Any] | None:
+        """One request, or None."""
+        return self.table.get_item(Key={"sku": sku, "joined_ts": joined_ts}, ConsistentRead=consistent).get("Item")
+
+    def get_unique(self, sku: str, contact_key: str) -> dict[str, Any] | None:
+        """The uniqueness item of one person for one SKU, or None."""
+        return self.get(sku, unique_sk(contact_key))
+
+    def refresh(self, sku: str, joined_ts: str, *, name: str, ttl: int, now: float) -> dict[str, Any] | None:
+        """A repeat tap: extend the request's life and update the name; never touch joined_ts."""
+        try:
+            result = self.table.update_item(
+                Key={"sku": sku, "joined_ts": joined_ts},
+                UpdateExpression="SET #ttl = :ttl, updated_at = :now" + (", #name = :name" if name else ""),
+                # Only a live place is refreshed; a finished one is replaced by a new join instead.
+                ConditionExpression="attribute_exists(joined_ts) AND #state IN (:w, :o, :r)",
+                ExpressionAttributeNames={"#ttl": "ttl", "#state": "state", **({"#name": "name"} if name else {})},
+                ExpressionAttributeValues={
+                    ":ttl": ttl,
+                    ":now": int(now),
+                    ":w": WAITING,
+                    ":o": OFFERED,
+                    ":r": RESERVED,
+                    **({":name": name} if name else {}),
+                },
+                ReturnValues="ALL_NEW",
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return None
+        self.table.update_item(
+            Key={"sku": sku, "joined_ts": unique_sk(result["Attributes"]["contact_key"])},
+            UpdateExpression="SET #ttl = :ttl",
+            ExpressionAttributeNames={"#ttl": "ttl"},
+            ExpressionAttributeValues={":ttl": ttl},
+        )
+        return result["Attributes"]
+
+    def position(self, sku: str, joined_ts: str) -> int:
+        """1-based place in line: live requests that joined at or before this one."""
+        return count_all(
+            self.table,
+            KeyConditionExpression=Key("sku").eq(sku) & Key("joined_ts").lte(joined_ts),
+            FilterExpression=Attr("state").is_in(list(ACTIVE_STATES)),
+            ConsistentRead=True,
+        )
+
+    def queue(self, sku: str, *, page_size: int = 100, active_only: bool = True) -> Iterator[dict[str, Any]]:
+        """The waiting list oldest first (the join stamp is the order)."""
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": Key("sku").eq(sku) & Key("joined_ts").lt(QUEUE_UPPER_BOUND),
+            "ScanIndexForward": True,
+            "Limit": page_size,
+            "ConsistentRead": True,
+        }
+        if active_only:
+            kwargs["FilterExpression"] = Attr("state").is_in(list(ACTIVE_STATES))
+        return query_all(self.table, **kwargs)
+
+    def by_contact(self, contact_key: str) -> list[dict[str, Any]]:
+        """Every request one person has, across SKUs (eventually consistent index)."""
+        return list(
+            query_all(self.table, IndexName="by-contact", KeyConditionExpression=Key("contact_key").eq(contact_key))
+        )

@@ -1,0 +1,1 @@
+"""Dev-only tooling: the local stack, the dev console and provisioning (never shipped to Lambda)."""

@@ -1,0 +1,69 @@
+"""Joining a waiting list through the HTTP API, as a storefront would."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from chalice.test import Client
+
+from chalicelib.contacts import contact_key
+from chalicelib.wiring import Services
+
+JSON = {"Content-Type": "application/json"}
+
+
+def tap(client: Client, body: Any, headers: dict[str, str] | None = None) -> Any:
+    payload = body if isinstance(body, str) else json.dumps(body)
+    return client.http.post("/notify-me", headers={**JSON, **(headers or {})}, body=payload)
+
+
+def requests_for(services: Services, sku: str) -> list[dict[str, Any]]:
+    return list(services.requests.queue(sku, active_only=False))
+
+
+def test_new_tap_joins_with_place_one(client: Client, services: Services, chair: str) -> None:
+    response = tap(client, {"sku": chair, "channel": "sms", "contact": "07400 123456", "name": "Ada"})
+    assert response.status_code == 201
+    assert response.json_body == {"status": "queued", "position": 1}
+    [request] = requests_for(services, chair)
+    assert request["contact"] == "+447400123456"
+    assert request["state"] == "waiting"
+
+
+def test_repeat_tap_keeps_place(client: Client, services: Services, chair: str) -> None:
+    tap(client, {"sku": chair, "channel": "email", "contact": "first@example.com"})
+    tap(client, {"sku": chair, "channel": "email", "contact": "Ada.Lovelace@Example.com"})
+    [before] = [r for r in requests_for(services, chair) if r["contact_key"] != ""][1:]
+    again = tap(client, {"sku": chair, "channel": "email", "contact": "ada.lovelace@example.COM"})
+    assert again.status_code == 200
+    assert again.json_body == {"status": "already_queued", "position": 2}
+    after = requests_for(services, chair)
+    assert len(after) == 2
+    assert after[1]["joined_ts"] == before["joined_ts"]
+
+
+def test_simultaneous_taps_leave_one_place(client: Client, services: Services, chair: str) -> None:
+    statuses: list[int] = []
+    barrier = threading.Barrier(16)
+
+    def one() -> None:
+        barrier.wait()
+        statuses.append(tap(client, {"sku": chair, "channel": "sms", "contact": "+44 7400 123457"}).status_code)
+
+    threads = [threading.Thread(target=one) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(statuses) == [200] * 15 + [201]
+    assert len(requests_for(services, chair)) == 1
+
+
+def test_opted_out_contact_is_acknowledged_and_not_stored(client: Client, services: Services, chair: str) -> None:
+    services.optout.add(contact_key("+447400123458", services.hash_key), "stop", services.clock.now())
+    response = tap(client, {"sku": chair, "channel": "sms", "contact": "07400123458"})
+    assert response.status_code == 202
+    assert response.json_body == {"status": "acknowledged"}
+    assert requests_for(services, chair) == []
