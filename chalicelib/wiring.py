@@ -10,6 +10,7 @@ from chalicelib.capture import CaptureService
 from chalicelib.clock import Clock, SystemClock
 from chalicelib.config import Settings, load_settings
 from chalicelib.faults import FaultHook, no_faults
+from chalicelib.jobs import JobQueue
 from chalicelib.secrets import Secrets
 from chalicelib.tables.audit import AuditTable
 from chalicelib.tables.catalog import CatalogTable
@@ -85,6 +86,11 @@ class Services:
     def alerts(self) -> StaffAlerts:
         """The staff alert topic."""
         return StaffAlerts(self.aws.sns, self.settings.alert_topic_arn)
+
+    @cached_property
+    def jobs(self) -> JobQueue:
+        """The notifier's job queue."""
+        return JobQueue(self.aws.sqs, self.settings.jobs_queue_name)
 
     @cached_property
     def capture(self) -> CaptureService:

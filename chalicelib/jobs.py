@@ -1,0 +1,71 @@
+"""Notifier jobs on the bisn-jobs queue: what a job says, and how it is sent."""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from chalicelib.errors import BadRequest
+
+KINDS = ("restock", "topup", "continue")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One unit of notifier work: tell the front of `sku`'s queue about restock `restock_id`.
+
+    kind: 'restock' (first pass), 'topup' (units were freed) or 'continue' (a large restock's next slice).
+    """
+
+    sku: str
+    restock_id: str
+    restock_ts: str
+    kind: str = "restock"
+
+    def to_json(self) -> str:
+        """The message body."""
+        return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, body: str) -> Job:
+        """Parse a message body; BadRequest for anything malformed (it will go to the DLQ)."""
+        try:
+            data: Any = json.loads(body)
+        except ValueError as exc:
+            raise BadRequest("job body is not JSON", code="invalid_job") from exc
+        if not isinstance(data, dict):
+            raise BadRequest("job body is not an object", code="invalid_job")
+        fields = {k: data.get(k) for k in ("sku", "restock_id", "restock_ts")}
+        if not all(isinstance(v, str) and v for v in fields.values()):
+            raise BadRequest("job needs sku, restock_id and restock_ts", code="invalid_job")
+        kind = data.get("kind", "restock")
+        if kind not in KINDS:
+            raise BadRequest(f"unknown job kind {kind!r}", code="invalid_job")
+        return cls(kind=kind, **fields)  # type: ignore[arg-type]
+
+
+class JobQueue:
+    """Sends jobs to the notifier's queue (its URL looked up once)."""
+
+    def __init__(self, sqs: Any, queue_name: str) -> None:
+        self.sqs = sqs
+        self.queue_name = queue_name
+        self._url: str | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        """The queue URL."""
+        with self._lock:
+            if self._url is None:
+                self._url = str(self.sqs.get_queue_url(QueueName=self.queue_name)["QueueUrl"])
+            return self._url
+
+    def send(self, job: Job, delay_s: int = 0) -> str:
+        """Put one job on the queue; returns the SQS message id."""
+        kwargs: dict[str, Any] = {"QueueUrl": self.url, "MessageBody": job.to_json()}
+        if delay_s:
+            kwargs["DelaySeconds"] = max(0, min(900, delay_s))
+        return str(self.sqs.send_message(**kwargs)["MessageId"])
