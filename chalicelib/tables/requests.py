@@ -160,3 +160,79 @@ class RequestsTable:
         return list(
             query_all(self.table, IndexName="by-contact", KeyConditionExpression=Key("contact_key").eq(contact_key))
         )
+
+    # --- Request state moves that ride in the same transaction as an offer/hold row change.
+
+    def _state_item(self, sku: str, joined_ts: str, expression: str, condition: str, values: dict[str, Any]) -> TxItem:
+        return {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"sku": sku, "joined_ts": joined_ts},
+                "UpdateExpression": expression,
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": {"#state": "state"},
+                "ExpressionAttributeValues": values,
+            }
+        }
+
+    def mark_offered_item(self, sku: str, joined_ts: str, *, restock_id: str, token_id: str, now: float) -> TxItem:
+        """Transaction item: this request was told about `restock_id` and holds offer `token_id`."""
+        return self._state_item(
+            sku,
+            joined_ts,
+            "SET #state = :offered, last_notified_restock = :rid, offer_token = :tok, updated_at = :now",
+            # Told at most once per restock (invariant 6), and only while waiting (one live offer per person).
+            "#state = :waiting AND (attribute_not_exists(last_notified_restock) OR last_notified_restock <> :rid)",
+            {":offered": OFFERED, ":waiting": WAITING, ":rid": restock_id, ":tok": token_id, ":now": int(now)},
+        )
+
+    def unmark_offered_item(self, sku: str, joined_ts: str, *, token_id: str, previous_restock: str | None) -> TxItem:
+        """Transaction item: undo mark_offered (the notice could not be sent), so a retry tells them."""
+        expression = "SET #state = :waiting REMOVE offer_token"
+        values: dict[str, Any] = {":waiting": WAITING, ":offered": OFFERED, ":tok": token_id}
+        if previous_restock:
+            expression = "SET #state = :waiting, last_notified_restock = :prev REMOVE offer_token"
+            values[":prev"] = previous_restock
+        else:
+            expression += ", last_notified_restock"
+        return self._state_item(
+            sku,
+            joined_ts,
+            expression,
+            # Only the offer being rolled back is undone, never a later one.
+            "#state = :offered AND offer_token = :tok",
+            values,
+        )
+
+    def back_to_waiting_item(self, sku: str, joined_ts: str, *, token_id: str, from_state: str) -> TxItem:
+        """Transaction item: an offer lapsed or a hold expired; keep the place, not re-offered this restock."""
+        return self._state_item(
+            sku,
+            joined_ts,
+            "SET #state = :waiting REMOVE offer_token",
+            # Only the request that owns this very offer goes back; last_notified_restock stays set.
+            "#state = :from AND offer_token = :tok",
+            {":waiting": WAITING, ":from": from_state, ":tok": token_id},
+        )
+
+    def mark_reserved_item(self, sku: str, joined_ts: str, *, token_id: str) -> TxItem:
+        """Transaction item: the shopper clicked their link and holds a unit."""
+        return self._state_item(
+            sku,
+            joined_ts,
+            "SET #state = :reserved",
+            # Only the owner of this offer moves to holding.
+            "#state = :offered AND offer_token = :tok",
+            {":reserved": RESERVED, ":offered": OFFERED, ":tok": token_id},
+        )
+
+    def mark_converted_item(self, sku: str, joined_ts: str, *, token_id: str) -> TxItem:
+        """Transaction item: the shopper bought; they leave the queue."""
+        return self._state_item(
+            sku,
+            joined_ts,
+            "SET #state = :converted REMOVE offer_token",
+            # Only the holder of this very hold converts.
+            "#state = :reserved AND offer_token = :tok",
+            {":converted": CONVERTED, ":reserved": RESERVED, ":tok": token_id},
+        )

@@ -28,3 +28,100 @@ class ReservationsTable:
     def get(self, token_id: str) -> dict[str, Any] | None:
         """One offer or hold, read strongly consistent."""
         return self.table.get_item(Key={"token_id": token_id}, ConsistentRead=True).get("Item")
+
+    def offer_put_item(
+        self,
+        *,
+        token_id: str,
+        sku: str,
+        restock_ts: str,
+        restock_id: str,
+        request_joined_ts: str,
+        contact_key: str,
+        channel: str,
+        now: float,
+        offer_window_s: int,
+    ) -> dict[str, Any]:
+        """Transaction item: a new offer row, due for the sweep when the offer window ends."""
+        expires = int(now) + int(offer_window_s)
+        return {
+            "Put": {
+                "TableName": self.name,
+                "Item": {
+                    "token_id": token_id,
+                    "sku": sku,
+                    "restock_ts": restock_ts,
+                    "restock_id": restock_id,
+                    "request_joined_ts": request_joined_ts,
+                    "contact_key": contact_key,
+                    "channel": channel,
+                    "state": OFFERED,
+                    "offered_at": int(now),
+                    "offer_expires_at": expires,
+                    "due_key": DUE_KEY,
+                    "due_at": expires,
+                    # Rows are kept a month for explanations, then tidied by TTL.
+                    "ttl": expires + 30 * 86400,
+                },
+                # A token is used once (invariant 6): an id is never written twice.
+                "ConditionExpression": "attribute_not_exists(token_id)",
+            }
+        }
+
+    def transition_item(
+        self, token_id: str, from_state: str, to_state: str, *, due_at: int | None = None, **fields: Any
+    ) -> dict[str, Any]:
+        """Transaction item: move a row from one state to the next, setting fields and the sweep's due time.
+
+        With due_at None the row leaves the sweep's index (a final state).
+        """
+        names = {"#state": "state"}
+        values: dict[str, Any] = {":from": from_state, ":to": to_state}
+        sets = ["#state = :to"]
+        for i, (key, value) in enumerate(fields.items()):
+            names[f"#f{i}"] = key
+            values[f":f{i}"] = value
+            sets.append(f"#f{i} = :f{i}")
+        expression = "SET " + ", ".join(sets)
+        if due_at is None:
+            expression += " REMOVE due_key, due_at"
+        else:
+            values[":due"] = int(due_at)
+            values[":duekey"] = DUE_KEY
+            expression = expression.replace("SET ", "SET due_key = :duekey, due_at = :due, ", 1)
+        return {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"token_id": token_id},
+                "UpdateExpression": expression,
+                # Every row change is conditional on the row's current state, so it happens once (invariant 6).
+                "ConditionExpression": "#state = :from",
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values,
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+
+    def delete_offer_item(self, token_id: str) -> dict[str, Any]:
+        """Transaction item: remove an offer whose notice could not be sent (it never existed for the shopper)."""
+        return {
+            "Delete": {
+                "TableName": self.name,
+                "Key": {"token_id": token_id},
+                # Only an untouched offer is rolled back; one already clicked stands.
+                "ConditionExpression": "#state = :offered",
+                "ExpressionAttributeNames": {"#state": "state"},
+                "ExpressionAttributeValues": {":offered": OFFERED},
+            }
+        }
+
+    def due(self, now: float, *, limit: int = 100) -> list[dict[str, Any]]:
+        """Rows whose offer or hold window has ended, oldest first, from the sparse due-time index."""
+        from boto3.dynamodb.conditions import Key
+
+        page = self.table.query(
+            IndexName="by-due",
+            KeyConditionExpression=Key("due_key").eq(DUE_KEY) & Key("due_at").lte(int(now)),
+            Limit=limit,
+        )
+        return list(page.get("Items", []))

@@ -26,3 +26,47 @@ class RestocksTable:
     def get(self, sku: str, restock_ts: str) -> dict[str, Any] | None:
         """One restock, read strongly consistent (its counters decide who is told)."""
         return self.table.get_item(Key={"sku": sku, "restock_ts": restock_ts}, ConsistentRead=True).get("Item")
+
+    # --- Counter moves of DESIGN §4. Each returns a transaction item, so the row change that causes it
+    # --- commits in the same transaction, conditional on the row's state.
+
+    def _counter_item(self, sku: str, restock_ts: str, expression: str, condition: str | None, values: dict) -> dict:
+        update: dict[str, Any] = {
+            "TableName": self.name,
+            "Key": {"sku": sku, "restock_ts": restock_ts},
+            "UpdateExpression": expression,
+            "ExpressionAttributeValues": values,
+        }
+        if condition:
+            update["ConditionExpression"] = condition
+        return {"Update": update}
+
+    def take_offer_item(self, sku: str, restock_ts: str) -> dict:
+        """Notice sent: units_offerable - 1, only while at least one unit is neither held nor promised."""
+        return self._counter_item(
+            sku,
+            restock_ts,
+            "ADD units_offerable :minus",
+            # Never over-promise (invariant 5): live offers never exceed units_available.
+            "units_offerable >= :one",
+            {":minus": -1, ":one": 1},
+        )
+
+    def release_offer_item(self, sku: str, restock_ts: str) -> dict:
+        """Offer lapsed unused, or a send failed and was rolled back: units_offerable + 1."""
+        return self._counter_item(sku, restock_ts, "ADD units_offerable :one", None, {":one": 1})
+
+    def hold_item(self, sku: str, restock_ts: str) -> dict:
+        """Link clicked: units_available - 1, only while a unit is left."""
+        return self._counter_item(
+            sku,
+            restock_ts,
+            "ADD units_available :minus",
+            # Never oversell (invariant 4): a unit is held only by a conditional decrement.
+            "units_available >= :one",
+            {":minus": -1, ":one": 1},
+        )
+
+    def return_hold_item(self, sku: str, restock_ts: str) -> dict:
+        """Hold expired unbought: the unit is available and offerable again."""
+        return self._counter_item(sku, restock_ts, "ADD units_available :one, units_offerable :one", None, {":one": 1})
