@@ -19,6 +19,7 @@ from chalicelib.tables.requests import RequestsTable
 from chalicelib.tables.reservations import ReservationsTable
 from chalicelib.tables.restocks import RestocksTable
 from chalicelib.tables.throttle import ThrottleTable
+from chalicelib.tokens import Tokens
 
 
 class Services:
@@ -46,6 +47,15 @@ class Services:
     def hash_key(self) -> str:
         """Key of the keyed hash that stands for a contact in audit and opt-out rows."""
         return self.secrets.get("CONTACT_HASH_KEY")
+
+    @cached_property
+    def tokens(self) -> Tokens:
+        """Signs and verifies reserve, unsubscribe and manage links."""
+        return Tokens(self.secrets.get("TOKEN_KEY"))
+
+    def webhook_secrets(self) -> list[str]:
+        """The webhook secrets currently accepted (two during a rotation); read through the secrets cache."""
+        return self.secrets.get_all("WEBHOOK_SECRET")
 
     @cached_property
     def catalog(self) -> CatalogTable:
