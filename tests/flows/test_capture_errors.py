@@ -1,0 +1,191 @@
+"""Every way a Notify-me tap can be refused: a clear 4xx, and nothing written."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3
+import pytest
+from chalice.test import Client
+
+from chalicelib.clock import FixedClock
+from chalicelib.wiring import Services
+
+JSON = {"Content-Type": "application/json"}
+GOOD = {"sku": "CHAIR-WALNUT", "channel": "sms", "contact": "07400 123456"}
+
+
+def post(client: Client, body: str | bytes, content_type: str = "application/json", **headers: str) -> Any:
+    return client.http.post("/notify-me", headers={"Content-Type": content_type, **headers}, body=body)
+
+
+def stored(services: Services, sku: str = "CHAIR-WALNUT") -> list[dict[str, Any]]:
+    return services.requests.table.scan()["Items"] if sku else []
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        ("{not json", "invalid_json"),
+        ("", "invalid_body"),
+        ("[1, 2]", "invalid_body"),
+        ('"just a string"', "invalid_body"),
+        (json.dumps({**GOOD, "sku": None}), "missing_field"),
+        (json.dumps({**GOOD, "contact": 447400123456}), "invalid_field"),
+        (json.dumps({**GOOD, "channel": "pigeon"}), "unsupported_channel"),
+        (json.dumps({**GOOD, "contact": "12"}), "invalid_phone"),
+        (json.dumps({**GOOD, "channel": "email", "contact": "ada@"}), "invalid_email"),
+        (json.dumps({**GOOD, "contact": "ada@example.com"}), "contact_channel_mismatch"),
+        (json.dumps({**GOOD, "name": "x" * 500}), "field_too_long"),
+    ],
+)
+def test_bad_input_gets_400_with_a_code_and_nothing_is_stored(
+    client: Client, services: Services, chair: str, body: str, code: str
+) -> None:
+    response = post(client, body)
+    assert response.status_code == 400
+    assert response.json_body["error"] == code
+    assert response.json_body["message"]
+    assert stored(services) == []
+
+
+def test_invalid_utf8_gets_400(client: Client, services: Services, chair: str) -> None:
+    response = post(client, b'{"sku": "\xff\xfe"}')
+    assert response.status_code == 400
+    assert response.json_body["error"] == "invalid_body"
+
+
+def test_an_oversized_body_gets_413(client: Client, services: Services, chair: str) -> None:
+    response = post(client, json.dumps({**GOOD, "padding": "x" * 5000}))
+    assert response.status_code == 413
+    assert response.json_body["error"] == "payload_too_large"
+    assert stored(services) == []
+
+
+def test_a_form_encoded_tap_works_without_javascript(client: Client, services: Services, chair: str) -> None:
+    response = post(
+        client, "sku=CHAIR-WALNUT&channel=email&contact=ada%40example.com&name=Ada", "application/x-www-form-urlencoded"
+    )
+    assert response.status_code == 201
+    assert response.json_body == {"status": "queued", "position": 1}
+
+
+def subscribe_staff_inbox(session: boto3.session.Session, services: Services) -> str:
+    sqs = session.client("sqs")
+    url = sqs.create_queue(QueueName="staff-inbox")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    session.client("sns").subscribe(TopicArn=services.settings.alert_topic_arn, Protocol="sqs", Endpoint=arn)
+    return url
+
+
+def staff_messages(session: boto3.session.Session, url: str) -> list[dict[str, Any]]:
+    received = session.client("sqs").receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+    return [json.loads(m["Body"]) for m in received]
+
+
+def test_unknown_sku_is_404_recorded_and_staff_alerted_once(
+    client: Client, services: Services, session: boto3.session.Session, clock: FixedClock
+) -> None:
+    inbox = subscribe_staff_inbox(session, services)
+    threshold = services.settings.unknown_sku_alert_threshold
+    for i in range(threshold + 3):
+        response = post(client, json.dumps({**GOOD, "sku": "LAMP-OLD", "contact": f"0740012{i:04d}"}))
+        assert response.status_code == 404
+        assert response.json_body["error"] == "unknown_sku"
+    attempts = services.audit.for_sku("LAMP-OLD")
+    assert [a["kind"] for a in attempts] == ["unknown_sku"] * (threshold + 3)
+    assert all("contact" not in a and len(a["contact_key"]) == 40 for a in attempts)
+    alerts = staff_messages(session, inbox)
+    assert len(alerts) == 1
+    assert "LAMP-OLD" in alerts[0]["Subject"]
+    assert stored(services) == []
+
+
+def test_unknown_sku_alerts_again_in_a_later_window(
+    client: Client, services: Services, session: boto3.session.Session, clock: FixedClock
+) -> None:
+    inbox = subscribe_staff_inbox(session, services)
+    threshold = services.settings.unknown_sku_alert_threshold
+    for window in range(2):
+        for i in range(threshold):
+            post(client, json.dumps({**GOOD, "sku": "LAMP-OLD", "contact": f"074001{window}{i:04d}"}))
+        clock.advance(services.settings.unknown_sku_window_s)
+    assert len(staff_messages(session, inbox)) == 2
+
+
+def test_a_discontinued_product_cannot_be_joined(client: Client, services: Services, chair: str) -> None:
+    services.catalog.upsert(chair, {"discontinued": True})
+    response = post(client, json.dumps(GOOD))
+    assert response.status_code == 404
+    assert response.json_body["error"] == "discontinued"
+    assert stored(services) == []
+
+
+def test_one_source_is_rate_limited_with_retry_after(client: Client, services: Services, chair: str) -> None:
+    limit = services.settings.rate_limit_per_minute
+    statuses = [post(client, json.dumps({**GOOD, "contact": f"0740011{i:04d}"})).status_code for i in range(limit)]
+    assert statuses == [201] * limit
+    refused = post(client, json.dumps({**GOOD, "contact": "07400 119999"}))
+    assert refused.status_code == 429
+    assert refused.json_body["error"] == "rate_limited"
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+    assert len([i for i in stored(services) if not i["joined_ts"].startswith("U#")]) == limit
+
+
+def test_repeat_taps_and_refusals_count_against_the_rate_limit(client: Client, services: Services, chair: str) -> None:
+    limit = services.settings.rate_limit_per_minute
+    for _ in range(limit):
+        post(client, json.dumps(GOOD))
+    assert post(client, json.dumps({**GOOD, "sku": "NOPE"})).status_code == 429
+    assert post(client, json.dumps(GOOD)).status_code == 429
+
+
+def test_the_rate_limit_resets_next_minute(client: Client, services: Services, chair: str, clock: FixedClock) -> None:
+    for i in range(services.settings.rate_limit_per_minute):
+        post(client, json.dumps({**GOOD, "contact": f"0740011{i:04d}"}))
+    clock.advance(60)
+    assert post(client, json.dumps({**GOOD, "contact": "07400 119999"})).status_code == 201
+
+
+def test_storefront_origins_on_the_allow_list_get_cors(client: Client, services: Services, chair: str) -> None:
+    allowed = post(client, json.dumps(GOOD), Origin="http://127.0.0.1:8001")
+    assert allowed.headers["Access-Control-Allow-Origin"] == "http://127.0.0.1:8001"
+    other = post(client, json.dumps({**GOOD, "contact": "07400 123457"}), Origin="https://evil.example")
+    assert "Access-Control-Allow-Origin" not in other.headers
+    preflight = client.http.request("OPTIONS", "/notify-me", headers={"Origin": "http://127.0.0.1:8001"})
+    assert preflight.status_code == 204
+    assert "POST" in preflight.headers["Access-Control-Allow-Methods"]
+
+
+def test_every_request_gets_a_ttl_of_ninety_days(
+    client: Client, services: Services, chair: str, clock: FixedClock
+) -> None:
+    post(client, json.dumps(GOOD))
+    for item in stored(services):
+        assert int(item["ttl"]) == int(clock.now()) + 90 * 86400
+
+
+def test_a_repeat_tap_extends_the_ttl_but_not_the_place(
+    client: Client, services: Services, chair: str, clock: FixedClock
+) -> None:
+    post(client, json.dumps(GOOD))
+    [before] = [i for i in stored(services) if not i["joined_ts"].startswith("U#")]
+    clock.advance(86400)
+    post(client, json.dumps({**GOOD, "name": "Ada"}))
+    items = stored(services)
+    assert len(items) == 2
+    for item in items:
+        assert int(item["ttl"]) == int(clock.now()) + 90 * 86400
+    [after] = [i for i in items if not i["joined_ts"].startswith("U#")]
+    assert after["joined_ts"] == before["joined_ts"]
+    assert after["name"] == "Ada"
+
+
+def test_the_widget_script_is_served(client: Client) -> None:
+    response = client.http.get("/widget.js")
+    assert response.status_code == 200
+    assert response.headers["Content-Type"].startswith("application/javascript")
+    body = response.body.decode()
+    assert "data-bisn-sku" in body
+    assert "aria-live" in body

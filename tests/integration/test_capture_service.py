@@ -1,0 +1,80 @@
+"""The capture service on the emulator: concurrency, re-joining, and what one tap costs."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from chalicelib.clock import FixedClock
+from chalicelib.wiring import Services
+
+TAP = {"sku": "CHAIR-WALNUT", "channel": "sms", "contact": "07400 123456"}
+
+
+def finish(services: Services, sku: str, joined_ts: str, state: str) -> None:
+    services.requests.table.update_item(
+        Key={"sku": sku, "joined_ts": joined_ts},
+        UpdateExpression="SET #s = :s",
+        ExpressionAttributeNames={"#s": "state"},
+        ExpressionAttributeValues={":s": state},
+    )
+
+
+def test_sixteen_simultaneous_taps_leave_one_place(services: Services, chair: str) -> None:
+    outcomes: list[Any] = []
+    barrier = threading.Barrier(16)
+
+    def one(i: int) -> None:
+        barrier.wait()
+        outcomes.append(services.capture.capture(f"10.0.0.{i}", TAP))
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(o.status for o in outcomes) == ["already_queued"] * 15 + ["queued"]
+    assert {o.joined_ts for o in outcomes} == {next(o.joined_ts for o in outcomes if o.status == "queued")}
+    assert len(list(services.requests.queue(chair))) == 1
+    assert services.catalog.get(chair)["waiting_count"] == 1
+
+
+def test_simultaneous_taps_from_many_people_all_get_distinct_places(services: Services, chair: str) -> None:
+    outcomes: list[Any] = []
+    barrier = threading.Barrier(12)
+
+    def one(i: int) -> None:
+        barrier.wait()
+        outcomes.append(services.capture.capture(f"10.0.1.{i}", {**TAP, "contact": f"0740012{i:04d}"}))
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(o.status == "queued" for o in outcomes)
+    final = sorted(services.requests.position(chair, o.joined_ts or "") for o in outcomes)
+    assert final == list(range(1, 13))
+    assert services.catalog.get(chair)["waiting_count"] == 12
+
+
+def test_a_shopper_who_bought_joins_again_at_the_back(services: Services, chair: str, clock: FixedClock) -> None:
+    first = services.capture.capture("ip", TAP)
+    clock.advance(1)
+    services.capture.capture("ip", {**TAP, "contact": "07400 123457"})
+    finish(services, chair, first.joined_ts or "", "converted")
+    clock.advance(1)
+    again = services.capture.capture("ip", TAP)
+    assert again.status == "queued"
+    assert again.joined_ts != first.joined_ts
+    assert again.position == 2
+    unique = services.requests.get_unique(chair, services.requests.get(chair, again.joined_ts or "")["contact_key"])
+    assert unique["ref"] == again.joined_ts
+
+
+def test_a_new_tap_costs_one_transaction_and_one_count(services: Services, chair: str) -> None:
+    calls: list[str] = []
+    client = services.requests.table.meta.client
+    client.meta.events.register("before-call.dynamodb.*", lambda model, **_: calls.append(model.name))
+    services.capture.capture("ip", TAP)
+    assert calls == ["TransactWriteItems", "Query"]

@@ -1,0 +1,66 @@
+"""Parsing a Notify-me body: what is accepted and what is refused, before any AWS call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from chalicelib.capture import CaptureOutcome, parse_notify_me
+from chalicelib.errors import BadRequest
+
+GOOD: dict[str, Any] = {"sku": "CHAIR-WALNUT", "channel": "sms", "contact": "07400 123456", "name": "Ada"}
+
+
+def test_a_good_tap_is_parsed_and_normalised() -> None:
+    tap = parse_notify_me(GOOD, "GB")
+    assert (tap.sku, tap.contact.address, tap.contact.channel, tap.name) == (
+        "CHAIR-WALNUT",
+        "+447400123456",
+        "sms",
+        "Ada",
+    )
+
+
+def test_name_is_optional_and_channel_case_is_ignored() -> None:
+    tap = parse_notify_me({**GOOD, "name": None, "channel": "EMAIL", "contact": "a@example.com"}, "GB")
+    assert tap.name == ""
+    assert tap.contact.channel == "email"
+
+
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        ({"sku": None}, "missing_field"),
+        ({"sku": ""}, "missing_field"),
+        ({"sku": 42}, "invalid_field"),
+        ({"sku": "has space"}, "invalid_sku"),
+        ({"sku": "x" * 65}, "field_too_long"),
+        ({"sku": "<script>"}, "invalid_sku"),
+        ({"channel": None}, "missing_field"),
+        ({"channel": ["sms"]}, "invalid_field"),
+        ({"channel": "fax"}, "unsupported_channel"),
+        ({"contact": None}, "missing_field"),
+        ({"contact": 7400123456}, "invalid_field"),
+        ({"contact": "x" * 255}, "field_too_long"),
+        ({"name": "n" * 101}, "field_too_long"),
+        ({"name": {"first": "Ada"}}, "invalid_field"),
+        ({"name": "Ada\x00"}, "invalid_field"),
+    ],
+)
+def test_malformed_fields_are_refused_with_a_code(change: dict[str, Any], code: str) -> None:
+    with pytest.raises(BadRequest) as caught:
+        parse_notify_me({**GOOD, **change}, "GB")
+    assert caught.value.code == code
+
+
+@pytest.mark.parametrize("body", [[], "sku", 3, None])
+def test_a_body_that_is_not_an_object_is_refused(body: Any) -> None:
+    with pytest.raises(BadRequest) as caught:
+        parse_notify_me(body, "GB")
+    assert caught.value.code == "invalid_body"
+
+
+@pytest.mark.parametrize(("status", "http"), [("queued", 201), ("already_queued", 200), ("acknowledged", 202)])
+def test_outcomes_map_to_their_status_codes(status: str, http: int) -> None:
+    assert CaptureOutcome(status).http_status == http
