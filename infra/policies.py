@@ -1,0 +1,374 @@
+"""The IAM policy of each Lambda function, per deployed stage, generated from what each one touches.
+
+Chalice reads one policy file per function (`.chalice/policies/<stage>/policy-<function>.json`).
+Policy files cannot hold CloudFormation intrinsics, so the stage's name prefix, secret names, sender
+address and model are baked in from `.chalice/config.json`, and the account is left as `*` (a role
+can only reach its own account's tables, queues and secrets). The region is fixed by DEPLOY_REGION;
+`make package` refuses a deployment to any other region (see infra/pin_stage.py).
+
+Regenerate after changing a stage's settings or what a function touches:
+
+    .venv/bin/python -m infra.policies          # rewrite the files
+    .venv/bin/python -m infra.policies --check  # exit 1 if a file is out of date (the tests do this)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from email.utils import parseaddr
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = ROOT / ".chalice" / "config.json"
+POLICY_DIR = ROOT / ".chalice" / "policies"
+
+DEPLOY_REGION = "eu-west-2"
+LOCAL_STAGES = ("local",)  # run on the emulator only; never packaged
+FUNCTIONS = ("api_handler", "notifier", "sweep", "catalog_sync")
+
+# The copy model: Claude Haiku 4.5 through the global cross-region inference profile.
+BEDROCK_PROFILE = "global.anthropic.claude-haiku-4-5-20251001-v1:0"
+
+GET = "dynamodb:GetItem"
+BATCH_GET = "dynamodb:BatchGetItem"
+QUERY = "dynamodb:Query"
+SCAN = "dynamodb:Scan"
+CHECK = "dynamodb:ConditionCheckItem"
+PUT = "dynamodb:PutItem"
+UPDATE = "dynamodb:UpdateItem"
+DELETE = "dynamodb:DeleteItem"
+
+# The queue actions Lambda's SQS event source needs on the role of the function it feeds.
+CONSUME = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
+PRODUCE = ("sqs:SendMessage", "sqs:GetQueueUrl")
+
+
+@dataclass(frozen=True)
+class TableAccess:
+    """What one function may do to one table, and which of its indexes it may query."""
+
+    actions: tuple[str, ...]
+    indexes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Needs:
+    """Everything one function touches (DESIGN §2), independent of stage."""
+
+    tables: dict[str, TableAccess]
+    queue: tuple[str, ...] = ()
+    secrets: tuple[str, ...] = ()
+    alerts: bool = False  # publish to the stage's staff alert topic
+    sms: bool = False  # SNS Publish to phone numbers (no resource ARN exists for those)
+    email: bool = False  # SES SendEmail from the stage's sender identity
+    copy_model: bool = False  # Bedrock, the copy model only
+    sms_optouts: bool = False  # SNS ListPhoneNumbersOptedOut (an account-level call)
+    optional_secrets: tuple[str, ...] = ()  # granted only when the stage configures them
+
+
+NEEDS: dict[str, Needs] = {
+    # Every route: capture, both webhooks, reserve, unsubscribe, the manage page, the widget.
+    "api_handler": Needs(
+        tables={
+            "catalog": TableAccess((GET, BATCH_GET, UPDATE, CHECK)),
+            "requests": TableAccess((GET, BATCH_GET, QUERY, PUT, UPDATE, DELETE, CHECK), ("by-contact",)),
+            "restocks": TableAccess((GET, QUERY, PUT, UPDATE, CHECK)),
+            "reservations": TableAccess((GET, UPDATE, CHECK)),
+            "optout": TableAccess((GET, BATCH_GET, PUT, CHECK)),
+            "throttle": TableAccess((UPDATE,)),
+            "audit": TableAccess((PUT,)),
+        },
+        queue=PRODUCE,
+        secrets=("WEBHOOK_SECRET", "TOKEN_KEY", "CONTACT_HASH_KEY"),
+        alerts=True,
+    ),
+    "notifier": Needs(
+        tables={
+            "catalog": TableAccess((GET, BATCH_GET, UPDATE)),
+            "requests": TableAccess((GET, QUERY, UPDATE, CHECK)),
+            "restocks": TableAccess((GET, UPDATE, CHECK)),
+            "reservations": TableAccess((GET, PUT, UPDATE, DELETE, CHECK)),
+            "optout": TableAccess((GET, BATCH_GET, CHECK)),
+            "audit": TableAccess((PUT,)),
+        },
+        queue=CONSUME + PRODUCE,
+        secrets=("TOKEN_KEY", "CONTACT_HASH_KEY"),
+        sms=True,
+        email=True,
+        copy_model=True,
+    ),
+    "sweep": Needs(
+        tables={
+            "catalog": TableAccess((GET, UPDATE)),
+            "requests": TableAccess((GET, QUERY, UPDATE, DELETE, CHECK), ("by-expiry",)),
+            "restocks": TableAccess((GET, QUERY, UPDATE, CHECK), ("by-pending",)),
+            "reservations": TableAccess((GET, QUERY, UPDATE, CHECK), ("by-due",)),
+            "optout": TableAccess((GET, BATCH_GET, PUT)),
+            "audit": TableAccess((PUT,)),
+        },
+        queue=PRODUCE,
+        secrets=("CONTACT_HASH_KEY",),
+        alerts=True,
+        sms_optouts=True,
+    ),
+    "catalog_sync": Needs(
+        tables={"catalog": TableAccess((GET, BATCH_GET, SCAN, PUT, UPDATE))},
+        alerts=True,
+        optional_secrets=("CATALOG_TOKEN",),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Stage:
+    """The settings of one deployed stage that the policies depend on."""
+
+    name: str
+    prefix: str
+    secret_ids: dict[str, str]
+    ses_from: str
+    copy_mode: str
+    model_id: str
+    region: str = DEPLOY_REGION
+
+
+def load_config(path: Path = CONFIG) -> dict[str, Any]:
+    """The parsed .chalice/config.json."""
+    return json.loads(path.read_text())
+
+
+def stage_env(config: dict[str, Any], stage: str) -> dict[str, str]:
+    """The environment variables a stage sets (global ones overridden by the stage's)."""
+    env = dict(config.get("environment_variables", {}))
+    env.update(config["stages"][stage].get("environment_variables", {}))
+    return env
+
+
+def deployed_stages(config: dict[str, Any]) -> list[str]:
+    """Every stage that is packaged for AWS."""
+    return [name for name in config["stages"] if name not in LOCAL_STAGES]
+
+
+def stage_settings(config: dict[str, Any], name: str) -> Stage:
+    """Read what the policies need from a stage's environment, refusing anything incomplete."""
+    env = stage_env(config, name)
+    secret_ids = {key[: -len("_SECRET_ID")]: value for key, value in env.items() if key.endswith("_SECRET_ID")}
+    for key in ("NAME_PREFIX", "SES_FROM"):
+        if not env.get(key):
+            raise ValueError(f"stage {name} sets no {key}")
+    return Stage(
+        name=name,
+        prefix=env["NAME_PREFIX"],
+        secret_ids=secret_ids,
+        ses_from=env["SES_FROM"],
+        copy_mode=env.get("COPY_MODE", "bedrock"),
+        model_id=env.get("BEDROCK_MODEL_ID", BEDROCK_PROFILE),
+    )
+
+
+def function_name(prefix: str, function: str) -> str:
+    """The deployed Lambda function name (infra/template.json sets FunctionName to the same)."""
+    return f"{prefix}-{function}"
+
+
+def _table_arn(stage: Stage, table: str) -> str:
+    return f"arn:aws:dynamodb:{stage.region}:*:table/{stage.prefix}-{table}"
+
+
+def _secret_arn(stage: Stage, secret_id: str) -> str:
+    if secret_id.startswith("arn:"):
+        return secret_id
+    # Secrets Manager appends six random characters to every secret's ARN.
+    return f"arn:aws:secretsmanager:{stage.region}:*:secret:{secret_id}-??????"
+
+
+def _sid(text: str) -> str:
+    return "".join(part.capitalize() for part in text.replace("-", "_").split("_"))
+
+
+def policy(stage: Stage, function: str) -> dict[str, Any]:
+    """The IAM policy document of one function in one stage."""
+    needs = NEEDS[function]
+    region = stage.region
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "OwnLogs",
+            "Effect": "Allow",
+            # No logs:CreateLogGroup: the template creates the group with its retention.
+            "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+            "Resource": f"arn:aws:logs:{region}:*:log-group:/aws/lambda/{function_name(stage.prefix, function)}:*",
+        }
+    ]
+    for table, access in needs.tables.items():
+        resources = [_table_arn(stage, table)]
+        statements.append(
+            {
+                "Sid": f"{_sid(table)}Table",
+                "Effect": "Allow",
+                "Action": list(access.actions),
+                "Resource": resources[0],
+            }
+        )
+        if access.indexes:
+            statements.append(
+                {
+                    "Sid": f"{_sid(table)}Indexes",
+                    "Effect": "Allow",
+                    "Action": [QUERY],
+                    "Resource": [f"{_table_arn(stage, table)}/index/{index}" for index in access.indexes],
+                }
+            )
+    if needs.queue:
+        statements.append(
+            {
+                "Sid": "JobsQueue",
+                "Effect": "Allow",
+                "Action": list(needs.queue),
+                "Resource": f"arn:aws:sqs:{region}:*:{stage.prefix}-jobs",
+            }
+        )
+    wanted = list(needs.secrets) + [name for name in needs.optional_secrets if name in stage.secret_ids]
+    if wanted:
+        missing = [name for name in wanted if name not in stage.secret_ids]
+        if missing:
+            raise ValueError(
+                f"stage {stage.name} names no secret for {', '.join(missing)} (set {missing[0]}_SECRET_ID)"
+            )
+        statements.append(
+            {
+                "Sid": "Secrets",
+                "Effect": "Allow",
+                "Action": ["secretsmanager:GetSecretValue"],
+                "Resource": [_secret_arn(stage, stage.secret_ids[name]) for name in wanted],
+            }
+        )
+    if needs.sms:
+        statements.append(
+            {
+                "Sid": "SmsAndAlerts",
+                "Effect": "Allow",
+                "Action": ["sns:Publish"],
+                # An SMS to a phone number has no resource ARN, so Publish cannot be narrowed further.
+                "Resource": "*",
+            }
+        )
+    elif needs.alerts:
+        statements.append(
+            {
+                "Sid": "StaffAlerts",
+                "Effect": "Allow",
+                "Action": ["sns:Publish"],
+                "Resource": f"arn:aws:sns:{region}:*:{stage.prefix}-alerts",
+            }
+        )
+    if needs.sms_optouts:
+        statements.append(
+            {
+                "Sid": "SmsOptOuts",
+                "Effect": "Allow",
+                "Action": ["sns:ListPhoneNumbersOptedOut"],
+                # An account-level call: SNS defines no resource for it.
+                "Resource": "*",
+            }
+        )
+    if needs.email:
+        address = parseaddr(stage.ses_from)[1]
+        if "@" not in address:
+            raise ValueError(f"stage {stage.name}: SES_FROM {stage.ses_from!r} has no email address")
+        domain = address.rsplit("@", 1)[1]
+        statements.append(
+            {
+                "Sid": "Email",
+                "Effect": "Allow",
+                "Action": ["ses:SendEmail"],
+                # Either the address or its whole domain may be the verified identity.
+                "Resource": [
+                    f"arn:aws:ses:{region}:*:identity/{domain}",
+                    f"arn:aws:ses:{region}:*:identity/{address}",
+                ],
+                "Condition": {"StringEquals": {"ses:FromAddress": address}},
+            }
+        )
+    if needs.copy_model and stage.copy_mode == "bedrock":
+        statements.extend(_bedrock(stage))
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+def _bedrock(stage: Stage) -> list[dict[str, Any]]:
+    if stage.model_id != BEDROCK_PROFILE:
+        raise ValueError(
+            f"stage {stage.name}: BEDROCK_MODEL_ID is {stage.model_id!r}; the policies grant {BEDROCK_PROFILE} only"
+        )
+    model = BEDROCK_PROFILE.split(".", 1)[1]
+    profile_arn = f"arn:aws:bedrock:{stage.region}:*:inference-profile/{BEDROCK_PROFILE}"
+    return [
+        {
+            "Sid": "CopyModelProfile",
+            "Effect": "Allow",
+            "Action": ["bedrock:InvokeModel"],
+            "Resource": profile_arn,
+        },
+        {
+            "Sid": "CopyModelThroughProfile",
+            "Effect": "Allow",
+            "Action": ["bedrock:InvokeModel"],
+            # The global profile routes to the model in the calling region or to its region-less
+            # global ARN; both only when reached through that profile.
+            "Resource": [
+                f"arn:aws:bedrock:{stage.region}::foundation-model/{model}",
+                f"arn:aws:bedrock:::foundation-model/{model}",
+            ],
+            "Condition": {"StringLike": {"bedrock:InferenceProfileArn": profile_arn}},
+        },
+    ]
+
+
+def policy_path(stage: str, function: str, root: Path = POLICY_DIR) -> Path:
+    """Where a function's policy file lives for a stage."""
+    return root / stage / f"policy-{function}.json"
+
+
+def policy_file_setting(stage: str, function: str) -> str:
+    """The `iam_policy_file` value for config.json (relative to .chalice/)."""
+    return f"policies/{stage}/policy-{function}.json"
+
+
+def render(document: dict[str, Any]) -> str:
+    """A policy document as written to disk."""
+    return json.dumps(document, indent=2) + "\n"
+
+
+def expected_files(config: dict[str, Any], root: Path = POLICY_DIR) -> dict[Path, str]:
+    """Every policy file the config calls for, with its content."""
+    files: dict[Path, str] = {}
+    for name in deployed_stages(config):
+        stage = stage_settings(config, name)
+        for function in FUNCTIONS:
+            files[policy_path(name, function, root)] = render(policy(stage, function))
+    return files
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the policy files, or with --check report the stale ones."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only report files that differ")
+    args = parser.parse_args(argv)
+    stale = []
+    for path, text in expected_files(load_config()).items():
+        if path.exists() and path.read_text() == text:
+            continue
+        stale.append(path)
+        if not args.check:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    for path in stale:
+        print(f"{'stale' if args.check else 'wrote'} {path.relative_to(ROOT)}")
+    return 1 if (args.check and stale) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
