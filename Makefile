@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test test-slow lint format bench package clean
+.PHONY: dev test test-slow lint format bench package clean cfn-lint policies
 
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,22 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
+
+# Deployment: `make package STAGE=prod` writes build/sam.json and build/deployment.zip (docs/DEPLOY.md).
+# The Lambda runtime is the Python that packages (python3.11 from a 3.11 venv; use a 3.14 venv for python3.14).
+STAGE ?= dev
+PACKAGE_REGION ?= eu-west-2
+
+package: $(STAMP)
+	AWS_DEFAULT_REGION=$(PACKAGE_REGION) $(VENV)/bin/chalice package --stage $(STAGE) --merge-template infra/template.json build/
+	$(PY) -m infra.pin_stage build/sam.json --stage $(STAGE)
+
+cfn-lint: package
+	$(VENV)/bin/cfn-lint build/sam.json
+
+# Rewrite .chalice/policies/<stage>/ after changing a stage's settings or what a function touches.
+policies: $(STAMP)
+	$(PY) -m infra.policies
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .ruff_cache

@@ -1,0 +1,109 @@
+"""Last step of `make package`: tie the packaged template to the stage its policies were written for.
+
+The policy files name the stage's tables, queue and secrets (infra/policies.py), so a stack deployed
+with another name prefix or in another region would start with functions that may touch nothing.
+This pins the template's NamePrefix to the stage's NAME_PREFIX and adds a rule that refuses any
+region but the policies' one, so such a deployment fails at once with a clear message instead.
+
+It also binds the notifier's SQS trigger to the stack's own JobsQueue: Chalice writes the queue as
+ARN text built from the name given in app.py, which cannot know the stage and orders nothing (the
+queue must exist before Lambda maps it). And it refuses a template in which some function has no
+name or log group from infra/template.json.
+
+    .venv/bin/python -m infra.pin_stage build/sam.json --stage dev
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from infra.policies import DEPLOY_REGION, load_config, stage_settings
+
+
+class PackageError(RuntimeError):
+    """The packaged template does not match what the stage's policies allow."""
+
+
+def functions(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every Lambda function of a packaged template, by logical id."""
+    return {k: v for k, v in template["Resources"].items() if v.get("Type") == "AWS::Serverless::Function"}
+
+
+def check_functions(template: dict[str, Any]) -> None:
+    """Every function needs a fixed name (its policy's log permission names it) and a log group."""
+    resources = template["Resources"]
+    log_groups = {
+        json.dumps(r["Properties"].get("LogGroupName"), sort_keys=True)
+        for r in resources.values()
+        if r.get("Type") == "AWS::Logs::LogGroup"
+    }
+    for logical, function in functions(template).items():
+        props = function["Properties"]
+        if "Handler" not in props:
+            raise PackageError(f"infra/template.json overrides {logical}, which the app does not define")
+        if "FunctionName" not in props:
+            raise PackageError(f"function {logical} has no FunctionName in infra/template.json")
+        expected = json.dumps({"Fn::Sub": "/aws/lambda/${" + logical + "}"}, sort_keys=True)
+        if expected not in log_groups:
+            raise PackageError(f"function {logical} has no log group with a retention in infra/template.json")
+
+
+def bind_queue(template: dict[str, Any]) -> None:
+    """Point every SQS trigger at the stack's JobsQueue (the only queue a function consumes)."""
+    for logical, function in functions(template).items():
+        for name, event in function["Properties"].get("Events", {}).items():
+            if event.get("Type") != "SQS":
+                continue
+            bound = {"Fn::GetAtt": ["JobsQueue", "Arn"]}
+            if event["Properties"]["Queue"] == bound:
+                continue
+            queue = json.dumps(event["Properties"]["Queue"])
+            if not queue.rstrip('"}').endswith("-jobs"):
+                raise PackageError(f"{logical}.{name} consumes {queue}; only the jobs queue is defined")
+            event["Properties"]["Queue"] = bound
+
+
+def pin(template: dict[str, Any], prefix: str, region: str = DEPLOY_REGION) -> dict[str, Any]:
+    """The template with NamePrefix fixed to `prefix`, deployments outside `region` refused, the queue bound."""
+    check_functions(template)
+    bind_queue(template)
+    parameter = template["Parameters"]["NamePrefix"]
+    parameter["Default"] = prefix
+    parameter["AllowedValues"] = [prefix]
+    template.setdefault("Rules", {})["DeployRegion"] = {
+        "Assertions": [
+            {
+                "Assert": {"Fn::Equals": [{"Ref": "AWS::Region"}, region]},
+                "AssertDescription": (
+                    f"The IAM policies of this package allow {region} only; "
+                    "change DEPLOY_REGION in infra/policies.py and run make policies to deploy elsewhere."
+                ),
+            }
+        ]
+    }
+    return template
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Pin a packaged template in place."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("template", type=Path)
+    parser.add_argument("--stage", required=True)
+    args = parser.parse_args(argv)
+    stage = stage_settings(load_config(), args.stage)
+    template = json.loads(args.template.read_text())
+    try:
+        pin(template, stage.prefix, stage.region)
+    except PackageError as error:
+        print(f"make package: {error}", file=sys.stderr)
+        return 1
+    args.template.write_text(json.dumps(template, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
