@@ -14,6 +14,8 @@ app = Chalice(app_name="bisn")
 app.api.binary_types = []
 
 FORM_TYPES = ["application/json", "application/x-www-form-urlencoded", "text/plain"]
+# RFC 8058 one-click POSTs are multipart/form-data or form-encoded; some clients send text/plain.
+UNSUBSCRIBE_TYPES = ["application/x-www-form-urlencoded", "multipart/form-data", "text/plain"]
 
 
 def _source_ip() -> str:
@@ -39,6 +41,8 @@ def notify_me() -> Response:
     body: dict[str, object] = {"status": outcome.status}
     if outcome.position is not None:
         body["position"] = outcome.position
+    if outcome.manage_url:
+        body["manage_url"] = outcome.manage_url
     return json_response(outcome.http_status, body, cors)
 
 
@@ -55,4 +59,33 @@ def widget() -> Response:
         body=widget_source(),
         status_code=200,
         headers={"Content-Type": "application/javascript; charset=utf-8", "Cache-Control": "public, max-age=300"},
+    )
+
+
+@app.route("/unsubscribe/{token}", methods=["GET"])
+def unsubscribe_page(token: str) -> Response:
+    """An unsubscribe link opened: a confirmation page with a button; changes nothing (mail scanners prefetch)."""
+    return wiring.current().self_service.unsubscribe_form(token)
+
+
+@app.route("/unsubscribe/{token}", methods=["POST"], content_types=UNSUBSCRIBE_TYPES)
+def unsubscribe(token: str) -> Response:
+    """RFC 8058 one-click (or the page's button): opt out, leave every list, pass live offers on."""
+    request = app.current_request
+    return wiring.current().self_service.unsubscribe(token, request.raw_body, request.headers.get("content-type", ""))
+
+
+@app.route("/me/{token}", methods=["GET"])
+def my_requests(token: str) -> Response:
+    """A shopper's own page: what they wait for and their place in each line."""
+    done = (app.current_request.query_params or {}).get("done")
+    return wiring.current().self_service.manage_page(token, done)
+
+
+@app.route("/me/{token}", methods=["POST"], content_types=["application/x-www-form-urlencoded"])
+def change_my_requests(token: str) -> Response:
+    """A form on the shopper's page: leave a list, switch channel, or stop everything (CSRF-checked)."""
+    request = app.current_request
+    return wiring.current().self_service.manage_action(
+        token, request.raw_body, request.headers.get("content-type", ""), dict(request.headers)
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +40,7 @@ class CaptureOutcome:
     status: str
     position: int | None = None
     joined_ts: str | None = None
+    manage_url: str | None = None  # the shopper's "see or change your requests" link (never for 202)
 
     @property
     def http_status(self) -> int:
@@ -104,6 +105,7 @@ class CaptureService:
         alerts: StaffAlerts,
         clock: Clock,
         hash_key: str,
+        manage_link: Callable[[str], str] | None = None,
     ) -> None:
         self.settings = settings
         self.catalog = catalog
@@ -114,6 +116,7 @@ class CaptureService:
         self.alerts = alerts
         self.clock = clock
         self.hash_key = hash_key
+        self.manage_link = manage_link
 
     def _rate_key(self, source: str, now: float) -> tuple[str, int, int]:
         minute = int(now // 60)
@@ -154,7 +157,7 @@ class CaptureService:
             transact(self.requests.table.meta.client, items)
         except TransactionCancelled as cancelled:
             return self._refused(cancelled, tap, key, fields, source, now, retry_after)
-        return CaptureOutcome("queued", self.requests.position(tap.sku, joined_ts), joined_ts)
+        return CaptureOutcome("queued", self.requests.position(tap.sku, joined_ts), joined_ts, self._manage_url(key))
 
     def _refused(
         self,
@@ -189,7 +192,7 @@ class CaptureService:
         ref = str(unique.get("ref", ""))
         refreshed = self.requests.refresh(tap.sku, ref, name=tap.name, ttl=fields["ttl"], now=now) if ref else None
         if refreshed is not None:
-            return CaptureOutcome("already_queued", self.requests.position(tap.sku, ref), ref)
+            return CaptureOutcome("already_queued", self.requests.position(tap.sku, ref), ref, self._manage_url(key))
         # The old place is finished (bought, or expired and not yet tidied): join again at the back.
         items = [self.catalog.join_item(tap.sku), self.optout.not_suppressed_item(key)]
         items += self.requests.rejoin_items(old_ref=ref, **fields)
@@ -202,9 +205,16 @@ class CaptureService:
                 # Someone else's simultaneous re-join won; theirs is this person's one place.
                 current = self.requests.get_unique(tap.sku, key) or {}
                 ref = str(current.get("ref", ""))
-                return CaptureOutcome("already_queued", self.requests.position(tap.sku, ref), ref)
+                return CaptureOutcome(
+                    "already_queued", self.requests.position(tap.sku, ref), ref, self._manage_url(key)
+                )
             raise
-        return CaptureOutcome("queued", self.requests.position(tap.sku, fields["joined_ts"]), fields["joined_ts"])
+        joined = fields["joined_ts"]
+        return CaptureOutcome("queued", self.requests.position(tap.sku, joined), joined, self._manage_url(key))
+
+    def _manage_url(self, key: str) -> str | None:
+        """The shopper's manage link, when links are configured (they are wherever the app runs)."""
+        return self.manage_link(key) if self.manage_link is not None else None
 
     def _record_unknown(self, tap: NotifyMe, key: str, source: str, now: float) -> None:
         window = self.settings.unknown_sku_window_s

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import cached_property
+from urllib.parse import urlsplit
 
 from chalicelib.alerts import StaffAlerts
 from chalicelib.aws import Aws
@@ -11,7 +12,13 @@ from chalicelib.clock import Clock, SystemClock
 from chalicelib.config import Settings, load_settings
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.jobs import JobQueue
+from chalicelib.leaving import QueueExits
+from chalicelib.links import Links
+from chalicelib.manage import FormGuard, ManageService
+from chalicelib.optout_service import OptoutService
 from chalicelib.secrets import Secrets
+from chalicelib.selfservice import SelfService
+from chalicelib.support_desk import SupportDesk
 from chalicelib.tables.audit import AuditTable
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.optout import OptoutTable
@@ -115,7 +122,93 @@ class Services:
             alerts=self.alerts,
             clock=self.clock,
             hash_key=self.hash_key,
+            manage_link=self.links.manage,
         )
+
+    # --- Opt-out everywhere, the shopper's own pages, and the support desk.
+
+    @cached_property
+    def links(self) -> Links:
+        """Absolute reserve, unsubscribe and manage links."""
+        return Links(self.settings.public_base_url, self.tokens)
+
+    @cached_property
+    def exits(self) -> QueueExits:
+        """Leaving lists: every opt-out, 'leave this list' and erasure goes through here."""
+        return QueueExits(
+            requests=self.requests,
+            catalog=self.catalog,
+            reservations=self.reservations,
+            restocks=self.restocks,
+            audit=self.audit,
+            jobs=self.jobs,
+            clock=self.clock,
+            faults=self.faults,
+        )
+
+    @cached_property
+    def optouts(self) -> OptoutService:
+        """Opting out (unsubscribe link, SMS STOP sync, staff) and leaving every list."""
+        return OptoutService(
+            optout=self.optout, exits=self.exits, sns=self.aws.sns, clock=self.clock, hash_key=self.hash_key
+        )
+
+    @cached_property
+    def manage(self) -> ManageService:
+        """A shopper's own requests behind their manage link."""
+        return ManageService(
+            requests=self.requests,
+            catalog=self.catalog,
+            reservations=self.reservations,
+            optout=self.optout,
+            audit=self.audit,
+            exits=self.exits,
+            tokens=self.tokens,
+            guard=FormGuard(self.secrets.get("TOKEN_KEY")),
+            clock=self.clock,
+            hash_key=self.hash_key,
+            default_region=self.settings.default_phone_region,
+            # The link lives as long as the places it shows: a place lapses after REQUEST_TTL_DAYS untouched.
+            link_max_age_s=self.settings.request_ttl_days * 86400,
+        )
+
+    @cached_property
+    def self_service(self) -> SelfService:
+        """GET/POST /unsubscribe/{token} and /me/{token}."""
+        return SelfService(
+            shop_name=self.settings.shop_name,
+            tokens=self.tokens,
+            optouts=self.optouts,
+            manage=self.manage,
+            catalog=self.catalog,
+            clock=self.clock,
+            allowed_origin=origin_of(self.settings.public_base_url),
+        )
+
+    @cached_property
+    def support(self) -> SupportDesk:
+        """What the support CLI (`bisn`) does: explain, queue, demand, opt-outs, export, forget, DLQ redrive."""
+        return SupportDesk(
+            settings=self.settings,
+            catalog=self.catalog,
+            requests=self.requests,
+            restocks=self.restocks,
+            reservations=self.reservations,
+            optout=self.optout,
+            audit=self.audit,
+            exits=self.exits,
+            optouts=self.optouts,
+            sns=self.aws.sns,
+            sqs=self.aws.sqs,
+            clock=self.clock,
+            hash_key=self.hash_key,
+        )
+
+
+def origin_of(url: str) -> str:
+    """The scheme://host[:port] of a URL (the only origin the manage page's forms may come from)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 _current: Services | None = None

@@ -58,3 +58,7 @@ class AuditTable:
         return list(
             query_all(self.table, IndexName="by-contact", KeyConditionExpression=Key("contact_key").eq(contact_key))
         )
+
+    def for_sku_since(self, sku: str, since_ts: str) -> list[dict[str, Any]]:
+        """The facts about one SKU from `since_ts` (an ISO-8601 prefix of `ts`) on, in time order."""
+        return list(query_all(self.table, KeyConditionExpression=Key("sku").eq(sku) & Key("ts").gte(since_ts)))

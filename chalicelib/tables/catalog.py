@@ -10,6 +10,7 @@ from chalicelib.tables.base import TxItem
 
 PRODUCT_FIELDS = ("name", "threshold", "hold_window_s", "offer_window_s", "voice", "checkout_url")
 DEFAULTS: dict[str, Any] = {"threshold": 1, "hold_window_s": 900, "offer_window_s": 3600, "voice": "friendly"}
+DEMAND_OUT = "out"  # demand_key of a product below its threshold (sparse GSI by-demand)
 
 
 class CatalogTable:
@@ -101,6 +102,27 @@ class CatalogTable:
                 "ExpressionAttributeValues": {":minus": -1},
             }
         }
+
+    # --- Demand: out-of-stock products ranked by people waiting, from the sparse by-demand index.
+
+    def demand(self, *, limit: int = 20) -> list[dict[str, Any]]:
+        """Out-of-stock products with the most people waiting first, read from GSI by-demand (never a scan)."""
+        from boto3.dynamodb.conditions import Key
+
+        items: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {
+            "IndexName": "by-demand",
+            "KeyConditionExpression": Key("demand_key").eq(DEMAND_OUT),
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        while len(items) < limit:
+            page = self.table.query(**kwargs)
+            items.extend(with_defaults(i) for i in page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return items[:limit]
 
 
 def with_defaults(item: dict[str, Any]) -> dict[str, Any]:

@@ -236,3 +236,96 @@ class RequestsTable:
             "#state = :reserved AND offer_token = :tok",
             {":converted": CONVERTED, ":reserved": RESERVED, ":tok": token_id},
         )
+
+    # --- Leaving and erasure (the unsubscribe link, STOP, the manage page, staff tools).
+
+    def drop_unique(self, sku: str, contact_key: str, *, only_ref: str | None) -> bool:
+        """Delete one person's uniqueness item for a SKU; with only_ref, only if it still names that place."""
+        kwargs: dict[str, Any] = {"Key": {"sku": sku, "joined_ts": unique_sk(contact_key)}}
+        if only_ref is not None:
+            # One place per person (invariant 2): a newer place after a re-join keeps its item.
+            kwargs["ConditionExpression"] = "#ref = :ref"
+            kwargs["ExpressionAttributeNames"] = {"#ref": "ref"}
+            kwargs["ExpressionAttributeValues"] = {":ref": only_ref}
+        kwargs["ReturnValues"] = "ALL_OLD"
+        try:
+            result = self.table.delete_item(**kwargs)
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return "Attributes" in result
+
+    def remove_item(
+        self, sku: str, joined_ts: str, *, contact_key: str, state: str, token_id: str | None = None
+    ) -> TxItem:
+        """Transaction item: delete one request, only in the state (and with the offer) it was seen in."""
+        condition = "#state = :state AND contact_key = :key"
+        values: dict[str, Any] = {":state": state, ":key": contact_key}
+        if token_id is not None:
+            condition += " AND offer_token = :tok"
+            values[":tok"] = token_id
+        return {
+            "Delete": {
+                "TableName": self.name,
+                "Key": {"sku": sku, "joined_ts": joined_ts},
+                # An offer made or a link clicked meanwhile wins: the caller looks again and acts on that.
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": {"#state": "state"},
+                "ExpressionAttributeValues": values,
+            }
+        }
+
+    def remove_unique_item(self, sku: str, contact_key: str, joined_ts: str) -> TxItem:
+        """Transaction item: delete the uniqueness item that names this place (a missing one is fine)."""
+        return {
+            "Delete": {
+                "TableName": self.name,
+                "Key": {"sku": sku, "joined_ts": unique_sk(contact_key)},
+                # One place per person (invariant 2): only the item naming this very place goes.
+                "ConditionExpression": "attribute_not_exists(#ref) OR #ref = :joined",
+                "ExpressionAttributeNames": {"#ref": "ref"},
+                "ExpressionAttributeValues": {":joined": joined_ts},
+            }
+        }
+
+    def claim_unique_item(
+        self, sku: str, contact_key: str, joined_ts: str, ttl: int, *, replacing_ref: str | None
+    ) -> TxItem:
+        """Transaction item: make `joined_ts` this contact's one place for the SKU (a channel switch)."""
+        put: dict[str, Any] = {
+            "TableName": self.name,
+            "Item": {"sku": sku, "joined_ts": unique_sk(contact_key), "ref": joined_ts, "ttl": ttl},
+        }
+        if replacing_ref is None:
+            # One place per person (invariant 2): nobody else's place for this contact is overwritten.
+            put["ConditionExpression"] = "attribute_not_exists(joined_ts)"
+        else:
+            # Only the place we saw (and chose to replace) is replaced, never one made meanwhile.
+            put["ConditionExpression"] = "#ref = :old"
+            put["ExpressionAttributeNames"] = {"#ref": "ref"}
+            put["ExpressionAttributeValues"] = {":old": replacing_ref}
+        return {"Put": put}
+
+    def switch_contact_item(
+        self, sku: str, joined_ts: str, *, old_key: str, contact: str, contact_key: str, channel: str, now: float
+    ) -> TxItem:
+        """Transaction item: send this place's notices to a new contact; its place in line is unchanged."""
+        return {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"sku": sku, "joined_ts": joined_ts},
+                "UpdateExpression": "SET contact = :contact, contact_key = :key, channel = :channel, updated_at = :now",
+                # Only a live place of the person asking (never someone else's, never a finished one).
+                "ConditionExpression": "contact_key = :old AND #state IN (:w, :o, :r)",
+                "ExpressionAttributeNames": {"#state": "state"},
+                "ExpressionAttributeValues": {
+                    ":contact": contact,
+                    ":key": contact_key,
+                    ":channel": channel,
+                    ":now": int(now),
+                    ":old": old_key,
+                    ":w": WAITING,
+                    ":o": OFFERED,
+                    ":r": RESERVED,
+                },
+            }
+        }

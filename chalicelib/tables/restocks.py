@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from boto3.dynamodb.conditions import Key
+
+from chalicelib.tables.base import query_all
+
 PENDING = "pending"  # written, job not yet on the queue
 QUEUED = "queued"  # job on the queue; offers being made
 CLOSED = "closed"  # level fell below threshold, or every unit is held or sold
@@ -70,3 +74,20 @@ class RestocksTable:
     def return_hold_item(self, sku: str, restock_ts: str) -> dict:
         """Hold expired unbought: the unit is available and offerable again."""
         return self._counter_item(sku, restock_ts, "ADD units_available :one, units_offerable :one", None, {":one": 1})
+
+    def for_sku(self, sku: str, *, since_ts: str = "") -> list[dict[str, Any]]:
+        """A SKU's restocks from `since_ts` (a restock_ts prefix, ISO-8601) on, oldest first (support tools)."""
+        condition = Key("sku").eq(sku) & Key("restock_ts").gte(since_ts) if since_ts else Key("sku").eq(sku)
+        return list(query_all(self.table, KeyConditionExpression=condition, ScanIndexForward=True))
+
+    def release_lapsed_offer_item(self, sku: str, restock_ts: str) -> dict:
+        """Offer lapsed unused: units_offerable + 1, only while it is below units_available."""
+        return self._counter_item(
+            sku,
+            restock_ts,
+            "ADD units_offerable :one",
+            # Never over-promise (invariant 5): when a level fall already took this promise off the counters
+            # (units_offerable floored at units_available), it is not handed out a second time.
+            "units_offerable < units_available",
+            {":one": 1},
+        )

@@ -68,7 +68,7 @@ def test_a_form_encoded_tap_works_without_javascript(client: Client, services: S
         client, "sku=CHAIR-WALNUT&channel=email&contact=ada%40example.com&name=Ada", "application/x-www-form-urlencoded"
     )
     assert response.status_code == 201
-    assert response.json_body == {"status": "queued", "position": 1}
+    assert {k: v for k, v in response.json_body.items() if k != "manage_url"} == {"status": "queued", "position": 1}
 
 
 def subscribe_staff_inbox(session: boto3.session.Session, services: Services) -> str:

@@ -1,0 +1,216 @@
+"""Leaving a waiting list: one request out, its uniqueness item with it, and any live offer passed on.
+
+Every way a shopper leaves (the unsubscribe link, an SMS STOP, the manage page, an opt-out or
+erasure by staff) goes through `QueueExits`, so each of them keeps the same promises:
+
+- the request, its uniqueness item, the catalogue's `waiting_count` and an audit fact change in ONE
+  transaction, conditional on the state the request was seen in (a racing offer or click wins, and
+  the leave is retried against the new state);
+- a live offer is released as the counters table of DESIGN §4 says (offer `offered` → `lapsed`,
+  `units_offerable` + 1, unless a fall in stock already took that promise back) in that same transaction, and a top-up job is queued so the next person is
+  told. The lapsed row stays in the sweep's due-time index until the job is on the queue, so a crash
+  between the two is finished by the sweep (promise 7);
+- a unit the shopper already holds is theirs until it is bought or the hold expires; leaving never
+  takes it away, and the caller says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from chalicelib.clock import Clock
+from chalicelib.faults import FaultHook, no_faults
+from chalicelib.jobs import Job, JobQueue
+from chalicelib.tables.audit import AuditTable
+from chalicelib.tables.base import TransactionCancelled, TxItem, transact
+from chalicelib.tables.catalog import CatalogTable
+from chalicelib.tables.requests import ACTIVE_STATES, CONVERTED, OFFERED, RESERVED, WAITING, RequestsTable
+from chalicelib.tables.reservations import LAPSED, ReservationsTable
+from chalicelib.tables.restocks import RestocksTable
+
+# Why someone left; recorded on the audit fact so "why was I not told?" has an answer.
+REASONS = ("unsubscribe", "stop", "manage", "admin", "forget", "switch")
+
+LEFT = "left"  # the place is gone
+RELEASED = "released"  # the place is gone and its live offer went to the next person
+HOLDING = "holding"  # the shopper holds a unit; the place stays until it is bought or the hold expires
+ERASED = "erased"  # a finished (bought) place was erased on request
+GONE = "gone"  # nothing was there any more (already left, bought and tidied, or never joined)
+
+ATTEMPTS = 4  # a request moving under our feet (offered, clicked) is re-read and tried again
+
+
+class _Moved(Exception):
+    """The request or its offer changed between our read and our write."""
+
+
+@dataclass(frozen=True)
+class Exit:
+    """What happened to one request when its owner left."""
+
+    sku: str
+    joined_ts: str
+    outcome: str
+    hold_expires_at: int | None = None
+    restock_id: str | None = None
+
+
+class QueueExits:
+    """Takes people off waiting lists without losing a unit or a place that is not theirs."""
+
+    def __init__(
+        self,
+        *,
+        requests: RequestsTable,
+        catalog: CatalogTable,
+        reservations: ReservationsTable,
+        restocks: RestocksTable,
+        audit: AuditTable,
+        jobs: JobQueue,
+        clock: Clock,
+        faults: FaultHook = no_faults,
+    ) -> None:
+        self.requests = requests
+        self.catalog = catalog
+        self.reservations = reservations
+        self.restocks = restocks
+        self.audit = audit
+        self.jobs = jobs
+        self.clock = clock
+        self.faults = faults
+
+    def places(self, contact_key: str) -> list[dict[str, Any]]:
+        """Every request one person has (any state), each re-read strongly consistent, oldest SKU first."""
+        found = []
+        for seen in self.requests.by_contact(contact_key):
+            # The by-contact index is eventually consistent; the table item is the truth.
+            current = self.requests.get(str(seen["sku"]), str(seen["joined_ts"]))
+            if current is not None and current.get("contact_key") == contact_key:
+                found.append(current)
+        return sorted(found, key=lambda r: (str(r["sku"]), str(r["joined_ts"])))
+
+    def leave_all(self, contact_key: str, *, reason: str, erase_finished: bool = False) -> list[Exit]:
+        """Take one person off every list they are on; bought places are erased only when asked."""
+        return [
+            self.leave(request, reason=reason, erase_finished=erase_finished)
+            for request in self.places(contact_key)
+            if erase_finished or request.get("state") in ACTIVE_STATES
+        ]
+
+    def leave_sku(self, contact_key: str, sku: str, *, reason: str) -> Exit:
+        """Take one person off one SKU's list (the manage page's 'leave this list')."""
+        unique = self.requests.get_unique(sku, contact_key)
+        request = self.requests.get(sku, str(unique["ref"])) if unique and unique.get("ref") else None
+        if request is None or request.get("contact_key") != contact_key:
+            return Exit(sku, "", GONE)
+        return self.leave(request, reason=reason)
+
+    def leave(self, request: dict[str, Any], *, reason: str, erase_finished: bool = False) -> Exit:
+        """Take one request off its list, retrying when it moves between our read and our write."""
+        if reason not in REASONS:
+            raise ValueError(f"unknown reason {reason!r}")
+        sku, joined_ts, key = str(request["sku"]), str(request["joined_ts"]), str(request["contact_key"])
+        current: dict[str, Any] | None = request
+        for _ in range(ATTEMPTS):
+            if current is None or current.get("contact_key") != key:
+                return Exit(sku, joined_ts, GONE)
+            state = str(current.get("state", ""))
+            try:
+                if state == WAITING:
+                    return self._leave_waiting(current, reason)
+                if state == OFFERED:
+                    return self._leave_offered(current, reason)
+                if state == RESERVED:
+                    return self._holding(current)
+                if state == CONVERTED and erase_finished:
+                    return self._erase_finished(current, reason)
+                return Exit(sku, joined_ts, GONE)
+            except (TransactionCancelled, _Moved):
+                # An offer was made, a link clicked or an order placed meanwhile: look again and act on that.
+                current = self.requests.get(sku, joined_ts)
+        raise RuntimeError(f"request {sku}/{joined_ts} kept changing; try again")
+
+    # --- One transaction per state the request can be left from.
+
+    def _remove_items(self, request: dict[str, Any], state: str, token_id: str | None = None) -> list[TxItem]:
+        sku, joined_ts, key = str(request["sku"]), str(request["joined_ts"]), str(request["contact_key"])
+        return [
+            self.requests.remove_item(sku, joined_ts, contact_key=key, state=state, token_id=token_id),
+            self.requests.remove_unique_item(sku, key, joined_ts),
+        ]
+
+    def _leave_waiting(self, request: dict[str, Any], reason: str) -> Exit:
+        now = self.clock.now()
+        sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
+        items = self._remove_items(request, WAITING)
+        items.append(self.catalog.leave_item(sku))
+        items.append(self._fact(request, reason, now))
+        transact(self.requests.table.meta.client, items)
+        return Exit(sku, joined_ts, LEFT)
+
+    def _leave_offered(self, request: dict[str, Any], reason: str) -> Exit:
+        now = self.clock.now()
+        sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
+        token_id = str(request.get("offer_token", ""))
+        offer = self.reservations.get(token_id) if token_id else None
+        if offer is None or offer.get("state") != OFFERED:
+            # The request says offered but its row moved on (clicked, or lapsed by the sweep this instant).
+            raise _Moved(token_id)
+        restock_ts, restock_id = str(offer["restock_ts"]), str(offer["restock_id"])
+        items = [
+            # Kept in the sweep's due-time index (due now) until the top-up is on the queue: if we stop
+            # before sending it, the sweep sees a lapsed row and queues it (promise 7).
+            self.reservations.transition_item(
+                token_id, OFFERED, LAPSED, due_at=int(now), lapsed_at=int(now), lapse_reason=reason
+            ),
+            self.restocks.release_lapsed_offer_item(sku, restock_ts),
+            *self._remove_items(request, OFFERED, token_id),
+            self.catalog.leave_item(sku),
+            self._fact(request, reason, now, restock_id=restock_id, token_id=token_id),
+        ]
+        try:
+            transact(self.requests.table.meta.client, items)
+        except TransactionCancelled as cancelled:
+            if not cancelled.failed(1) or any(cancelled.failed(i) for i in range(len(items)) if i != 1):
+                raise
+            # A fall in the stock level already took this promise off the counters (units_offerable was
+            # floored at units_available): the offer still ends and the place still goes, once.
+            transact(self.requests.table.meta.client, [items[0], *items[2:]])
+        self.faults("leave.after_release")
+        self.jobs.send(Job(sku=sku, restock_id=restock_id, restock_ts=restock_ts, kind="topup"))
+        self.faults("leave.after_topup")
+        self.reservations.clear_due(token_id, LAPSED)
+        return Exit(sku, joined_ts, RELEASED, restock_id=restock_id)
+
+    def _holding(self, request: dict[str, Any]) -> Exit:
+        token_id = str(request.get("offer_token", ""))
+        hold = self.reservations.get(token_id) if token_id else None
+        expires = int(hold["hold_expires_at"]) if hold and hold.get("hold_expires_at") is not None else None
+        return Exit(str(request["sku"]), str(request["joined_ts"]), HOLDING, hold_expires_at=expires)
+
+    def _erase_finished(self, request: dict[str, Any], reason: str) -> Exit:
+        now = self.clock.now()
+        sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
+        # A bought place no longer counts as waiting, so the catalogue's count is left alone.
+        key = str(request["contact_key"])
+        items = [
+            self.requests.remove_item(sku, joined_ts, contact_key=key, state=CONVERTED),
+            self._fact(request, reason, now),
+        ]
+        transact(self.requests.table.meta.client, items)
+        # After a purchase the shopper may have joined again; that newer place keeps its uniqueness item.
+        self.requests.drop_unique(sku, key, only_ref=joined_ts)
+        return Exit(sku, joined_ts, ERASED)
+
+    def _fact(self, request: dict[str, Any], reason: str, now: float, **extra: Any) -> TxItem:
+        return self.audit.record_item(
+            str(request["sku"]),
+            "leave",
+            now,
+            contact_key=request["contact_key"],
+            reason=reason,
+            joined_ts=request["joined_ts"],
+            state=request.get("state"),
+            **extra,
+        )

@@ -1,0 +1,25 @@
+"""The signed links a shopper receives: reserve, unsubscribe and manage (see chalicelib/tokens.py)."""
+
+from __future__ import annotations
+
+from chalicelib.tokens import Tokens
+
+
+class Links:
+    """Builds absolute links under the stage's public base URL."""
+
+    def __init__(self, base_url: str, tokens: Tokens) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.tokens = tokens
+
+    def reserve(self, token_id: str) -> str:
+        """The link that holds one unit of an offer."""
+        return f"{self.base_url}/reserve/{self.tokens.reserve(token_id)}"
+
+    def unsubscribe(self, contact_key: str) -> str:
+        """The one-click unsubscribe link (also the List-Unsubscribe header's target)."""
+        return f"{self.base_url}/unsubscribe/{self.tokens.unsubscribe(contact_key)}"
+
+    def manage(self, contact_key: str) -> str:
+        """The "see or change your requests" link."""
+        return f"{self.base_url}/me/{self.tokens.manage(contact_key)}"

@@ -1,0 +1,332 @@
+"""A shopper's own requests, without an account: their place in each line, leaving, switching channel.
+
+The manage link (`/me/{token}`) names the person by the keyed hash of their contact, signed with
+TOKEN_KEY. Whoever holds the link may look and change; the link is sent only to the person.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass, field
+from typing import Any
+
+from chalicelib.clock import Clock
+from chalicelib.contacts import CHANNELS, contact_key, mask, normalise_contact
+from chalicelib.errors import BadRequest, DomainError
+from chalicelib.leaving import Exit, QueueExits
+from chalicelib.tables.audit import AuditTable
+from chalicelib.tables.base import TransactionCancelled, TxItem, transact
+from chalicelib.tables.catalog import CatalogTable
+from chalicelib.tables.optout import OptoutTable
+from chalicelib.tables.requests import ACTIVE_STATES, OFFERED, RESERVED, WAITING, RequestsTable
+from chalicelib.tables.reservations import ReservationsTable
+from chalicelib.tokens import Tokens
+
+FORM_WINDOW_S = 3600  # a form token is good for the hour it was issued in and the next one
+ACTIONS = ("leave", "switch", "stop")
+
+
+class FormRefused(DomainError):
+    """A manage-page form that did not come from the shopper's own, recent page."""
+
+    status = 403
+    code = "form_refused"
+
+
+class FormGuard:
+    """CSRF protection for the manage page's forms.
+
+    The page lives at a tokenised URL and uses no cookies, so SameSite cookies protect nothing here,
+    and the URL itself can leak (browser history, a forwarded email, a Referer header). A cross-site
+    page that knows the URL could still make the shopper's browser POST to it. So each form carries
+    a token only our own page can produce:
+
+        form_token = "<window>.<HMAC-SHA256(derived key, 'manage-form|<contact_key>|<action>|<window>')>"
+
+    where `window` is the hour of issue and the key is derived from TOKEN_KEY for this purpose alone
+    (it can sign nothing else). A token is bound to the person named by the manage link and to one
+    action, and expires after one to two hours; a cross-site attacker cannot read our page (same-origin
+    policy), so cannot learn it. As defence in depth the POST is also refused when the browser says it
+    came from another origin (`Origin`, `Sec-Fetch-Site`), and pages forbid framing (clickjacking)
+    and send no Referer.
+    """
+
+    def __init__(self, token_key: str, window_s: int = FORM_WINDOW_S) -> None:
+        self._key = hmac.new(token_key.encode(), b"bisn manage-page form tokens v1", hashlib.sha256).digest()
+        self.window_s = window_s
+
+    def _mac(self, key: str, action: str, window: int) -> str:
+        message = f"manage-form|{key}|{action}|{window}".encode()
+        return hmac.new(self._key, message, hashlib.sha256).hexdigest()[:32]
+
+    def issue(self, key: str, action: str, now: float) -> str:
+        """A form token for one person, one action, valid from now for at least one window."""
+        window = int(now // self.window_s)
+        return f"{window}.{self._mac(key, action, window)}"
+
+    def check(self, key: str, action: str, token: str, now: float) -> None:
+        """Raise FormRefused unless the token was issued for this person and action, recently."""
+        window_text, _, mac = (token or "").partition(".")
+        if not window_text.isdigit() or not mac:
+            raise FormRefused("This form is not from your page. Open your link again and retry.")
+        window = int(window_text)
+        current = int(now // self.window_s)
+        if window not in (current, current - 1):
+            raise FormRefused("This page was open too long. Reload it and try again.", code="form_expired")
+        if not hmac.compare_digest(mac, self._mac(key, action, window)):
+            raise FormRefused("This form is not from your page. Open your link again and retry.")
+
+
+@dataclass(frozen=True)
+class Place:
+    """One product a shopper waits for, as their page shows it."""
+
+    sku: str
+    name: str
+    state: str
+    position: int
+    joined_ts: str
+    channel: str
+    contact: str  # masked
+    offer_expires_at: int | None = None
+    hold_expires_at: int | None = None
+
+
+@dataclass(frozen=True)
+class ManageView:
+    """Everything the manage page shows."""
+
+    contact_key: str
+    places: list[Place]
+    opted_out: bool
+    channel: str | None  # the channel their notices go by, when they wait for anything
+    contact: str | None  # masked
+
+    @property
+    def other_channel(self) -> str | None:
+        """The channel they can switch to."""
+        if self.channel is None:
+            return None
+        return next(c for c in CHANNELS if c != self.channel)
+
+
+@dataclass(frozen=True)
+class SwitchResult:
+    """What a channel switch did, place by place."""
+
+    new_key: str
+    channel: str
+    contact: str  # masked
+    moved: list[str] = field(default_factory=list)  # SKUs now notified on the new contact
+    merged: list[str] = field(default_factory=list)  # SKUs where the new contact already waited: the better place kept
+    unchanged: list[str] = field(default_factory=list)  # SKUs left as they were (see the page)
+
+
+class ManageService:
+    """Reads and changes one person's requests on their behalf."""
+
+    def __init__(
+        self,
+        *,
+        requests: RequestsTable,
+        catalog: CatalogTable,
+        reservations: ReservationsTable,
+        optout: OptoutTable,
+        audit: AuditTable,
+        exits: QueueExits,
+        tokens: Tokens,
+        guard: FormGuard,
+        clock: Clock,
+        hash_key: str,
+        default_region: str,
+        link_max_age_s: int,
+    ) -> None:
+        self.requests = requests
+        self.catalog = catalog
+        self.reservations = reservations
+        self.optout = optout
+        self.audit = audit
+        self.exits = exits
+        self.tokens = tokens
+        self.guard = guard
+        self.clock = clock
+        self.hash_key = hash_key
+        self.default_region = default_region
+        self.link_max_age_s = link_max_age_s
+
+    def read_token(self, token: str) -> str:
+        """The contact key a manage link names; TokenInvalid or TokenExpired otherwise."""
+        return self.tokens.read_manage(token, self.link_max_age_s).value
+
+    def view(self, key: str) -> ManageView:
+        """The person's live places, each with its current place in line."""
+        places: list[Place] = []
+        for request in self.exits.places(key):
+            state = str(request.get("state", ""))
+            if state not in ACTIVE_STATES:
+                continue
+            sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
+            offer_expires = hold_expires = None
+            if state in (OFFERED, RESERVED) and request.get("offer_token"):
+                row = self.reservations.get(str(request["offer_token"])) or {}
+                offer_expires = _int_or_none(row.get("offer_expires_at"))
+                hold_expires = _int_or_none(row.get("hold_expires_at"))
+            places.append(
+                Place(
+                    sku=sku,
+                    name=product_name(self.catalog, sku),
+                    state=state,
+                    position=self.requests.position(sku, joined_ts),
+                    joined_ts=joined_ts,
+                    channel=str(request.get("channel", "")),
+                    contact=mask(str(request.get("contact", ""))),
+                    offer_expires_at=offer_expires,
+                    hold_expires_at=hold_expires,
+                )
+            )
+        places.sort(key=lambda p: p.joined_ts)
+        first = places[0] if places else None
+        return ManageView(
+            contact_key=key,
+            places=places,
+            opted_out=self.optout.get(key) is not None,
+            channel=first.channel if first else None,
+            contact=first.contact if first else None,
+        )
+
+    def form_token(self, key: str, action: str) -> str:
+        """The CSRF token for one of this person's forms."""
+        return self.guard.issue(key, action, self.clock.now())
+
+    def check_form(self, key: str, action: str, form_token: str) -> None:
+        """Refuse a form that did not come from this person's recent page."""
+        if action not in ACTIONS:
+            raise BadRequest("Unknown action.", code="unknown_action")
+        self.guard.check(key, action, form_token, self.clock.now())
+
+    def leave(self, key: str, sku: str) -> Exit:
+        """Leave one product's list (a held unit stays held until bought or expired)."""
+        return self.exits.leave_sku(key, sku, reason="manage")
+
+    def switch(self, key: str, raw_contact: str) -> SwitchResult:
+        """Send every live place's notices to a contact of the other kind; places in line are kept."""
+        view = self.view(key)
+        if view.channel is None or view.other_channel is None:
+            raise BadRequest(
+                "You are not waiting for anything, so there is nothing to switch.", code="nothing_to_switch"
+            )
+        channel = view.other_channel
+        contact = normalise_contact(channel, raw_contact, self.default_region)
+        new_key = contact_key(contact.match, self.hash_key)
+        if new_key == key:
+            raise BadRequest("That is the contact we already use.", code="same_contact")
+        if self.optout.get(new_key) is not None:
+            # Invariant 3: a suppressed contact is never queued, even by moving a place onto it.
+            raise BadRequest(
+                "That contact asked us not to send it messages, so we cannot switch to it.", code="contact_opted_out"
+            )
+        result = SwitchResult(new_key=new_key, channel=channel, contact=mask(contact.address))
+        for place in view.places:
+            outcome = self._switch_one(key, place, contact.address, new_key, channel)
+            {"moved": result.moved, "merged": result.merged, "unchanged": result.unchanged}[outcome].append(place.sku)
+        return result
+
+    def _switch_one(self, key: str, place: Place, address: str, new_key: str, channel: str) -> str:
+        now = self.clock.now()
+        for _ in range(3):
+            request = self.requests.get(place.sku, place.joined_ts)
+            if request is None or request.get("contact_key") != key or request.get("state") not in ACTIVE_STATES:
+                return "unchanged"
+            ttl = int(request.get("ttl", int(now) + 86400))
+            theirs = self.requests.get_unique(place.sku, new_key)
+            other = self.requests.get(place.sku, str(theirs["ref"])) if theirs and theirs.get("ref") else None
+            other_live = other is not None and other.get("state") in ACTIVE_STATES
+            try:
+                if not other_live:
+                    self._move(request, key, address, new_key, channel, ttl, theirs, now)
+                    return "moved"
+                assert other is not None
+                return self._merge(request, other, key, address, new_key, channel, ttl, now)
+            except TransactionCancelled:
+                continue  # the place moved (offered, clicked) or the other contact joined meanwhile: look again
+        return "unchanged"
+
+    def _switch_items(
+        self, request: dict[str, Any], key: str, address: str, new_key: str, channel: str, now: float
+    ) -> list[TxItem]:
+        sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
+        return [
+            self.requests.switch_contact_item(
+                sku, joined_ts, old_key=key, contact=address, contact_key=new_key, channel=channel, now=now
+            ),
+            self.requests.remove_unique_item(sku, key, joined_ts),
+            self.optout.not_suppressed_item(new_key),
+            self.audit.record_item(sku, "switch", now, contact_key=new_key, previous_key=key, channel=channel),
+        ]
+
+    def _move(
+        self,
+        request: dict[str, Any],
+        key: str,
+        address: str,
+        new_key: str,
+        channel: str,
+        ttl: int,
+        theirs: dict[str, Any] | None,
+        now: float,
+    ) -> None:
+        sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
+        replacing = str(theirs["ref"]) if theirs else None
+        items = self._switch_items(request, key, address, new_key, channel, now)
+        items.append(self.requests.claim_unique_item(sku, new_key, joined_ts, ttl, replacing_ref=replacing))
+        transact(self.requests.table.meta.client, items)
+
+    def _merge(
+        self,
+        request: dict[str, Any],
+        other: dict[str, Any],
+        key: str,
+        address: str,
+        new_key: str,
+        channel: str,
+        ttl: int,
+        now: float,
+    ) -> str:
+        """Both contacts wait for this SKU: keep one place (the one with a live offer, else the earlier)."""
+        sku = str(request["sku"])
+        mine_waiting = request.get("state") == WAITING
+        theirs_waiting = other.get("state") == WAITING
+        if not mine_waiting and not theirs_waiting:
+            return "unchanged"  # both have a live offer or hold; each runs its course
+        keep_mine = (not mine_waiting) or (theirs_waiting and str(request["joined_ts"]) < str(other["joined_ts"]))
+        if keep_mine:
+            # This place moves onto the new contact; the new contact's later place is given up.
+            items = self._switch_items(request, key, address, new_key, channel, now)
+            items += [
+                self.requests.claim_unique_item(
+                    sku, new_key, str(request["joined_ts"]), ttl, replacing_ref=str(other["joined_ts"])
+                ),
+                self.requests.remove_item(sku, str(other["joined_ts"]), contact_key=new_key, state=WAITING),
+                self.catalog.leave_item(sku),
+            ]
+        else:
+            # The new contact's place is better: this one is given up.
+            items = [
+                self.requests.remove_item(sku, str(request["joined_ts"]), contact_key=key, state=WAITING),
+                self.requests.remove_unique_item(sku, key, str(request["joined_ts"])),
+                self.catalog.leave_item(sku),
+                self.audit.record_item(sku, "switch", now, contact_key=new_key, previous_key=key, channel=channel),
+            ]
+        transact(self.requests.table.meta.client, items)
+        return "merged"
+
+
+def product_name(catalog: CatalogTable, sku: str) -> str:
+    """A product's display name (its SKU when it has left the catalogue)."""
+    product = catalog.get_cached(sku)
+    return str(product.get("name") or sku) if product else sku
+
+
+def _int_or_none(value: Any) -> int | None:
+    return int(value) if value is not None else None

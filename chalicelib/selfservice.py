@@ -1,0 +1,319 @@
+"""The shopper's own pages: unsubscribe (RFC 8058 one-click) and "my requests" (place in line, leave, switch).
+
+Every answer is a small HTML page (or a redirect back to one); a refusal is an honest page, never a 5xx.
+The pages carry bearer tokens in their URLs, so they send no Referer, forbid framing (a hidden frame
+could trick a click on "Unsubscribe") and are never cached.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import email.policy
+import html
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from urllib.parse import parse_qs
+
+from chalice import Response
+
+from chalicelib.clock import Clock
+from chalicelib.errors import DomainError
+from chalicelib.leaving import GONE, HOLDING, Exit
+from chalicelib.manage import ACTIONS, FormRefused, ManageService, ManageView, Place, product_name
+from chalicelib.optout_service import OptoutService
+from chalicelib.tables.catalog import CatalogTable
+from chalicelib.tables.requests import OFFERED, RESERVED
+from chalicelib.tokens import TokenExpired, TokenInvalid, Tokens
+from chalicelib.web import html_page
+
+MAX_FORM_BYTES = 4096
+ONE_CLICK = ("List-Unsubscribe", "One-Click")  # RFC 8058 §3.1: the body a mail client POSTs
+
+SECURITY_HEADERS = {
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "X-Robots-Tag": "noindex",
+}
+
+DONE_MESSAGES = {
+    "left": "You have left that list.",
+    "gone": "You were not on that list any more.",
+    "holding": "One is held for you, so it stays yours to buy until the hold ends; then you leave the list.",
+    "switched": "Done: your notices now go to the contact shown below, and you keep your places.",
+    "stopped": "You are unsubscribed: we will not message you or add you to any list.",
+}
+
+
+def ordinal(n: int) -> str:
+    """1 -> '1st', 2 -> '2nd', 11 -> '11th', 23 -> '23rd'."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def when(ts: int | None) -> str:
+    """A moment as shoppers read it, in UTC ('14:05 UTC on 30 Nov')."""
+    if ts is None:
+        return "soon"
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%H:%M UTC on %d %b")
+
+
+def is_one_click(raw: bytes | None, content_type: str) -> bool:
+    """True when the body says List-Unsubscribe=One-Click (urlencoded, text, or multipart/form-data)."""
+    data = raw or b""
+    if len(data) > MAX_FORM_BYTES:
+        return False
+    kind = (content_type or "").split(";")[0].strip().lower()
+    if kind == "multipart/form-data":
+        # RFC 8058 prefers multipart; read it with the standard library's MIME parser.
+        head = f"Content-Type: {content_type}\r\n\r\n".encode()
+        message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + data)
+        if not message.is_multipart():
+            return False
+        for part in message.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            value = part.get_content() if part.get_content_maintype() == "text" else ""
+            if name == ONE_CLICK[0] and str(value).strip() == ONE_CLICK[1]:
+                return True
+        return False
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    fields = parse_qs(text.strip(), keep_blank_values=True, max_num_fields=10)
+    return ONE_CLICK[1] in [v.strip() for v in fields.get(ONE_CLICK[0], [])]
+
+
+def page(status: int, title: str, message: str, shop_name: str, extra_html: str = "") -> Response:
+    """A shopper page with the security headers every tokenised page needs."""
+    response = html_page(status, title, message, shop_name, extra_html)
+    response.headers.update(SECURITY_HEADERS)
+    return response
+
+
+def redirect(location: str) -> Response:
+    """303 See Other back to a page (POST, then redirect, then GET: a reload never re-submits)."""
+    return Response(body="", status_code=303, headers={"Location": location, **SECURITY_HEADERS})
+
+
+class SelfService:
+    """Answers the shopper's links with pages."""
+
+    def __init__(
+        self,
+        *,
+        shop_name: str,
+        tokens: Tokens,
+        optouts: OptoutService,
+        manage: ManageService,
+        catalog: CatalogTable,
+        clock: Clock,
+        allowed_origin: str,
+    ) -> None:
+        self.shop_name = shop_name
+        self.tokens = tokens
+        self.optouts = optouts
+        self.manage = manage
+        self.catalog = catalog
+        self.clock = clock
+        self.allowed_origin = allowed_origin.rstrip("/")
+
+    def _page(self, status: int, title: str, message: str, extra_html: str = "") -> Response:
+        return page(status, title, message, self.shop_name, extra_html)
+
+    def _bad_link(self, expired: bool) -> Response:
+        if expired:
+            return self._page(
+                410,
+                "This link has expired",
+                "For your privacy, this link only works for a while. Use the link in your most recent message.",
+            )
+        return self._page(
+            400,
+            "This link is not complete",
+            "It may have been cut short when it was copied. Please open it straight from your message.",
+        )
+
+    # --- Unsubscribe
+
+    def unsubscribe_form(self, token: str) -> Response:
+        """GET /unsubscribe/{token}: a confirmation page; changes nothing (mail scanners open links)."""
+        try:
+            self.tokens.read_unsubscribe(token)
+        except (TokenInvalid, TokenExpired):
+            return self._bad_link(expired=False)
+        form = (
+            f'<form method="post" action="{html.escape(token)}">'
+            '<input type="hidden" name="List-Unsubscribe" value="One-Click">'
+            "<button type=submit>Unsubscribe</button></form>"
+            "<p>If you hold an item right now, it stays yours to buy until its hold ends.</p>"
+        )
+        return self._page(
+            200,
+            "Stop back-in-stock messages?",
+            f"You will leave every waiting list at {self.shop_name} and we will not message you again.",
+            form,
+        )
+
+    def unsubscribe(self, token: str, raw: bytes | None, content_type: str) -> Response:
+        """POST /unsubscribe/{token}: RFC 8058 one-click or the page's button; opt out and leave every list."""
+        try:
+            key = self.tokens.read_unsubscribe(token).value
+        except (TokenInvalid, TokenExpired):
+            return self._bad_link(expired=False)
+        if not is_one_click(raw, content_type):
+            return self._page(
+                400,
+                "Please use the button",
+                "This request did not say what to do. Open the link again and press Unsubscribe.",
+            )
+        result = self.optouts.opt_out(key, "unsubscribe")
+        return self._unsubscribed(result.newly, result.exits)
+
+    def _unsubscribed(self, newly: bool, exits: list[Exit]) -> Response:
+        parts = []
+        left = [e for e in exits if e.outcome not in (HOLDING, GONE)]
+        if left:
+            names = ", ".join(html.escape(product_name(self.catalog, e.sku)) for e in left)
+            parts.append(f"<p>You left the waiting list for: {names}.</p>")
+        for held in (e for e in exits if e.outcome == HOLDING):
+            name = html.escape(product_name(self.catalog, held.sku))
+            parts.append(
+                f"<p>You are holding one {name} until {html.escape(when(held.hold_expires_at))}. It stays yours "
+                "to buy until then; if you do not, it goes to the next person in line.</p>"
+            )
+        message = (
+            "We will not send you any more messages or add you to waiting lists."
+            if newly
+            else "You had already unsubscribed, so nothing more will be sent to you."
+        )
+        return self._page(200, "You are unsubscribed", message, "".join(parts))
+
+    # --- My requests
+
+    def manage_page(self, token: str, done: str | None = None) -> Response:
+        """GET /me/{token}: the products this shopper waits for, their place in each, and what they can do."""
+        try:
+            key = self.manage.read_token(token)
+        except TokenExpired:
+            return self._bad_link(expired=True)
+        except TokenInvalid:
+            return self._bad_link(expired=False)
+        view = self.manage.view(key)
+        return self._page(200, "Your requests", self._summary(view), self._manage_html(view, token, done))
+
+    def manage_action(self, token: str, raw: bytes | None, content_type: str, headers: Mapping[str, str]) -> Response:
+        """POST /me/{token}: leave a list, switch channel or stop everything, then back to the page."""
+        try:
+            key = self.manage.read_token(token)
+        except TokenExpired:
+            return self._bad_link(expired=True)
+        except TokenInvalid:
+            return self._bad_link(expired=False)
+        back = f'<p><a href="{html.escape(token)}">Back to your requests</a></p>'
+        try:
+            self._check_origin(headers)
+            form = self._form(raw, content_type)
+            action = form.get("action", "")
+            self.manage.check_form(key, action, form.get("form_token", ""))
+            return self._act(key, token, action, form)
+        except FormRefused as refused:
+            return self._page(refused.status, "Please try that again", refused.message, back)
+        except DomainError as error:
+            return self._page(error.status, "That did not work", error.message, back)
+
+    def _check_origin(self, headers: Mapping[str, str]) -> None:
+        lowered = {k.lower(): v for k, v in headers.items()}
+        origin = (lowered.get("origin") or "").rstrip("/")
+        if origin and origin != "null" and origin != self.allowed_origin:
+            raise FormRefused("This form was sent from another website, so we ignored it.", code="cross_site")
+        if lowered.get("sec-fetch-site", "").lower() == "cross-site":
+            raise FormRefused("This form was sent from another website, so we ignored it.", code="cross_site")
+
+    def _form(self, raw: bytes | None, content_type: str) -> dict[str, str]:
+        data = raw or b""
+        if len(data) > MAX_FORM_BYTES:
+            raise FormRefused("That form was too large.", code="form_too_large")
+        if (content_type or "").split(";")[0].strip().lower() != "application/x-www-form-urlencoded":
+            raise FormRefused("Please use the buttons on the page.", code="form_refused")
+        try:
+            fields = parse_qs(data.decode("utf-8"), keep_blank_values=True, max_num_fields=10)
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise FormRefused("Please use the buttons on the page.", code="form_refused") from exc
+        return {k: v[-1] for k, v in fields.items()}
+
+    def _act(self, key: str, token: str, action: str, form: dict[str, str]) -> Response:
+        if action == "leave":
+            exit_ = self.manage.leave(key, form.get("sku", "")[:64])
+            done = {HOLDING: "holding", GONE: "gone"}.get(exit_.outcome, "left")
+            return redirect(f"{token}?done={done}")
+        if action == "switch":
+            result = self.manage.switch(key, form.get("contact", "")[:254])
+            return redirect(f"{self.tokens.manage(result.new_key)}?done=switched")
+        assert action in ACTIONS  # check_form refused anything else
+        self.optouts.opt_out(key, "unsubscribe")
+        return redirect(f"{token}?done=stopped")
+
+    # --- HTML
+
+    def _summary(self, view: ManageView) -> str:
+        if view.opted_out and not view.places:
+            return "You have unsubscribed: we will not message you or add you to any waiting list."
+        if not view.places:
+            return "You are not waiting for anything right now."
+        count = len(view.places)
+        noun = "product" if count == 1 else "products"
+        by = "SMS" if view.channel == "sms" else "email"
+        return f"You are waiting for {count} {noun}. We tell you by {by} at {view.contact}."
+
+    def _place_html(self, place: Place, key: str) -> str:
+        name = html.escape(place.name)
+        if place.state == OFFERED:
+            status = f"We sent you a link to reserve one; it works until {html.escape(when(place.offer_expires_at))}."
+        elif place.state == RESERVED:
+            status = (
+                f"One is held for you until {html.escape(when(place.hold_expires_at))}. "
+                "It stays yours to buy until then, even if you leave this list."
+            )
+        else:
+            status = f"You are {ordinal(place.position)} in line."
+        leave = (
+            '<form method="post" action="">'
+            '<input type="hidden" name="action" value="leave">'
+            f'<input type="hidden" name="sku" value="{html.escape(place.sku)}">'
+            f'<input type="hidden" name="form_token" value="{html.escape(self.manage.form_token(key, "leave"))}">'
+            f"<button type=submit>Leave this list</button></form>"
+        )
+        return f'<section class="place"><h2>{name}</h2><p class="status">{status}</p>{leave}</section>'
+
+    def _manage_html(self, view: ManageView, token: str, done: str | None) -> str:
+        parts = []
+        if done in DONE_MESSAGES:
+            parts.append(f'<p class="done" role="status"><strong>{html.escape(DONE_MESSAGES[done])}</strong></p>')
+        if view.opted_out and view.places:
+            parts.append("<p>You have unsubscribed, so we will not message you again.</p>")
+        parts += [self._place_html(p, view.contact_key) for p in view.places]
+        if view.places and view.other_channel and not view.opted_out:
+            other = view.other_channel
+            label = "Send my notices by email instead" if other == "email" else "Send my notices by SMS instead"
+            kind = 'type="email" autocomplete="email"' if other == "email" else 'type="tel" autocomplete="tel"'
+            field = "Your email address" if other == "email" else "Your mobile number"
+            parts.append(
+                '<section><h2>Change how we tell you</h2><form method="post" action="">'
+                '<input type="hidden" name="action" value="switch">'
+                f'<input type="hidden" name="form_token" value="{html.escape(self.manage.form_token(view.contact_key, "switch"))}">'
+                f'<label>{field} <input name="contact" {kind} required maxlength="254"></label> '
+                f"<button type=submit>{label}</button>"
+                "<p>You keep your place in every line.</p></form></section>"
+            )
+        if not view.opted_out:
+            parts.append(
+                '<section><h2>Stop everything</h2><form method="post" action="">'
+                '<input type="hidden" name="action" value="stop">'
+                f'<input type="hidden" name="form_token" value="{html.escape(self.manage.form_token(view.contact_key, "stop"))}">'
+                "<button type=submit>Unsubscribe and leave every list</button></form></section>"
+            )
+        return "".join(parts)

@@ -1,0 +1,490 @@
+"""What a shop's support staff can ask and do (the `bisn` CLI is only a thin layer over this).
+
+Answers come from the facts the app keeps: the waiting lists, the restocks and their counters, the
+opt-out table, and the append-only audit, where contacts appear only as keyed hashes. Staff type a
+contact as the shopper gives it; it is normalised and hashed the way capture does, so the same
+person is found however they write their number or address.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from chalicelib.clock import Clock, iso, parse_iso
+from chalicelib.config import Settings
+from chalicelib.contacts import Contact, contact_key, mask, normalise_any
+from chalicelib.errors import DomainError
+from chalicelib.leaving import ERASED, LEFT, RELEASED, QueueExits
+from chalicelib.optout_service import OptOutResult, OptoutService
+from chalicelib.tables.audit import AuditTable
+from chalicelib.tables.base import error_code, plain
+from chalicelib.tables.catalog import CatalogTable
+from chalicelib.tables.optout import OptoutTable
+from chalicelib.tables.requests import ACTIVE_STATES, RESERVED, RequestsTable
+from chalicelib.tables.reservations import ReservationsTable
+from chalicelib.tables.restocks import RestocksTable
+
+# Verdicts of `explain`, one per restock.
+TOLD = "told"
+BEHIND_CAP = "behind_cap"
+OPTED_OUT = "opted_out"
+ALREADY_NOTIFIED = "already_notified"
+HOLDING_VERDICT = "holding"
+NOT_YET_JOINED = "not_yet_joined"
+NOT_ON_LIST = "not_on_list"
+BOUGHT = "bought"
+IN_PROGRESS = "in_progress"
+OTHER = "other"
+
+# The notifier's skip reasons (audit `reason`) and what they mean for the shopper.
+SKIP_VERDICTS = {
+    "opted_out": (OPTED_OUT, "skipped: this contact had opted out"),
+    "already_notified": (ALREADY_NOTIFIED, "skipped: already told about this restock"),
+    "holding_offer": (HOLDING_VERDICT, "skipped: they still had an unused link from an earlier restock"),
+    "holding_unit": (HOLDING_VERDICT, "skipped: they were holding a unit from an earlier restock"),
+    "converted": (BOUGHT, "skipped: they had already bought it"),
+    "not_waiting": (OTHER, "skipped: their place was not waiting"),
+    "no_contact": (OTHER, "skipped: no usable contact on their place"),
+}
+FOLLOW_UPS = ("hold", "lapse", "just_gone", "expiry", "conversion", "order_on_expired_hold")
+LEAVE_KINDS = ("leave", "switch")
+
+# Error codes an emulator answers with for an operation it does not implement.
+UNIMPLEMENTED_CODES = {
+    "500",
+    "InternalFailure",
+    "InternalError",
+    "NotImplemented",
+    "UnsupportedOperation",
+    "InvalidAction",
+}
+
+
+class StillHolding(DomainError):
+    """Erasure must wait: the person holds a unit right now (it is theirs until bought or expired)."""
+
+    status = 409
+    code = "still_holding"
+
+
+@dataclass(frozen=True)
+class RestockVerdict:
+    """One restock, and whether (and if not, why not) this person was told."""
+
+    restock_id: str
+    restock_ts: str
+    detected_at: int
+    units_total: int
+    verdict: str
+    detail: str
+    position: int | None = None
+    channel: str | None = None
+    told_at: int | None = None
+    follow_ups: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Everything support needs to answer "why was I (not) told?"."""
+
+    sku: str
+    product: str
+    contact: str  # masked
+    contact_key: str
+    state: str | None  # their place's state, None when they have no place
+    position: int | None
+    joined_ts: str | None
+    opted_out: dict[str, Any] | None
+    restocks: list[RestockVerdict]
+    history: list[str]  # leaves, switches, and other facts about their place
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """One place in a waiting list, contact masked."""
+
+    position: int
+    joined_ts: str
+    state: str
+    channel: str
+    contact: str
+    last_notified_restock: str | None
+
+
+@dataclass(frozen=True)
+class DemandRow:
+    """One out-of-stock product and how many people wait for it."""
+
+    sku: str
+    name: str
+    waiting: int
+    level: int | None
+
+
+@dataclass(frozen=True)
+class OptoutRemoval:
+    """The result of lifting an opt-out."""
+
+    removed: bool
+    sms_still_opted_out: bool | None  # for phone numbers: SNS still blocks them (a STOP reply); None for email
+
+
+@dataclass(frozen=True)
+class ForgetReport:
+    """What erasure removed and kept."""
+
+    contact_key: str
+    requests_erased: int
+    uniqueness_items_erased: int
+    offers_released: int
+    kept_optout: bool
+    remaining: int  # places still found afterwards (0 unless the index was behind; run again)
+
+
+@dataclass(frozen=True)
+class RedriveReport:
+    """How dead-lettered jobs went back to the job queue."""
+
+    method: str  # "StartMessageMoveTask" or "receive-and-resend"
+    source: str
+    destination: str
+    waiting_before: int
+    moved: int | None  # known when moved by hand; AWS's task reports progress itself
+    task_handle: str | None = None
+    note: str = ""
+
+
+def _verdict_for_skip(reason: str) -> tuple[str, str]:
+    return SKIP_VERDICTS.get(reason, (OTHER, f"skipped: {reason}"))
+
+
+class SupportDesk:
+    """Read and repair one shop's data on behalf of its shoppers."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        catalog: CatalogTable,
+        requests: RequestsTable,
+        restocks: RestocksTable,
+        reservations: ReservationsTable,
+        optout: OptoutTable,
+        audit: AuditTable,
+        exits: QueueExits,
+        optouts: OptoutService,
+        sns: Any,
+        sqs: Any,
+        clock: Clock,
+        hash_key: str,
+    ) -> None:
+        self.settings = settings
+        self.catalog = catalog
+        self.requests = requests
+        self.restocks = restocks
+        self.reservations = reservations
+        self.optout = optout
+        self.audit = audit
+        self.exits = exits
+        self.optouts = optouts
+        self.sns = sns
+        self.sqs = sqs
+        self.clock = clock
+        self.hash_key = hash_key
+
+    def contact(self, raw: str) -> tuple[Contact, str]:
+        """A contact as staff typed it, normalised as capture does, with its keyed hash; BadRequest if unreadable."""
+        contact = normalise_any(raw, self.settings.default_phone_region)
+        return contact, contact_key(contact.match, self.hash_key)
+
+    # --- explain
+
+    def explain(self, sku: str, raw_contact: str, *, lookback_days: int = 30) -> Explanation:
+        """Their place, and every restock since they joined (and `lookback_days` before), told or why not."""
+        contact, key = self.contact(raw_contact)
+        product = self.catalog.get(sku)
+        unique = self.requests.get_unique(sku, key)
+        request = self.requests.get(sku, str(unique["ref"])) if unique and unique.get("ref") else None
+        if request is not None and request.get("contact_key") != key:
+            request = None
+        state = str(request["state"]) if request else None
+        position = self.requests.position(sku, str(request["joined_ts"])) if state in ACTIVE_STATES else None
+        facts = [f for f in self.audit.for_contact(key) if f.get("sku") == sku]
+        joins = [str(request["joined_ts"])] if request else []
+        joins += [str(f[k]) for f in facts for k in ("request_joined_ts", "joined_ts") if f.get(k)]
+        first_join = min(joins) if joins else None
+        opted = self.optout.get(key)
+        start = first_join or iso(self.clock.now())
+        since = iso(_at(start) - lookback_days * 86400)
+        verdicts = [
+            self._verdict(r, facts, first_join, opted, request) for r in self.restocks.for_sku(sku, since_ts=since)
+        ]
+        history = [self._history_line(f) for f in facts if f.get("kind") in (*LEAVE_KINDS, "optout", "forget")]
+        return Explanation(
+            sku=sku,
+            product=str((product or {}).get("name") or sku),
+            contact=mask(contact.address),
+            contact_key=key,
+            state=state,
+            position=position,
+            joined_ts=str(request["joined_ts"]) if request else None,
+            opted_out=plain(opted) if opted else None,
+            restocks=verdicts,
+            history=history,
+        )
+
+    def _verdict(
+        self,
+        restock: dict[str, Any],
+        facts: list[dict[str, Any]],
+        first_join: str | None,
+        opted: dict[str, Any] | None,
+        request: dict[str, Any] | None,
+    ) -> RestockVerdict:
+        rid, rts = str(restock["restock_id"]), str(restock["restock_ts"])
+        detected = int(restock.get("created_at", _at(rts)))
+        base = {
+            "restock_id": rid,
+            "restock_ts": rts,
+            "detected_at": detected,
+            "units_total": int(restock.get("units_total", 0)),
+        }
+        mine = [f for f in facts if f.get("restock_id") == rid]
+        sent = [f for f in mine if f.get("kind") == "notice_sent"]
+        if sent:
+            notice = sent[0]
+            token = notice.get("token_id")
+            follow = [
+                f"{f['kind']} at {iso(int(f['at']))}"
+                for f in facts
+                if f.get("kind") in FOLLOW_UPS and token and f.get("token_id") == token
+            ]
+            return RestockVerdict(
+                **base,
+                verdict=TOLD,
+                detail=f"told by {notice.get('channel')} as number {notice.get('position')} in line",
+                position=_int(notice.get("position")),
+                channel=str(notice.get("channel")),
+                told_at=_int(notice.get("at")),
+                follow_ups=follow,
+            )
+        skipped = [f for f in mine if f.get("kind") == "notice_skipped"]
+        if skipped:
+            verdict, detail = _verdict_for_skip(str(skipped[-1].get("reason", "")))
+            return RestockVerdict(**base, verdict=verdict, detail=detail, position=_int(skipped[-1].get("position")))
+        if first_join is None or _at(first_join) > detected:
+            return RestockVerdict(**base, verdict=NOT_YET_JOINED, detail="not yet joined: the restock came first")
+        left = [f for f in facts if f.get("kind") in ("leave", "optout", "forget") and int(f.get("at", 0)) <= detected]
+        if opted is not None and int(opted.get("at", 0)) <= detected:
+            return RestockVerdict(
+                **base, verdict=OPTED_OUT, detail=f"opted out ({opted.get('source')}) before this restock"
+            )
+        if left and request is None:
+            return RestockVerdict(
+                **base, verdict=NOT_ON_LIST, detail=f"not on the list: left ({left[-1].get('reason')}) before it"
+            )
+        if restock.get("state") != "closed" and int(restock.get("units_offerable", 0)) > 0:
+            return RestockVerdict(
+                **base, verdict=IN_PROGRESS, detail="not told yet: units are still being offered down the line"
+            )
+        told = self._told_count(str(restock["sku"]), detected, rid)
+        return RestockVerdict(
+            **base,
+            verdict=BEHIND_CAP,
+            detail=f"behind the cap: {base['units_total']} unit(s), {told} notice(s) went to people ahead",
+        )
+
+    def _told_count(self, sku: str, detected: int, restock_id: str) -> int:
+        facts = self.audit.for_sku_since(sku, iso(detected))
+        return sum(1 for f in facts if f.get("kind") == "notice_sent" and f.get("restock_id") == restock_id)
+
+    @staticmethod
+    def _history_line(fact: dict[str, Any]) -> str:
+        when = iso(int(fact.get("at", 0)))
+        if fact.get("kind") == "switch":
+            return f"{when} switched notices to {fact.get('channel')}"
+        return f"{when} left the list ({fact.get('reason') or fact.get('kind')})"
+
+    # --- queue and demand
+
+    def queue(self, sku: str, *, limit: int = 50) -> list[QueueRow]:
+        """The live waiting list, oldest first, contacts masked."""
+        rows: list[QueueRow] = []
+        for position, request in enumerate(self.requests.queue(sku), start=1):
+            rows.append(
+                QueueRow(
+                    position=position,
+                    joined_ts=str(request["joined_ts"]),
+                    state=str(request.get("state")),
+                    channel=str(request.get("channel")),
+                    contact=mask(str(request.get("contact", ""))),
+                    last_notified_restock=request.get("last_notified_restock"),
+                )
+            )
+            if len(rows) >= limit:
+                break
+        return rows
+
+    def demand(self, *, limit: int = 20) -> list[DemandRow]:
+        """Out-of-stock products ranked by people waiting (sparse index by-demand; never a scan)."""
+        return [
+            DemandRow(
+                sku=str(p["sku"]),
+                name=str(p.get("name") or p["sku"]),
+                waiting=int(p.get("waiting_count", 0)),
+                level=_int(p.get("level")),
+            )
+            for p in self.catalog.demand(limit=limit)
+        ]
+
+    # --- opt-outs
+
+    def optout_add(self, raw_contact: str) -> OptOutResult:
+        """Suppress a contact on their request (source 'admin') and take them off every list."""
+        _, key = self.contact(raw_contact)
+        return self.optouts.opt_out(key, "admin")
+
+    def optout_remove(self, raw_contact: str) -> OptoutRemoval:
+        """Lift a suppression; says whether SNS still blocks the number (only the shopper can undo a STOP)."""
+        contact, key = self.contact(raw_contact)
+        removed = self.optout.remove(key)
+        still = None
+        if contact.channel == "sms":
+            answer = self.sns.check_if_phone_number_is_opted_out(phoneNumber=contact.address)
+            still = bool(answer.get("isOptedOut"))
+        return OptoutRemoval(removed=removed, sms_still_opted_out=still)
+
+    # --- export and forget
+
+    def export(self, raw_contact: str) -> dict[str, Any]:
+        """Everything held about one person, as JSON-ready data."""
+        contact, key = self.contact(raw_contact)
+        places = self.exits.places(key)
+        facts = self.audit.for_contact(key)
+        skus = sorted({str(p["sku"]) for p in places} | {str(f["sku"]) for f in facts})
+        uniques = [u for u in (self.requests.get_unique(s, key) for s in skus) if u]
+        tokens = {str(p["offer_token"]) for p in places if p.get("offer_token")}
+        tokens |= {str(f["token_id"]) for f in facts if f.get("token_id")}
+        offers = [r for r in (self.reservations.get(t) for t in sorted(tokens)) if r and r.get("contact_key") == key]
+        opted = self.optout.get(key)
+        return plain(
+            {
+                "contact": contact.address,
+                "channel": contact.channel,
+                "contact_key": key,
+                "exported_at": iso(self.clock.now()),
+                "opt_out": opted,
+                "requests": places,
+                "uniqueness_items": uniques,
+                "offers_and_holds": offers,
+                "audit": facts,
+            }
+        )
+
+    def forget(self, raw_contact: str) -> ForgetReport:
+        """Erase a person: their places (live or bought), uniqueness items and contact; keep an opt-out's hash.
+
+        Refused while they hold a unit: the hold belongs to a purchase in progress. Run it again after.
+        """
+        _, key = self.contact(raw_contact)
+        places = self.exits.places(key)
+        holds = [p for p in places if p.get("state") == RESERVED]
+        if holds:
+            ends = max(_int(self._hold_end(p)) or 0 for p in holds)
+            raise StillHolding(
+                f"They hold a unit until {iso(ends) if ends else 'the hold ends'}; nothing was erased. "
+                "Run forget again after that (the hold ends on its own within the hold window)."
+            )
+        skus = sorted({str(p["sku"]) for p in places} | {str(f["sku"]) for f in self.audit.for_contact(key)})
+        uniques = [sku for sku in skus if self.requests.get_unique(sku, key)]
+        exits = self.exits.leave_all(key, reason="forget", erase_finished=True)
+        # Uniqueness items hold only the keyed hash, but they are still this person's: none stay behind,
+        # including any whose place was already tidied away.
+        for sku in skus:
+            self.requests.drop_unique(sku, key, only_ref=None)
+        remaining = len(self.exits.places(key)) + sum(1 for sku in skus if self.requests.get_unique(sku, key))
+        return ForgetReport(
+            contact_key=key,
+            requests_erased=sum(1 for e in exits if e.outcome in (LEFT, RELEASED, ERASED)),
+            uniqueness_items_erased=len(uniques),
+            offers_released=sum(1 for e in exits if e.outcome == RELEASED),
+            kept_optout=self.optout.get(key) is not None,
+            remaining=remaining,
+        )
+
+    def _hold_end(self, place: dict[str, Any]) -> Any:
+        row = self.reservations.get(str(place.get("offer_token", ""))) or {}
+        return row.get("hold_expires_at")
+
+    # --- dead letters
+
+    def dlq_redrive(self, *, emulated: bool) -> RedriveReport:
+        """Move dead-lettered jobs back to the job queue (StartMessageMoveTask; by hand where an emulator lacks it)."""
+        dlq_url = self.sqs.get_queue_url(QueueName=self.settings.dlq_name)["QueueUrl"]
+        jobs_url = self.sqs.get_queue_url(QueueName=self.settings.jobs_queue_name)["QueueUrl"]
+        dlq = self.sqs.get_queue_attributes(
+            QueueUrl=dlq_url, AttributeNames=["QueueArn", "ApproximateNumberOfMessages"]
+        )["Attributes"]
+        jobs_arn = self.sqs.get_queue_attributes(QueueUrl=jobs_url, AttributeNames=["QueueArn"])["Attributes"][
+            "QueueArn"
+        ]
+        waiting = int(dlq.get("ApproximateNumberOfMessages", 0))
+        try:
+            task = self.sqs.start_message_move_task(SourceArn=dlq["QueueArn"], DestinationArn=jobs_arn)
+        except NotImplementedError:
+            return self._redrive_by_hand(dlq_url, jobs_url, dlq["QueueArn"], jobs_arn, waiting)
+        except ClientError as exc:
+            if not emulated or error_code(exc) not in UNIMPLEMENTED_CODES:
+                raise
+            return self._redrive_by_hand(dlq_url, jobs_url, dlq["QueueArn"], jobs_arn, waiting)
+        return RedriveReport(
+            method="StartMessageMoveTask",
+            source=dlq["QueueArn"],
+            destination=jobs_arn,
+            waiting_before=waiting,
+            moved=None,
+            task_handle=str(task.get("TaskHandle", "")),
+            note="SQS moves the messages in the background; `aws sqs list-message-move-tasks` shows progress.",
+        )
+
+    def _redrive_by_hand(
+        self, dlq_url: str, jobs_url: str, source: str, destination: str, waiting: int
+    ) -> RedriveReport:
+        """Receive each dead letter, send it to the job queue, then delete it (a crash re-sends, never loses)."""
+        moved = 0
+        while True:
+            page = self.sqs.receive_message(
+                QueueUrl=dlq_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"], WaitTimeSeconds=0
+            )
+            messages = page.get("Messages", [])
+            if not messages:
+                break
+            for message in messages:
+                kwargs: dict[str, Any] = {"QueueUrl": jobs_url, "MessageBody": message["Body"]}
+                if message.get("MessageAttributes"):
+                    kwargs["MessageAttributes"] = message["MessageAttributes"]
+                # Sent before it is deleted: at worst a job runs twice, which the notifier makes harmless.
+                self.sqs.send_message(**kwargs)
+                self.sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
+                moved += 1
+        return RedriveReport(
+            method="receive-and-resend",
+            source=source,
+            destination=destination,
+            waiting_before=waiting,
+            moved=moved,
+            note="This endpoint does not implement StartMessageMoveTask, so each message was received, "
+            "re-sent to the job queue and then deleted from the dead-letter queue.",
+        )
+
+
+def _at(stamp: str) -> float:
+    """Unix seconds of a join or restock stamp ('<ISO-8601>#<suffix>')."""
+    return parse_iso(stamp.split("#", 1)[0])
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if value is not None else None
