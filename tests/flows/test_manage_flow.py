@@ -1,0 +1,260 @@
+"""The shopper's own page (/me/{token}): places in line, leaving, switching channel, and CSRF refusals."""
+
+from __future__ import annotations
+
+import time
+from html.parser import HTMLParser
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from chalice.test import Client
+from itsdangerous import TimestampSigner, URLSafeTimedSerializer
+
+from chalicelib.clock import FixedClock
+from chalicelib.contacts import contact_key
+from chalicelib.wiring import Services
+from tests.scenes import Scene, scene
+from tests.support import join_request
+
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+
+
+class Forms(HTMLParser):
+    """The forms of a page, each as its hidden and named inputs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.forms: list[dict[str, str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if tag == "form":
+            self.forms.append({})
+        elif tag == "input" and self.forms and values.get("name"):
+            self.forms[-1][str(values["name"])] = str(values.get("value") or "")
+
+
+def forms(body: bytes) -> list[dict[str, str]]:
+    parser = Forms()
+    parser.feed(body.decode())
+    return parser.forms
+
+
+def form_for(body: bytes, action: str, sku: str | None = None) -> dict[str, str]:
+    return next(f for f in forms(body) if f.get("action") == action and (sku is None or f.get("sku") == sku))
+
+
+def me(services: Services, request: dict[str, Any]) -> str:
+    return f"/me/{services.tokens.manage(request['contact_key'])}"
+
+
+def post(client: Client, url: str, fields: dict[str, str], **headers: str) -> Any:
+    return client.http.post(url, headers={**FORM, **headers}, body=urlencode(fields))
+
+
+def place_line(client: Client, url: str) -> str:
+    page = client.http.get(url).body.decode()
+    return page.split('class="status">', 1)[1].split("<", 1)[0]
+
+
+def test_the_page_shows_each_place_and_it_moves_up_as_others_leave_or_are_served(
+    client: Client, services: Services, clock: FixedClock
+) -> None:
+    s = scene(services, clock, units=1, people=4)
+    url = me(services, s.requests[3])
+    assert place_line(client, url) == "You are 4th in line."
+    # The first person leaves from their own page.
+    first = client.http.get(me(services, s.requests[0]))
+    left = post(client, me(services, s.requests[0]), form_for(first.body, "leave", s.sku))
+    assert left.status_code == 303
+    assert place_line(client, url) == "You are 3rd in line."
+    # The second person is served: told, taps the link, buys.
+    token = s.offer(1)
+    s.tap(token)
+    assert place_line(client, url) == "You are 3rd in line."  # a hold still counts until it is bought
+    services.moves.convert(s.row(token), "order-1", clock.now())
+    assert place_line(client, url) == "You are 2nd in line."
+    assert s.waiting_count() == 2
+
+
+def test_the_page_says_when_a_link_was_sent_or_a_unit_is_held(
+    client: Client, services: Services, clock: FixedClock
+) -> None:
+    s = scene(services, clock, units=2, people=1)
+    services.catalog.upsert("LAMP", {"name": "Brass lamp"})
+    join_request(services, "LAMP", s.requests[0]["contact"], clock.now())
+    token = s.offer(0)
+    page = client.http.get(me(services, s.requests[0])).body.decode()
+    assert "Walnut dining chair" in page and "We sent you a link to reserve one; it works until" in page
+    assert "Brass lamp" in page and "You are 1st in line." in page
+    s.tap(token)
+    page = client.http.get(me(services, s.requests[0])).body.decode()
+    assert "One is held for you until" in page
+
+
+def test_leaving_from_the_page_redirects_back_with_a_note(
+    client: Client, services: Services, clock: FixedClock
+) -> None:
+    s = scene(services, clock, units=1, people=2)
+    url = me(services, s.requests[0])
+    response = post(client, url, form_for(client.http.get(url).body, "leave", s.sku))
+    token = url.rsplit("/", 1)[1]
+    assert response.status_code == 303
+    assert response.headers["Location"] == f"{token}?done=left"
+    after = client.http.get(f"{url}?done=left").body.decode()
+    assert "You have left that list." in after
+    assert "You are not waiting for anything right now." in after
+    assert services.requests.get(s.sku, s.requests[0]["joined_ts"]) is None
+    assert s.waiting_count() == 1
+
+
+def test_stop_everything_from_the_page(client: Client, services: Services, clock: FixedClock) -> None:
+    s = scene(services, clock, units=1, people=1)
+    url = me(services, s.requests[0])
+    response = post(client, url, form_for(client.http.get(url).body, "stop"))
+    assert response.status_code == 303
+    assert services.optout.get(s.requests[0]["contact_key"])["source"] == "unsubscribe"
+    page = client.http.get(url).body.decode()
+    assert "You have unsubscribed" in page
+    assert not forms(client.http.get(url).body)
+
+
+def unchanged(s: Scene) -> tuple[Any, ...]:
+    return ([s.services.requests.get(s.sku, r["joined_ts"]) for r in s.requests], s.waiting_count())
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        pytest.param(lambda f, other: {k: v for k, v in f.items() if k != "form_token"}, id="no form token"),
+        pytest.param(lambda f, other: {**f, "form_token": "1.deadbeef"}, id="made-up token"),
+        pytest.param(lambda f, other: {**f, "form_token": other["form_token"]}, id="someone else's token"),
+        pytest.param(lambda f, other: {**f, "action": "stop"}, id="token for another action"),
+    ],
+)
+def test_a_forged_form_is_refused_and_changes_nothing(
+    client: Client, services: Services, clock: FixedClock, forge: Any
+) -> None:
+    s = scene(services, clock, units=1, people=2)
+    mine = form_for(client.http.get(me(services, s.requests[0])).body, "leave", s.sku)
+    theirs = form_for(client.http.get(me(services, s.requests[1])).body, "leave", s.sku)
+    before = unchanged(s)
+    response = post(client, me(services, s.requests[0]), forge(mine, theirs))
+    assert response.status_code == 403
+    assert "try that again" in response.body.decode()
+    assert unchanged(s) == before
+    assert services.optout.get(s.requests[0]["contact_key"]) is None
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{"Origin": "https://evil.example"}, {"Sec-Fetch-Site": "cross-site"}],
+    ids=["foreign origin", "cross-site fetch"],
+)
+def test_a_form_posted_from_another_site_is_refused(
+    client: Client, services: Services, clock: FixedClock, headers: dict[str, str]
+) -> None:
+    s = scene(services, clock, units=1, people=1)
+    url = me(services, s.requests[0])
+    fields = form_for(client.http.get(url).body, "leave", s.sku)
+    before = unchanged(s)
+    assert post(client, url, fields, **headers).status_code == 403
+    assert unchanged(s) == before
+    assert post(client, url, fields, Origin="http://127.0.0.1:8000").status_code == 303
+
+
+def test_a_page_left_open_too_long_asks_for_a_reload(client: Client, services: Services, clock: FixedClock) -> None:
+    s = scene(services, clock, units=1, people=1)
+    url = me(services, s.requests[0])
+    fields = form_for(client.http.get(url).body, "leave", s.sku)
+    clock.advance(2 * 3600 + 1)
+    response = post(client, url, fields)
+    assert response.status_code == 403
+    assert "open too long" in response.body.decode()
+    assert s.waiting_count() == 1
+
+
+def test_switching_to_email_keeps_every_place(client: Client, services: Services, clock: FixedClock) -> None:
+    s = scene(services, clock, units=1, people=3)
+    services.catalog.upsert("LAMP", {"name": "Brass lamp"})
+    join_request(services, "LAMP", s.requests[2]["contact"], clock.now())
+    url = me(services, s.requests[2])
+    fields = {**form_for(client.http.get(url).body, "switch"), "contact": "Ada@Example.com"}
+    response = post(client, url, fields)
+    assert response.status_code == 303
+    new_key = contact_key("ada@example.com", services.hash_key)
+    assert response.headers["Location"] == f"{services.tokens.manage(new_key)}?done=switched"
+    moved = services.requests.get(s.sku, s.requests[2]["joined_ts"])
+    assert (moved["channel"], moved["contact"], moved["contact_key"]) == ("email", "Ada@example.com", new_key)
+    assert services.requests.get_unique(s.sku, new_key)["ref"] == s.requests[2]["joined_ts"]
+    assert services.requests.get_unique(s.sku, s.requests[2]["contact_key"]) is None
+    assert services.requests.position(s.sku, s.requests[2]["joined_ts"]) == 3
+    page = client.http.get(f"/me/{response.headers['Location']}").body.decode()
+    assert "your notices now go to the contact shown below" in page
+    assert "A•••@example.com" in page and "Brass lamp" in page and "3rd in line" in page
+    assert s.waiting_count() == 3
+
+
+def test_switching_onto_a_contact_that_already_waits_keeps_the_earlier_place(
+    client: Client, services: Services, clock: FixedClock
+) -> None:
+    s = scene(services, clock, units=1, people=3)
+    # The same shopper joined earlier by phone (place 1) and later by email (after the others).
+    by_email = services.capture.capture("1.2.3.4", {"sku": s.sku, "channel": "email", "contact": "ada@example.com"})
+    assert by_email.position == 4
+    url = me(services, s.requests[0])
+    response = post(client, url, {**form_for(client.http.get(url).body, "switch"), "contact": "ada@example.com"})
+    assert response.status_code == 303
+    new_key = contact_key("ada@example.com", services.hash_key)
+    assert services.requests.get(s.sku, str(by_email.joined_ts)) is None
+    assert services.requests.get(s.sku, s.requests[0]["joined_ts"])["contact_key"] == new_key
+    assert services.requests.get_unique(s.sku, new_key)["ref"] == s.requests[0]["joined_ts"]
+    assert s.waiting_count() == 3
+
+
+@pytest.mark.parametrize(
+    ("contact", "message"),
+    [("07400 123456", "choose SMS"), ("not an address@", "not a valid email"), ("", "contact is required")],
+)
+def test_a_bad_switch_contact_gets_a_clear_page(
+    client: Client, services: Services, clock: FixedClock, contact: str, message: str
+) -> None:
+    s = scene(services, clock, units=1, people=1)
+    url = me(services, s.requests[0])
+    response = post(client, url, {**form_for(client.http.get(url).body, "switch"), "contact": contact})
+    assert response.status_code == 400
+    assert message in response.body.decode()
+    assert services.requests.get(s.sku, s.requests[0]["joined_ts"])["channel"] == "sms"
+
+
+def test_switching_to_an_opted_out_contact_is_refused(client: Client, services: Services, clock: FixedClock) -> None:
+    s = scene(services, clock, units=1, people=1)
+    services.optout.add(contact_key("gone@example.com", services.hash_key), "unsubscribe", clock.now())
+    url = me(services, s.requests[0])
+    response = post(client, url, {**form_for(client.http.get(url).body, "switch"), "contact": "gone@example.com"})
+    assert response.status_code == 400
+    assert services.requests.get(s.sku, s.requests[0]["joined_ts"])["channel"] == "sms"
+
+
+def test_an_old_or_broken_manage_link_gets_an_honest_page(client: Client, services: Services) -> None:
+    key = contact_key("+447400100000", services.hash_key)
+
+    class Signed100DaysAgo(TimestampSigner):
+        def get_timestamp(self) -> int:
+            return int(time.time()) - 100 * 86400
+
+    old = URLSafeTimedSerializer(services.secrets.get("TOKEN_KEY"), salt="manage", signer=Signed100DaysAgo)
+    stale = str(old.dumps({"k": key}))
+    assert client.http.get(f"/me/{stale}").status_code == 410
+    assert post(client, f"/me/{stale}", {"action": "stop"}).status_code == 410
+    assert client.http.get("/me/garbage").status_code == 400
+    assert services.optout.get(key) is None
+
+
+def test_pages_forbid_framing_and_send_no_referrer(client: Client, services: Services, clock: FixedClock) -> None:
+    s = scene(services, clock, units=1, people=1)
+    response = client.http.get(me(services, s.requests[0]))
+    assert response.headers["X-Frame-Options"] == "DENY"
+    assert response.headers["Referrer-Policy"] == "no-referrer"
+    assert response.headers["Cache-Control"] == "no-store"
