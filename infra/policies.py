@@ -74,50 +74,49 @@ NEEDS: dict[str, Needs] = {
     # Every route: capture, both webhooks, reserve, unsubscribe, the manage page, the widget.
     "api_handler": Needs(
         tables={
-            "catalog": TableAccess((GET, BATCH_GET, UPDATE, CHECK)),
-            "requests": TableAccess((GET, BATCH_GET, QUERY, PUT, UPDATE, DELETE, CHECK), ("by-contact",)),
-            "restocks": TableAccess((GET, QUERY, PUT, UPDATE, CHECK)),
-            "reservations": TableAccess((GET, UPDATE, CHECK)),
-            "optout": TableAccess((GET, BATCH_GET, PUT, CHECK)),
+            "catalog": TableAccess((GET, UPDATE)),
+            "requests": TableAccess((GET, QUERY, PUT, UPDATE, DELETE), ("by-contact",)),
+            "restocks": TableAccess((GET, PUT, UPDATE)),
+            "reservations": TableAccess((GET, UPDATE)),
+            "optout": TableAccess((GET, PUT, CHECK)),
             "throttle": TableAccess((UPDATE,)),
             "audit": TableAccess((PUT,)),
         },
-        queue=PRODUCE,
+        queue=PRODUCE,  # a restock's first job; top-ups for places given up
         secrets=("WEBHOOK_SECRET", "TOKEN_KEY", "CONTACT_HASH_KEY"),
-        alerts=True,
+        alerts=True,  # unknown-SKU attempts
     ),
     "notifier": Needs(
         tables={
-            "catalog": TableAccess((GET, BATCH_GET, UPDATE)),
-            "requests": TableAccess((GET, QUERY, UPDATE, CHECK)),
-            "restocks": TableAccess((GET, UPDATE, CHECK)),
-            "reservations": TableAccess((GET, PUT, UPDATE, DELETE, CHECK)),
-            "optout": TableAccess((GET, BATCH_GET, CHECK)),
+            "catalog": TableAccess((GET,)),
+            "requests": TableAccess((GET, QUERY, UPDATE)),
+            "restocks": TableAccess((GET, UPDATE)),
+            "reservations": TableAccess((PUT, DELETE)),
+            "optout": TableAccess((BATCH_GET,)),
             "audit": TableAccess((PUT,)),
         },
-        queue=CONSUME + PRODUCE,
-        secrets=("TOKEN_KEY", "CONTACT_HASH_KEY"),
+        queue=CONSUME + PRODUCE,  # its trigger; continuation jobs for large restocks
+        secrets=("TOKEN_KEY",),
         sms=True,
         email=True,
         copy_model=True,
     ),
     "sweep": Needs(
         tables={
-            "catalog": TableAccess((GET, UPDATE)),
-            "requests": TableAccess((GET, QUERY, UPDATE, DELETE, CHECK), ("by-expiry",)),
-            "restocks": TableAccess((GET, QUERY, UPDATE, CHECK), ("by-pending",)),
-            "reservations": TableAccess((GET, QUERY, UPDATE, CHECK), ("by-due",)),
+            "catalog": TableAccess((UPDATE,)),
+            # by-contact: a number that replied STOP leaves every list it was on.
+            "requests": TableAccess((GET, UPDATE, DELETE), ("by-expiry", "by-contact")),
+            "restocks": TableAccess((UPDATE,), ("by-pending",)),
+            "reservations": TableAccess((GET, UPDATE), ("by-due",)),
             "optout": TableAccess((GET, BATCH_GET, PUT)),
             "audit": TableAccess((PUT,)),
         },
-        queue=PRODUCE,
-        secrets=("CONTACT_HASH_KEY",),
-        alerts=True,
+        queue=PRODUCE,  # top-ups for freed units; restocks stuck before their job
+        secrets=("CONTACT_HASH_KEY",),  # opted-out numbers are stored as keyed hashes
         sms_optouts=True,
     ),
     "catalog_sync": Needs(
-        tables={"catalog": TableAccess((GET, BATCH_GET, SCAN, PUT, UPDATE))},
-        alerts=True,
+        tables={"catalog": TableAccess((SCAN, UPDATE))},
         optional_secrets=("CATALOG_TOKEN",),
     ),
 }

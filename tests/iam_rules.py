@@ -1,0 +1,101 @@
+"""The IAM rules every function's policy must keep, checked on policy files and on the packaged template."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infra.policies import BEDROCK_PROFILE
+
+# Calls that SNS defines no resource for: each may use Resource "*", and only in the named function.
+ANY_RESOURCE_ALLOWED = {
+    ("notifier", "sns:Publish"),  # an SMS to a phone number has no ARN
+    ("sweep", "sns:ListPhoneNumbersOptedOut"),  # an account-level listing
+}
+MODEL = BEDROCK_PROFILE.split(".", 1)[1]
+
+
+def as_list(value: Any) -> list[Any]:
+    """A policy field that may be one value or a list, as a list."""
+    return value if isinstance(value, list) else [value]
+
+
+def statements(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The statements of a policy document."""
+    return as_list(document["Statement"])
+
+
+def actions(document: dict[str, Any]) -> set[str]:
+    """Every action a policy allows."""
+    return {action for s in statements(document) for action in as_list(s["Action"])}
+
+
+def resources_for(document: dict[str, Any], action: str) -> set[str]:
+    """Every resource on which a policy allows one action."""
+    return {r for s in statements(document) if action in as_list(s["Action"]) for r in as_list(s["Resource"])}
+
+
+def dynamodb_targets(document: dict[str, Any], prefix: str) -> dict[str, set[str]]:
+    """Table short name (or 'table/index/name') -> the DynamoDB actions allowed on it."""
+    targets: dict[str, set[str]] = {}
+    for s in statements(document):
+        for resource in as_list(s["Resource"]):
+            if not resource.startswith("arn:aws:dynamodb:"):
+                continue
+            path = resource.split(":table/", 1)[1]
+            assert path.startswith(f"{prefix}-"), f"{resource} is not a table of prefix {prefix}"
+            short = path[len(prefix) + 1 :]
+            targets.setdefault(short, set()).update(as_list(s["Action"]))
+    return targets
+
+
+def violations(function: str, document: dict[str, Any], region: str, prefix: str) -> list[str]:
+    """Every way a function's policy breaks the rules (empty when it keeps them all)."""
+    found: list[str] = []
+    for s in statements(document):
+        if s.get("Effect") != "Allow" or "NotAction" in s or "NotResource" in s or "Principal" in s:
+            found.append(f"{s.get('Sid')}: only plain Allow statements are expected")
+        acts = as_list(s.get("Action", []))
+        for action in acts:
+            if "*" in action:
+                found.append(f"{s.get('Sid')}: wildcard action {action}")
+        if "*" in as_list(s.get("Resource", [])):
+            for action in acts:
+                if (function, action) not in ANY_RESOURCE_ALLOWED:
+                    found.append(f"{s.get('Sid')}: {action} on any resource")
+    everything = actions(document)
+    bedrock = {a for a in everything if a.startswith("bedrock:")}
+    if bedrock and function != "notifier":
+        found.append(f"{function} may call Bedrock: {sorted(bedrock)}")
+    if bedrock:
+        if bedrock != {"bedrock:InvokeModel"}:
+            found.append(f"Bedrock actions beyond InvokeModel: {sorted(bedrock)}")
+        profile = f"arn:aws:bedrock:{region}:*:inference-profile/{BEDROCK_PROFILE}"
+        allowed = {
+            profile,
+            f"arn:aws:bedrock:{region}::foundation-model/{MODEL}",
+            f"arn:aws:bedrock:::foundation-model/{MODEL}",
+        }
+        granted = resources_for(document, "bedrock:InvokeModel")
+        if granted != allowed:
+            found.append(f"Bedrock resources {sorted(granted)} are not exactly {sorted(allowed)}")
+        for s in statements(document):
+            models = [r for r in as_list(s["Resource"]) if ":foundation-model/" in r]
+            condition = s.get("Condition", {}).get("StringLike", {}).get("bedrock:InferenceProfileArn")
+            if models and condition != profile:
+                found.append(f"{s.get('Sid')}: the model is reachable other than through {profile}")
+    if function == "api_handler":
+        for action in everything:
+            if action.startswith(("ses:", "bedrock:")):
+                found.append(f"the API may call {action}")
+        if "*" in resources_for(document, "sns:Publish"):
+            found.append("the API may publish SMS to phone numbers")
+    logs = resources_for(document, "logs:PutLogEvents")
+    own = f"arn:aws:logs:{region}:*:log-group:/aws/lambda/{prefix}-{function}:*"
+    if logs != {own}:
+        found.append(f"logs go to {sorted(logs)}, not only the function's own group {own}")
+    if "logs:CreateLogGroup" in everything:
+        found.append("the function may create its log group (the template owns it and its retention)")
+    audit = dynamodb_targets(document, prefix).get("audit", set())
+    if audit - {"dynamodb:PutItem"}:
+        found.append(f"audit is append-only, but {function} may {sorted(audit - {'dynamodb:PutItem'})}")
+    return found

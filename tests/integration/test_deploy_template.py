@@ -1,0 +1,230 @@
+"""`make package` for real: the merged, pinned template every deployed stage would send to CloudFormation."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra import policies
+from infra.pin_stage import PackageError, pin
+from infra.policies import DEPLOY_REGION, FUNCTIONS
+from tests.iam_rules import violations
+from tests.support import ROOT
+
+BIN = Path(sys.executable).parent
+STAGES = policies.deployed_stages(policies.load_config())
+LOGICAL = {"api_handler": "APIHandler", "notifier": "Notifier", "sweep": "Sweep", "catalog_sync": "CatalogSync"}
+TOPIC = {"Ref": "AlertsTopic"}
+
+
+@dataclass(frozen=True)
+class Package:
+    """One stage's build output."""
+
+    stage: str
+    prefix: str
+    template: dict[str, Any]
+    path: Path
+    zip_path: Path
+
+    def resources(self, kind: str) -> dict[str, dict[str, Any]]:
+        """Every resource of one type, by logical id."""
+        return {k: v for k, v in self.template["Resources"].items() if v["Type"] == kind}
+
+    def function(self, name: str) -> dict[str, Any]:
+        """A function's properties by its Chalice name."""
+        return self.template["Resources"][LOGICAL[name]]["Properties"]
+
+    def role_policy(self, name: str) -> dict[str, Any]:
+        """The one inline policy document of a function's role."""
+        role = self.function(name)["Role"]["Fn::GetAtt"][0]
+        (inline,) = self.template["Resources"][role]["Properties"]["Policies"]
+        return inline["PolicyDocument"]
+
+
+def build(stage: str, out: Path) -> Package:
+    """What `make package STAGE=<stage>` does, into `out`."""
+    env = {**os.environ, "AWS_DEFAULT_REGION": DEPLOY_REGION}
+    for command in (
+        [str(BIN / "chalice"), "package", "--stage", stage, "--merge-template", "infra/template.json", str(out)],
+        [sys.executable, "-m", "infra.pin_stage", str(out / "sam.json"), "--stage", stage],
+    ):
+        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, f"{' '.join(command[:3])} failed:\n{done.stdout}\n{done.stderr}"
+    prefix = policies.stage_env(policies.load_config(), stage)["NAME_PREFIX"]
+    template = json.loads((out / "sam.json").read_text())
+    return Package(stage, prefix, template, out / "sam.json", out / "deployment.zip")
+
+
+@pytest.fixture(scope="session", params=STAGES)
+def package(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Package:
+    """Each deployed stage packaged once per test session (a few seconds each once wheels are cached)."""
+    return build(request.param, tmp_path_factory.mktemp(f"package-{request.param}"))
+
+
+def test_every_function_is_packaged_for_arm64_with_its_own_role(package: Package) -> None:
+    functions = package.resources("AWS::Serverless::Function")
+    assert set(functions) == set(LOGICAL.values())
+    roles = set()
+    for name in FUNCTIONS:
+        props = package.function(name)
+        assert props["Architectures"] == ["arm64"]
+        assert props["Runtime"] == f"python{sys.version_info.major}.{sys.version_info.minor}"
+        assert props["CodeUri"] == "./deployment.zip"
+        assert props["FunctionName"] == {"Fn::Sub": "${NamePrefix}-" + name}
+        roles.add(props["Role"]["Fn::GetAtt"][0])
+    assert len(roles) == len(FUNCTIONS), "functions share a role"
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_each_role_carries_exactly_its_policy_file_and_keeps_the_rules(package: Package, function: str) -> None:
+    document = package.role_policy(function)
+    assert document == json.loads(policies.policy_path(package.stage, function).read_text())
+    assert violations(function, document, DEPLOY_REGION, package.prefix) == []
+
+
+def test_only_the_roles_of_the_functions_exist_and_none_has_managed_policies(package: Package) -> None:
+    roles = package.resources("AWS::IAM::Role")
+    assert len(roles) == len(FUNCTIONS)
+    for role in roles.values():
+        assert "ManagedPolicyArns" not in role["Properties"]
+        (statement,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+        assert statement["Principal"] == {"Service": "lambda.amazonaws.com"}
+
+
+def test_stack_dependent_settings_come_from_the_stack_not_from_config(package: Package) -> None:
+    for name in FUNCTIONS:
+        variables = package.function(name)["Environment"]["Variables"]
+        assert variables["ALERT_TOPIC_ARN"] == TOPIC
+        assert variables["NAME_PREFIX"] == {"Ref": "NamePrefix"}
+        assert variables["POWERTOOLS_SERVICE_NAME"] == {"Ref": "NamePrefix"}
+        assert variables["STAGE"] == package.stage
+        secret_ids = {k for k in variables if k.endswith("_SECRET_ID")}
+        assert {"WEBHOOK_SECRET_SECRET_ID", "TOKEN_KEY_SECRET_ID", "CONTACT_HASH_KEY_SECRET_ID"} <= secret_ids
+        assert not {"WEBHOOK_SECRET", "TOKEN_KEY", "CONTACT_HASH_KEY"} & set(variables), "a secret in clear"
+
+
+def test_the_stack_is_pinned_to_the_stage_prefix_and_the_policies_region(package: Package) -> None:
+    parameter = package.template["Parameters"]["NamePrefix"]
+    assert parameter["Default"] == package.prefix
+    assert parameter["AllowedValues"] == [package.prefix]
+    (assertion,) = package.template["Rules"]["DeployRegion"]["Assertions"]
+    assert assertion["Assert"] == {"Fn::Equals": [{"Ref": "AWS::Region"}, DEPLOY_REGION]}
+
+
+def test_the_notifier_consumes_the_stacks_own_queue_one_job_at_a_time(package: Package) -> None:
+    events = package.function("notifier")["Events"]
+    (event,) = events.values()
+    assert event["Type"] == "SQS"
+    assert event["Properties"]["Queue"] == {"Fn::GetAtt": ["JobsQueue", "Arn"]}
+    assert event["Properties"]["BatchSize"] == 1
+    schedules = {name: package.function(name)["Events"] for name in ("sweep", "catalog_sync")}
+    assert [e["Properties"]["Schedule"] for e in schedules["sweep"].values()] == ["rate(1 minute)"]
+    assert [e["Properties"]["Schedule"] for e in schedules["catalog_sync"].values()] == ["rate(15 minutes)"]
+
+
+def test_a_job_outlives_six_notifier_timeouts_and_dead_letters_stay_two_weeks(package: Package) -> None:
+    resources = package.template["Resources"]
+    queue = resources["JobsQueue"]["Properties"]
+    assert queue["VisibilityTimeout"] >= 6 * package.function("notifier")["Timeout"]
+    assert package.function("notifier")["Timeout"] == 60
+    assert queue["RedrivePolicy"]["maxReceiveCount"] == 5
+    assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {"Fn::GetAtt": ["JobsDeadLetterQueue", "Arn"]}
+    assert resources["JobsDeadLetterQueue"]["Properties"]["MessageRetentionPeriod"] == 14 * 86400
+
+
+def test_every_function_logs_to_a_group_kept_seven_days(package: Package) -> None:
+    groups = {json.dumps(g["Properties"]["LogGroupName"]): g for g in package.resources("AWS::Logs::LogGroup").values()}
+    assert len(groups) == len(FUNCTIONS)
+    for logical in LOGICAL.values():
+        group = groups[json.dumps({"Fn::Sub": "/aws/lambda/${" + logical + "}"})]
+        assert group["Properties"]["RetentionInDays"] == 7
+
+
+def alarm(package: Package, metric: str) -> dict[str, Any]:
+    """The one alarm on a metric."""
+    (found,) = [
+        a["Properties"]
+        for a in package.resources("AWS::CloudWatch::Alarm").values()
+        if a["Properties"]["MetricName"] == metric
+    ]
+    return found
+
+
+def test_alarms_watch_dead_letters_over_promising_api_errors_and_the_sweep(package: Package) -> None:
+    dlq = alarm(package, "ApproximateNumberOfMessagesVisible")
+    assert dlq["Namespace"] == "AWS/SQS"
+    assert dlq["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["JobsDeadLetterQueue", "QueueName"]}}]
+    over = alarm(package, "NoticesOverUnits")
+    assert over["Namespace"] == "BackInStock"
+    assert over["Dimensions"] == [{"Name": "service", "Value": {"Ref": "NamePrefix"}}]
+    api = alarm(package, "5XXError")
+    api_name = package.template["Resources"]["RestAPI"]["Properties"]["Name"]
+    stage = package.template["Resources"]["RestAPI"]["Properties"]["StageName"]
+    assert {d["Name"]: d["Value"] for d in api["Dimensions"]} == {"ApiName": api_name, "Stage": stage}
+    sweep = alarm(package, "Errors")
+    assert sweep["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": "Sweep"}}]
+    for found in (dlq, over, api, sweep):
+        assert (found["ComparisonOperator"], found["Threshold"]) == ("GreaterThanThreshold", 0)
+        assert found["AlarmActions"] == [TOPIC]
+        assert found["TreatMissingData"] == "notBreaching"
+
+
+def test_the_monthly_budget_warns_the_alert_topic_which_may_receive_it(package: Package) -> None:
+    (budget,) = package.resources("AWS::Budgets::Budget").values()
+    props = budget["Properties"]
+    assert props["Budget"]["TimeUnit"] == "MONTHLY"
+    assert props["Budget"]["BudgetLimit"]["Amount"] == {"Ref": "MonthlyBudgetUsd"}
+    assert package.template["Parameters"]["MonthlyBudgetUsd"]["Type"] == "Number"
+    for notification in props["NotificationsWithSubscribers"]:
+        assert notification["Subscribers"] == [{"SubscriptionType": "SNS", "Address": TOPIC}]
+    (topic_policy,) = package.resources("AWS::SNS::TopicPolicy").values()
+    (statement,) = topic_policy["Properties"]["PolicyDocument"]["Statement"]
+    assert set(statement["Principal"]["Service"]) == {"budgets.amazonaws.com", "cloudwatch.amazonaws.com"}
+    assert statement["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+    assert budget["DependsOn"] == "AlertsTopicPolicy"
+
+
+def test_the_packaged_template_passes_cfn_lint(package: Package) -> None:
+    done = subprocess.run([str(BIN / "cfn-lint"), str(package.path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_zip_ships_the_app_and_its_runtime_libraries_only(package: Package) -> None:
+    with zipfile.ZipFile(package.zip_path) as archive:
+        names = archive.namelist()
+    top = {name.split("/", 1)[0] for name in names}
+    assert {"app.py", "chalicelib", "aws_lambda_powertools", "phonenumbers", "itsdangerous", "standardwebhooks"} <= top
+    for not_shipped in ("tests", "devstack", "infra", "moto", "boto3", "botocore", "pytest", ".chalice"):
+        assert not_shipped not in top, f"{not_shipped} does not belong in the Lambda package"
+    chalice = {name for name in names if name.startswith("chalice/")}
+    assert chalice <= {"chalice/__init__.py", "chalice/app.py", "chalice/app.pyi"}, "more than the Chalice runtime"
+    assert package.zip_path.stat().st_size < 10 * 1024 * 1024
+
+
+def test_packaging_refuses_an_unnamed_function_an_undefined_one_or_a_foreign_queue(package: Package) -> None:
+    unnamed = json.loads(json.dumps(package.template))
+    unnamed["Resources"]["Extra"] = {"Type": "AWS::Serverless::Function", "Properties": {"Handler": "app.extra"}}
+    with pytest.raises(PackageError, match="Extra has no FunctionName"):
+        pin(unnamed, package.prefix)
+    overrides_only = json.loads((ROOT / "infra" / "template.json").read_text())
+    with pytest.raises(PackageError, match="which the app does not define"):
+        pin(overrides_only, package.prefix)
+    foreign = json.loads(json.dumps(package.template))
+    (event,) = foreign["Resources"]["Notifier"]["Properties"]["Events"].values()
+    event["Properties"]["Queue"] = {"Fn::Sub": "arn:${AWS::Partition}:sqs:${AWS::Region}:${AWS::AccountId}:orders"}
+    with pytest.raises(PackageError, match="only the jobs queue"):
+        pin(foreign, package.prefix)
+
+
+def test_pinning_twice_changes_nothing(package: Package) -> None:
+    again = pin(json.loads(json.dumps(package.template)), package.prefix)
+    assert again == package.template

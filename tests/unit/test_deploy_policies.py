@@ -1,0 +1,281 @@
+"""Each function's IAM policy file: generated, referenced, least privilege, and enough for what the code calls."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra import policies
+from infra.policies import DEPLOY_REGION, FUNCTIONS
+from tests.iam_rules import ANY_RESOURCE_ALLOWED, actions, dynamodb_targets, resources_for, statements, violations
+from tests.support import ROOT
+
+CONFIG = policies.load_config()
+STAGES = policies.deployed_stages(CONFIG)
+TEMPLATE = json.loads((ROOT / "infra" / "template.json").read_text())
+
+# DESIGN §2, "may touch". The notifier and the sweep also read product settings and keep the
+# per-product waiting count, so both touch the catalogue.
+TABLES_PER_FUNCTION = {
+    "api_handler": {"catalog", "requests", "restocks", "reservations", "optout", "throttle", "audit"},
+    "notifier": {"catalog", "requests", "optout", "restocks", "reservations", "audit"},
+    "sweep": {"catalog", "reservations", "restocks", "requests", "optout", "audit"},
+    "catalog_sync": {"catalog"},
+}
+SECRETS_PER_FUNCTION = {
+    "api_handler": {"webhook-secret", "token-key", "contact-hash-key"},
+    "notifier": {"token-key"},
+    "sweep": {"contact-hash-key"},
+}
+
+
+def policy(stage: str, function: str) -> dict[str, Any]:
+    """A policy file as Chalice will read it."""
+    return json.loads(policies.policy_path(stage, function).read_text())
+
+
+def prefix(stage: str) -> str:
+    """The stage's name prefix."""
+    return policies.stage_env(CONFIG, stage)["NAME_PREFIX"]
+
+
+def template_tables() -> dict[str, dict[str, Any]]:
+    """Short table name -> its template properties."""
+    tables = {}
+    for resource in TEMPLATE["Resources"].values():
+        if resource["Type"] == "AWS::DynamoDB::Table":
+            short = resource["Properties"]["TableName"]["Fn::Sub"].removeprefix("${NamePrefix}-")
+            tables[short] = resource["Properties"]
+    return tables
+
+
+EVERY_POLICY = [(stage, function) for stage in STAGES for function in FUNCTIONS]
+
+
+def test_policy_files_are_what_the_generator_writes_from_the_stage_settings() -> None:
+    expected = policies.expected_files(CONFIG)
+    stale = [
+        str(path.relative_to(ROOT)) for path, text in expected.items() if not path.exists() or path.read_text() != text
+    ]
+    assert not stale, f"run `make policies`: {stale} differ from the stage settings"
+    on_disk = set(policies.POLICY_DIR.rglob("*.json"))
+    assert on_disk == set(expected), "policy files nobody asks for are lying in .chalice/policies"
+
+
+def test_every_deployed_stage_gives_every_function_its_own_policy_file_and_no_generated_policy() -> None:
+    assert CONFIG["autogen_policy"] is False
+    assert STAGES, "no deployed stage"
+    for stage in STAGES:
+        configured = CONFIG["stages"][stage]["lambda_functions"]
+        for function in FUNCTIONS:
+            assert configured[function]["iam_policy_file"] == policies.policy_file_setting(stage, function)
+            assert (ROOT / ".chalice" / configured[function]["iam_policy_file"]).exists()
+
+
+@pytest.mark.parametrize(("stage", "function"), EVERY_POLICY)
+def test_policy_keeps_every_least_privilege_rule(stage: str, function: str) -> None:
+    assert violations(function, policy(stage, function), DEPLOY_REGION, prefix(stage)) == []
+
+
+@pytest.mark.parametrize(("stage", "function"), EVERY_POLICY)
+def test_function_touches_only_the_tables_and_indexes_it_needs(stage: str, function: str) -> None:
+    targets = dynamodb_targets(policy(stage, function), prefix(stage))
+    tables = template_tables()
+    assert {t for t in targets if "/index/" not in t} == TABLES_PER_FUNCTION[function]
+    for target, granted in targets.items():
+        if "/index/" in target:
+            table, index = target.split("/index/")
+            names = {i["IndexName"] for i in tables[table].get("GlobalSecondaryIndexes", [])}
+            assert index in names, f"{function} may query {table} index {index}, which the template lacks"
+            assert granted == {"dynamodb:Query"}
+        else:
+            assert target in tables, f"{function} names table {target}, which the template lacks"
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_only_the_catalogue_sync_may_scan_and_nobody_writes_in_batches(stage: str) -> None:
+    for function in FUNCTIONS:
+        granted = actions(policy(stage, function))
+        assert "dynamodb:BatchWriteItem" not in granted
+        assert ("dynamodb:Scan" in granted) == (function == "catalog_sync")
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_each_function_reads_only_its_own_secrets(stage: str) -> None:
+    for function in FUNCTIONS:
+        granted = resources_for(policy(stage, function), "secretsmanager:GetSecretValue")
+        names = {
+            arn.split(":secret:", 1)[1].removeprefix(f"{prefix(stage)}/").removesuffix("-??????") for arn in granted
+        }
+        expected = set(SECRETS_PER_FUNCTION.get(function, set()))
+        if function == "catalog_sync" and "CATALOG_TOKEN_SECRET_ID" in policies.stage_env(CONFIG, stage):
+            expected.add(policies.stage_env(CONFIG, stage)["CATALOG_TOKEN_SECRET_ID"].split("/", 1)[1])
+        assert names == expected, function
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_only_the_notifier_texts_emails_or_writes_copy(stage: str) -> None:
+    for function in FUNCTIONS:
+        granted = actions(policy(stage, function))
+        tells_shoppers = {"ses:SendEmail", "bedrock:InvokeModel"} & granted or "*" in resources_for(
+            policy(stage, function), "sns:Publish"
+        )
+        assert bool(tells_shoppers) == (function == "notifier"), function
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_email_is_sent_only_from_the_stages_sender(stage: str) -> None:
+    env = policies.stage_env(CONFIG, stage)
+    address = env["SES_FROM"].split("<")[-1].rstrip(">")
+    (statement,) = [s for s in statements(policy(stage, "notifier")) if "ses:SendEmail" in s["Action"]]
+    assert statement["Condition"] == {"StringEquals": {"ses:FromAddress": address}}
+    assert all(r.endswith((f"identity/{address}", f"identity/{address.split('@')[1]}")) for r in statement["Resource"])
+
+
+def named(resource: str) -> str:
+    """The name inside an ARN: table, queue, topic, secret or log group function."""
+    for marker in (
+        ":table/",
+        ":secret:",
+        ":log-group:/aws/lambda/",
+        ":identity/",
+        ":inference-profile/",
+        ":foundation-model/",
+    ):
+        if marker in resource:
+            return resource.split(marker, 1)[1]
+    return resource.rsplit(":", 1)[-1]
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_policies_name_only_their_own_stages_resources(stage: str) -> None:
+    prefixes = sorted((prefix(s) for s in STAGES), key=len, reverse=True)
+    for function in FUNCTIONS:
+        for s in statements(policy(stage, function)):
+            for resource in s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]]:
+                if resource == "*" or ":ses:" in resource or ":bedrock:" in resource:
+                    continue
+                name = named(resource)
+                owner = next((p for p in prefixes if name.startswith((f"{p}-", f"{p}/"))), None)
+                assert owner == prefix(stage), f"{stage} {function} names {resource}"
+
+
+def test_a_stage_with_a_different_model_or_no_sender_is_refused() -> None:
+    config = json.loads(json.dumps(CONFIG))
+    env = config["stages"]["dev"]["environment_variables"]
+    env["BEDROCK_MODEL_ID"] = "anthropic.claude-opus-4-1-20250805-v1:0"
+    with pytest.raises(ValueError, match="grant"):
+        policies.expected_files(config, Path("/nonexistent"))
+    env["BEDROCK_MODEL_ID"] = policies.BEDROCK_PROFILE
+    env["COPY_MODE"] = "template"
+    files = policies.expected_files(config, Path("/p"))
+    assert "bedrock" not in files[Path("/p/dev/policy-notifier.json")], "no model grant when no model is used"
+    del env["TOKEN_KEY_SECRET_ID"]
+    with pytest.raises(ValueError, match="TOKEN_KEY"):
+        policies.expected_files(config, Path("/p"))
+
+
+# --- Every AWS call the shipped code makes is granted to some function.
+
+CALLS = {
+    "get_item": "dynamodb:GetItem",
+    "put_item": "dynamodb:PutItem",
+    "update_item": "dynamodb:UpdateItem",
+    "delete_item": "dynamodb:DeleteItem",
+    "query": "dynamodb:Query",
+    "scan": "dynamodb:Scan",
+    "batch_get_item": "dynamodb:BatchGetItem",
+    "batch_write_item": "dynamodb:BatchWriteItem",
+    "transact_get_items": "dynamodb:GetItem",
+    "batch_writer": "dynamodb:BatchWriteItem",
+    "send_message": "sqs:SendMessage",
+    "send_message_batch": "sqs:SendMessage",
+    "get_queue_url": "sqs:GetQueueUrl",
+    "receive_message": "sqs:ReceiveMessage",
+    "delete_message": "sqs:DeleteMessage",
+    "change_message_visibility": "sqs:ChangeMessageVisibility",
+    "get_queue_attributes": "sqs:GetQueueAttributes",
+    "start_message_move_task": "sqs:StartMessageMoveTask",
+    "publish": "sns:Publish",
+    "list_phone_numbers_opted_out": "sns:ListPhoneNumbersOptedOut",
+    "check_if_phone_number_is_opted_out": "sns:CheckIfPhoneNumberIsOptedOut",
+    "opt_in_phone_number": "sns:OptInPhoneNumber",
+    "send_email": "ses:SendEmail",
+    "converse": "bedrock:InvokeModel",
+    "converse_stream": "bedrock:InvokeModelWithResponseStream",
+    "invoke_model": "bedrock:InvokeModel",
+    "get_secret_value": "secretsmanager:GetSecretValue",
+    "SecretsProvider": "secretsmanager:GetSecretValue",
+    "get_parameter": "ssm:GetParameter",
+    "SSMProvider": "ssm:GetParameter",
+    "put_metric_data": "cloudwatch:PutMetricData",
+}
+TRANSACTION_ITEMS = {
+    "Put": "dynamodb:PutItem",
+    "Update": "dynamodb:UpdateItem",
+    "Delete": "dynamodb:DeleteItem",
+    "ConditionCheck": "dynamodb:ConditionCheckItem",
+}
+
+
+# Modules that only the support CLI runs, with the staff member's own AWS credentials, never a Lambda role.
+STAFF_ONLY = {"support_desk.py"}
+
+
+def aws_calls_in(source: str) -> dict[str, str]:
+    """IAM action -> one place in `source` that needs it."""
+    needed: dict[str, str] = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name == "get_paginator" and node.args and isinstance(node.args[0], ast.Constant):
+                name = str(node.args[0].value)
+            if name in CALLS:
+                needed.setdefault(CALLS[name], f"line {node.lineno}: {name}")
+        if isinstance(node, ast.Dict):
+            for key in node.keys:
+                if isinstance(key, ast.Constant) and key.value in TRANSACTION_ITEMS:
+                    needed.setdefault(TRANSACTION_ITEMS[key.value], f"line {node.lineno}: {key.value} item")
+    return needed
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_every_aws_call_the_shipped_code_makes_is_granted_to_some_function(stage: str) -> None:
+    granted = set().union(*(actions(policy(stage, f)) for f in FUNCTIONS))
+    missing = []
+    for path in sorted((ROOT / "chalicelib").rglob("*.py")):
+        if path.name in STAFF_ONLY:
+            continue
+        for action, where in aws_calls_in(path.read_text()).items():
+            if action not in granted:
+                missing.append(f"{path.relative_to(ROOT)} {where} needs {action}")
+    assert missing == []
+
+
+def test_the_call_scanner_sees_clients_paginators_and_transaction_items() -> None:
+    source = (
+        "sns.get_paginator('list_phone_numbers_opted_out')\n"
+        "client.converse(modelId=m)\n"
+        "items = [{'ConditionCheck': {}}, {'Put': {}}]\n"
+        "table.batch_writer()\n"
+    )
+    assert set(aws_calls_in(source)) == {
+        "sns:ListPhoneNumbersOptedOut",
+        "bedrock:InvokeModel",
+        "dynamodb:ConditionCheckItem",
+        "dynamodb:PutItem",
+        "dynamodb:BatchWriteItem",
+    }
+
+
+def test_any_resource_is_allowed_only_for_calls_that_have_no_resource() -> None:
+    assert {action for _, action in ANY_RESOURCE_ALLOWED} == {"sns:Publish", "sns:ListPhoneNumbersOptedOut"}
+    bad = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": ["dynamodb:*"], "Resource": "*"}]}
+    found = violations("api_handler", bad, DEPLOY_REGION, "bisn")
+    assert any("wildcard action" in f for f in found)
+    assert any("on any resource" in f for f in found)
