@@ -91,8 +91,8 @@ NEEDS: dict[str, Needs] = {
             "catalog": TableAccess((GET,)),
             "requests": TableAccess((GET, QUERY, UPDATE)),
             "restocks": TableAccess((GET, UPDATE)),
-            "reservations": TableAccess((PUT, DELETE)),
-            "optout": TableAccess((BATCH_GET,)),
+            "reservations": TableAccess((GET, PUT, DELETE)),
+            "optout": TableAccess((GET, BATCH_GET)),
             "audit": TableAccess((PUT,)),
         },
         queue=CONSUME + PRODUCE,  # its trigger; continuation jobs for large restocks
@@ -103,10 +103,10 @@ NEEDS: dict[str, Needs] = {
     ),
     "sweep": Needs(
         tables={
-            "catalog": TableAccess((UPDATE,)),
+            "catalog": TableAccess((GET, UPDATE)),
             # by-contact: a number that replied STOP leaves every list it was on.
             "requests": TableAccess((GET, UPDATE, DELETE), ("by-expiry", "by-contact")),
-            "restocks": TableAccess((UPDATE,), ("by-pending",)),
+            "restocks": TableAccess((GET, UPDATE), ("by-pending",)),
             "reservations": TableAccess((GET, UPDATE), ("by-due",)),
             "optout": TableAccess((GET, BATCH_GET, PUT)),
             "audit": TableAccess((PUT,)),
@@ -116,7 +116,7 @@ NEEDS: dict[str, Needs] = {
         sms_optouts=True,
     ),
     "catalog_sync": Needs(
-        tables={"catalog": TableAccess((SCAN, UPDATE))},
+        tables={"catalog": TableAccess((GET, SCAN, UPDATE))},
         optional_secrets=("CATALOG_TOKEN",),
     ),
 }

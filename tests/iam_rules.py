@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 from infra.policies import BEDROCK_PROFILE
@@ -99,3 +100,70 @@ def violations(function: str, document: dict[str, Any], region: str, prefix: str
     if audit - {"dynamodb:PutItem"}:
         found.append(f"audit is append-only, but {function} may {sorted(audit - {'dynamodb:PutItem'})}")
     return found
+
+
+# --- Which IAM action each AWS call in the code needs.
+
+CALLS = {
+    "get_item": "dynamodb:GetItem",
+    "put_item": "dynamodb:PutItem",
+    "update_item": "dynamodb:UpdateItem",
+    "delete_item": "dynamodb:DeleteItem",
+    "query": "dynamodb:Query",
+    "query_all": "dynamodb:Query",  # chalicelib/tables/base.py helpers
+    "count_all": "dynamodb:Query",
+    "scan": "dynamodb:Scan",
+    "batch_get_item": "dynamodb:BatchGetItem",
+    "batch_write_item": "dynamodb:BatchWriteItem",
+    "transact_get_items": "dynamodb:GetItem",
+    "batch_writer": "dynamodb:BatchWriteItem",
+    "send_message": "sqs:SendMessage",
+    "send_message_batch": "sqs:SendMessage",
+    "get_queue_url": "sqs:GetQueueUrl",
+    "receive_message": "sqs:ReceiveMessage",
+    "delete_message": "sqs:DeleteMessage",
+    "change_message_visibility": "sqs:ChangeMessageVisibility",
+    "get_queue_attributes": "sqs:GetQueueAttributes",
+    "start_message_move_task": "sqs:StartMessageMoveTask",
+    "publish": "sns:Publish",
+    "list_phone_numbers_opted_out": "sns:ListPhoneNumbersOptedOut",
+    "check_if_phone_number_is_opted_out": "sns:CheckIfPhoneNumberIsOptedOut",
+    "opt_in_phone_number": "sns:OptInPhoneNumber",
+    "send_email": "ses:SendEmail",
+    "converse": "bedrock:InvokeModel",
+    "converse_stream": "bedrock:InvokeModelWithResponseStream",
+    "invoke_model": "bedrock:InvokeModel",
+    "get_secret_value": "secretsmanager:GetSecretValue",
+    "SecretsProvider": "secretsmanager:GetSecretValue",
+    "get_parameter": "ssm:GetParameter",
+    "SSMProvider": "ssm:GetParameter",
+    "put_metric_data": "cloudwatch:PutMetricData",
+}
+TRANSACTION_ITEMS = {
+    "Put": "dynamodb:PutItem",
+    "Update": "dynamodb:UpdateItem",
+    "Delete": "dynamodb:DeleteItem",
+    "ConditionCheck": "dynamodb:ConditionCheckItem",
+}
+
+
+# Modules that only the support CLI runs, with the staff member's own AWS credentials, never a Lambda role.
+STAFF_ONLY = {"support_desk.py"}
+
+
+def aws_calls_in(source: str) -> dict[str, str]:
+    """IAM action -> one place in `source` that needs it."""
+    needed: dict[str, str] = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name == "get_paginator" and node.args and isinstance(node.args[0], ast.Constant):
+                name = str(node.args[0].value)
+            if name in CALLS:
+                needed.setdefault(CALLS[name], f"line {node.lineno}: {name}")
+        if isinstance(node, ast.Dict):
+            for key in node.keys:
+                if isinstance(key, ast.Constant) and key.value in TRANSACTION_ITEMS:
+                    needed.setdefault(TRANSACTION_ITEMS[key.value], f"line {node.lineno}: {key.value} item")
+    return needed

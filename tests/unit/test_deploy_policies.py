@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import json
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,16 @@ import pytest
 
 from infra import policies
 from infra.policies import DEPLOY_REGION, FUNCTIONS
-from tests.iam_rules import ANY_RESOURCE_ALLOWED, actions, dynamodb_targets, resources_for, statements, violations
+from tests.iam_rules import (
+    ANY_RESOURCE_ALLOWED,
+    STAFF_ONLY,
+    actions,
+    aws_calls_in,
+    dynamodb_targets,
+    resources_for,
+    statements,
+    violations,
+)
 from tests.support import ROOT
 
 CONFIG = policies.load_config()
@@ -180,68 +188,6 @@ def test_a_stage_with_a_different_model_or_no_sender_is_refused() -> None:
 
 
 # --- Every AWS call the shipped code makes is granted to some function.
-
-CALLS = {
-    "get_item": "dynamodb:GetItem",
-    "put_item": "dynamodb:PutItem",
-    "update_item": "dynamodb:UpdateItem",
-    "delete_item": "dynamodb:DeleteItem",
-    "query": "dynamodb:Query",
-    "scan": "dynamodb:Scan",
-    "batch_get_item": "dynamodb:BatchGetItem",
-    "batch_write_item": "dynamodb:BatchWriteItem",
-    "transact_get_items": "dynamodb:GetItem",
-    "batch_writer": "dynamodb:BatchWriteItem",
-    "send_message": "sqs:SendMessage",
-    "send_message_batch": "sqs:SendMessage",
-    "get_queue_url": "sqs:GetQueueUrl",
-    "receive_message": "sqs:ReceiveMessage",
-    "delete_message": "sqs:DeleteMessage",
-    "change_message_visibility": "sqs:ChangeMessageVisibility",
-    "get_queue_attributes": "sqs:GetQueueAttributes",
-    "start_message_move_task": "sqs:StartMessageMoveTask",
-    "publish": "sns:Publish",
-    "list_phone_numbers_opted_out": "sns:ListPhoneNumbersOptedOut",
-    "check_if_phone_number_is_opted_out": "sns:CheckIfPhoneNumberIsOptedOut",
-    "opt_in_phone_number": "sns:OptInPhoneNumber",
-    "send_email": "ses:SendEmail",
-    "converse": "bedrock:InvokeModel",
-    "converse_stream": "bedrock:InvokeModelWithResponseStream",
-    "invoke_model": "bedrock:InvokeModel",
-    "get_secret_value": "secretsmanager:GetSecretValue",
-    "SecretsProvider": "secretsmanager:GetSecretValue",
-    "get_parameter": "ssm:GetParameter",
-    "SSMProvider": "ssm:GetParameter",
-    "put_metric_data": "cloudwatch:PutMetricData",
-}
-TRANSACTION_ITEMS = {
-    "Put": "dynamodb:PutItem",
-    "Update": "dynamodb:UpdateItem",
-    "Delete": "dynamodb:DeleteItem",
-    "ConditionCheck": "dynamodb:ConditionCheckItem",
-}
-
-
-# Modules that only the support CLI runs, with the staff member's own AWS credentials, never a Lambda role.
-STAFF_ONLY = {"support_desk.py"}
-
-
-def aws_calls_in(source: str) -> dict[str, str]:
-    """IAM action -> one place in `source` that needs it."""
-    needed: dict[str, str] = {}
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if name == "get_paginator" and node.args and isinstance(node.args[0], ast.Constant):
-                name = str(node.args[0].value)
-            if name in CALLS:
-                needed.setdefault(CALLS[name], f"line {node.lineno}: {name}")
-        if isinstance(node, ast.Dict):
-            for key in node.keys:
-                if isinstance(key, ast.Constant) and key.value in TRANSACTION_ITEMS:
-                    needed.setdefault(TRANSACTION_ITEMS[key.value], f"line {node.lineno}: {key.value} item")
-    return needed
 
 
 @pytest.mark.parametrize("stage", STAGES)

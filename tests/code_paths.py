@@ -1,0 +1,326 @@
+"""What each Lambda function can reach in AWS, read from the code: entry point -> services -> table classes.
+
+The reading follows `self.<attribute>.<method>(...)` through the types that constructors and
+`Services` properties declare, so it sees what a code path may call without running it. It
+over-approximates within one method (every branch counts), follows module-level helpers through
+their parameters' declared types, and follows callables that `Services` wires as
+`self.<service>.<method>` references; a callable handed over any other way is not followed.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.iam_rules import CALLS, TRANSACTION_ITEMS
+
+ROOT = Path(__file__).resolve().parent.parent
+LIB = ROOT / "chalicelib"
+
+
+@dataclass(frozen=True)
+class Need:
+    """One permission a code path needs: an action on a table ('' for no table), or a query on an index."""
+
+    table: str
+    action: str
+    index: str = ""
+
+
+@dataclass
+class ClassInfo:
+    """A class of chalicelib: its methods and the declared types of its attributes."""
+
+    name: str
+    path: Path
+    methods: dict[str, ast.FunctionDef]
+    attribute_types: dict[str, str]
+    table: str = ""  # the short table name, for table classes
+
+
+@dataclass
+class Reach:
+    """Everything a code path needs, with one route to each need for the failure message."""
+
+    needs: dict[Need, str] = field(default_factory=dict)
+
+    def add(self, need: Need, route: str) -> None:
+        """Record a need, keeping the first route that led to it."""
+        self.needs.setdefault(need, route)
+
+
+def _annotation_name(node: ast.expr | None) -> str:
+    if node is None:
+        return ""
+    text = ast.unparse(node).strip("'\"")
+    return text.split("|")[0].strip().split("[")[0].split(".")[-1]
+
+
+def load_functions() -> dict[str, list[ast.FunctionDef]]:
+    """Every module-level function under chalicelib, by name (a name may exist in several modules)."""
+    functions: dict[str, list[ast.FunctionDef]] = {}
+    for path in sorted(LIB.rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef):
+                functions.setdefault(node.name, []).append(node)
+    return functions
+
+
+def _bare_calls(body: ast.AST) -> list[str]:
+    return [n.func.id for n in ast.walk(body) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+
+
+def load_classes() -> dict[str, ClassInfo]:
+    """Every class under chalicelib, with attribute types from __init__ parameters and property returns."""
+    classes: dict[str, ClassInfo] = {}
+    for path in sorted(LIB.rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            methods = {f.name: f for f in node.body if isinstance(f, ast.FunctionDef)}
+            types: dict[str, str] = {}
+            init = methods.get("__init__")
+            if init:
+                for arg in init.args.args + init.args.kwonlyargs:
+                    types[arg.arg] = _annotation_name(arg.annotation)
+            for f in methods.values():
+                if any(ast.unparse(d) in ("cached_property", "property") for d in f.decorator_list):
+                    types[f.name] = _annotation_name(f.returns)
+            classes[node.name] = ClassInfo(node.name, path, methods, types)
+    for cls, short in _wired_tables().items():
+        if cls in classes:
+            classes[cls].table = short
+    return classes
+
+
+def _wired_tables() -> dict[str, str]:
+    tree = ast.parse((LIB / "wiring.py").read_text())
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id.endswith("Table"):
+            for inner in ast.walk(node):
+                if (
+                    isinstance(inner, ast.Call)
+                    and isinstance(inner.func, ast.Attribute)
+                    and inner.func.attr == "table_name"
+                    and inner.args
+                    and isinstance(inner.args[0], ast.Constant)
+                ):
+                    found[node.func.id] = str(inner.args[0].value)
+    return found
+
+
+def _self_attribute_calls(body: ast.AST) -> list[tuple[str, str]]:
+    """(attribute, method) for every `self.<attribute>.<method>` under `body`, called or passed on."""
+    found = []
+    for node in ast.walk(body):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Attribute)
+            and isinstance(node.value.value, ast.Name)
+            and node.value.value.id == "self"
+        ):
+            found.append((node.value.attr, node.attr))
+    return found
+
+
+def _self_calls(body: ast.AST) -> list[str]:
+    return [
+        node.func.attr
+        for node in ast.walk(body)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "self"
+    ]
+
+
+def _other_calls(body: ast.AST) -> list[str]:
+    """Method names called on a local value rather than on `self` or `self.<attribute>`."""
+    names = []
+    for node in ast.walk(body):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            target = node.func.value
+            if isinstance(target, ast.Name) and target.id != "self":
+                names.append(node.func.attr)
+    return names
+
+
+def _self_properties(body: ast.AST) -> list[str]:
+    """Attributes read as `self.<name>` (a property body runs on first read)."""
+    return [
+        node.attr
+        for node in ast.walk(body)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+    ]
+
+
+def _index_names(method: ast.FunctionDef) -> list[str]:
+    """IndexName constants given in a method, as keywords or in a kwargs dict."""
+    names = []
+    for node in ast.walk(method):
+        if isinstance(node, ast.keyword) and node.arg == "IndexName" and isinstance(node.value, ast.Constant):
+            names.append(str(node.value.value))
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=True):
+                if isinstance(key, ast.Constant) and key.value == "IndexName" and isinstance(value, ast.Constant):
+                    names.append(str(value.value))
+    return names
+
+
+def _table_needs(table: str, method: ast.FunctionDef) -> list[Need]:
+    needs = []
+    dict_indexes = _index_names(method)
+    for node in ast.walk(method):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name == "get_paginator" and node.args and isinstance(node.args[0], ast.Constant):
+                name = str(node.args[0].value)
+            if name not in CALLS:
+                continue
+            index = next(
+                (
+                    kw.value.value
+                    for kw in node.keywords
+                    if kw.arg == "IndexName" and isinstance(kw.value, ast.Constant)
+                ),
+                None,
+            )
+            if index is not None:
+                needs.append(Need(table, "dynamodb:Query", str(index)))
+            elif CALLS[name] == "dynamodb:Query" and dict_indexes:
+                needs.extend(Need(table, "dynamodb:Query", i) for i in dict_indexes)
+            else:
+                needs.append(Need(table, CALLS[name]))
+        if isinstance(node, ast.Dict):
+            for key in node.keys:
+                if isinstance(key, ast.Constant) and key.value in TRANSACTION_ITEMS:
+                    needs.append(Need(table, TRANSACTION_ITEMS[key.value]))
+    return needs
+
+
+def _direct_needs(method: ast.FunctionDef) -> list[Need]:
+    """AWS calls a non-table class makes on a client it holds (SNS, SES, SQS, Bedrock, Secrets Manager)."""
+    needs = []
+    for node in ast.walk(method):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name == "get_paginator" and node.args and isinstance(node.args[0], ast.Constant):
+                name = str(node.args[0].value)
+            if name in CALLS and not CALLS[name].startswith("dynamodb:"):
+                needs.append(Need("", CALLS[name]))
+    return needs
+
+
+class Reader:
+    """Follows code paths through the classes of chalicelib."""
+
+    def __init__(self) -> None:
+        self.classes = load_classes()
+        self.functions = load_functions()
+
+    def reach_function(self, name: str, reach: Reach, route: str, seen: set) -> None:
+        """Follow a module-level helper: calls on its parameters go to their declared classes."""
+        for node in self.functions.get(name, []):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            here = f"{route} -> {name}()"
+            types = {a.arg: _annotation_name(a.annotation) for a in node.args.args + node.args.kwonlyargs}
+            for need in _direct_needs(node):
+                reach.add(need, here)
+            for call in ast.walk(node):
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+                    target = call.func.value
+                    kind = types.get(target.id, "") if isinstance(target, ast.Name) else ""
+                    if kind in self.classes:
+                        self.reach(kind, call.func.attr, reach, here, seen)
+            for inner in _bare_calls(node):
+                self.reach_function(inner, reach, here, seen)
+
+    def reach(
+        self, cls: str, method: str, reach: Reach | None = None, route: str = "", seen: set | None = None
+    ) -> Reach:
+        """Everything calling `cls.method` may need."""
+        reach = reach if reach is not None else Reach()
+        seen = seen if seen is not None else set()
+        info = self.classes.get(cls)
+        if info is None or (cls, method) in seen:
+            return reach
+        seen.add((cls, method))
+        node = info.methods.get(method)
+        if node is None:
+            return reach
+        here = f"{route} -> {cls}.{method}" if route else f"{cls}.{method}"
+        if info.table:
+            for need in _table_needs(info.table, node):
+                reach.add(need, here)
+        else:
+            for need in _direct_needs(node):
+                reach.add(need, here)
+        for name in _self_calls(node):
+            self.reach(cls, name, reach, here, seen)
+        for name in set(_self_properties(node)):
+            target = info.methods.get(name)
+            if target is not None and any(
+                ast.unparse(d) in ("cached_property", "property") for d in target.decorator_list
+            ):
+                self.reach(cls, name, reach, here, seen)
+        for attribute, name in _self_attribute_calls(node):
+            kind = info.attribute_types.get(attribute, "")
+            if kind in self.classes:
+                self.reach(kind, name, reach, here, seen)
+        for name in _bare_calls(node):
+            self.reach_function(name, reach, here, seen)
+        # A collaborator picked from a container (`self._senders[channel].send(...)`): follow every
+        # collaborator the constructor was given that has a method of that name.
+        for name in _other_calls(node):
+            for kind in set(info.attribute_types.values()):
+                if kind in self.classes and name in self.classes[kind].methods:
+                    self.reach(kind, name, reach, here, seen)
+        return reach
+
+
+def entry_points(app_source: str) -> dict[str, list[tuple[str, str]]]:
+    """Lambda function name -> the (Services property, method) its handlers call."""
+    functions: dict[str, list[tuple[str, str]]] = {}
+    for node in ast.parse(app_source).body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        function = None
+        for decorator in node.decorator_list:
+            call = decorator if isinstance(decorator, ast.Call) else None
+            kind = ast.unparse(call.func if call else decorator)
+            if kind == "app.route":
+                function = "api_handler"
+            elif kind in ("app.schedule", "app.on_sqs_message", "app.lambda_function"):
+                named = [kw.value.value for kw in (call.keywords if call else []) if kw.arg == "name"]
+                function = str(named[0]) if named else node.name
+        if function is None:
+            continue
+        aliases = {"wiring.current()"}
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Assign) and ast.unparse(inner.value) == "wiring.current()":
+                aliases.update(ast.unparse(t) for t in inner.targets)
+        calls = functions.setdefault(function, [])
+        for inner in ast.walk(node):
+            through_services = isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Attribute)
+            if through_services and ast.unparse(inner.value.value) in aliases:
+                calls.append((inner.value.attr, inner.attr))
+    return functions
+
+
+def function_needs(reader: Reader, app_source: str) -> dict[str, Reach]:
+    """Lambda function name -> everything its handlers may need."""
+    found = {}
+    for function, calls in entry_points(app_source).items():
+        reach = Reach()
+        for prop, method in calls:
+            reader.reach("Services", prop, reach, f"{function}")
+            kind = reader.classes["Services"].attribute_types.get(prop, "")
+            reader.reach(kind, method, reach, f"{function} -> Services.{prop}")
+        found[function] = reach
+    return found
