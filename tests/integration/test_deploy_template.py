@@ -203,7 +203,7 @@ def test_the_zip_ships_the_app_and_its_runtime_libraries_only(package: Package) 
         names = archive.namelist()
     top = {name.split("/", 1)[0] for name in names}
     assert {"app.py", "chalicelib", "aws_lambda_powertools", "phonenumbers", "itsdangerous", "standardwebhooks"} <= top
-    for not_shipped in ("tests", "devstack", "infra", "moto", "boto3", "botocore", "pytest", ".chalice"):
+    for not_shipped in ("tests", "devstack", "support", "infra", "moto", "boto3", "botocore", "pytest", ".chalice"):
         assert not_shipped not in top, f"{not_shipped} does not belong in the Lambda package"
     chalice = {name for name in names if name.startswith("chalice/")}
     assert chalice <= {"chalice/__init__.py", "chalice/app.py", "chalice/app.pyi"}, "more than the Chalice runtime"
