@@ -262,6 +262,12 @@ class SupportDesk:
                 for f in facts
                 if f.get("kind") in FOLLOW_UPS and token and f.get("token_id") == token
             ]
+            # Later passes over the same restock (top-ups) pass them by: say so, so nobody expects a second notice.
+            follow += [
+                f"later pass at {iso(int(f['at']))}: {_verdict_for_skip(str(f.get('reason', '')))[1]}"
+                for f in mine
+                if f.get("kind") == "notice_skipped"
+            ]
             return RestockVerdict(
                 **base,
                 verdict=TOLD,

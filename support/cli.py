@@ -1,0 +1,265 @@
+"""`bisn`: answer "why was I (not) told?", see demand, and honour shoppers' data requests.
+
+A thin click layer over chalicelib/support_desk.py. It runs against a deployed stage with your own AWS
+credentials (`--stage prod`: names and secrets come from .chalice/config.json and Secrets Manager), or
+against the local emulator (`--stage local`, the default, on http://127.0.0.1:4566; or any
+`--endpoint-url` / AWS_ENDPOINT_URL).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from chalicelib.clock import iso
+from chalicelib.config import ConfigError, settings_from_env
+from chalicelib.errors import DomainError
+from chalicelib.support_desk import Explanation, SupportDesk
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = ROOT / ".chalice" / "config.json"
+LOCAL_ENDPOINT = f"http://127.0.0.1:{os.environ.get('DEVSTACK_MOTO_PORT', '4566')}"
+LOCAL_REGION = "eu-west-2"
+
+
+def stage_env(stage: str, config_path: Path = CONFIG) -> dict[str, str]:
+    """The environment variables .chalice/config.json gives a stage."""
+    config = json.loads(config_path.read_text())
+    if stage not in config.get("stages", {}):
+        raise click.UsageError(f"no stage {stage!r} in {config_path} (stages: {', '.join(config['stages'])})")
+    env = dict(config.get("environment_variables", {}))
+    env.update(config["stages"][stage].get("environment_variables", {}))
+    return env
+
+
+def build_desk(stage: str, endpoint_url: str | None, region: str | None) -> tuple[SupportDesk, bool]:
+    """The support desk for a stage, and whether it talks to an emulator rather than AWS."""
+    import boto3
+
+    from chalicelib.aws import Aws
+    from chalicelib.wiring import Services
+
+    endpoint = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or (LOCAL_ENDPOINT if stage == "local" else None)
+    if endpoint:
+        # boto3 sends every client to AWS_ENDPOINT_URL; the emulator accepts any credentials.
+        os.environ["AWS_ENDPOINT_URL"] = endpoint
+        os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+        os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    session = boto3.session.Session(region_name=region) if region else boto3.session.Session()
+    chosen = region or session.region_name or (LOCAL_REGION if endpoint else None)
+    if not chosen:
+        raise click.UsageError("no AWS region: pass --region or set AWS_REGION")
+    try:
+        settings = settings_from_env({**stage_env(stage), "AWS_REGION": chosen})
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from exc
+    services = Services(settings, Aws(chosen, session=boto3.session.Session(region_name=chosen)))
+    return services.support, bool(endpoint)
+
+
+def _desk(ctx: click.Context) -> SupportDesk:
+    obj = ctx.obj
+    if obj.get("desk") is None:
+        obj["desk"], obj["emulated"] = build_desk(obj["stage"], obj["endpoint_url"], obj["region"])
+    return obj["desk"]
+
+
+def _emit(ctx: click.Context, data: Any, text: str) -> None:
+    if ctx.obj.get("json"):
+        click.echo(json.dumps(_plain(data), indent=2, sort_keys=True, ensure_ascii=False))
+    else:
+        click.echo(text)
+
+
+def _plain(data: Any) -> Any:
+    if is_dataclass(data) and not isinstance(data, type):
+        return asdict(data)
+    if isinstance(data, list):
+        return [_plain(d) for d in data]
+    return data
+
+
+class DeskGroup(click.Group):
+    """Turns refusals into one clear line and exit code 1 instead of a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except DomainError as error:
+            raise click.ClickException(f"{error.message} ({error.code})") from error
+
+
+@click.group(cls=DeskGroup)
+@click.option("--stage", default="local", show_default=True, help="Stage in .chalice/config.json.")
+@click.option("--endpoint-url", default=None, help="AWS endpoint (the local emulator; default for --stage local).")
+@click.option("--region", default=None, help="AWS region (default: AWS_REGION, your profile, or eu-west-2 locally).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def cli(ctx: click.Context, stage: str, endpoint_url: str | None, region: str | None, as_json: bool) -> None:
+    """Support tools for the back-in-stock notifier."""
+    # Tests pass a ready desk in obj; otherwise it is built on first use from the options.
+    given = ctx.obj if isinstance(ctx.obj, dict) else {}
+    ctx.obj = {
+        "desk": given.get("desk"),
+        "emulated": given.get("emulated", False),
+        "stage": stage,
+        "endpoint_url": endpoint_url,
+        "region": region,
+        "json": as_json,
+    }
+
+
+@cli.command()
+@click.argument("sku")
+@click.argument("contact")
+@click.option("--lookback-days", default=30, show_default=True, help="Also show restocks this long before joining.")
+@click.pass_context
+def explain(ctx: click.Context, sku: str, contact: str, lookback_days: int) -> None:
+    """Their place in SKU's line, and each restock: told, or why not."""
+    found = _desk(ctx).explain(sku, contact, lookback_days=lookback_days)
+    _emit(ctx, found, render_explanation(found))
+
+
+def render_explanation(e: Explanation) -> str:
+    """The explanation as support staff read it."""
+    lines = [f"{e.contact} · {e.product} ({e.sku})"]
+    if e.state is None:
+        lines.append("Place: none (not on this list now)")
+    elif e.position is not None:
+        lines.append(f"Place: {e.position} in line, {e.state}, joined {e.joined_ts}")
+    else:
+        lines.append(f"Place: {e.state}, joined {e.joined_ts}")
+    if e.opted_out:
+        lines.append(f"Opted out: yes ({e.opted_out.get('source')}, {iso(int(e.opted_out.get('at', 0)))})")
+    else:
+        lines.append("Opted out: no")
+    lines += [f"History: {h}" for h in e.history]
+    if not e.restocks:
+        lines.append("Restocks: none in this period")
+    for r in e.restocks:
+        lines.append(f"- {r.restock_ts[:19]}Z {r.restock_id} ({r.units_total} units): {r.verdict} — {r.detail}")
+        lines += [f"    then {f}" for f in r.follow_ups]
+    return "\n".join(lines)
+
+
+@cli.command()
+@click.argument("sku")
+@click.option("--limit", default=50, show_default=True)
+@click.pass_context
+def queue(ctx: click.Context, sku: str, limit: int) -> None:
+    """SKU's waiting list in order (contacts masked)."""
+    rows = _desk(ctx).queue(sku, limit=limit)
+    text = "\n".join(
+        f"{r.position:>4}  {r.joined_ts[:19]}Z  {r.state:<9} {r.channel:<5} {r.contact}"
+        + (f"  last told: {r.last_notified_restock}" if r.last_notified_restock else "")
+        for r in rows
+    )
+    _emit(ctx, rows, text or f"Nobody is waiting for {sku}.")
+
+
+@cli.command()
+@click.option("--limit", default=20, show_default=True)
+@click.pass_context
+def demand(ctx: click.Context, limit: int) -> None:
+    """Out-of-stock products ranked by people waiting."""
+    rows = _desk(ctx).demand(limit=limit)
+    text = "\n".join(
+        f"{r.waiting:>6}  {r.sku:<24} {r.name}" + (f"  (level {r.level})" if r.level is not None else "") for r in rows
+    )
+    _emit(ctx, rows, ("waiting  sku                      product\n" + text) if rows else "No out-of-stock products.")
+
+
+@cli.group()
+def optout() -> None:
+    """Add or lift an opt-out on a shopper's request."""
+
+
+@optout.command("add")
+@click.argument("contact")
+@click.pass_context
+def optout_add(ctx: click.Context, contact: str) -> None:
+    """Never queue or message CONTACT again; take them off every list."""
+    result = _desk(ctx).optout_add(contact)
+    lines = ["Opted out." if result.newly else "Already opted out (the first reason is kept)."]
+    lines += [f"Left {e.sku} ({e.outcome})" for e in result.left]
+    lines += [
+        f"Still holding {e.sku} until {iso(e.hold_expires_at or 0)}: theirs until it ends" for e in result.holding
+    ]
+    _emit(ctx, {"newly": result.newly, "exits": _plain(result.exits)}, "\n".join(lines))
+
+
+@optout.command("remove")
+@click.argument("contact")
+@click.pass_context
+def optout_remove(ctx: click.Context, contact: str) -> None:
+    """Lift CONTACT's opt-out (they may join lists again)."""
+    result = _desk(ctx).optout_remove(contact)
+    lines = ["Opt-out lifted." if result.removed else "There was no opt-out for this contact."]
+    if result.sms_still_opted_out:
+        lines.append(
+            "SNS still blocks this number (they replied STOP), so the next sync suppresses it again. "
+            "They can text START (or staff can opt the number in once in 30 days with SNS OptInPhoneNumber)."
+        )
+    _emit(ctx, result, "\n".join(lines))
+
+
+@cli.command()
+@click.argument("contact")
+@click.pass_context
+def export(ctx: click.Context, contact: str) -> None:
+    """Everything held about CONTACT, as JSON."""
+    data = _desk(ctx).export(contact)
+    click.echo(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False))
+
+
+@cli.command()
+@click.argument("contact")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+def forget(ctx: click.Context, contact: str, yes: bool) -> None:
+    """Erase CONTACT's places and personal data (an opt-out stays, as a keyed hash only)."""
+    if not yes:
+        click.confirm(f"Erase everything about {contact}? This cannot be undone", abort=True)
+    report = _desk(ctx).forget(contact)
+    lines = [
+        f"Erased {report.requests_erased} request(s) and {report.uniqueness_items_erased} uniqueness item(s); "
+        f"{report.offers_released} live offer(s) passed to the next person.",
+        "Kept: their opt-out, as a keyed hash, so they stay suppressed."
+        if report.kept_optout
+        else "No opt-out was on record, so nothing about them is kept.",
+        "Audit facts name them only by keyed hash and stay as the record of what was sent.",
+    ]
+    if report.remaining:
+        lines.append(f"Warning: {report.remaining} item(s) still found (the index may lag); run forget again.")
+    _emit(ctx, report, "\n".join(lines))
+
+
+@cli.group()
+def dlq() -> None:
+    """The notifier's dead-letter queue."""
+
+
+@dlq.command()
+@click.pass_context
+def redrive(ctx: click.Context) -> None:
+    """Move dead-lettered jobs back to the job queue."""
+    desk = _desk(ctx)
+    report = desk.dlq_redrive(emulated=bool(ctx.obj.get("emulated")))
+    lines = [f"{report.waiting_before} job(s) were dead-lettered.", f"Method: {report.method}"]
+    if report.moved is not None:
+        lines.append(f"Moved {report.moved} job(s) to {report.destination}.")
+    if report.task_handle:
+        lines.append(f"Task: {report.task_handle}")
+    if report.note:
+        lines.append(report.note)
+    _emit(ctx, report, "\n".join(lines))
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="bisn")
