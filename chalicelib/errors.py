@@ -59,6 +59,13 @@ class InvalidSignature(DomainError):
     code = "invalid_signature"
 
 
+class Busy(DomainError):
+    """Too many simultaneous writes to one record to finish now; the caller should retry shortly."""
+
+    status = 503
+    code = "busy"
+
+
 class NotFound(DomainError):
     """A referenced record does not exist."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from decimal import Decimal
 from typing import Any
 
 from chalicelib.tables.base import TxItem
@@ -102,6 +103,125 @@ class CatalogTable:
                 "ExpressionAttributeValues": {":minus": -1},
             }
         }
+
+    # --- The last stock level seen, written by restock detection. Every write bumps level_version, so a
+    # --- writer that decided on an older version is refused and decides again (optimistic concurrency).
+
+    def level_item(
+        self,
+        sku: str,
+        *,
+        seen_version: int,
+        level: int,
+        level_ts: Decimal,
+        webhook_id: str,
+        recent_webhook_ids: list[str],
+        out_of_stock: bool,
+        now: float,
+        open_restock: tuple[str, str] | None = None,
+        close_restock: bool = False,
+    ) -> TxItem:
+        """Transaction item: record a newer level (and open or close the SKU's restock with it)."""
+        names = {"#level": "level"}
+        values: dict[str, Any] = {
+            ":level": level,
+            ":ts": level_ts,
+            ":wid": webhook_id,
+            ":recent": recent_webhook_ids,
+            ":next": seen_version + 1,
+            ":now": int(now),
+        }
+        sets = [
+            "#level = :level",
+            "level_ts = :ts",
+            "level_webhook_id = :wid",
+            "recent_webhook_ids = :recent",
+            "level_version = :next",
+            "level_seen_at = :now",
+        ]
+        removes: list[str] = []
+        # demand_key is sparse: only out-of-stock products sit in the by-demand index.
+        if out_of_stock:
+            sets.append("demand_key = :out")
+            values[":out"] = DEMAND_OUT
+        else:
+            removes.append("demand_key")
+        if open_restock is not None:
+            sets += ["open_restock_ts = :rts", "open_restock_id = :rid"]
+            values[":rts"], values[":rid"] = open_restock
+        if close_restock:
+            removes += ["open_restock_ts", "open_restock_id"]
+        expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+        if seen_version:
+            values[":seen"] = seen_version
+            version_condition = "level_version = :seen"
+        else:
+            version_condition = "attribute_not_exists(level_version)"
+        return {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"sku": sku},
+                "UpdateExpression": expression,
+                # Only over the version we decided on, so two deliveries never both see the same "before"
+                # (one crossing, one restock: invariant 6), and never for a product that is not catalogued.
+                "ConditionExpression": f"attribute_exists(sku) AND {version_condition}",
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values,
+            }
+        }
+
+    def record_level(self, sku: str, **fields: Any) -> bool:
+        """Record a newer level on its own (no restock changes with it); False when another write came first."""
+        update = self.level_item(sku, **fields)["Update"]
+        update.pop("TableName")
+        try:
+            self.table.update_item(**update)
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    # --- Catalogue sync.
+
+    def sync_product(
+        self, sku: str, settings: dict[str, Any], *, now: float, created: bool, out_of_stock: bool | None
+    ) -> None:
+        """Write a product's settings from the store feed; it is sold again if it had been discontinued."""
+        names = {f"#{k}": k for k in settings}
+        values: dict[str, Any] = {f":{k}": v for k, v in settings.items()}
+        sets = [f"#{k} = :{k}" for k in settings]
+        sets += ["waiting_count = if_not_exists(waiting_count, :zero)", "synced_at = :now"]
+        values.update({":zero": 0, ":now": int(now)})
+        removes = ["discontinued", "discontinued_at"]
+        # A new product has no level yet, which counts as sold out (it is in the catalogue to be waited for).
+        if created or out_of_stock:
+            sets.append("demand_key = :out")
+            values[":out"] = DEMAND_OUT
+        elif out_of_stock is False:
+            removes.append("demand_key")
+        self.table.update_item(
+            Key={"sku": sku},
+            UpdateExpression="SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes),
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
+        with self._lock:
+            self._cache.pop(sku, None)
+
+    def discontinue(self, sku: str, now: float) -> bool:
+        """Mark a product no longer sold (never delete it: its waiting list and level stay); False if it was."""
+        try:
+            self.table.update_item(
+                Key={"sku": sku},
+                UpdateExpression="SET discontinued = :yes, discontinued_at = :now",
+                # Marked once, and never for a product that is not there (an update would create it).
+                ConditionExpression="attribute_exists(sku) AND (attribute_not_exists(discontinued) OR discontinued = :no)",
+                ExpressionAttributeValues={":yes": True, ":no": False, ":now": int(now)},
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return False
+        with self._lock:
+            self._cache.pop(sku, None)
+        return True
 
     # --- Demand: out-of-stock products ranked by people waiting, from the sparse by-demand index.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
@@ -11,6 +12,7 @@ from chalicelib.tables.base import query_all
 PENDING = "pending"  # written, job not yet on the queue
 QUEUED = "queued"  # job on the queue; offers being made
 CLOSED = "closed"  # level fell below threshold, or every unit is held or sold
+PENDING_KEY = "pending"  # value of pending_key on every restock that is owed a notifier job (GSI by-pending)
 
 
 class RestocksTable:
@@ -90,4 +92,184 @@ class RestocksTable:
             # (units_offerable floored at units_available), it is not handed out a second time.
             "units_offerable < units_available",
             {":one": 1},
+        )
+
+    # --- Detection: opening a restock, changes of level while it is open, and the owed notifier job.
+    # --- A restock owes a job while it carries pending_key/pending_since/pending_kind/pending_token
+    # --- (the sparse GSI "by-pending"); enqueue_lease_until lets one enqueuer at a time send it.
+
+    def open_item(
+        self,
+        *,
+        sku: str,
+        restock_ts: str,
+        restock_id: str,
+        webhook_id: str,
+        units: int,
+        level_before: int | None,
+        level_after: int,
+        threshold: int,
+        now: float,
+    ) -> dict:
+        """Transaction item: a new restock of `units`, pending until its first job is on the queue."""
+        item: dict[str, Any] = {
+            "sku": sku,
+            "restock_ts": restock_ts,
+            "restock_id": restock_id,
+            "webhook_id": webhook_id,
+            "units_total": units,
+            "units_available": units,
+            "units_offerable": units,
+            "state": PENDING,
+            "created_at": int(now),
+            "level_after": level_after,
+            "threshold": threshold,
+            "pending_key": PENDING_KEY,
+            "pending_since": int(now),
+            "pending_kind": "restock",
+            "pending_token": webhook_id,
+        }
+        if level_before is not None:
+            item["level_before"] = level_before
+        return {
+            "Put": {
+                "TableName": self.name,
+                "Item": item,
+                # Exactly once (invariant 6): a redelivered webhook maps to the same key and writes nothing.
+                "ConditionExpression": "attribute_not_exists(restock_ts)",
+            }
+        }
+
+    def rise_item(self, sku: str, restock_ts: str, *, rise: int, seen_state: str, token: str, now: float) -> dict:
+        """Transaction item: the level rose while the restock is open; add the rise and owe a job for it."""
+        # A restock whose first job is still owed keeps owing that first job; a queued one owes a top-up.
+        kind = "restock" if seen_state == PENDING else "topup"
+        return {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"sku": sku, "restock_ts": restock_ts},
+                "UpdateExpression": (
+                    "ADD units_total :rise, units_available :rise, units_offerable :rise "
+                    "SET pending_key = :pk, pending_since = if_not_exists(pending_since, :now), "
+                    "pending_kind = :kind, pending_token = :tok REMOVE enqueue_lease_until"
+                ),
+                # Only the open restock we read grows: a closed one never gains units.
+                "ConditionExpression": "#state = :seen",
+                "ExpressionAttributeNames": {"#state": "state"},
+                "ExpressionAttributeValues": {
+                    ":rise": rise,
+                    ":pk": PENDING_KEY,
+                    ":now": int(now),
+                    ":kind": kind,
+                    ":tok": token,
+                    ":seen": seen_state,
+                },
+            }
+        }
+
+    def _seen_condition(self, seen: dict[str, Any], values: dict[str, Any]) -> str:
+        values.update(
+            {
+                ":seen": seen["state"],
+                ":seen_a": int(seen.get("units_available", 0)),
+                ":seen_o": int(seen.get("units_offerable", 0)),
+            }
+        )
+        return "#state = :seen AND units_available = :seen_a AND units_offerable = :seen_o"
+
+    def fall_item(self, sku: str, restock_ts: str, *, seen: dict[str, Any], available: int, offerable: int) -> dict:
+        """Transaction item: the level fell while the restock is open; set the lowered counters."""
+        values: dict[str, Any] = {":a": available, ":o": offerable}
+        # Counters unchanged since we read them: no hold or offer slipped in, so the floor at zero is exact
+        # and a hold granted meanwhile is never taken back (invariant 4).
+        condition = self._seen_condition(seen, values)
+        return {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"sku": sku, "restock_ts": restock_ts},
+                "UpdateExpression": "SET units_available = :a, units_offerable = :o",
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": {"#state": "state"},
+                "ExpressionAttributeValues": values,
+            }
+        }
+
+    def close_item(
+        self, sku: str, restock_ts: str, *, seen: dict[str, Any], available: int, offerable: int, now: float
+    ) -> dict:
+        """Transaction item: close the restock: nothing more is offered and no job is owed any more."""
+        values: dict[str, Any] = {":closed": CLOSED, ":now": int(now), ":a": available, ":o": offerable}
+        # As for a fall: counters unchanged since we read them, so the units left for live offers are exact.
+        condition = self._seen_condition(seen, values)
+        return {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"sku": sku, "restock_ts": restock_ts},
+                "UpdateExpression": (
+                    "SET #state = :closed, closed_at = :now, units_available = :a, units_offerable = :o "
+                    "REMOVE pending_key, pending_since, pending_kind, pending_token, enqueue_lease_until"
+                ),
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": {"#state": "state"},
+                "ExpressionAttributeValues": values,
+            }
+        }
+
+    def claim_enqueue(self, sku: str, restock_ts: str, *, now: float, lease_s: int) -> dict[str, Any] | None:
+        """Take the right to send the owed job for `lease_s` seconds; the restock as claimed, or None."""
+        try:
+            result = self.table.update_item(
+                Key={"sku": sku, "restock_ts": restock_ts},
+                UpdateExpression="SET enqueue_lease_until = :until",
+                # One enqueuer at a time: simultaneous deliveries and the sweep make one job, and the lease
+                # of an enqueuer that died runs out, so the job is still sent (invariant 7).
+                ConditionExpression=(
+                    "attribute_exists(pending_key) AND "
+                    "(attribute_not_exists(enqueue_lease_until) OR enqueue_lease_until <= :now)"
+                ),
+                ExpressionAttributeValues={":until": int(now) + lease_s, ":now": int(now)},
+                ReturnValues="ALL_NEW",
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return None
+        return dict(result["Attributes"])
+
+    def release_enqueue(self, sku: str, restock_ts: str, *, token: str) -> None:
+        """Give the lease back after a failed send, so the platform's retry can send the job at once."""
+        try:
+            self.table.update_item(
+                Key={"sku": sku, "restock_ts": restock_ts},
+                UpdateExpression="REMOVE enqueue_lease_until",
+                # Only the lease over the job we tried to send; a newer owed job manages its own.
+                ConditionExpression="pending_token = :tok",
+                ExpressionAttributeValues={":tok": token},
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return
+
+    def mark_enqueued(self, sku: str, restock_ts: str, *, token: str, now: float) -> bool:
+        """The owed job is on the queue: the restock is queued and leaves the by-pending index."""
+        try:
+            self.table.update_item(
+                Key={"sku": sku, "restock_ts": restock_ts},
+                UpdateExpression=(
+                    "SET #state = :queued, queued_at = if_not_exists(queued_at, :now) "
+                    "REMOVE pending_key, pending_since, pending_kind, pending_token, enqueue_lease_until"
+                ),
+                # Only the job we sent is marked done: a rise that owes a newer job keeps it owed.
+                ConditionExpression="pending_token = :tok",
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues={":queued": QUEUED, ":now": int(now), ":tok": token},
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def owed_since(self, cutoff: int, *, page_size: int = 100) -> Iterator[dict[str, Any]]:
+        """Restocks owed a job since `cutoff` (Unix seconds) or earlier, from the sparse by-pending index."""
+        return query_all(
+            self.table,
+            IndexName="by-pending",
+            KeyConditionExpression=Key("pending_key").eq(PENDING_KEY) & Key("pending_since").lte(int(cutoff)),
+            Limit=page_size,
         )
