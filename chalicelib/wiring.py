@@ -10,6 +10,7 @@ from chalicelib.aws import Aws
 from chalicelib.capture import CaptureService
 from chalicelib.clock import Clock, SystemClock
 from chalicelib.config import Settings, load_settings
+from chalicelib.detect import DetectService
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.jobs import JobQueue
 from chalicelib.leaving import QueueExits
@@ -202,6 +203,19 @@ class Services:
             sqs=self.aws.sqs,
             clock=self.clock,
             hash_key=self.hash_key,
+        )
+
+    @cached_property
+    def detector(self) -> DetectService:
+        """Restock detection: POST /webhooks/inventory, and the sweep's re-enqueue of stuck restocks."""
+        return DetectService(
+            catalog=self.catalog,
+            restocks=self.restocks,
+            audit=self.audit,
+            jobs=self.jobs,
+            clock=self.clock,
+            secrets=self.webhook_secrets,
+            faults=self.faults,
         )
 
 
