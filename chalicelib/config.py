@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from urllib.parse import urlparse
 
 
 class ConfigError(RuntimeError):
@@ -37,6 +38,8 @@ class Settings:
     # Secrets: either the value itself (local stage) or the name of a Secrets Manager secret.
     secret_refs: Mapping[str, str] = field(default_factory=dict)
     secret_values: Mapping[str, str] = field(default_factory=dict)
+    # Where catalogue sync reads the store's product feed ('' = this stage has no feed).
+    catalog_url: str = ""
 
     def table_name(self, short: str) -> str:
         """Full name of a table from infra/template.json, e.g. 'catalog' -> 'bisn-catalog'."""
@@ -54,6 +57,8 @@ class Settings:
 
 
 SECRETS = ("WEBHOOK_SECRET", "TOKEN_KEY", "CONTACT_HASH_KEY")
+# Secrets a stage may leave out: the catalogue feed's bearer token (a public feed needs none).
+OPTIONAL_SECRETS = ("CATALOG_TOKEN",)
 
 
 def _required(env: Mapping[str, str], name: str) -> str:
@@ -84,6 +89,24 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         raise ConfigError(f"{name} must be a number, got {raw!r}") from exc
 
 
+def _catalog_url(env: Mapping[str, str]) -> str:
+    """CATALOG_URL: https:// anywhere, http:// only to this machine, file: only in the local stage."""
+    url = env.get("CATALOG_URL", "").strip()
+    if not url:
+        return ""
+    parsed = urlparse(url)
+    if parsed.scheme == "https" and parsed.netloc:
+        return url
+    # The bearer token must never cross a network in clear, and a deployed function has no local files.
+    if parsed.scheme == "http" and parsed.hostname in ("127.0.0.1", "localhost", "::1"):
+        return url
+    if parsed.scheme == "file" and env.get("STAGE", "").strip() == "local":
+        return url
+    raise ConfigError(
+        f"CATALOG_URL must be an https:// URL (http:// only to this machine, file: only in the local stage), got {url!r}"
+    )
+
+
 def settings_from_env(env: Mapping[str, str]) -> Settings:
     """Build Settings from a mapping of environment variables, failing fast on anything missing."""
     refs: dict[str, str] = {}
@@ -95,6 +118,11 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
             refs[name] = env[f"{name}_SECRET_ID"]
         else:
             raise ConfigError(f"set {name} (local stage) or {name}_SECRET_ID (a Secrets Manager secret)")
+    for name in OPTIONAL_SECRETS:
+        if env.get(name):
+            values[name] = env[name]
+        elif env.get(f"{name}_SECRET_ID"):
+            refs[name] = env[f"{name}_SECRET_ID"]
     copy_mode = env.get("COPY_MODE", "bedrock").strip() or "bedrock"
     if copy_mode not in ("bedrock", "fake", "template"):
         raise ConfigError(f"COPY_MODE must be bedrock, fake or template, got {copy_mode!r}")
@@ -122,6 +150,7 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         email_per_second=_float(env, "EMAIL_PER_SECOND", 14.0),
         secret_refs=refs,
         secret_values=values,
+        catalog_url=_catalog_url(env),
     )
 
 

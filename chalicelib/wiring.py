@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 from chalicelib.alerts import StaffAlerts
 from chalicelib.aws import Aws
 from chalicelib.capture import CaptureService
+from chalicelib.catalog_sync import CatalogSync, FeedReader
 from chalicelib.clock import Clock, SystemClock
 from chalicelib.config import Settings, load_settings
 from chalicelib.detect import DetectService
@@ -217,6 +218,20 @@ class Services:
             secrets=self.webhook_secrets,
             faults=self.faults,
         )
+
+    @cached_property
+    def catalog_sync(self) -> CatalogSync:
+        """Catalogue sync from CATALOG_URL (a stage without one reports that and changes nothing)."""
+        url = self.settings.catalog_url
+        reader = FeedReader(url, self.catalog_token) if url else None
+        return CatalogSync(catalog=self.catalog, reader=reader, clock=self.clock)
+
+    def catalog_token(self) -> str | None:
+        """The catalogue feed's bearer token, when the stage configures one; read through the secrets cache."""
+        settings = self.settings
+        if "CATALOG_TOKEN" in settings.secret_values or "CATALOG_TOKEN" in settings.secret_refs:
+            return self.secrets.get("CATALOG_TOKEN")
+        return None
 
 
 def origin_of(url: str) -> str:

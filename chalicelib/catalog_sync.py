@@ -1,0 +1,334 @@
+"""Catalogue sync: mirror the store's product feed into bisn-catalog every 15 minutes.
+
+The feed is JSON, fetched from CATALOG_URL (HTTPS with `Authorization: Bearer <CATALOG_TOKEN>`, or a
+`file:` URL in the local stage). Its schema:
+
+    {"products": [                      (a bare JSON array of products is accepted too)
+      {"sku": "WW-THROW-OAT",           required; letters, digits and . _ : / - ; at most 64
+       "name": "Oatmeal merino throw",  required; at most 200 characters
+       "threshold": 1,                  units in stock before anyone is told; 1..10000, default 1
+       "hold_window_s": 900,            how long a tapped link holds a unit; 60..86400, default 900
+       "offer_window_s": 3600,          how long a notice's link stays live; 300..604800, default 3600
+       "voice": "warm and plain",       tone for the message copy; at most 200 characters, default "friendly"
+       "checkout_url": "https://shop.example/checkout?sku={sku}&reservation={reservation_id}"}
+    ]}                                  required; http(s); must contain {reservation_id}; may contain {sku}
+
+Other keys are ignored. A malformed entry is skipped and reported; the rest are still applied. A product
+that vanishes from the feed is marked discontinued (nobody can join its list; people already waiting
+keep their places and are told if it comes back), never deleted. Only products the feed created are
+ever discontinued: ones added by hand (the dev console, staff) are left alone. A feed that cannot be
+read, or that lists no usable product, changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import string
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import urlparse
+
+from chalicelib.capture import parse_sku
+from chalicelib.clock import Clock
+from chalicelib.errors import BadRequest
+from chalicelib.tables.catalog import CatalogTable
+
+logger = logging.getLogger(__name__)
+
+FEED_MAX_BYTES = 5 * 1024 * 1024
+TIMEOUT_S = 10
+MAX_NAME_LEN = 200
+MAX_VOICE_LEN = 200
+MAX_URL_LEN = 2000
+PLACEHOLDERS = frozenset({"sku", "reservation_id"})
+# (field, default, minimum, maximum) of the whole-number settings.
+NUMBERS: tuple[tuple[str, int, int, int], ...] = (
+    ("threshold", 1, 1, 10_000),
+    ("hold_window_s", 900, 60, 86_400),
+    ("offer_window_s", 3600, 300, 604_800),
+)
+SETTINGS = ("name", "threshold", "hold_window_s", "offer_window_s", "voice", "checkout_url")
+
+
+class FeedError(Exception):
+    """The feed as a whole could not be read or understood; nothing is changed."""
+
+
+@dataclass(frozen=True)
+class Product:
+    """One valid feed entry."""
+
+    sku: str
+    name: str
+    threshold: int
+    hold_window_s: int
+    offer_window_s: int
+    voice: str
+    checkout_url: str
+
+    def settings(self) -> dict[str, Any]:
+        """The catalogue fields this entry sets."""
+        return {key: getattr(self, key) for key in SETTINGS}
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A feed entry that was not applied, and why."""
+
+    index: int
+    sku: str | None
+    reason: str
+
+
+@dataclass
+class SyncReport:
+    """What one sync did."""
+
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    restored: list[str] = field(default_factory=list)
+    discontinued: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    skipped: list[Skipped] = field(default_factory=list)
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-friendly form, for logs and the local stack."""
+        return asdict(self)
+
+
+def _text(entry: dict[str, Any], key: str, max_len: int, default: str | None = None) -> str:
+    value = entry.get(key)
+    if value is None and default is not None:
+        return default
+    if not isinstance(value, str) or not value.strip():
+        raise BadRequest(f"{key} must be a non-empty string")
+    value = value.strip()
+    if len(value) > max_len:
+        raise BadRequest(f"{key} must be at most {max_len} characters")
+    if any(ord(c) < 32 for c in value):
+        raise BadRequest(f"{key} may not contain control characters")
+    return value
+
+
+def _number(entry: dict[str, Any], key: str, default: int, minimum: int, maximum: int) -> int:
+    value = entry.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadRequest(f"{key} must be a whole number")
+    if not minimum <= value <= maximum:
+        raise BadRequest(f"{key} must be between {minimum} and {maximum}")
+    return value
+
+
+def _checkout_url(entry: dict[str, Any]) -> str:
+    url = _text(entry, "checkout_url", MAX_URL_LEN)
+    parsed = urlparse(url)
+    if parsed.scheme not in ("https", "http") or not parsed.netloc:
+        raise BadRequest("checkout_url must be an absolute http(s) URL")
+    try:
+        names = {name for _, name, _, _ in string.Formatter().parse(url) if name is not None}
+    except ValueError as exc:
+        raise BadRequest("checkout_url has an unbalanced { or }") from exc
+    unknown = names - PLACEHOLDERS
+    if unknown:
+        raise BadRequest(f"checkout_url may use only {{sku}} and {{reservation_id}}, not {sorted(unknown)}")
+    if "reservation_id" not in names:
+        raise BadRequest("checkout_url must contain {reservation_id}, so the checkout can report the order")
+    return url
+
+
+def parse_product(entry: Any) -> Product:
+    """Validate one feed entry (pure); BadRequest says what is wrong."""
+    if not isinstance(entry, dict):
+        raise BadRequest("an entry must be a JSON object")
+    numbers = {key: _number(entry, key, default, lo, hi) for key, default, lo, hi in NUMBERS}
+    return Product(
+        sku=parse_sku(entry.get("sku")),
+        name=_text(entry, "name", MAX_NAME_LEN),
+        voice=_text(entry, "voice", MAX_VOICE_LEN, default="friendly"),
+        checkout_url=_checkout_url(entry),
+        **numbers,
+    )
+
+
+def parse_feed(raw: bytes) -> tuple[list[Product], list[Skipped], set[str]]:
+    """Valid products, skipped entries, and every SKU the feed names (valid or not) (pure)."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise FeedError("the feed is not UTF-8 JSON") from exc
+    entries = data.get("products") if isinstance(data, dict) else data
+    if not isinstance(entries, list):
+        raise FeedError('the feed must be {"products": [...]} or a JSON array of products')
+    products: list[Product] = []
+    skipped: list[Skipped] = []
+    named: set[str] = set()
+    seen: set[str] = set()
+    for index, entry in enumerate(entries):
+        raw_sku = entry.get("sku") if isinstance(entry, dict) else None
+        sku = raw_sku if isinstance(raw_sku, str) and raw_sku else None
+        if sku:
+            # A product whose entry is broken this time is still in the feed: never discontinue it for a typo.
+            named.add(sku)
+        try:
+            product = parse_product(entry)
+        except BadRequest as error:
+            skipped.append(Skipped(index, sku, error.message))
+            continue
+        if product.sku in seen:
+            skipped.append(Skipped(index, product.sku, "the same sku appears earlier in the feed"))
+            continue
+        seen.add(product.sku)
+        products.append(product)
+    return products, skipped, named
+
+
+class Opener(Protocol):
+    """What urllib's OpenerDirector offers: open a request with a timeout."""
+
+    def open(self, request: urllib.request.Request, timeout: float) -> Any:
+        """The response (a file-like object with `status` and `read`)."""
+        ...
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Refuse redirects: urllib would carry the bearer token to wherever the redirect points."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        """No new request: the 3xx surfaces as an HTTPError."""
+        return None
+
+
+def default_opener() -> Opener:
+    """urllib's opener, without redirects."""
+    return urllib.request.build_opener(_NoRedirect)
+
+
+class FeedReader:
+    """Fetches the feed's bytes from an https:// (or loopback http://) or file: URL."""
+
+    def __init__(
+        self,
+        url: str,
+        token: Callable[[], str | None],
+        *,
+        opener: Opener | None = None,
+        base_dir: Path | None = None,
+    ) -> None:
+        self.url = url
+        self.token = token
+        self.opener = opener or default_opener()
+        self.base_dir = base_dir
+
+    def read(self) -> bytes:
+        """The feed's bytes; FeedError for anything that stops us reading it (never the token)."""
+        parsed = urlparse(self.url)
+        if parsed.scheme == "file":
+            return self._read_file(parsed.path)
+        if parsed.scheme not in ("https", "http"):
+            raise FeedError(f"unsupported feed URL scheme {parsed.scheme!r}")
+        headers = {"Accept": "application/json", "User-Agent": "bisn-catalog-sync"}
+        token = self.token()
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        request = urllib.request.Request(self.url, headers=headers, method="GET")
+        try:
+            with self.opener.open(request, timeout=TIMEOUT_S) as response:
+                status = int(getattr(response, "status", 200))
+                if status != 200:
+                    raise FeedError(f"the feed answered HTTP {status}")
+                return self._limited(response.read(FEED_MAX_BYTES + 1))
+        except urllib.error.HTTPError as exc:
+            raise FeedError(f"the feed answered HTTP {exc.code}") from exc
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            raise FeedError(f"the feed could not be fetched: {type(exc).__name__}") from exc
+
+    def _read_file(self, raw_path: str) -> bytes:
+        # file:relative/path is resolved against the working directory (the repository root locally).
+        path = Path(urllib.request.url2pathname(raw_path))
+        if not path.is_absolute():
+            path = (self.base_dir or Path.cwd()) / path
+        try:
+            with path.open("rb") as handle:
+                return self._limited(handle.read(FEED_MAX_BYTES + 1))
+        except OSError as exc:
+            raise FeedError(f"the feed file {path} could not be read: {exc.strerror or type(exc).__name__}") from exc
+
+    @staticmethod
+    def _limited(data: bytes) -> bytes:
+        if len(data) > FEED_MAX_BYTES:
+            raise FeedError(f"the feed is larger than {FEED_MAX_BYTES} bytes")
+        return data
+
+
+class CatalogSync:
+    """Upserts the feed's products and discontinues the ones it no longer lists."""
+
+    def __init__(self, *, catalog: CatalogTable, reader: FeedReader | None, clock: Clock) -> None:
+        self.catalog = catalog
+        self.reader = reader
+        self.clock = clock
+
+    def run(self) -> SyncReport:
+        """One sync; the report says what changed and what was skipped. Never raises for a bad feed."""
+        report = SyncReport()
+        if self.reader is None:
+            report.error = "CATALOG_URL is not set for this stage"
+            logger.warning("catalogue sync skipped: %s", report.error)
+            return report
+        try:
+            products, report.skipped, named = parse_feed(self.reader.read())
+        except FeedError as error:
+            report.error = str(error)
+            logger.error("catalogue sync failed, nothing changed: %s", report.error)
+            return report
+        if not products:
+            # An empty or wholly broken feed is far likelier a fault upstream than a shop selling nothing.
+            report.error = "the feed lists no usable product; nothing changed"
+            logger.error("catalogue sync: %s (%d entries skipped)", report.error, len(report.skipped))
+            return report
+        self._apply(products, named, report)
+        logger.info(
+            "catalogue sync: %d created, %d updated, %d restored, %d discontinued, %d unchanged, %d skipped",
+            len(report.created),
+            len(report.updated),
+            len(report.restored),
+            len(report.discontinued),
+            report.unchanged,
+            len(report.skipped),
+        )
+        for skipped in report.skipped:
+            logger.warning("catalogue feed entry %d (%s) skipped: %s", skipped.index, skipped.sku, skipped.reason)
+        return report
+
+    def _apply(self, products: list[Product], named: set[str], report: SyncReport) -> None:
+        now = self.clock.now()
+        existing = {str(item["sku"]): item for item in self.catalog.all()}
+        for product in products:
+            settings = product.settings()
+            current = existing.get(product.sku)
+            if current is None:
+                self.catalog.sync_product(product.sku, settings, now=now, created=True, out_of_stock=True)
+                report.created.append(product.sku)
+                continue
+            discontinued = bool(current.get("discontinued"))
+            changed = any(current.get(key) != value for key, value in settings.items())
+            if not changed and not discontinued and "synced_at" in current:
+                report.unchanged += 1
+                continue
+            level = current.get("level")
+            out_of_stock = int(level) < product.threshold if level is not None else None
+            self.catalog.sync_product(product.sku, settings, now=now, created=False, out_of_stock=out_of_stock)
+            (report.restored if discontinued else report.updated).append(product.sku)
+        for sku, item in sorted(existing.items()):
+            if sku in named or "synced_at" not in item or item.get("discontinued"):
+                continue
+            if self.catalog.discontinue(sku, now):
+                report.discontinued.append(sku)

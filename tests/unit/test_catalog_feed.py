@@ -1,0 +1,142 @@
+"""The catalogue feed's schema, entry by entry, and the CATALOG_URL / CATALOG_TOKEN settings."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from chalicelib.catalog_sync import FeedError, parse_feed, parse_product
+from chalicelib.config import ConfigError, settings_from_env
+from chalicelib.errors import BadRequest
+from tests.support import ROOT, stage_env
+
+CHECKOUT = "https://shop.example/checkout?sku={sku}&reservation={reservation_id}"
+
+
+def entry(**overrides: Any) -> dict[str, Any]:
+    product = {"sku": "WW-THROW-OAT", "name": "Oatmeal merino throw", "checkout_url": CHECKOUT}
+    product.update(overrides)
+    return {k: v for k, v in product.items() if v is not None}
+
+
+def test_a_minimal_entry_takes_the_defaults() -> None:
+    product = parse_product(entry())
+    assert product.settings() == {
+        "name": "Oatmeal merino throw",
+        "threshold": 1,
+        "hold_window_s": 900,
+        "offer_window_s": 3600,
+        "voice": "friendly",
+        "checkout_url": CHECKOUT,
+    }
+
+
+def test_a_full_entry_keeps_every_setting() -> None:
+    product = parse_product(entry(threshold=3, hold_window_s=600, offer_window_s=1800, voice="brief", extra="ignored"))
+    assert (product.threshold, product.hold_window_s, product.offer_window_s, product.voice) == (3, 600, 1800, "brief")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "reason"),
+    [
+        ({"sku": None}, "sku is required"),
+        ({"sku": "two words"}, "sku may hold"),
+        ({"name": None}, "name must be a non-empty string"),
+        ({"name": "   "}, "name must be a non-empty string"),
+        ({"name": "x" * 201}, "name must be at most 200"),
+        ({"threshold": 0}, "threshold must be between 1 and 10000"),
+        ({"threshold": "2"}, "threshold must be a whole number"),
+        ({"threshold": True}, "threshold must be a whole number"),
+        ({"hold_window_s": 5}, "hold_window_s must be between"),
+        ({"offer_window_s": 10**7}, "offer_window_s must be between"),
+        ({"voice": 3}, "voice must be a non-empty string"),
+        ({"checkout_url": None}, "checkout_url must be a non-empty string"),
+        ({"checkout_url": "ftp://shop.example/{reservation_id}"}, "absolute http(s) URL"),
+        ({"checkout_url": "/checkout?r={reservation_id}"}, "absolute http(s) URL"),
+        ({"checkout_url": "https://shop.example/checkout?sku={sku}"}, "must contain {reservation_id}"),
+        ({"checkout_url": "https://shop.example/{order}?r={reservation_id}"}, "may use only"),
+        ({"checkout_url": "https://shop.example/{reservation_id"}, "unbalanced"),
+    ],
+)
+def test_a_malformed_entry_says_why(overrides: dict[str, Any], reason: str) -> None:
+    with pytest.raises(BadRequest) as error:
+        parse_product(entry(**overrides))
+    assert reason in error.value.message
+
+
+def test_an_entry_that_is_not_an_object_is_refused() -> None:
+    with pytest.raises(BadRequest):
+        parse_product(["WW-THROW-OAT"])
+
+
+def test_feed_as_object_or_array() -> None:
+    products = [entry(), entry(sku="WW-MUG-SPECKLE", name="Mug")]
+    for raw in (json.dumps({"products": products}), json.dumps(products)):
+        valid, skipped, named = parse_feed(raw.encode())
+        assert [p.sku for p in valid] == ["WW-THROW-OAT", "WW-MUG-SPECKLE"]
+        assert skipped == []
+        assert named == {"WW-THROW-OAT", "WW-MUG-SPECKLE"}
+
+
+def test_a_partial_feed_keeps_the_good_entries_and_reports_the_rest() -> None:
+    raw = json.dumps(
+        {"products": [entry(), entry(sku="WW-MUG", threshold=-1), "junk", entry(), entry(sku="WW-CARDI", name="Cardi")]}
+    ).encode()
+    valid, skipped, named = parse_feed(raw)
+    assert [p.sku for p in valid] == ["WW-THROW-OAT", "WW-CARDI"]
+    assert [(s.index, s.sku) for s in skipped] == [(1, "WW-MUG"), (2, None), (3, "WW-THROW-OAT")]
+    assert "threshold" in skipped[0].reason
+    assert "earlier in the feed" in skipped[2].reason
+    # A broken entry still names its product, so a typo never discontinues it.
+    assert named == {"WW-THROW-OAT", "WW-MUG", "WW-CARDI"}
+
+
+@pytest.mark.parametrize("raw", [b"<html>oops</html>", b"\xff\xfe", b'{"items": []}', b'"products"', b"42"])
+def test_an_unusable_feed_is_a_feed_error(raw: bytes) -> None:
+    with pytest.raises(FeedError):
+        parse_feed(raw)
+
+
+def test_the_demo_catalogue_is_a_valid_feed() -> None:
+    valid, skipped, _ = parse_feed((ROOT / "devstack" / "demo-catalog.json").read_bytes())
+    assert skipped == []
+    assert len(valid) >= 4
+    for product in valid:
+        assert product.checkout_url.startswith("http://127.0.0.1:8001/checkout?")
+
+
+def local(**overrides: str) -> dict[str, str]:
+    env = {**stage_env("local"), "AWS_DEFAULT_REGION": "eu-west-2"}
+    env.update(overrides)
+    return env
+
+
+def test_the_local_stage_reads_the_demo_catalogue_file() -> None:
+    assert settings_from_env(local()).catalog_url == "file:devstack/demo-catalog.json"
+
+
+@pytest.mark.parametrize(
+    "url", ["https://shop.example/feed.json", "http://127.0.0.1:8001/feed.json", "http://localhost/feed", ""]
+)
+def test_acceptable_catalog_urls(url: str) -> None:
+    assert settings_from_env(local(CATALOG_URL=url)).catalog_url == url
+
+
+@pytest.mark.parametrize(
+    ("stage", "url"),
+    [("local", "http://shop.example/feed.json"), ("local", "ftp://shop.example/feed"), ("prod", "file:feed.json")],
+)
+def test_unsafe_catalog_urls_fail_fast(stage: str, url: str) -> None:
+    env = {**stage_env(stage), "AWS_DEFAULT_REGION": "eu-west-2", "CATALOG_URL": url}
+    with pytest.raises(ConfigError, match="CATALOG_URL"):
+        settings_from_env(env)
+
+
+def test_the_catalog_token_is_optional_and_may_live_in_secrets_manager() -> None:
+    assert "CATALOG_TOKEN" not in settings_from_env(local()).secret_values
+    assert settings_from_env(local(CATALOG_TOKEN="t0k")).secret_values["CATALOG_TOKEN"] == "t0k"
+    prod = settings_from_env({**stage_env("prod"), "AWS_DEFAULT_REGION": "eu-west-2"})
+    assert prod.secret_refs["CATALOG_TOKEN"] == "bisn/catalog-token"
+    assert prod.catalog_url.startswith("https://")
