@@ -1,0 +1,71 @@
+"""The demo catalogue: a few sold-out products the storefront shows and shoppers can wait for.
+
+It is the local stage's catalogue feed (CATALOG_URL in .chalice/config.json), applied through catalogue
+sync as a shop's feed would be. Its checkout URLs name the console's default address; a stack on other
+ports gets a rewritten copy under .devstack/ (git-ignored).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from chalicelib.tables.catalog import PRODUCT_FIELDS
+from chalicelib.wiring import Services
+from devstack.stage import ROOT
+
+DEMO_CATALOG = Path(__file__).resolve().parent / "demo-catalog.json"
+DEFAULT_CONSOLE = "http://127.0.0.1:8001"
+WORK_DIR = ROOT / ".devstack"
+
+
+def read_products(path: Path = DEMO_CATALOG) -> list[dict[str, Any]]:
+    """The products of a feed file: {"products": [...]} or a bare list."""
+    data = json.loads(path.read_text())
+    products = data.get("products") if isinstance(data, dict) else data
+    if not isinstance(products, list) or not all(isinstance(p, dict) and p.get("sku") for p in products):
+        raise ValueError(f"{path} must list products, each with a sku")
+    return products
+
+
+def feed_for(console_base: str, source: Path = DEMO_CATALOG, work_dir: Path = WORK_DIR) -> Path:
+    """The demo feed with checkout URLs pointing at this console (the file itself when on the default port)."""
+    console_base = console_base.rstrip("/")
+    if console_base == DEFAULT_CONSOLE:
+        return source
+    products = []
+    for product in read_products(source):
+        url = product.get("checkout_url")
+        if isinstance(url, str) and url.startswith(DEFAULT_CONSOLE):
+            product = {**product, "checkout_url": console_base + url[len(DEFAULT_CONSOLE) :]}
+        products.append(product)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    port = console_base.rsplit(":", 1)[-1]
+    target = work_dir / f"demo-catalog.{port}.json"
+    target.write_text(json.dumps({"products": products}, indent=2) + "\n")
+    return target
+
+
+def load(services: Services, feed: Path = DEMO_CATALOG) -> list[str]:
+    """Apply the demo feed: through catalogue sync when the app has it, else by upserting each product."""
+    sync = _catalog_sync(services, feed)
+    if sync is not None:
+        report = sync.run()
+        if report.error:
+            raise RuntimeError(f"catalogue sync of {feed} failed: {report.error}")
+        return [str(p["sku"]) for p in read_products(feed)]
+    skus = []
+    for product in read_products(feed):
+        sku = str(product["sku"])
+        services.catalog.upsert(sku, {k: product[k] for k in PRODUCT_FIELDS if product.get(k) is not None})
+        skus.append(sku)
+    return skus
+
+
+def _catalog_sync(services: Services, feed: Path) -> Any:
+    try:
+        from chalicelib.catalog_sync import CatalogSync, FeedReader
+    except ImportError:
+        return None
+    return CatalogSync(catalog=services.catalog, reader=FeedReader(feed.as_uri(), lambda: None), clock=services.clock)

@@ -1,0 +1,293 @@
+"""`python -m devstack` (what `make dev` runs): the whole system on this machine, no AWS account needed.
+
+Starts the AWS emulator (moto server), provisions it from infra/template.json, verifies the shop's
+sending address, loads the demo catalogue, serves the API with Chalice's local server in a child
+process, and serves the dev console; a background pump delivers notifier jobs and runs the sweep.
+Ctrl-C stops everything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+from devstack.stage import REGION, ROOT
+
+log = logging.getLogger("devstack")
+HOST = "127.0.0.1"
+
+
+class StartupError(RuntimeError):
+    """The stack could not start; the message says what to do."""
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise SystemExit(f"{name} must be a whole number, got {raw!r}") from exc
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Command-line options; ports also come from DEVSTACK_*_PORT environment variables."""
+    parser = argparse.ArgumentParser(prog="python -m devstack", description="Run the local stack (make dev).")
+    parser.add_argument("--moto-port", type=int, default=_env_int("DEVSTACK_MOTO_PORT", 4566))
+    parser.add_argument("--api-port", type=int, default=_env_int("DEVSTACK_API_PORT", 8000))
+    parser.add_argument("--console-port", type=int, default=_env_int("DEVSTACK_CONSOLE_PORT", 8001))
+    parser.add_argument("--sweep-every", type=float, default=60.0, help="seconds between sweeps (default 60)")
+    parser.add_argument(
+        "--retry-after", type=int, default=30, help="seconds before a failed notifier job is retried (default 30)"
+    )
+    parser.add_argument("--no-pump", action="store_true", help="deliver jobs and sweep only from the console")
+    args = parser.parse_args(argv)
+    for name in ("moto_port", "api_port", "console_port"):
+        port = getattr(args, name)
+        if not 1 <= port <= 65535:
+            parser.error(f"--{name.replace('_', '-')} must be a port number, got {port}")
+    if len({args.moto_port, args.api_port, args.console_port}) != 3:
+        parser.error("the emulator, API and console need three different ports")
+    return args
+
+
+def port_free(port: int, host: str = HOST) -> bool:
+    """True when nothing listens on host:port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def api_overrides(api_port: int, console_port: int, env: dict[str, str]) -> dict[str, str]:
+    """Settings that follow the stack's ports, and the rate limit when the environment sets one."""
+    overrides = {
+        "PUBLIC_BASE_URL": f"http://{HOST}:{api_port}",
+        "CORS_ORIGINS": f"http://{HOST}:{console_port},http://localhost:{console_port}",
+    }
+    limit = env.get("RATE_LIMIT_PER_MINUTE", "").strip()
+    if limit:
+        overrides["RATE_LIMIT_PER_MINUTE"] = limit
+    return overrides
+
+
+class LocalStack:
+    """The running pieces, started in order and stopped in reverse."""
+
+    def __init__(self, args: argparse.Namespace, stopping: threading.Event) -> None:
+        self.args = args
+        self.stopping = stopping
+        self.api_base = f"http://{HOST}:{args.api_port}"
+        self.console_base = f"http://{HOST}:{args.console_port}"
+        self.moto_base = f"http://{HOST}:{args.moto_port}"
+        self.overrides = api_overrides(args.api_port, args.console_port, dict(os.environ))
+        self.moto: Any = None
+        self.api_process: subprocess.Popen[str] | None = None
+        self.console_server: Any = None
+        self.pump: Any = None
+        self.stack: Any = None
+
+    def _aws_environment(self) -> None:
+        # Everything in this process and the API's talks to the emulator, with throwaway credentials.
+        for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
+            os.environ.pop(name, None)
+        os.environ.update(
+            {
+                "AWS_ACCESS_KEY_ID": "testing",
+                "AWS_SECRET_ACCESS_KEY": "testing",
+                "AWS_DEFAULT_REGION": REGION,
+                "AWS_REGION": REGION,
+                "AWS_ENDPOINT_URL": self.moto_base,
+            }
+        )
+
+    def start(self) -> None:
+        """Bring everything up; StartupError when a piece cannot start."""
+        busy = [p for p in (self.args.moto_port, self.args.api_port, self.args.console_port) if not port_free(p)]
+        if busy:
+            raise StartupError(
+                f"Port(s) {', '.join(map(str, busy))} on {HOST} are in use (is another `make dev` running?). "
+                "Stop it, or choose others with DEVSTACK_MOTO_PORT / DEVSTACK_API_PORT / DEVSTACK_CONSOLE_PORT."
+            )
+        if str(ROOT) not in sys.path:
+            sys.path.insert(0, str(ROOT))
+        self._aws_environment()
+        self._start_emulator()
+        self._prepare_services()
+        self._start_api()
+        self._start_console()
+        if not self.args.no_pump:
+            from devstack.stack import Pump
+
+            self.pump = Pump(self.stack, sweep_every_s=self.args.sweep_every)
+            self.pump.start()
+        self.stack.api_state = "up"
+
+    def _start_emulator(self) -> None:
+        from moto.server import ThreadedMotoServer
+
+        from devstack.emulator import serialise_dynamodb
+
+        serialise_dynamodb()
+        self.moto = ThreadedMotoServer(ip_address=HOST, port=self.args.moto_port, verbose=False)
+        self.moto.start()
+        log.info("AWS emulator (moto) on %s", self.moto_base)
+
+    def _prepare_services(self) -> None:
+        import boto3
+
+        from chalicelib import wiring
+        from chalicelib.aws import Aws
+        from chalicelib.wiring import Services
+        from devstack import demo, outbox
+        from devstack.provision import provision
+        from devstack.stack import ConsoleClock, HttpApi, Stack, verify_sender
+        from devstack.stage import local_settings
+
+        settings = local_settings(self.overrides)
+        clock = ConsoleClock()
+        outbox.record_sends(clock)
+        session = boto3.session.Session(region_name=REGION)
+        created = provision(session, settings.name_prefix)
+        log.info("provisioned %d tables, queues and topics from infra/template.json", len(created))
+        services = Services(settings, Aws(REGION, session=session), clock)
+        wiring.install(services)
+        sender = verify_sender(services)
+        log.info("verified the sending address %s in the emulator's SES", sender)
+        skus = demo.load(services, demo.feed_for(self.console_base))
+        log.info("demo catalogue: %s", ", ".join(skus))
+        self.stack = Stack(services, clock, HttpApi(self.api_base), retry_after_s=self.args.retry_after)
+
+    def _start_api(self) -> None:
+        command = [sys.executable, "-m", "devstack.api", "--host", HOST, "--port", str(self.args.api_port)]
+        for name, value in self.overrides.items():
+            command += ["--set", f"{name}={value}"]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        # Its own session, so Ctrl-C reaches only this runner, which then stops the API in order.
+        self.api_process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+            start_new_session=True,
+        )
+        threading.Thread(target=self._relay_api_output, name="devstack-api-log", daemon=True).start()
+        deadline = time.monotonic() + 60
+        while not self.stack.api.is_up():
+            code = self.api_process.poll()
+            if code is not None:
+                raise StartupError(f"The API (chalice local) exited with code {code} while starting; see above.")
+            if self.stopping.is_set():
+                raise StartupError("Interrupted while the API was starting.")
+            if time.monotonic() > deadline:
+                raise StartupError("The API (chalice local) did not answer within 60 seconds.")
+            time.sleep(0.2)
+        log.info("API (chalice local) on %s", self.api_base)
+
+    def _relay_api_output(self) -> None:
+        process = self.api_process
+        assert process is not None and process.stdout is not None
+        for line in process.stdout:
+            print(f"api     | {line.rstrip()}", flush=True)
+        code = process.wait()
+        if not self.stopping.is_set():
+            self.stack.api_state = f"exited (code {code})"
+            log.error(
+                "The API process (chalice local) exited with code %s. The console stays up; "
+                "press Ctrl-C and run `make dev` again to restart it.",
+                code,
+            )
+
+    def _start_console(self) -> None:
+        from werkzeug.serving import make_server
+
+        from devstack.console import create_console
+
+        origins = [self.console_base, f"http://localhost:{self.args.console_port}"]
+        app = create_console(self.stack, origins=origins)
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        self.console_server = make_server(HOST, self.args.console_port, app, threaded=True)
+        threading.Thread(target=self.console_server.serve_forever, name="devstack-console", daemon=True).start()
+        log.info("dev console on %s", self.console_base)
+
+    def stop(self) -> None:
+        """Stop everything that started, in reverse order (safe to call more than once)."""
+        self.stopping.set()
+        if self.pump is not None:
+            self.pump.stop()
+            self.pump = None
+        if self.console_server is not None:
+            self.console_server.shutdown()
+            self.console_server = None
+        process, self.api_process = self.api_process, None
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=5)
+        if self.moto is not None:
+            self.moto.stop()
+            self.moto = None
+
+    def banner(self) -> str:
+        """What to open, printed once everything answers."""
+        return "\n".join(
+            [
+                "",
+                "  Back-in-stock notifier: the local stack is up.",
+                f"    Dev console (storefront, outbox, queues, controls):  {self.console_base}",
+                f"    API (chalice local, stage local):                    {self.api_base}",
+                f"    AWS emulator (moto server):                          {self.moto_base}",
+                "  Press Ctrl-C to stop.",
+                "",
+            ]
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the stack until Ctrl-C (or SIGTERM); returns the exit code."""
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)-8s| %(message)s", datefmt="%H:%M:%S")
+    # The stack's own story and the app's at INFO; the emulator's request log and boto's chatter stay quiet.
+    for name in ("devstack", "chalicelib"):
+        logging.getLogger(name).setLevel(logging.INFO)
+    stopping = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    stack = LocalStack(args, stopping)
+    code = 0
+    try:
+        stack.start()
+        print(stack.banner(), flush=True)
+        while not stopping.wait(0.5):
+            pass
+        log.info("stopping…")
+    except StartupError as error:
+        log.error("%s", error)
+        code = 1
+    finally:
+        stack.stop()
+    if code == 0:
+        log.info("stopped cleanly")
+    return code

@@ -1,0 +1,433 @@
+"""The local stack's engine: runs the app's queue and schedule entry points as Lambda would, and calls the
+API as a shop platform would (signed webhooks). The console and the background pump both drive it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, nullcontext, suppress
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parseaddr
+from typing import Any, Protocol
+
+from chalicelib.clock import Clock, SystemClock, iso
+from chalicelib.tables.base import plain
+from chalicelib.webhooks import sign
+from chalicelib.wiring import Services
+from devstack.stage import ACCOUNT_ID, lambda_timeout_s
+
+log = logging.getLogger("devstack")
+
+Handler = Callable[[dict[str, Any], Any], Any]
+INVENTORY_WEBHOOK = "/webhooks/inventory"
+ORDERS_WEBHOOK = "/webhooks/orders"
+
+
+class NotAvailable(Exception):
+    """The app does not have this capability yet (its entry point has not been written)."""
+
+
+class ConsoleClock:
+    """The stack's clock: the wall clock (or any base clock) plus an offset the console can advance.
+
+    The notifier and sweep run in the console's process on this clock; `pinned` lets one sweep run
+    "as if at" a chosen moment without moving the clock for anything else.
+    """
+
+    def __init__(self, base: Clock | None = None) -> None:
+        self.base: Clock = base or SystemClock()
+        self.offset_s = 0.0
+        self._pinned: float | None = None
+
+    def now(self) -> float:
+        """The stack's current time in Unix seconds."""
+        if self._pinned is not None:
+            return self._pinned
+        return self.base.now() + self.offset_s
+
+    def advance(self, seconds: float) -> None:
+        """Move the stack's time forward."""
+        self.offset_s += seconds
+
+    @contextmanager
+    def pinned(self, at: float) -> Iterator[None]:
+        """Hold the clock at one moment for the duration of the block."""
+        previous = self._pinned
+        self._pinned = at
+        try:
+            yield
+        finally:
+            self._pinned = previous
+
+
+@dataclass(frozen=True)
+class ApiAnswer:
+    """What the API said: status, body (parsed JSON when it was JSON) and headers."""
+
+    status: int
+    body: Any
+    headers: Mapping[str, str]
+
+
+class Api(Protocol):
+    """Something that sends an HTTP request to the app's API."""
+
+    def request(
+        self, method: str, path: str, body: str | None = None, headers: Mapping[str, str] | None = None
+    ) -> ApiAnswer:
+        """Send one request and return the answer (redirects are not followed)."""
+        ...
+
+
+def _decode(raw: bytes, content_type: str) -> Any:
+    text = raw.decode("utf-8", errors="replace")
+    if "json" in content_type.lower():
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+class HttpApi:
+    """The API served by `chalice local`, over HTTP."""
+
+    def __init__(self, base_url: str, timeout_s: float = 15.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout_s = timeout_s
+        self._opener = urllib.request.build_opener(_NoRedirect)
+
+    def request(
+        self, method: str, path: str, body: str | None = None, headers: Mapping[str, str] | None = None
+    ) -> ApiAnswer:
+        """Send one request; an HTTP error status is an answer, not an exception."""
+        data = body.encode("utf-8") if body is not None else None
+        req = urllib.request.Request(self.base_url + path, data=data, method=method, headers=dict(headers or {}))
+        try:
+            with self._opener.open(req, timeout=self.timeout_s) as response:
+                raw, status, hdrs = response.read(), response.status, dict(response.headers)
+        except urllib.error.HTTPError as error:
+            raw, status, hdrs = error.read(), error.code, dict(error.headers or {})
+        return ApiAnswer(status, _decode(raw, hdrs.get("Content-Type", "")), hdrs)
+
+    def is_up(self) -> bool:
+        """True when the API answers at all."""
+        try:
+            return self.request("GET", "/widget.js").status == 200
+        except OSError:
+            return False
+
+
+class InProcessApi:
+    """The app in this process through chalice.test.Client (tests; one thread at a time)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def request(
+        self, method: str, path: str, body: str | None = None, headers: Mapping[str, str] | None = None
+    ) -> ApiAnswer:
+        """Send one request through the test client."""
+        response = self.client.http.request(method, path, headers=dict(headers or {}), body=(body or "").encode())
+        content_type = response.headers.get("Content-Type", "") or response.headers.get("content-type", "")
+        return ApiAnswer(response.status_code, _decode(response.body or b"", content_type), dict(response.headers))
+
+
+def app_entry_point(name: str) -> Handler | None:
+    """The app's event handler of that name (an `on_sqs_message` or `schedule` function), or None until it exists."""
+    from chalice.app import EventSourceHandler
+
+    import app as app_module
+
+    handler = getattr(app_module, name, None)
+    return handler if isinstance(handler, EventSourceHandler) else None
+
+
+def app_has_route(path: str, method: str) -> bool:
+    """True when the app declares this route and method."""
+    from app import app
+
+    entry = app.routes.get(path)
+    return bool(entry) and method.upper() in entry
+
+
+class LocalContext:
+    """The parts of a Lambda context a handler may read, with a real deadline."""
+
+    def __init__(self, function_name: str, timeout_s: float, region: str) -> None:
+        self.function_name = f"bisn-local-{function_name}"
+        self.function_version = "$LATEST"
+        self.invoked_function_arn = f"arn:aws:lambda:{region}:{ACCOUNT_ID}:function:{self.function_name}"
+        self.memory_limit_in_mb = 512
+        self.aws_request_id = str(uuid.uuid4())
+        self.log_group_name = f"/aws/lambda/{self.function_name}"
+        self.log_stream_name = "devstack"
+        self._deadline = time.monotonic() + timeout_s
+
+    def get_remaining_time_in_millis(self) -> int:
+        """Milliseconds left before this invocation's timeout."""
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+def scheduled_event(at: float, region: str, rule: str) -> dict[str, Any]:
+    """An EventBridge 'Scheduled Event' for a moment."""
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": ACCOUNT_ID,
+        "time": datetime.fromtimestamp(at, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": region,
+        "resources": [f"arn:aws:events:{region}:{ACCOUNT_ID}:rule/{rule}"],
+        "detail": {},
+    }
+
+
+def sqs_event(message: Mapping[str, Any], queue_arn: str, region: str) -> dict[str, Any]:
+    """The Lambda event SQS delivers for one received message (batch size 1)."""
+    return {
+        "Records": [
+            {
+                "messageId": message["MessageId"],
+                "receiptHandle": message["ReceiptHandle"],
+                "body": message["Body"],
+                "attributes": dict(message.get("Attributes", {})),
+                "messageAttributes": dict(message.get("MessageAttributes", {})),
+                "md5OfBody": message.get("MD5OfBody", ""),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": region,
+            }
+        ]
+    }
+
+
+def _failed_items(result: Any) -> set[str]:
+    """Message ids a handler reported as failed (partial batch responses)."""
+    if isinstance(result, dict):
+        return {str(f.get("itemIdentifier")) for f in result.get("batchItemFailures", []) if isinstance(f, dict)}
+    return set()
+
+
+def verify_sender(services: Services) -> str:
+    """Verify the shop's sending address in the emulator's SES, as a shop does once in its account."""
+    _, address = parseaddr(services.settings.ses_from)
+    ses = services.aws.sesv2
+    with suppress(ses.exceptions.AlreadyExistsException):
+        ses.create_email_identity(EmailIdentity=address)
+    return address
+
+
+class Stack:
+    """Delivers jobs to the notifier, fires the sweep, and signs calls to the API, all on the stack's clock."""
+
+    def __init__(
+        self,
+        services: Services,
+        clock: ConsoleClock,
+        api: Api,
+        *,
+        entry_point: Callable[[str], Handler | None] = app_entry_point,
+        route_exists: Callable[[str, str], bool] = app_has_route,
+        retry_after_s: int = 30,
+    ) -> None:
+        self.services = services
+        self.clock = clock
+        self.api = api
+        self.entry_point = entry_point
+        self.route_exists = route_exists
+        # A failed job becomes visible again after this long (the deployed queue waits its full
+        # visibility timeout; locally a retry, and after five failures the DLQ, should be seen quickly).
+        self.retry_after_s = retry_after_s
+        self.lock = threading.RLock()
+        self.api_state = "starting"
+        self._queue_arn: str | None = None
+
+    @property
+    def region(self) -> str:
+        """The stack's AWS region."""
+        return self.services.settings.aws_region
+
+    # --- what the app can do so far
+
+    def capabilities(self) -> dict[str, bool]:
+        """Which entry points exist in the app, by what the console needs them for."""
+        return {
+            "notify_me": self.route_exists("/notify-me", "POST"),
+            "inventory_webhook": self.route_exists(INVENTORY_WEBHOOK, "POST"),
+            "reserve": self.route_exists("/reserve/{token}", "GET"),
+            "orders_webhook": self.route_exists(ORDERS_WEBHOOK, "POST"),
+            "unsubscribe": self.route_exists("/unsubscribe/{token}", "GET"),
+            "notifier": self.entry_point("notifier") is not None,
+            "sweep": self.entry_point("sweep") is not None,
+        }
+
+    # --- the job queue
+
+    def _queue_url(self) -> str:
+        return self.services.jobs.url
+
+    def _arn(self) -> str:
+        if self._queue_arn is None:
+            attributes = self.services.aws.sqs.get_queue_attributes(
+                QueueUrl=self._queue_url(), AttributeNames=["QueueArn"]
+            )
+            self._queue_arn = str(attributes["Attributes"]["QueueArn"])
+        return self._queue_arn
+
+    def queue_depths(self) -> dict[str, int]:
+        """Jobs waiting, in flight, and dead-lettered."""
+        sqs = self.services.aws.sqs
+        names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+        jobs = sqs.get_queue_attributes(QueueUrl=self._queue_url(), AttributeNames=names)["Attributes"]
+        dlq_url = sqs.get_queue_url(QueueName=self.services.settings.dlq_name)["QueueUrl"]
+        dlq = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=names[:1])["Attributes"]
+        return {
+            "pending": int(jobs.get(names[0], 0)),
+            "in_flight": int(jobs.get(names[1], 0)),
+            "dead_lettered": int(dlq.get(names[0], 0)),
+        }
+
+    def run_notifier(self, max_jobs: int = 500) -> dict[str, Any]:
+        """Deliver every job waiting on the queue to the notifier, one at a time, as SQS would."""
+        handler = self.entry_point("notifier")
+        if handler is None:
+            return {
+                "processed": 0,
+                "available": False,
+                "message": "The app has no notifier yet, so jobs stay on the queue.",
+            }
+        processed = failed = 0
+        sqs = self.services.aws.sqs
+        with self.lock:
+            while processed + failed < max_jobs:
+                received = sqs.receive_message(
+                    QueueUrl=self._queue_url(),
+                    MaxNumberOfMessages=1,
+                    WaitTimeSeconds=0,
+                    VisibilityTimeout=self.retry_after_s,
+                    AttributeNames=["All"],
+                    MessageAttributeNames=["All"],
+                )
+                messages = received.get("Messages", [])
+                if not messages:
+                    break
+                for message in messages:
+                    if self._deliver(handler, message):
+                        processed += 1
+                    else:
+                        failed += 1
+        return {"processed": processed, "failed": failed, "available": True}
+
+    def _deliver(self, handler: Handler, message: Mapping[str, Any]) -> bool:
+        context = LocalContext("notifier", lambda_timeout_s("notifier"), self.region)
+        try:
+            result = handler(sqs_event(message, self._arn(), self.region), context)
+        except Exception:
+            receives = message.get("Attributes", {}).get("ApproximateReceiveCount", "?")
+            # Left on the queue: SQS redelivers it, and its redrive policy moves it to the DLQ after 5 tries.
+            log.exception("notifier failed on job %s (receive %s); it will be retried", message["MessageId"], receives)
+            return False
+        if message["MessageId"] in _failed_items(result):
+            log.warning("notifier reported job %s as failed; it will be retried", message["MessageId"])
+            return False
+        self.services.aws.sqs.delete_message(QueueUrl=self._queue_url(), ReceiptHandle=message["ReceiptHandle"])
+        return True
+
+    # --- the sweep
+
+    def run_sweep(self, now: float | None = None) -> dict[str, Any]:
+        """Run the sweep once, on the stack's clock or as if at `now` (Unix seconds)."""
+        handler = self.entry_point("sweep")
+        if handler is None:
+            return {"processed": 0, "available": False, "message": "The app has no sweep yet."}
+        with self.lock:
+            at = self.clock.now() if now is None else float(now)
+            due_before = len(self.services.reservations.due(at, limit=1000))
+            context = LocalContext("sweep", lambda_timeout_s("sweep"), self.region)
+            with self.clock.pinned(at) if now is not None else nullcontext():
+                result = handler(scheduled_event(at, self.region, "bisn-local-sweep"), context)
+            due_after = len(self.services.reservations.due(at, limit=1000))
+        answer: dict[str, Any] = {"processed": max(0, due_before - due_after), "available": True, "now": at}
+        if isinstance(result, dict):
+            answer["result"] = plain(result)
+        return answer
+
+    # --- calls a shop platform makes
+
+    def _webhook(self, path: str, payload: dict[str, Any]) -> tuple[str, ApiAnswer]:
+        body = json.dumps(payload, separators=(",", ":"))
+        webhook_id = f"msg_{uuid.uuid4().hex}"
+        secret = self.services.webhook_secrets()[0]
+        headers = {"Content-Type": "application/json", **sign(secret, body, webhook_id)}
+        return webhook_id, self.api.request("POST", path, body, headers)
+
+    def restock(self, sku: str, available: int) -> tuple[str, dict[str, Any], ApiAnswer]:
+        """Send the inventory webhook a shop platform sends when a SKU's stock level changes."""
+        if not self.route_exists(INVENTORY_WEBHOOK, "POST"):
+            raise NotAvailable("The API has no inventory webhook yet, so a restock cannot be detected.")
+        # The platform's event time is real time: the API checks webhook timestamps against its own clock.
+        payload = {"sku": sku, "available": available, "occurred_at": iso(time.time())}
+        webhook_id, answer = self._webhook(INVENTORY_WEBHOOK, payload)
+        return webhook_id, payload, answer
+
+    def place_order(self, reservation_id: str, order_id: str | None = None) -> tuple[str, dict[str, Any], ApiAnswer]:
+        """Send the orders webhook the shop's checkout sends when a held unit is bought."""
+        if not self.route_exists(ORDERS_WEBHOOK, "POST"):
+            raise NotAvailable("The API has no orders webhook yet, so an order cannot be recorded.")
+        payload = {"reservation_id": reservation_id, "order_id": order_id or f"demo-{uuid.uuid4().hex[:10]}"}
+        webhook_id, answer = self._webhook(ORDERS_WEBHOOK, payload)
+        return webhook_id, payload, answer
+
+    def advance_clock(self, minutes: float) -> float:
+        """Move the stack's clock forward; returns the new time."""
+        with self.lock:
+            self.clock.advance(minutes * 60)
+            return self.clock.now()
+
+
+class Pump(threading.Thread):
+    """Delivers jobs to the notifier as they arrive and fires the sweep every minute, until stopped."""
+
+    def __init__(self, stack: Stack, poll_s: float = 1.0, sweep_every_s: float = 60.0) -> None:
+        super().__init__(name="devstack-pump", daemon=True)
+        self.stack = stack
+        self.poll_s = poll_s
+        self.sweep_every_s = sweep_every_s
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        """Poll until stopped; a failure is logged and the pump goes on."""
+        next_sweep = time.monotonic() + self.sweep_every_s
+        while not self._stop_event.is_set():
+            try:
+                result = self.stack.run_notifier()
+                if result.get("processed"):
+                    log.info("notifier: delivered %d job(s)", result["processed"])
+                if time.monotonic() >= next_sweep:
+                    next_sweep = time.monotonic() + self.sweep_every_s
+                    swept = self.stack.run_sweep()
+                    if swept.get("processed"):
+                        log.info("sweep: %d offer(s) or hold(s) came due", swept["processed"])
+            except Exception:
+                log.exception("the background pump hit an error; it carries on")
+            self._stop_event.wait(self.poll_s)
+
+    def stop(self) -> None:
+        """Stop after the current round."""
+        self._stop_event.set()
+        self.join(timeout=30)

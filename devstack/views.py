@@ -1,0 +1,184 @@
+"""What the console shows, assembled from the tables: products, queues with counters, audit, the outbox.
+
+Dev-only reads: the console may scan the small reservation table of a demo; the app never does.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from boto3.dynamodb.conditions import Attr, Key
+
+from chalicelib.contacts import mask
+from chalicelib.tables.base import plain
+from chalicelib.tables.catalog import PRODUCT_FIELDS
+from chalicelib.tokens import TokenExpired, TokenInvalid
+from chalicelib.wiring import Services
+from devstack import outbox
+
+ACTIVE = ("waiting", "offered", "reserved")
+STATUS_LABELS = {"reserved": "holding"}
+# Offer row states, and what a request's latest one says about it once it is back to waiting.
+AFTER_OFFER = {"lapsed": "lapsed", "expired": "hold expired"}
+
+
+def product(item: dict[str, Any]) -> dict[str, Any]:
+    """A catalogue item as the console shows it."""
+    data = plain(item)
+    level = data.get("level")
+    threshold = int(data.get("threshold", 1))
+    view = {k: data.get(k) for k in ("sku", *PRODUCT_FIELDS)}
+    view.update(
+        level=level,
+        in_stock=level is not None and int(level) >= threshold,
+        waiting_count=int(data.get("waiting_count", 0) or 0),
+        open_restock_ts=data.get("open_restock_ts"),
+        discontinued=bool(data.get("discontinued", False)),
+    )
+    return view
+
+
+def products(services: Services) -> list[dict[str, Any]]:
+    """Every product in the catalogue, by SKU."""
+    return [product(item) for item in services.catalog.all()]
+
+
+def _offers(services: Services, sku: str) -> list[dict[str, Any]]:
+    table = services.reservations.table
+    rows: list[dict[str, Any]] = []
+    kwargs: dict[str, Any] = {"FilterExpression": Attr("sku").eq(sku), "ConsistentRead": True}
+    while True:
+        page = table.scan(**kwargs)
+        rows.extend(plain(i) for i in page.get("Items", []))
+        if "LastEvaluatedKey" not in page:
+            return rows
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def _restock(services: Services, sku: str, open_ts: str | None) -> dict[str, Any] | None:
+    if open_ts:
+        item = services.restocks.get(sku, open_ts)
+        if item:
+            return plain(item)
+    page = services.restocks.table.query(
+        KeyConditionExpression=Key("sku").eq(sku), ScanIndexForward=False, Limit=1, ConsistentRead=True
+    )
+    items = page.get("Items", [])
+    return plain(items[0]) if items else None
+
+
+def restock_view(restock: dict[str, Any], offers: list[dict[str, Any]], *, is_open: bool) -> dict[str, Any]:
+    """A restock's counters, the offers made for it by state, and whether they balance (DESIGN §4)."""
+    tally = Counter(o.get("state", "?") for o in offers if o.get("restock_id") == restock.get("restock_id"))
+    total = int(restock.get("units_total", 0))
+    available = int(restock.get("units_available", 0))
+    offerable = int(restock.get("units_offerable", 0))
+    held, sold, live = tally.get("held", 0), tally.get("converted", 0), tally.get("offered", 0)
+    return {
+        "restock_id": restock.get("restock_id"),
+        "restock_ts": restock.get("restock_ts"),
+        "state": restock.get("state"),
+        "open": is_open,
+        "units_total": total,
+        "units_available": available,
+        "units_offerable": offerable,
+        "offers": {state: tally.get(state, 0) for state in ("offered", "held", "converted", "lapsed", "expired")},
+        "checks": {
+            # Units not available are exactly the ones held or sold...
+            "held_plus_sold_is_total_minus_available": held + sold == total - available,
+            # ...and units available but not offerable are exactly the live offers.
+            "live_offers_is_available_minus_offerable": live == available - offerable,
+            "never_oversold": held + sold <= total,
+            "never_over_promised": live <= available,
+        },
+    }
+
+
+def queue(services: Services, sku: str) -> dict[str, Any] | None:
+    """The SKU's waiting list in join order with masked contacts, and its restock's counters; None if unknown."""
+    item = services.catalog.get(sku, consistent=True)
+    if item is None:
+        return None
+    offers = _offers(services, sku)
+    latest: dict[str, dict[str, Any]] = {}
+    for offer in offers:
+        key = str(offer.get("request_joined_ts", ""))
+        if key not in latest or offer.get("offered_at", 0) >= latest[key].get("offered_at", 0):
+            latest[key] = offer
+    entries = []
+    place = 0
+    for request in services.requests.queue(sku, active_only=False):
+        request = plain(request)
+        state = str(request.get("state", ""))
+        offer = latest.get(str(request["joined_ts"]))
+        if state in ACTIVE:
+            place += 1
+        status = STATUS_LABELS.get(state, state)
+        if state == "waiting" and offer and offer.get("state") in AFTER_OFFER:
+            status = AFTER_OFFER[offer["state"]]
+        entry: dict[str, Any] = {
+            "position": place if state in ACTIVE else None,
+            "contact": mask(str(request.get("contact", ""))),
+            "channel": request.get("channel"),
+            "state": state,
+            "status": status,
+            "joined_ts": request["joined_ts"],
+        }
+        if offer:
+            entry["offer"] = {
+                "reservation_id": offer.get("token_id"),
+                "state": offer.get("state"),
+                "offer_expires_at": offer.get("offer_expires_at"),
+                "hold_expires_at": offer.get("hold_expires_at"),
+            }
+        entries.append(entry)
+    open_ts = item.get("open_restock_ts")
+    restock = _restock(services, sku, str(open_ts) if open_ts else None)
+    return {
+        "sku": sku,
+        "name": item.get("name"),
+        "entries": entries,
+        "waiting": sum(1 for e in entries if e["state"] in ACTIVE),
+        "restock": restock_view(restock, offers, is_open=bool(open_ts)) if restock else None,
+    }
+
+
+def audit(services: Services, sku: str) -> list[dict[str, Any]]:
+    """The SKU's audit facts in time order (contacts appear only as keyed hashes)."""
+    return [plain(item) for item in services.audit.for_sku(sku)]
+
+
+def reservation(services: Services, reservation_id: str) -> dict[str, Any] | None:
+    """One offer or hold row, or None."""
+    if not reservation_id or len(reservation_id) > 128:
+        return None
+    row = services.reservations.get(reservation_id)
+    return plain(row) if row else None
+
+
+def _reservation_of(services: Services, reserve_url: str, cache: dict[str, dict[str, Any] | None]) -> Any:
+    token = reserve_url.rsplit("/", 1)[-1]
+    if token not in cache:
+        try:
+            token_id = services.tokens.read_reserve(token).value
+        except (TokenInvalid, TokenExpired):
+            cache[token] = None
+        else:
+            cache[token] = reservation(services, token_id)
+    return cache[token]
+
+
+def messages(services: Services) -> list[dict[str, Any]]:
+    """The outbox oldest first, each notice tied to its SKU and reservation through its reserve link."""
+    cache: dict[str, dict[str, Any] | None] = {}
+    result = []
+    for sent in outbox.read(services.settings.aws_region):
+        data = sent.to_json()
+        reserve = data["links"].get("reserve")
+        row = _reservation_of(services, reserve, cache) if reserve else None
+        if row:
+            data["sku"] = row.get("sku")
+            data["reservation"] = {"id": row.get("token_id"), "state": row.get("state")}
+        result.append(data)
+    return result
