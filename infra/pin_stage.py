@@ -34,22 +34,25 @@ def functions(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def check_functions(template: dict[str, Any]) -> None:
-    """Every function needs a fixed name (its policy's log permission names it) and a log group."""
+    """Every function needs a fixed name (its policy's log permission names it) and its own log group first."""
     resources = template["Resources"]
     log_groups = {
-        json.dumps(r["Properties"].get("LogGroupName"), sort_keys=True)
-        for r in resources.values()
+        json.dumps(r["Properties"].get("LogGroupName"), sort_keys=True): logical
+        for logical, r in resources.items()
         if r.get("Type") == "AWS::Logs::LogGroup"
     }
     for logical, function in functions(template).items():
         props = function["Properties"]
         if "Handler" not in props:
             raise PackageError(f"infra/template.json overrides {logical}, which the app does not define")
-        if "FunctionName" not in props:
+        name = props.get("FunctionName", {})
+        if not isinstance(name, dict) or not isinstance(name.get("Fn::Sub"), str):
             raise PackageError(f"function {logical} has no FunctionName in infra/template.json")
-        expected = json.dumps({"Fn::Sub": "/aws/lambda/${" + logical + "}"}, sort_keys=True)
-        if expected not in log_groups:
+        group = log_groups.get(json.dumps({"Fn::Sub": "/aws/lambda/" + name["Fn::Sub"]}, sort_keys=True))
+        if group is None:
             raise PackageError(f"function {logical} has no log group with a retention in infra/template.json")
+        if group not in function.get("DependsOn", []):
+            raise PackageError(f"function {logical} must depend on {group}, so the group exists before it logs")
 
 
 def bind_queue(template: dict[str, Any]) -> None:

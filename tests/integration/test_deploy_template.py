@@ -141,12 +141,15 @@ def test_a_job_outlives_six_notifier_timeouts_and_dead_letters_stay_two_weeks(pa
     assert resources["JobsDeadLetterQueue"]["Properties"]["MessageRetentionPeriod"] == 14 * 86400
 
 
-def test_every_function_logs_to_a_group_kept_seven_days(package: Package) -> None:
-    groups = {json.dumps(g["Properties"]["LogGroupName"]): g for g in package.resources("AWS::Logs::LogGroup").values()}
+def test_every_function_logs_to_its_own_group_kept_seven_days_made_before_it(package: Package) -> None:
+    groups = {
+        json.dumps(g["Properties"]["LogGroupName"]): k for k, g in package.resources("AWS::Logs::LogGroup").items()
+    }
     assert len(groups) == len(FUNCTIONS)
-    for logical in LOGICAL.values():
-        group = groups[json.dumps({"Fn::Sub": "/aws/lambda/${" + logical + "}"})]
-        assert group["Properties"]["RetentionInDays"] == 7
+    for name, logical in LOGICAL.items():
+        group = groups[json.dumps({"Fn::Sub": "/aws/lambda/${NamePrefix}-" + name})]
+        assert package.template["Resources"][group]["Properties"]["RetentionInDays"] == 7
+        assert group in package.template["Resources"][logical]["DependsOn"]
 
 
 def alarm(package: Package, metric: str) -> dict[str, Any]:
