@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from chalice import Chalice, Response
+from chalice import Chalice, Rate, Response
+from chalice.app import CloudWatchEvent
 
 from chalicelib import wiring
 from chalicelib.capture import MAX_BODY_BYTES
@@ -89,3 +90,20 @@ def change_my_requests(token: str) -> Response:
     return wiring.current().self_service.manage_action(
         token, request.raw_body, request.headers.get("content-type", ""), dict(request.headers)
     )
+
+
+@app.route("/webhooks/inventory", methods=["POST"], content_types=["application/json"])
+def inventory_webhook() -> Response:
+    """The shop platform reports a SKU's stock level (Standard Webhooks signature); a crossing is a restock."""
+    request = app.current_request
+    try:
+        outcome = wiring.current().detector.handle(request.raw_body, request.headers)
+    except DomainError as error:
+        return error_response(error)
+    return json_response(outcome.http_status, outcome.body())
+
+
+@app.schedule(Rate(15, unit=Rate.MINUTES))
+def catalog_sync(event: CloudWatchEvent) -> dict[str, object]:
+    """Every 15 minutes: mirror the store's product feed into the catalogue."""
+    return wiring.current().catalog_sync.run().as_dict()
