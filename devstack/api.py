@@ -3,7 +3,8 @@
 `chalice local` puts the stage's variables from .chalice/config.json over the environment, so a
 RATE_LIMIT_PER_MINUTE given to `make dev`, or the address of a stack on other ports, would be lost.
 This runs the same server and applies the stack's `--set NAME=VALUE` overrides after Chalice has
-loaded its stage, and before the first request (the app reads its settings on first use).
+loaded its stage, and before the first request (the app reads its settings on first use). With
+`--clock-file` the app runs on the stack clock, whose offset the console publishes in that file.
 
     python -m devstack.api --port 8000 --set RATE_LIMIT_PER_MINUTE=600
 """
@@ -14,6 +15,7 @@ import argparse
 import os
 import signal
 import sys
+from pathlib import Path
 
 from devstack.stage import ROOT
 
@@ -36,6 +38,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--stage", default="local")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--clock-file", help="follow the stack clock's offset published in this file")
     args = parser.parse_args(argv)
     try:
         overrides = parse_overrides(args.overrides)
@@ -50,6 +53,8 @@ def main(argv: list[str] | None = None) -> None:
     factory = CLIFactory(str(ROOT), environ=os.environ)
     server = create_local_server(factory, args.host, args.port, args.stage)
     os.environ.update(overrides)
+    if args.clock_file:
+        _follow_stack_clock(Path(args.clock_file))
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         server.serve_forever()
@@ -58,6 +63,16 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         server.server.server_close()
     sys.exit(0)
+
+
+def _follow_stack_clock(path: Path) -> None:
+    # The console can advance the stack's clock; holds and expiries made here must see the same time.
+    from chalicelib import wiring
+    from chalicelib.config import load_settings
+    from chalicelib.wiring import Services
+    from devstack.stack import SharedClock, SharedOffset
+
+    wiring.install(Services(load_settings(), clock=SharedClock(SharedOffset(path))))
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -93,6 +93,8 @@ class LocalStack:
         self.console_base = f"http://{HOST}:{args.console_port}"
         self.moto_base = f"http://{HOST}:{args.moto_port}"
         self.overrides = api_overrides(args.api_port, args.console_port, dict(os.environ))
+        # Where the console publishes the stack clock's offset for the API process.
+        self.clock_file = ROOT / ".devstack" / f"clock.{args.console_port}.json"
         self.moto: Any = None
         self.api_process: subprocess.Popen[str] | None = None
         self.console_server: Any = None
@@ -153,11 +155,11 @@ class LocalStack:
         from chalicelib.wiring import Services
         from devstack import demo, outbox
         from devstack.provision import provision
-        from devstack.stack import ConsoleClock, HttpApi, Stack, verify_sender
+        from devstack.stack import ConsoleClock, HttpApi, SharedOffset, Stack, verify_sender
         from devstack.stage import local_settings
 
         settings = local_settings(self.overrides)
-        clock = ConsoleClock()
+        clock = ConsoleClock(share=SharedOffset(self.clock_file))
         outbox.record_sends(clock)
         session = boto3.session.Session(region_name=REGION)
         created = provision(session, settings.name_prefix)
@@ -172,6 +174,7 @@ class LocalStack:
 
     def _start_api(self) -> None:
         command = [sys.executable, "-m", "devstack.api", "--host", HOST, "--port", str(self.args.api_port)]
+        command += ["--clock-file", str(self.clock_file)]
         for name, value in self.overrides.items():
             command += ["--set", f"{name}={value}"]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -245,6 +248,7 @@ class LocalStack:
         if self.moto is not None:
             self.moto.stop()
             self.moto = None
+        self.clock_file.unlink(missing_ok=True)
 
     def banner(self) -> str:
         """What to open, printed once everything answers."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 import urllib.error
@@ -16,6 +17,7 @@ from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parseaddr
+from pathlib import Path
 from typing import Any, Protocol
 
 from chalicelib.clock import Clock, SystemClock, iso
@@ -35,17 +37,57 @@ class NotAvailable(Exception):
     """The app does not have this capability yet (its entry point has not been written)."""
 
 
+class SharedOffset:
+    """The stack clock's offset in a small file, so the API process keeps the same time as the console."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._last = 0.0
+
+    def write(self, offset_s: float) -> None:
+        """Publish a new offset (atomically: a reader sees the old value or the new one)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.path.with_suffix(".tmp")
+        partial.write_text(json.dumps({"offset_s": offset_s}))
+        os.replace(partial, self.path)
+
+    def read(self) -> float:
+        """The current offset; 0 before any was published. The file is tiny, so it is read every time."""
+        try:
+            self._last = float(json.loads(self.path.read_text())["offset_s"])
+        except FileNotFoundError:
+            return 0.0
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # keep the last good value
+        return self._last
+
+
+class SharedClock:
+    """The API process's clock: the wall clock plus the offset the console last published."""
+
+    def __init__(self, offset: SharedOffset) -> None:
+        self.offset = offset
+
+    def now(self) -> float:
+        """The stack's current time in Unix seconds."""
+        return time.time() + self.offset.read()
+
+
 class ConsoleClock:
     """The stack's clock: the wall clock (or any base clock) plus an offset the console can advance.
 
-    The notifier and sweep run in the console's process on this clock; `pinned` lets one sweep run
-    "as if at" a chosen moment without moving the clock for anything else.
+    The notifier and sweep run in the console's process on this clock, and the API process follows its
+    offset through `share`; `pinned` lets one sweep run "as if at" a chosen moment without moving the
+    clock for anything else.
     """
 
-    def __init__(self, base: Clock | None = None) -> None:
+    def __init__(self, base: Clock | None = None, share: SharedOffset | None = None) -> None:
         self.base: Clock = base or SystemClock()
+        self.share = share
         self.offset_s = 0.0
         self._pinned: float | None = None
+        if share is not None:
+            share.write(0.0)
 
     def now(self) -> float:
         """The stack's current time in Unix seconds."""
@@ -54,8 +96,10 @@ class ConsoleClock:
         return self.base.now() + self.offset_s
 
     def advance(self, seconds: float) -> None:
-        """Move the stack's time forward."""
+        """Move the stack's time forward (for the API process too)."""
         self.offset_s += seconds
+        if self.share is not None:
+            self.share.write(self.offset_s)
 
     @contextmanager
     def pinned(self, at: float) -> Iterator[None]:
