@@ -8,10 +8,16 @@
   var rendered = "";
   var HIDDEN = { sku: true, ts: true, kind: true, at: true };
 
+  function sentence(kind) {
+    var words = String(kind || "").replace(/_/g, " ");
+    return words.charAt(0).toUpperCase() + words.slice(1);
+  }
+
   function facts(event) {
     return Object.keys(event).filter(function (k) { return !HIDDEN[k]; }).sort().map(function (k) {
       var value = event[k];
       var text = typeof value === "object" ? JSON.stringify(value) : String(value);
+      if (/_at$/.test(k) && typeof value === "number") { text = C.dateTime(value); }
       if (k === "contact_key" && text.length > 12) { text = text.slice(0, 12) + "…"; }
       return C.el("span", { "class": "fact" }, [C.el("span", { "class": "fact-key", text: k + " " }), C.el("code", { text: text })]);
     });
@@ -30,7 +36,7 @@
       events.forEach(function (event) {
         list.appendChild(C.el("li", { "class": "event kind-" + event.kind, "data-kind": event.kind }, [
           C.el("time", { datetime: new Date(event.at * 1000).toISOString(), text: C.dateTime(event.at) }),
-          C.el("strong", { "class": "kind", text: event.kind.replace(/_/g, " ") }),
+          C.el("strong", { "class": "kind", text: sentence(event.kind) }),
           C.el("span", { "class": "facts" }, facts(event))
         ]));
       });

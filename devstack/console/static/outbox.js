@@ -9,6 +9,7 @@
   var messages = [];
   var products = {};
   var rendered = "";
+  var OFFER_LABELS = { offered: "offer live", held: "unit held", converted: "bought", lapsed: "offer lapsed", expired: "hold expired" };
   var LINK_LABELS = { reserve: "Reserve one", manage: "See my place", unsubscribe: "Unsubscribe" };
 
   var params = new URLSearchParams(window.location.search);
@@ -36,7 +37,8 @@
       parts.push(" · ", C.el("a", { href: "/queue?sku=" + encodeURIComponent(message.sku), text: name + "(" + message.sku + ")" }));
     }
     if (message.reservation) {
-      parts.push(" · ", C.el("span", { "class": "state state-" + message.reservation.state, text: "offer " + message.reservation.state }));
+      var state = message.reservation.state;
+      parts.push(" · ", C.el("span", { "class": "state state-" + state, text: OFFER_LABELS[state] || state }));
     }
     return C.el("p", { "class": "msg-meta" }, parts);
   }
