@@ -1,0 +1,128 @@
+"""The local stack's small rules: ports, overrides, the demo feed on other ports, the stack's clock, outbox parsing."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from chalicelib.clock import FixedClock
+from devstack import demo
+from devstack.api import parse_overrides
+from devstack.outbox import Sent, html_to_text
+from devstack.runner import api_overrides, parse_args
+from devstack.stack import ConsoleClock, LocalContext, SharedClock, SharedOffset, scheduled_event, sqs_event
+
+
+def test_default_ports_are_the_documented_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("DEVSTACK_MOTO_PORT", "DEVSTACK_API_PORT", "DEVSTACK_CONSOLE_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    args = parse_args([])
+    assert (args.moto_port, args.api_port, args.console_port) == (4566, 8000, 8001)
+    assert args.sweep_every == 60.0 and not args.no_pump
+
+
+def test_ports_come_from_the_environment_and_flags_win(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DEVSTACK_API_PORT", "9000")
+    monkeypatch.setenv("DEVSTACK_CONSOLE_PORT", "9001")
+    assert parse_args([]).api_port == 9000
+    assert parse_args(["--api-port", "9100"]).api_port == 9100
+
+
+@pytest.mark.parametrize("argv", [["--api-port", "0"], ["--api-port", "8001"], ["--console-port", "70000"]])
+def test_bad_or_clashing_ports_are_refused(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DEVSTACK_CONSOLE_PORT", raising=False)
+    with pytest.raises(SystemExit):
+        parse_args(argv)
+
+
+def test_api_settings_follow_the_ports_and_pass_the_rate_limit_through() -> None:
+    assert api_overrides(8000, 8001, {}) == {
+        "PUBLIC_BASE_URL": "http://127.0.0.1:8000",
+        "CORS_ORIGINS": "http://127.0.0.1:8001,http://localhost:8001",
+    }
+    assert api_overrides(8000, 8001, {"RATE_LIMIT_PER_MINUTE": "600"})["RATE_LIMIT_PER_MINUTE"] == "600"
+    assert "RATE_LIMIT_PER_MINUTE" not in api_overrides(8000, 8001, {"RATE_LIMIT_PER_MINUTE": " "})
+
+
+def test_api_overrides_are_name_value_pairs() -> None:
+    assert parse_overrides(["A=1", "B=x=y", "C="]) == {"A": "1", "B": "x=y", "C": ""}
+    with pytest.raises(ValueError):
+        parse_overrides(["nonsense"])
+
+
+def test_the_demo_feed_is_used_as_is_on_the_default_console_port() -> None:
+    assert demo.feed_for("http://127.0.0.1:8001") == demo.DEMO_CATALOG
+
+
+def test_the_demo_feed_points_checkout_at_a_console_on_another_port(tmp_path: Path) -> None:
+    feed = demo.feed_for("http://127.0.0.1:9001", work_dir=tmp_path)
+
+    products = json.loads(feed.read_text())["products"]
+    assert feed.parent == tmp_path
+    assert [p["sku"] for p in products] == [p["sku"] for p in demo.read_products()]
+    assert all(p["checkout_url"].startswith("http://127.0.0.1:9001/checkout?") for p in products)
+
+
+def test_the_stack_clock_advances_and_can_be_held_at_a_moment() -> None:
+    clock = ConsoleClock(FixedClock(1000.0))
+    clock.advance(60)
+    assert clock.now() == 1060.0
+    with clock.pinned(5000.0):
+        assert clock.now() == 5000.0
+    assert clock.now() == 1060.0
+
+
+def test_lambda_events_have_the_shape_chalice_reads() -> None:
+    event = sqs_event(
+        {"MessageId": "m1", "ReceiptHandle": "r1", "Body": "{}", "Attributes": {"ApproximateReceiveCount": "2"}},
+        "arn:aws:sqs:eu-west-2:123456789012:bisn-jobs",
+        "eu-west-2",
+    )
+    [record] = event["Records"]
+    assert (record["messageId"], record["receiptHandle"], record["body"]) == ("m1", "r1", "{}")
+    assert record["attributes"]["ApproximateReceiveCount"] == "2"
+    scheduled = scheduled_event(0.0, "eu-west-2", "rule")
+    assert scheduled["time"] == "1970-01-01T00:00:00Z"
+    assert scheduled["detail-type"] == "Scheduled Event"
+    assert 0 < LocalContext("notifier", 60, "eu-west-2").get_remaining_time_in_millis() <= 60_000
+
+
+def test_links_are_found_in_text_html_and_headers() -> None:
+    sent = Sent(
+        id="1",
+        channel="email",
+        to="a@example.com",
+        subject="s",
+        body="Hold one: http://127.0.0.1:8000/reserve/abc.DEF-_1.",
+        html='<a href="http://127.0.0.1:8000/me/xyz">me</a>',
+        headers={"List-Unsubscribe": "<http://127.0.0.1:8000/unsubscribe/u1>"},
+    )
+    assert sent.links() == {
+        "reserve": "http://127.0.0.1:8000/reserve/abc.DEF-_1",
+        "manage": "http://127.0.0.1:8000/me/xyz",
+        "unsubscribe": "http://127.0.0.1:8000/unsubscribe/u1",
+    }
+
+
+def test_an_html_email_reads_as_text_with_its_links() -> None:
+    text = html_to_text("<html><head><style>p{}</style></head><p>Hi <b>Ada</b></p><p><a href='http://x/y'>go</a></p>")
+    assert text.splitlines() == ["Hi Ada", "http://x/y go"]
+
+
+def test_the_api_process_keeps_the_time_the_console_sets(tmp_path: Path) -> None:
+    published = tmp_path / "clock.json"
+    console = ConsoleClock(FixedClock(1000.0), share=SharedOffset(published))
+    api = SharedClock(SharedOffset(published))
+    assert abs(api.now() - time.time()) < 1
+
+    console.advance(600)
+
+    assert abs(api.now() - time.time() - 600) < 1
+    assert console.now() == 1600.0
+
+
+def test_a_stack_clock_that_was_never_published_is_the_wall_clock(tmp_path: Path) -> None:
+    assert abs(SharedClock(SharedOffset(tmp_path / "none.json")).now() - time.time()) < 1
