@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test test-slow lint format bench package clean cfn-lint policies
+.PHONY: dev test test-slow test-browser lint format bench package clean cfn-lint policies
 
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,18 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -m "slow"; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; fi; exit $$rc
+
+# The console journey in headless Chromium: Debian's chromium, driven by Playwright (never a downloaded browser).
+# Installs chromium and chromium-driver when missing; where that is impossible the tests skip and say why.
+test-browser: $(STAMP)
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+		sudo=""; if [ "$$(id -u)" != 0 ]; then sudo="sudo -n"; fi; \
+		echo "Installing Debian's chromium and chromium-driver for the browser tests..."; \
+		{ $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium chromium-driver; } \
+			|| echo "Could not install Chromium: the browser tests will be skipped." >&2; \
+	fi
+	$(PY) -m pytest -m browser; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no browser tests" >&2; exit 1; fi; exit $$rc
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
