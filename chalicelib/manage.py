@@ -212,6 +212,8 @@ class ManageService:
     def switch(self, key: str, raw_contact: str) -> SwitchResult:
         """Send every live place's notices to a contact of the other kind; places in line are kept."""
         view = self.view(key)
+        if view.opted_out:
+            raise BadRequest("You have unsubscribed, so there are no notices to switch.", code="opted_out")
         if view.channel is None or view.other_channel is None:
             raise BadRequest(
                 "You are not waiting for anything, so there is nothing to switch.", code="nothing_to_switch"

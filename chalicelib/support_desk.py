@@ -49,7 +49,7 @@ SKIP_VERDICTS = {
     "not_waiting": (OTHER, "skipped: their place was not waiting"),
     "no_contact": (OTHER, "skipped: no usable contact on their place"),
 }
-FOLLOW_UPS = ("hold", "lapse", "just_gone", "expiry", "conversion", "order_on_expired_hold")
+FOLLOW_UPS = ("hold", "lapse", "just_gone", "expiry", "conversion", "order_on_expired_hold", "leave")
 LEAVE_KINDS = ("leave", "switch")
 
 # Error codes an emulator answers with for an operation it does not implement.
@@ -258,13 +258,11 @@ class SupportDesk:
             notice = sent[0]
             token = notice.get("token_id")
             follow = [
-                f"{f['kind']} at {iso(int(f['at']))}"
-                for f in facts
-                if f.get("kind") in FOLLOW_UPS and token and f.get("token_id") == token
+                _follow_up(f) for f in facts if f.get("kind") in FOLLOW_UPS and token and f.get("token_id") == token
             ]
             # Later passes over the same restock (top-ups) pass them by: say so, so nobody expects a second notice.
             follow += [
-                f"later pass at {iso(int(f['at']))}: {_verdict_for_skip(str(f.get('reason', '')))[1]}"
+                f"later pass at {_short(int(f['at']))}: {_verdict_for_skip(str(f.get('reason', '')))[1]}"
                 for f in mine
                 if f.get("kind") == "notice_skipped"
             ]
@@ -309,7 +307,7 @@ class SupportDesk:
 
     @staticmethod
     def _history_line(fact: dict[str, Any]) -> str:
-        when = iso(int(fact.get("at", 0)))
+        when = _short(int(fact.get("at", 0)))
         if fact.get("kind") == "switch":
             return f"{when} switched notices to {fact.get('channel')}"
         return f"{when} left the list ({fact.get('reason') or fact.get('kind')})"
@@ -401,7 +399,7 @@ class SupportDesk:
         if holds:
             ends = max(_int(self._hold_end(p)) or 0 for p in holds)
             raise StillHolding(
-                f"They hold a unit until {iso(ends) if ends else 'the hold ends'}; nothing was erased. "
+                f"They hold a unit until {_short(ends) if ends else 'the hold ends'}; nothing was erased. "
                 "Run forget again after that (the hold ends on its own within the hold window)."
             )
         skus = sorted({str(p["sku"]) for p in places} | {str(f["sku"]) for f in self.audit.for_contact(key)})
@@ -485,6 +483,19 @@ class SupportDesk:
             note="This endpoint does not implement StartMessageMoveTask, so each message was received, "
             "re-sent to the job queue and then deleted from the dead-letter queue.",
         )
+
+
+def _follow_up(fact: dict[str, Any]) -> str:
+    """What happened to a notice's offer afterwards, in a line."""
+    line = f"{fact['kind']} at {_short(int(fact['at']))}"
+    if fact.get("kind") == "leave":
+        line = f"left the list ({fact.get('reason')}) at {_short(int(fact['at']))}; the offer went to the next person"
+    return line
+
+
+def _short(ts: int | float) -> str:
+    """A moment for support staff to read: '2026-11-30T08:25:29Z'."""
+    return iso(ts)[:19] + "Z"
 
 
 def _at(stamp: str) -> float:

@@ -131,11 +131,11 @@ def render_explanation(e: Explanation) -> str:
     if e.state is None:
         lines.append("Place: none (not on this list now)")
     elif e.position is not None:
-        lines.append(f"Place: {e.position} in line, {e.state}, joined {e.joined_ts}")
+        lines.append(f"Place: {e.position} in line, {e.state}, joined {(e.joined_ts or '')[:19]}Z")
     else:
-        lines.append(f"Place: {e.state}, joined {e.joined_ts}")
+        lines.append(f"Place: {e.state}, joined {(e.joined_ts or '')[:19]}Z")
     if e.opted_out:
-        lines.append(f"Opted out: yes ({e.opted_out.get('source')}, {iso(int(e.opted_out.get('at', 0)))})")
+        lines.append(f"Opted out: yes ({e.opted_out.get('source')}, {iso(int(e.opted_out.get('at', 0)))[:19]}Z)")
     else:
         lines.append("Opted out: no")
     lines += [f"History: {h}" for h in e.history]
@@ -169,9 +169,10 @@ def demand(ctx: click.Context, limit: int) -> None:
     """Out-of-stock products ranked by people waiting."""
     rows = _desk(ctx).demand(limit=limit)
     text = "\n".join(
-        f"{r.waiting:>6}  {r.sku:<24} {r.name}" + (f"  (level {r.level})" if r.level is not None else "") for r in rows
+        f"{r.waiting:>7}  {r.sku:<24} {r.name}" + (f"  (level {r.level})" if r.level is not None else "") for r in rows
     )
-    _emit(ctx, rows, ("waiting  sku                      product\n" + text) if rows else "No out-of-stock products.")
+    header = f"{'waiting':>7}  {'sku':<24} product\n"
+    _emit(ctx, rows, (header + text) if rows else "No out-of-stock products.")
 
 
 @cli.group()

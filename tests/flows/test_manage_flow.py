@@ -237,6 +237,20 @@ def test_switching_to_an_opted_out_contact_is_refused(client: Client, services: 
     assert services.requests.get(s.sku, s.requests[0]["joined_ts"])["channel"] == "sms"
 
 
+def test_after_unsubscribing_there_is_nothing_to_switch(client: Client, services: Services, clock: FixedClock) -> None:
+    s = scene(services, clock, units=1, people=1)
+    s.tap(s.offer(0))  # a held unit stays on the page after unsubscribing
+    url = me(services, s.requests[0])
+    switch = form_for(client.http.get(url).body, "switch")
+    services.optouts.opt_out(s.requests[0]["contact_key"], "unsubscribe")
+    page = client.http.get(url).body
+    assert "One is held for you until" in page.decode()
+    assert [f["action"] for f in forms(page)] == ["leave"]
+    response = post(client, url, {**switch, "contact": "ada@example.com"})
+    assert response.status_code == 400
+    assert services.requests.get(s.sku, s.requests[0]["joined_ts"])["channel"] == "sms"
+
+
 def test_an_old_or_broken_manage_link_gets_an_honest_page(client: Client, services: Services) -> None:
     key = contact_key("+447400100000", services.hash_key)
 
