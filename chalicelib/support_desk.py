@@ -49,6 +49,10 @@ SKIP_VERDICTS = {
     "not_waiting": (OTHER, "skipped: their place was not waiting"),
     "no_contact": (OTHER, "skipped: no usable contact on their place"),
 }
+PASS_NOTES = {
+    "topup": " (on a top-up pass, when a unit came back)",
+    "continue": " (on a later slice of a large restock)",
+}
 FOLLOW_UPS = ("hold", "lapse", "just_gone", "expiry", "conversion", "order_on_expired_hold", "leave")
 LEAVE_KINDS = ("leave", "switch")
 
@@ -269,7 +273,8 @@ class SupportDesk:
             return RestockVerdict(
                 **base,
                 verdict=TOLD,
-                detail=f"told by {notice.get('channel')} as number {notice.get('position')} in line",
+                detail=f"told by {notice.get('channel')} as number {notice.get('position')} in line"
+                + PASS_NOTES.get(str(notice.get("job_kind", "")), ""),
                 position=_int(notice.get("position")),
                 channel=str(notice.get("channel")),
                 told_at=_int(notice.get("at")),

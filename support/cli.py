@@ -159,7 +159,8 @@ def queue(ctx: click.Context, sku: str, limit: int) -> None:
         + (f"  last told: {r.last_notified_restock}" if r.last_notified_restock else "")
         for r in rows
     )
-    _emit(ctx, rows, text or f"Nobody is waiting for {sku}.")
+    header = f"{'#':>4}  {'joined':<20}  {'state':<9} {'via':<5} contact\n"
+    _emit(ctx, rows, (header + text) if rows else f"Nobody is waiting for {sku}.")
 
 
 @cli.command()

@@ -42,7 +42,7 @@ def test_queue_and_demand(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=2)
     services.catalog.sync_product(s.sku, dict(CHAIR), now=clock.now(), created=False, out_of_stock=True)
     out = ok(services, "queue", s.sku)
-    first = out.splitlines()[0].split()
+    first = out.splitlines()[1].split()
     assert (first[0], first[2], first[3]) == ("1", "waiting", "sms")
     assert "+4474•••••001" in out and "+447400100001" not in out
     assert ok(services, "queue", "NOBODY") == "Nobody is waiting for NOBODY.\n"
