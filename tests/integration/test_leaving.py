@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from chalicelib.clock import FixedClock
@@ -114,3 +116,43 @@ def test_leave_all_covers_every_sku(services: Services, clock: FixedClock) -> No
     exits = services.exits.leave_all(s.requests[0]["contact_key"], reason="admin")
     assert sorted((e.sku, e.outcome) for e in exits) == [("CHAIR-WALNUT", LEFT), ("LAMP", LEFT)]
     assert services.exits.places(s.requests[0]["contact_key"]) == []
+
+
+def test_unsubscribing_while_the_notifier_runs_keeps_every_count_right(services: Services, clock: FixedClock) -> None:
+    import threading
+
+    from chalicelib.jobs import Job
+
+    s = scene(services, clock, units=3, people=12)
+    leavers = s.requests[:6]
+    barrier = threading.Barrier(len(leavers) + 1)
+    errors: list[BaseException] = []
+
+    def notify() -> None:
+        barrier.wait()
+        services.notifier.handle(Job(s.sku, s.restock["restock_id"], s.restock["restock_ts"]), lambda: 60_000)
+
+    def leave(request: dict[str, Any]) -> None:
+        barrier.wait()
+        try:
+            services.optouts.opt_out(request["contact_key"], "unsubscribe")
+        except BaseException as exc:  # surfaced below; a thread's exception is otherwise lost
+            errors.append(exc)
+
+    threads = [threading.Thread(target=notify)] + [threading.Thread(target=leave, args=(r,)) for r in leavers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    # Top-ups for the offers that were passed on tell the next people.
+    for job in queued_jobs(services):
+        services.notifier.handle(job, lambda: 60_000)
+    live = list(services.requests.queue(s.sku))
+    assert {r["contact_key"] for r in live}.isdisjoint({r["contact_key"] for r in leavers})
+    assert s.waiting_count() == len(live) == 6
+    offered = [r for r in live if r["state"] == "offered"]
+    available, offerable = s.counters()
+    assert available == 3
+    assert offerable + len(offered) == available  # every unit is either offered or still offerable
+    assert len(offered) == 3  # and the freed ones went on down the line

@@ -13,6 +13,7 @@ from chalicelib.jobs import Job
 from chalicelib.support_desk import (
     ALREADY_NOTIFIED,
     BEHIND_CAP,
+    BOUGHT,
     HOLDING_VERDICT,
     IN_PROGRESS,
     NOT_ON_LIST,
@@ -96,6 +97,18 @@ def test_explain_holding_a_unit_from_an_earlier_restock(services: Services, cloc
     notify(s, second)
     assert verdicts(services, s.sku, s.requests[0]["contact"]) == [TOLD, HOLDING_VERDICT]
     assert verdicts(services, s.sku, s.requests[1]["contact"]) == [BEHIND_CAP, TOLD]
+
+
+def test_explain_bought_before_a_later_restock(services: Services, clock: FixedClock) -> None:
+    s = scene(services, clock, units=1, people=1)
+    notify(s, s.restock)
+    token = s.request(0)["offer_token"]
+    s.tap(token)
+    services.moves.convert(s.row(token), "order-9", clock.now())
+    clock.advance(MINUTE)
+    second = put_restock(services, s.sku, 1, clock.now(), webhook_id="wh_after_buying")
+    notify(s, second)
+    assert verdicts(services, s.sku, s.requests[0]["contact"]) == [TOLD, BOUGHT]
 
 
 def test_explain_already_notified_on_a_later_pass(services: Services, clock: FixedClock) -> None:
