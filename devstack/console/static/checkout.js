@@ -62,6 +62,8 @@
         endHold.disabled = false;
         return;
       }
+      state.setAttribute("data-state", "expired");
+      state.textContent = "Your hold has ended, unbought.";
       done("The sweep ran: " + data.processed + " offer(s) or hold(s) came due. The unit goes to the next shopper in line.", true);
     });
   });
