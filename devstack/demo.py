@@ -1,7 +1,7 @@
 """The demo catalogue: a few sold-out products the storefront shows and shoppers can wait for.
 
-It is the local stage's catalogue feed (CATALOG_URL in .chalice/config.json), applied through catalogue
-sync as a shop's feed would be. Its checkout URLs name the console's default address; a stack on other
+It is the local stage's catalogue feed (CATALOG_URL in .chalice/config.json), applied at start through
+the app's catalogue sync as a shop's feed would be (only then: the console's edits are not reverted). Its checkout URLs name the console's default address; a stack on other
 ports gets a rewritten copy under .devstack/ (git-ignored).
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from chalicelib.tables.catalog import PRODUCT_FIELDS
-from chalicelib.wiring import Services
+from devstack.stack import Stack
 from devstack.stage import ROOT
 
 DEMO_CATALOG = Path(__file__).resolve().parent / "demo-catalog.json"
@@ -47,25 +47,18 @@ def feed_for(console_base: str, source: Path = DEMO_CATALOG, work_dir: Path = WO
     return target
 
 
-def load(services: Services, feed: Path = DEMO_CATALOG) -> list[str]:
-    """Apply the demo feed: through catalogue sync when the app has it, else by upserting each product."""
-    sync = _catalog_sync(services, feed)
-    if sync is not None:
-        report = sync.run()
-        if report.error:
-            raise RuntimeError(f"catalogue sync of {feed} failed: {report.error}")
+def load(stack: Stack, feed: Path = DEMO_CATALOG) -> list[str]:
+    """Apply the demo feed (the stage's CATALOG_URL): through the app's catalog_sync handler when it has
+    one, else by upserting each product. Returns the SKUs."""
+    if stack.entry_point("catalog_sync") is not None:
+        result = stack.run_scheduled("catalog_sync")
+        error = result.get("error") if isinstance(result, dict) else None
+        if error:
+            raise RuntimeError(f"catalogue sync of {feed} failed: {error}")
         return [str(p["sku"]) for p in read_products(feed)]
     skus = []
     for product in read_products(feed):
         sku = str(product["sku"])
-        services.catalog.upsert(sku, {k: product[k] for k in PRODUCT_FIELDS if product.get(k) is not None})
+        stack.services.catalog.upsert(sku, {k: product[k] for k in PRODUCT_FIELDS if product.get(k) is not None})
         skus.append(sku)
     return skus
-
-
-def _catalog_sync(services: Services, feed: Path) -> Any:
-    try:
-        from chalicelib.catalog_sync import CatalogSync, FeedReader
-    except ImportError:
-        return None
-    return CatalogSync(catalog=services.catalog, reader=FeedReader(feed.as_uri(), lambda: None), clock=services.clock)

@@ -158,6 +158,9 @@ class LocalStack:
         from devstack.stack import ConsoleClock, HttpApi, SharedOffset, Stack, verify_sender
         from devstack.stage import local_settings
 
+        # The demo catalogue is the stage's catalogue feed, its checkout URLs pointing at this console.
+        feed = demo.feed_for(self.console_base)
+        self.overrides["CATALOG_URL"] = feed.as_uri()
         settings = local_settings(self.overrides)
         clock = ConsoleClock(share=SharedOffset(self.clock_file))
         outbox.record_sends(clock)
@@ -168,9 +171,9 @@ class LocalStack:
         wiring.install(services)
         sender = verify_sender(services)
         log.info("verified the sending address %s in the emulator's SES", sender)
-        skus = demo.load(services, demo.feed_for(self.console_base))
-        log.info("demo catalogue: %s", ", ".join(skus))
         self.stack = Stack(services, clock, HttpApi(self.api_base), retry_after_s=self.args.retry_after)
+        skus = demo.load(self.stack, feed)
+        log.info("demo catalogue: %s", ", ".join(skus))
 
     def _start_api(self) -> None:
         command = [sys.executable, "-m", "devstack.api", "--host", HOST, "--port", str(self.args.api_port)]

@@ -411,6 +411,15 @@ class Stack:
             answer["result"] = plain(result)
         return answer
 
+    def run_scheduled(self, name: str) -> Any:
+        """Fire one of the app's scheduled handlers on the stack's clock; NotAvailable when it has none."""
+        handler = self.entry_point(name)
+        if handler is None:
+            raise NotAvailable(f"The app has no {name} handler yet.")
+        with self.lock:
+            context = LocalContext(name, lambda_timeout_s(name), self.region)
+            return handler(scheduled_event(self.clock.now(), self.region, f"bisn-local-{name}"), context)
+
     # --- calls a shop platform makes
 
     def _webhook(self, path: str, payload: dict[str, Any]) -> tuple[str, ApiAnswer]:

@@ -21,7 +21,7 @@ from chalicelib.config import settings_from_env
 from chalicelib.jobs import Job
 from chalicelib.webhooks import verify
 from chalicelib.wiring import Services
-from devstack import outbox
+from devstack import demo, outbox
 from devstack.console import create_console
 from devstack.stack import ApiAnswer, ConsoleClock, InProcessApi, Stack, verify_sender
 from tests.support import REGION, ROOT
@@ -556,3 +556,24 @@ def test_status_reports_capabilities_clock_and_queue_depths(console: FlaskClient
     assert status["capabilities"]["notify_me"] is True
     assert set(status["jobs"]) == {"pending", "in_flight", "dead_lettered"}
     assert status["api_base"] == "http://127.0.0.1:8000"
+
+
+# --- the demo catalogue
+
+
+def test_the_demo_catalogue_loads_through_the_apps_catalogue_sync(stack: Stack, stack_services: Services) -> None:
+    skus = demo.load(stack, demo.DEMO_CATALOG)
+
+    products = {p["sku"]: p for p in stack_services.catalog.all()}
+    assert sorted(skus) == sorted(products)
+    assert len(products) >= 3
+    assert all(p["checkout_url"].startswith("http://127.0.0.1:8001/checkout?") for p in products.values())
+    assert all(p.get("level") in (None, 0) for p in products.values())
+
+
+def test_without_catalogue_sync_the_demo_products_are_upserted_directly(stack: Stack, stack_services: Services) -> None:
+    bare = Stack(stack.services, stack.clock, stack.api, entry_point=lambda name: None)
+
+    skus = demo.load(bare, demo.DEMO_CATALOG)
+
+    assert sorted(skus) == sorted(p["sku"] for p in stack_services.catalog.all())
