@@ -38,6 +38,9 @@ class Settings:
     # Secrets: either the value itself (local stage) or the name of a Secrets Manager secret.
     secret_refs: Mapping[str, str] = field(default_factory=dict)
     secret_values: Mapping[str, str] = field(default_factory=dict)
+    # Powertools EMF metrics: the CloudWatch namespace, and whether to write them at all (off locally and in tests).
+    metrics_namespace: str = "BackInStock"
+    metrics_enabled: bool = True
     # Where catalogue sync reads the store's product feed ('' = this stage has no feed).
     catalog_url: str = ""
 
@@ -151,6 +154,8 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         secret_refs=refs,
         secret_values=values,
         catalog_url=_catalog_url(env),
+        metrics_namespace=env.get("POWERTOOLS_METRICS_NAMESPACE", "").strip() or "BackInStock",
+        metrics_enabled=env.get("POWERTOOLS_METRICS_DISABLED", "").strip().lower() not in ("1", "true", "yes"),
     )
 
 

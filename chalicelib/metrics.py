@@ -1,0 +1,93 @@
+"""CloudWatch metrics in Embedded Metric Format (Powertools), buffered per invocation and flushed once."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
+
+NOTICES_SENT = "NoticesSent"
+UNITS_TOTAL = "UnitsTotal"
+UNITS_OFFERABLE = "UnitsOfferableAtStart"
+SEND_FAILURES = "SendFailures"
+FALLBACK_COPY = "FallbackCopyUsed"
+CONTINUATIONS = "ContinuationsQueued"
+
+
+def skip_metric(reason: str) -> str:
+    """The metric name counting skips for one reason, e.g. 'opted_out' -> 'NoticeSkippedOptedOut'."""
+    return "NoticeSkipped" + "".join(part.capitalize() for part in reason.split("_"))
+
+
+class Metrics:
+    """One invocation's metrics: counted from any thread, written as one EMF document when flushed."""
+
+    def __init__(self, namespace: str, service: str, *, enabled: bool) -> None:
+        self.namespace = namespace
+        self.service = service
+        self.enabled = enabled
+        self._counts: Counter[str] = Counter()
+        self._metadata: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def count(self, name: str, value: float = 1) -> None:
+        """Add to a counter."""
+        with self._lock:
+            self._counts[name] += value
+
+    def gauge(self, name: str, value: float) -> None:
+        """Set a value that is reported as it stands at flush time (e.g. units of a restock)."""
+        with self._lock:
+            self._counts[name] = value
+
+    def metadata(self, key: str, value: Any) -> None:
+        """Attach a searchable, non-dimension fact (e.g. the restock id) to this invocation's document."""
+        with self._lock:
+            self._metadata[key] = value
+
+    @property
+    def totals(self) -> dict[str, float]:
+        """What has been counted so far."""
+        with self._lock:
+            return dict(self._counts)
+
+    def document(self) -> dict[str, Any]:
+        """The EMF document for what was counted (no dimensions beyond the service: restocks are metadata)."""
+        # A provider of its own per invocation: Powertools' Metrics class keeps process-wide state.
+        provider = AmazonCloudWatchEMFProvider(
+            namespace=self.namespace, service=self.service, metric_set={}, dimension_set={}, metadata_set={}
+        )
+        with self._lock:
+            for name, value in sorted(self._counts.items()):
+                provider.add_metric(name=name, unit=MetricUnit.Count, value=value)
+            for key, value in self._metadata.items():
+                provider.add_metadata(key=key, value=value)
+        provider.add_dimension(name="service", value=self.service)
+        return dict(provider.serialize_metric_set())
+
+    def flush(self) -> dict[str, float]:
+        """Write the document to stdout (CloudWatch picks EMF up from the log) unless disabled; returns the totals."""
+        totals = self.totals
+        if self.enabled and totals:
+            print(json.dumps(self.document(), separators=(",", ":")), flush=True)
+        with self._lock:
+            self._counts.clear()
+            self._metadata.clear()
+        return totals
+
+
+class MetricsFactory:
+    """Starts a fresh Metrics buffer for each invocation, with the stage's namespace."""
+
+    def __init__(self, namespace: str, service: str = "bisn", *, enabled: bool = True) -> None:
+        self.namespace = namespace
+        self.service = service
+        self.enabled = enabled
+
+    def start(self) -> Metrics:
+        """A new, empty buffer."""
+        return Metrics(self.namespace, self.service, enabled=self.enabled)
