@@ -1,0 +1,147 @@
+"""What goes to SNS and SES for one notice, how sends are paced, and how metrics are written."""
+
+from __future__ import annotations
+
+import json
+import threading
+from unittest.mock import Mock
+
+import boto3
+import pytest
+
+from chalicelib.config import ConfigError
+from chalicelib.metrics import Metrics, MetricsFactory, skip_metric
+from chalicelib.senders import EMAIL, SMS, EmailSender, Notice, RateLimiter, Senders, SmsSender
+
+REGION = "eu-west-2"
+SES_FROM = "Walnut & Wool <hello@walnut-and-wool.test>"
+
+
+def client_double(service: str, method: str, response: dict) -> Mock:
+    """A client double with the real client's interface (no AWS call is made)."""
+    real = boto3.session.Session(region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x").client(service)
+    double = Mock(spec=real)
+    getattr(double, method).return_value = response
+    return double
+
+
+def email_notice() -> Notice:
+    return Notice(
+        channel=EMAIL,
+        to="ada@example.com",
+        subject="It's back in stock",
+        text="Hello,\n\nIt's back: https://n.example/reserve/abc",
+        html='<p>It\'s back: <a href="https://n.example/reserve/abc">this link</a></p>',
+        unsubscribe_url="https://n.example/unsubscribe/def",
+    )
+
+
+def test_an_sms_is_published_to_the_number_as_transactional() -> None:
+    sns = client_double("sns", "publish", {"MessageId": "sms-1"})
+    notice = Notice(channel=SMS, to="+447400123456", text="Back: https://n.example/reserve/abc\nReply STOP to opt out")
+    assert SmsSender(sns).send(notice) == "sms-1"
+    sns.publish.assert_called_once_with(
+        PhoneNumber="+447400123456",
+        Message=notice.text,
+        MessageAttributes={"AWS.SNS.SMS.SMSType": {"DataType": "String", "StringValue": "Transactional"}},
+    )
+
+
+def test_an_email_has_text_and_html_parts_and_one_click_unsubscribe_headers() -> None:
+    ses = client_double("sesv2", "send_email", {"MessageId": "email-1"})
+    assert EmailSender(ses, SES_FROM).send(email_notice()) == "email-1"
+    [call] = ses.send_email.call_args_list
+    assert call.kwargs["FromEmailAddress"] == SES_FROM
+    assert call.kwargs["Destination"] == {"ToAddresses": ["ada@example.com"]}
+    simple = call.kwargs["Content"]["Simple"]
+    assert simple["Subject"]["Data"] == "It's back in stock"
+    assert simple["Body"]["Text"]["Data"].startswith("Hello,")
+    assert simple["Body"]["Html"]["Data"].startswith("<p>")
+    assert simple["Headers"] == [
+        {"Name": "List-Unsubscribe", "Value": "<https://n.example/unsubscribe/def>"},
+        {"Name": "List-Unsubscribe-Post", "Value": "List-Unsubscribe=One-Click"},
+    ]
+
+
+def test_the_email_request_is_valid_for_the_ses_v2_api() -> None:
+    # moto ignores Headers, so check the request against botocore's own model of SendEmail instead.
+    from botocore.validate import ParamValidator
+
+    model = boto3.session.Session(region_name=REGION).client("sesv2").meta.service_model
+    shape = model.operation_model("SendEmail").input_shape
+    report = ParamValidator().validate(EmailSender(None, SES_FROM).request(email_notice()), shape)
+    assert not report.has_errors(), report.generate_report()
+
+
+def test_senders_route_by_channel_and_refuse_an_unknown_one() -> None:
+    sns = client_double("sns", "publish", {"MessageId": "sms-2"})
+    ses = client_double("sesv2", "send_email", {"MessageId": "email-2"})
+    senders = Senders(SmsSender(sns), EmailSender(ses, SES_FROM), sms_per_second=100, email_per_second=100)
+    assert senders.send(Notice(channel=SMS, to="+447400123456", text="x")) == "sms-2"
+    assert senders.send(email_notice()) == "email-2"
+    with pytest.raises(ValueError):
+        senders.send(Notice(channel="fax", to="x", text="x"))
+
+
+class FakeTime:
+    """Monotonic time that only moves when someone sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.lock = threading.Lock()
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        with self.lock:
+            self.now += seconds
+
+
+def test_the_rate_limit_allows_a_burst_then_paces_sends() -> None:
+    time = FakeTime()
+    limiter = RateLimiter(5, monotonic=time.monotonic, sleep=time.sleep)
+    waits = [limiter.acquire() for _ in range(15)]
+    assert waits[:5] == [0.0] * 5
+    assert time.now == pytest.approx(2.0)  # ten more sends at five a second
+    assert all(w == pytest.approx(0.2) for w in waits[5:])
+
+
+def test_the_rate_limit_is_shared_by_concurrent_senders() -> None:
+    time = FakeTime()
+    limiter = RateLimiter(10, monotonic=time.monotonic, sleep=lambda s: None)
+    threads = [threading.Thread(target=limiter.acquire) for _ in range(30)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # Time never moved, so 10 came from the burst and 20 booked slots up to two seconds ahead.
+    assert limiter.acquire() == pytest.approx(2.1)
+
+
+def test_a_rate_of_zero_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigError):
+        RateLimiter(0)
+
+
+def test_metrics_are_one_emf_document_per_invocation(capsys: pytest.CaptureFixture[str]) -> None:
+    metrics = MetricsFactory("BackInStock", enabled=True).start()
+    metrics.count("NoticesSent")
+    metrics.count("NoticesSent")
+    metrics.count(skip_metric("opted_out"))
+    metrics.gauge("UnitsTotal", 4)
+    metrics.metadata("restock_id", "rs_1")
+    assert metrics.flush() == {"NoticesSent": 2, "NoticeSkippedOptedOut": 1, "UnitsTotal": 4}
+    [line] = capsys.readouterr().out.splitlines()
+    document = json.loads(line)
+    names = {m["Name"] for m in document["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
+    assert names == {"NoticesSent", "NoticeSkippedOptedOut", "UnitsTotal"}
+    assert document["NoticesSent"] == [2.0] and document["restock_id"] == "rs_1"
+    assert metrics.totals == {}
+
+
+def test_disabled_metrics_print_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    metrics = Metrics("BackInStock", "bisn", enabled=False)
+    metrics.count("NoticesSent")
+    assert metrics.flush() == {"NoticesSent": 1}
+    assert capsys.readouterr().out == ""
