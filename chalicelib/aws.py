@@ -57,7 +57,10 @@ class Aws:
     @cached_property
     def bedrock_runtime(self) -> Any:
         """Bedrock runtime client (one Converse call per restock)."""
-        return self._client("bedrock-runtime")
+        # A template stands in when the model fails, so fail fast rather than spend the notifier's time retrying.
+        config = self._config.merge(Config(retries={"mode": "standard", "max_attempts": 2}, read_timeout=8))
+        with self._lock:
+            return self.session.client("bedrock-runtime", region_name=self.region, config=config)
 
     @cached_property
     def secretsmanager(self) -> Any:

@@ -33,6 +33,23 @@ class RestocksTable:
         """One restock, read strongly consistent (its counters decide who is told)."""
         return self.table.get_item(Key={"sku": sku, "restock_ts": restock_ts}, ConsistentRead=True).get("Item")
 
+    def cache_copy(self, sku: str, restock_ts: str, copy: dict[str, str]) -> dict[str, str]:
+        """Store a restock's message copy once; returns the copy every notice of this restock must use."""
+        try:
+            self.table.update_item(
+                Key={"sku": sku, "restock_ts": restock_ts},
+                UpdateExpression="SET #copy = :copy",
+                # One text per restock, written once: every notice says the same, and the model is asked once
+                # (a redelivery or top-up reads it back). attribute_exists keeps a stray job from creating a restock.
+                ConditionExpression="attribute_exists(restock_id) AND attribute_not_exists(#copy)",
+                ExpressionAttributeNames={"#copy": "copy"},
+                ExpressionAttributeValues={":copy": copy},
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            stored = (self.get(sku, restock_ts) or {}).get("copy")
+            return dict(stored) if stored else copy
+        return copy
+
     # --- Counter moves of DESIGN §4. Each returns a transaction item, so the row change that causes it
     # --- commits in the same transaction, conditional on the row's state.
 

@@ -1,0 +1,207 @@
+"""Message copy: the model's text is used only when it keeps every rule; otherwise a plain template goes out."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError, ReadTimeoutError
+
+from chalicelib.config import settings_from_env
+from chalicelib.copywriter import (
+    LINK,
+    SMS_COPY_SEGMENTS,
+    SMS_TOTAL_SEGMENTS,
+    Copy,
+    Copywriter,
+    Facts,
+    FakeBedrock,
+    compose_sms,
+    facts_for,
+    fill,
+    septets,
+    sms_segments,
+    template_copy,
+    to_gsm,
+    window_words,
+)
+from chalicelib.links import Links
+from chalicelib.metrics import FALLBACK_COPY, Metrics
+from chalicelib.senders import STOP_LINE
+from chalicelib.tables.restocks import RestocksTable
+from chalicelib.tokens import Tokens
+from tests.support import CHAIR, stage_env
+
+SETTINGS = settings_from_env({**stage_env("local"), "AWS_DEFAULT_REGION": "eu-west-2"})
+PRODUCT = {"sku": "CHAIR-WALNUT", **CHAIR}
+FACTS = facts_for(PRODUCT, SETTINGS.shop_name)
+LINKS = Links(SETTINGS.public_base_url, Tokens("k" * 32))
+
+GOOD = {
+    "sms": f"Walnut dining chair is back at Walnut & Wool. Tap within 1 hour to hold one for 15 minutes: {LINK}",
+    "email_subject": "Your Walnut dining chair is back",
+    "email_body": (
+        "The Walnut dining chair you asked about is back in stock.\n\n"
+        f"Use this link within 1 hour to hold one for 15 minutes while you check out:\n\n{LINK}"
+    ),
+}
+
+
+def writer(bedrock: Any) -> Copywriter:
+    # No table is touched by write(); the cache lives in copy_for, tested against the emulator.
+    return Copywriter(settings=SETTINGS, restocks=RestocksTable(None), links=LINKS, bedrock=bedrock)
+
+
+def model_says(**changes: str) -> FakeBedrock:
+    return FakeBedrock(text=json.dumps({**GOOD, **changes}))
+
+
+def write(bedrock: Any) -> tuple[Copy, Metrics]:
+    metrics = Metrics("Test", "bisn", enabled=False)
+    return writer(bedrock).write(FACTS, metrics), metrics
+
+
+def test_valid_model_copy_is_used_as_written() -> None:
+    bedrock = model_says()
+    copy, metrics = write(bedrock)
+    assert copy.source == "bedrock"
+    assert copy.sms == GOOD["sms"]
+    assert copy.email_subject == GOOD["email_subject"]
+    assert copy.email_text == GOOD["email_body"]
+    assert f'<a href="{LINK}"' in copy.email_html
+    assert FALLBACK_COPY not in metrics.totals
+
+
+def test_one_converse_call_names_the_model_product_voice_and_windows() -> None:
+    bedrock = model_says()
+    write(bedrock)
+    [call] = bedrock.calls
+    assert call["modelId"] == SETTINGS.bedrock_model_id
+    prompt = call["messages"][0]["content"][0]["text"]
+    for fact in ("Walnut dining chair", "warm and plain", "1 hour", "15 minutes", SETTINGS.shop_name):
+        assert fact in prompt
+    assert LINK in call["system"][0]["text"]
+
+
+def test_a_fenced_json_answer_is_accepted() -> None:
+    copy, _ = write(FakeBedrock(text="```json\n" + json.dumps(GOOD) + "\n```"))
+    assert copy.source == "bedrock"
+
+
+def test_typographic_quotes_become_gsm_characters() -> None:
+    copy, _ = write(model_says(sms=f"It’s back – tap within 1 hour to hold one: {LINK}"))
+    assert copy.source == "bedrock"
+    assert copy.sms == f"It's back - tap within 1 hour to hold one: {LINK}"
+
+
+def test_the_fake_model_passes_every_rule() -> None:
+    copy, metrics = write(FakeBedrock())
+    assert copy.source == "bedrock"
+    assert metrics.totals == {}
+
+
+FALLBACKS: dict[str, tuple[FakeBedrock, str]] = {
+    "client raises": (
+        FakeBedrock(error=ClientError({"Error": {"Code": "ThrottlingException"}}, "Converse")),
+        "model_error:ClientError",
+    ),
+    "client times out": (
+        FakeBedrock(error=ReadTimeoutError(endpoint_url="https://bedrock")),
+        "model_error:ReadTimeoutError",
+    ),
+    "empty output": (FakeBedrock(text=""), "empty"),
+    "cut off at the token limit": (FakeBedrock(text=json.dumps(GOOD), stop_reason="max_tokens"), "empty"),
+    "not json": (FakeBedrock(text="Great news, it's back! " + LINK), "not_json"),
+    "missing field": (FakeBedrock(text=json.dumps({"sms": GOOD["sms"]})), "email_subject_missing"),
+    "no placeholder in sms": (model_says(sms="Walnut dining chair is back. Tap to hold one."), "sms_no_link"),
+    "no placeholder in email": (model_says(email_body="It is back in stock."), "email_no_link"),
+    "two placeholders": (model_says(sms=f"It's back: {LINK} (or {LINK})"), "sms_link_twice"),
+    "foreign url": (model_says(sms=f"It's back! See https://walnut.example.com or {LINK}"), "sms_foreign_url"),
+    "bare domain": (
+        model_says(email_body=f"It's back. Hold one: {LINK} or visit walnutandwool.com"),
+        "email_foreign_url",
+    ),
+    "email address": (model_says(email_body=f"It's back: {LINK}. Questions? help@walnut.test"), "email_foreign_url"),
+    "too long sms": (model_says(sms="It's back! " + "This chair is lovely and sturdy. " * 8 + LINK), "sms_too_long"),
+    "guaranteed": (model_says(sms=f"Your chair is guaranteed! Tap: {LINK}"), "sms_forbidden_promise"),
+    "reserved until a time": (model_says(sms=f"Reserved for you until 5pm today: {LINK}"), "sms_forbidden_promise"),
+    "invented time": (model_says(email_body=f"Hold one before 6pm: {LINK}"), "email_invented_number"),
+    "price": (model_says(email_body=f"Now only £120, hold one: {LINK}"), "email_forbidden_promise"),
+    "discount": (model_says(sms=f"Back with 20% off! {LINK}"), "sms_forbidden_promise"),
+    "scarcity": (model_says(sms=f"Only three left! Tap: {LINK}"), "sms_forbidden_promise"),
+    "stray placeholder": (model_says(sms=f"Hi {{name}}, it's back: {LINK}"), "sms_stray_placeholder"),
+    "its own stop line": (model_says(sms=f"It's back: {LINK} Reply STOP to opt out"), "sms_has_stop_line"),
+    "emoji": (model_says(sms=f"It's back 🎉 {LINK}"), "sms_not_gsm"),
+    "link in the subject": (model_says(email_subject=f"Back: {LINK}"), "subject_has_link"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FALLBACKS))
+def test_every_failure_falls_back_to_the_template_and_counts_it(case: str) -> None:
+    bedrock, reason = FALLBACKS[case]
+    copy, metrics = write(bedrock)
+    assert metrics.document()["copy_fallback_reason"] == reason
+    assert copy.source == "template"
+    assert copy == template_copy(FACTS, writer(None).reserve_sample, writer(None).manage_sample)
+    assert metrics.totals == {FALLBACK_COPY: 1}
+
+
+def test_template_mode_never_calls_a_model() -> None:
+    copy, metrics = write(None)
+    assert copy.source == "template"
+    assert metrics.totals == {}
+
+
+def test_template_says_the_windows_and_never_promises() -> None:
+    copy = template_copy(FACTS, "https://x.example/reserve/t", "https://x.example/me/t")
+    assert "within 1 hour" in copy.sms and "15 minutes" in copy.sms
+    assert copy.sms.count(LINK) == 1 and copy.email_text.count(LINK) == 1
+    assert copy.email_subject == "Walnut dining chair is back in stock"
+    for word in ("guarantee", "reserved for you", "£", "%"):
+        assert word not in (copy.sms + copy.email_text).lower()
+
+
+def test_template_sms_fits_two_segments_with_real_links_even_for_long_names() -> None:
+    sample = writer(None)
+    facts = Facts(
+        product="Hand-turned solid walnut dining chair with woven seat, natural oil finish, set of one",
+        shop="The Very Long Named Independent Furniture and Homeware Emporium of Somewhere",
+        voice="plain",
+        offer_window="1 hour",
+        hold_window="15 minutes",
+    )
+    copy = template_copy(facts, sample.reserve_sample, sample.manage_sample)
+    filled = f"{fill(copy.sms, sample.reserve_sample)}\n{STOP_LINE}"
+    assert sms_segments(filled) <= SMS_COPY_SEGMENTS
+    assert sms_segments(compose_sms(copy.sms, sample.reserve_sample, sample.manage_sample)) <= SMS_TOTAL_SEGMENTS
+
+
+def test_sms_ends_with_the_stop_line_after_the_manage_link() -> None:
+    text = compose_sms(f"Back: {LINK}", "https://a.example/reserve/r", "https://a.example/me/m")
+    assert text == "Back: https://a.example/reserve/r\nManage alerts: https://a.example/me/m\nReply STOP to opt out"
+
+
+@pytest.mark.parametrize(
+    ("text", "segments"),
+    [("a" * 160, 1), ("a" * 161, 2), ("a" * 306, 2), ("a" * 307, 3), ("€" * 80, 1), ("€" * 81, 2), ("é" * 160, 1)],
+)
+def test_gsm7_segments_count_extension_characters_twice(text: str, segments: int) -> None:
+    assert sms_segments(text) == segments
+
+
+def test_a_non_gsm_character_forces_ucs2_segments() -> None:
+    assert sms_segments("😀" + "a" * 69) == 2
+    assert sms_segments("ç" + "a" * 69) == 1  # 70 UCS-2 characters: one segment
+
+
+def test_accents_outside_gsm_are_simplified() -> None:
+    assert to_gsm("Crème brûlée set") == "Crème brulée set"  # è and é are GSM-7; û is not
+    assert septets("[x]") == 5
+
+
+@pytest.mark.parametrize(
+    ("seconds", "words"), [(3600, "1 hour"), (7200, "2 hours"), (900, "15 minutes"), (61, "2 minutes")]
+)
+def test_windows_are_said_in_words(seconds: int, words: str) -> None:
+    assert window_words(seconds) == words
