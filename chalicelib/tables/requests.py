@@ -32,6 +32,11 @@ def unique_sk(contact_key: str) -> str:
     return f"{UNIQUE_PREFIX}{contact_key}"
 
 
+def expiry_day(ttl: int) -> str:
+    """The UTC day a request's ttl falls on: the partition of the sparse "by-expiry" index the sweep reads."""
+    return iso(ttl)[:10]
+
+
 class RequestsTable:
     """The waiting lists."""
 
@@ -80,6 +85,8 @@ class RequestsTable:
                         "created_at": int(now),
                         "updated_at": int(now),
                         "ttl": ttl,
+                        # Only requests (not uniqueness items) carry it, so the sweep finds stale places by day.
+                        "expiry_day": expiry_day(ttl),
                     },
                     # A join stamp is never reused, so an existing one means a bug, not a retry.
                     "ConditionExpression": "attribute_not_exists(joined_ts)",
@@ -110,12 +117,14 @@ class RequestsTable:
         try:
             result = self.table.update_item(
                 Key={"sku": sku, "joined_ts": joined_ts},
-                UpdateExpression="SET #ttl = :ttl, updated_at = :now" + (", #name = :name" if name else ""),
+                UpdateExpression="SET #ttl = :ttl, expiry_day = :day, updated_at = :now"
+                + (", #name = :name" if name else ""),
                 # Only a live place is refreshed; a finished one is replaced by a new join instead.
                 ConditionExpression="attribute_exists(joined_ts) AND #state IN (:w, :o, :r)",
                 ExpressionAttributeNames={"#ttl": "ttl", "#state": "state", **({"#name": "name"} if name else {})},
                 ExpressionAttributeValues={
                     ":ttl": ttl,
+                    ":day": expiry_day(ttl),
                     ":now": int(now),
                     ":w": WAITING,
                     ":o": OFFERED,
@@ -236,6 +245,45 @@ class RequestsTable:
             "#state = :reserved AND offer_token = :tok",
             {":converted": CONVERTED, ":reserved": RESERVED, ":tok": token_id},
         )
+
+    # --- Stale places: requests whose ttl passed, found through the sparse "by-expiry" index, never a scan.
+
+    def stale(self, cutoff: float, *, lookback_days: int, page_size: int = 100) -> Iterator[dict[str, Any]]:
+        """Requests whose ttl is at or before `cutoff`, from the day buckets of the last `lookback_days` days."""
+        last = int(cutoff)
+        for back in range(lookback_days, -1, -1):
+            yield from query_all(
+                self.table,
+                IndexName="by-expiry",
+                KeyConditionExpression=Key("expiry_day").eq(expiry_day(last - back * 86400)) & Key("ttl").lte(last),
+                Limit=page_size,
+            )
+
+    def expire_items(self, sku: str, joined_ts: str, *, state: str, contact_key: str, cutoff: float) -> list[TxItem]:
+        """Transaction items removing a stale place: the request, then the uniqueness item that names it."""
+        return [
+            {
+                "Delete": {
+                    "TableName": self.name,
+                    "Key": {"sku": sku, "joined_ts": joined_ts},
+                    # Only a place still stale and in the state seen: a repeat tap that extended it, or an
+                    # offer made meanwhile (whose unit must come back through it), wins.
+                    "ConditionExpression": "#state = :state AND #ttl <= :cutoff",
+                    "ExpressionAttributeNames": {"#state": "state", "#ttl": "ttl"},
+                    "ExpressionAttributeValues": {":state": state, ":cutoff": int(cutoff)},
+                }
+            },
+            {
+                "Delete": {
+                    "TableName": self.name,
+                    "Key": {"sku": sku, "joined_ts": unique_sk(contact_key)},
+                    # One place per person (invariant 2): a newer place after a re-join keeps its item.
+                    "ConditionExpression": "#ref = :joined",
+                    "ExpressionAttributeNames": {"#ref": "ref"},
+                    "ExpressionAttributeValues": {":joined": joined_ts},
+                }
+            },
+        ]
 
     # --- Leaving and erasure (the unsubscribe link, STOP, the manage page, staff tools).
 
