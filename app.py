@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
 from chalice import Chalice, Rate, Response
-from chalice.app import CloudWatchEvent
+from chalice.app import CloudWatchEvent, SQSEvent
 
 from chalicelib import wiring
 from chalicelib.capture import MAX_BODY_BYTES
 from chalicelib.errors import DomainError
+from chalicelib.jobs import Job
 from chalicelib.web import cors_headers, error_response, json_response, parse_body
 from chalicelib.widget import widget_source
 
@@ -107,3 +110,18 @@ def inventory_webhook() -> Response:
 def catalog_sync(event: CloudWatchEvent) -> dict[str, object]:
     """Every 15 minutes: mirror the store's product feed into the catalogue."""
     return wiring.current().catalog_sync.run().as_dict()
+
+
+# The decorator needs the queue name as a literal at import time, before any stage's settings are loaded,
+# so it is read from the environment here. `make package` (infra/pin_stage.py) then binds the trigger to
+# the stack's own JobsQueue, whatever the stage's prefix.
+JOBS_QUEUE = os.environ.get("NAME_PREFIX", "bisn") + "-jobs"
+
+
+@app.on_sqs_message(queue=JOBS_QUEUE, batch_size=1)
+def notifier(event: SQSEvent) -> None:
+    """Tell the front of a SKU's waiting list about a restock. Raising returns the job to the queue (DLQ after 5)."""
+    services = wiring.current()
+    for record in event:
+        # A malformed body raises too: it is retried, then parked in the DLQ intact for a person to look at.
+        services.notifier.handle(Job.from_json(record.body), event.context.get_remaining_time_in_millis)

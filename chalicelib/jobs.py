@@ -17,16 +17,25 @@ class Job:
     """One unit of notifier work: tell the front of `sku`'s queue about restock `restock_id`.
 
     kind: 'restock' (first pass), 'topup' (units were freed) or 'continue' (a large restock's next slice).
+    A 'continue' job resumes the walk after the request `after` (a joined_ts), with `passed` live requests
+    already counted before it, so positions keep counting from where the previous slice stopped.
     """
 
     sku: str
     restock_id: str
     restock_ts: str
     kind: str = "restock"
+    after: str = ""
+    passed: int = 0
 
     def to_json(self) -> str:
         """The message body."""
-        return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True)
+        body = asdict(self)
+        # The cursor only exists on continuations; other bodies stay as they were.
+        if not self.after:
+            body.pop("after")
+            body.pop("passed")
+        return json.dumps(body, separators=(",", ":"), sort_keys=True)
 
     @classmethod
     def from_json(cls, body: str) -> Job:
@@ -43,7 +52,11 @@ class Job:
         kind = data.get("kind", "restock")
         if kind not in KINDS:
             raise BadRequest(f"unknown job kind {kind!r}", code="invalid_job")
-        return cls(kind=kind, **fields)  # type: ignore[arg-type]
+        after = data.get("after", "")
+        passed = data.get("passed", 0)
+        if not isinstance(after, str) or isinstance(passed, bool) or not isinstance(passed, int) or passed < 0:
+            raise BadRequest("job cursor must be a join stamp and a count", code="invalid_job")
+        return cls(kind=kind, after=after, passed=passed, **fields)  # type: ignore[arg-type]
 
 
 class JobQueue:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 from urllib.parse import urlsplit
 
 from chalicelib.alerts import StaffAlerts
@@ -11,14 +12,18 @@ from chalicelib.capture import CaptureService
 from chalicelib.catalog_sync import CatalogSync, FeedReader
 from chalicelib.clock import Clock, SystemClock
 from chalicelib.config import Settings, load_settings
+from chalicelib.copywriter import Copywriter, FakeBedrock
 from chalicelib.detect import DetectService
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.jobs import JobQueue
+from chalicelib.metrics import MetricsFactory
+from chalicelib.notifier import Notifier
 from chalicelib.leaving import QueueExits
 from chalicelib.links import Links
 from chalicelib.manage import FormGuard, ManageService
 from chalicelib.optout_service import OptoutService
 from chalicelib.secrets import Secrets
+from chalicelib.senders import EmailSender, Senders, SmsSender
 from chalicelib.selfservice import SelfService
 from chalicelib.support_desk import SupportDesk
 from chalicelib.tables.audit import AuditTable
@@ -110,6 +115,55 @@ class Services:
     def jobs(self) -> JobQueue:
         """The notifier's job queue."""
         return JobQueue(self.aws.sqs, self.settings.jobs_queue_name)
+
+    @cached_property
+    def metrics(self) -> MetricsFactory:
+        """Per-invocation EMF metrics in the stage's namespace."""
+        return MetricsFactory(self.settings.metrics_namespace, enabled=self.settings.metrics_enabled)
+
+    @cached_property
+    def bedrock(self) -> Any | None:
+        """The model client for copy: Bedrock, the in-repo fake (local stage), or none (template only)."""
+        if self.settings.copy_mode == "bedrock":
+            return self.aws.bedrock_runtime
+        if self.settings.copy_mode == "fake":
+            return FakeBedrock()
+        return None
+
+    @cached_property
+    def copywriter(self) -> Copywriter:
+        """One restock's message copy, written once and cached on the restock."""
+        return Copywriter(settings=self.settings, restocks=self.restocks, links=self.links, bedrock=self.bedrock)
+
+    @cached_property
+    def senders(self) -> Senders:
+        """SMS (SNS) and email (SES v2), each under its per-second rate."""
+        return Senders(
+            SmsSender(self.aws.sns),
+            EmailSender(self.aws.sesv2, self.settings.ses_from),
+            sms_per_second=self.settings.sms_per_second,
+            email_per_second=self.settings.email_per_second,
+        )
+
+    @cached_property
+    def notifier(self) -> Notifier:
+        """The notifier job handler."""
+        return Notifier(
+            settings=self.settings,
+            catalog=self.catalog,
+            requests=self.requests,
+            restocks=self.restocks,
+            reservations=self.reservations,
+            optout=self.optout,
+            audit=self.audit,
+            jobs=self.jobs,
+            links=self.links,
+            copywriter=self.copywriter,
+            senders=self.senders,
+            metrics=self.metrics,
+            clock=self.clock,
+            faults=self.faults,
+        )
 
     @cached_property
     def capture(self) -> CaptureService:

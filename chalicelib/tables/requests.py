@@ -164,6 +164,25 @@ class RequestsTable:
             kwargs["FilterExpression"] = Attr("state").is_in(list(ACTIVE_STATES))
         return query_all(self.table, **kwargs)
 
+    def queue_pages(self, sku: str, *, after: str = "", page_size: int = 100) -> Iterator[list[dict[str, Any]]]:
+        """Every request of the waiting list in any state, oldest first, page by page, resuming after `after`."""
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": Key("sku").eq(sku) & Key("joined_ts").lt(QUEUE_UPPER_BOUND),
+            "ScanIndexForward": True,
+            "Limit": page_size,
+            "ConsistentRead": True,
+        }
+        if after:
+            kwargs["ExclusiveStartKey"] = {"sku": sku, "joined_ts": after}
+        while True:
+            page = self.table.query(**kwargs)
+            items = list(page.get("Items", []))
+            if items:
+                yield items
+            if "LastEvaluatedKey" not in page:
+                return
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
     def by_contact(self, contact_key: str) -> list[dict[str, Any]]:
         """Every request one person has, across SKUs (eventually consistent index)."""
         return list(

@@ -1,0 +1,419 @@
+"""The notifier: tell the front of a SKU's waiting list about a restock, in order, capped, exactly once.
+
+For each eligible request, oldest first, one transaction takes a unit from `units_offerable` (never below
+zero), writes the offer row and marks the request told for this restock. Only then is the notice sent.
+A send that fails is rolled back by the inverse transaction and the job fails, so SQS retries it; a job
+redelivered after success finds everyone already told and sends nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+from chalicelib.clock import Clock
+from chalicelib.config import Settings
+from chalicelib.copywriter import Copy, Copywriter, Facts, compose_email, compose_sms, facts_for
+from chalicelib.errors import NotFound
+from chalicelib.faults import FaultHook
+from chalicelib.jobs import Job, JobQueue
+from chalicelib.links import Links
+from chalicelib.metrics import (
+    CONTINUATIONS,
+    NOTICES_SENT,
+    SEND_FAILURES,
+    UNITS_OFFERABLE,
+    UNITS_TOTAL,
+    Metrics,
+    MetricsFactory,
+    skip_metric,
+)
+from chalicelib.senders import EMAIL, SMS, Notice, Senders
+from chalicelib.tables.audit import AuditTable
+from chalicelib.tables.base import TransactionCancelled, transact
+from chalicelib.tables.catalog import CatalogTable, with_defaults
+from chalicelib.tables.optout import OptoutTable
+from chalicelib.tables.requests import ACTIVE_STATES, CONVERTED, OFFERED, RESERVED, WAITING, RequestsTable
+from chalicelib.tables.reservations import ReservationsTable
+from chalicelib.tables.restocks import CLOSED, RestocksTable
+
+log = logging.getLogger(__name__)
+
+# Why a request was passed over (audit `reason`, and one metric each).
+OPTED_OUT = "opted_out"
+ALREADY_NOTIFIED = "already_notified"
+SKIP_CONVERTED = "converted"
+HOLDING_OFFER = "holding_offer"
+HOLDING_UNIT = "holding_unit"
+NOT_WAITING = "not_waiting"
+NO_CONTACT = "no_contact"
+
+# Why a walk ended.
+QUEUE_END = "queue_end"
+UNITS_EXHAUSTED = "units_exhausted"
+DEADLINE = "deadline"
+SEND_FAILED = "send_failed"
+RESTOCK_CLOSED = "closed"
+NO_UNITS = "no_units"
+
+AFTER_OFFER_COMMITTED = "notifier.after_offer_committed"
+
+
+class UnknownRestock(NotFound):
+    """A job names a restock that does not exist (or another restock's id): it goes to the DLQ for a person."""
+
+    code = "unknown_restock"
+
+
+class SendFailed(RuntimeError):
+    """Some notices could not be sent; their offers were rolled back and the job must be retried."""
+
+
+def skip_reason(request: dict[str, Any], restock_id: str, suppressed: set[str]) -> str | None:
+    """Why this request must not be told about this restock now, or None when it is eligible."""
+    state = request.get("state")
+    if request.get("contact_key") in suppressed:
+        return OPTED_OUT
+    if state == CONVERTED:
+        return SKIP_CONVERTED
+    if request.get("last_notified_restock") == restock_id:
+        return ALREADY_NOTIFIED
+    if state == OFFERED:
+        return HOLDING_OFFER
+    if state == RESERVED:
+        return HOLDING_UNIT
+    if state != WAITING:
+        return NOT_WAITING
+    if request.get("channel") not in (SMS, EMAIL) or not request.get("contact"):
+        return NO_CONTACT
+    return None
+
+
+@dataclass
+class Outcome:
+    """What one job did."""
+
+    restock_id: str
+    kind: str
+    stopped: str
+    notices: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    continued: bool = False
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """An offer committed whose notice is on its way."""
+
+    token_id: str
+    request: dict[str, Any]
+    position: int
+    channel: str
+
+
+class _Walk:
+    """The state of one job's pass over the queue (the Notifier itself holds none, so jobs can overlap)."""
+
+    def __init__(self, job: Job, restock: dict[str, Any], product: dict[str, Any], shop: str, metrics: Metrics) -> None:
+        self.job = job
+        self.restock = restock
+        self.product = product
+        self.metrics = metrics
+        self.offer_window_s = int(product.get("offer_window_s") or 3600)
+        self.left = int(restock.get("units_offerable", 0))
+        self.position = job.passed
+        self.cursor = job.after
+        self.examined = 0
+        self.notices = 0
+        self.failures = 0
+        self.skipped: Counter[str] = Counter()
+        self.copy: Copy | None = None
+        self.facts: Facts = facts_for(product, shop)
+        self.pending: dict[Future[str], _Pending] = {}
+
+
+class Notifier:
+    """Handles one notifier job at a time per call; safe to call from several threads at once."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        catalog: CatalogTable,
+        requests: RequestsTable,
+        restocks: RestocksTable,
+        reservations: ReservationsTable,
+        optout: OptoutTable,
+        audit: AuditTable,
+        jobs: JobQueue,
+        links: Links,
+        copywriter: Copywriter,
+        senders: Senders,
+        metrics: MetricsFactory,
+        clock: Clock,
+        faults: FaultHook,
+        page_size: int = 100,
+        deadline_margin_ms: int = 10_000,
+    ) -> None:
+        self.settings = settings
+        self.catalog = catalog
+        self.requests = requests
+        self.restocks = restocks
+        self.reservations = reservations
+        self.optout = optout
+        self.audit = audit
+        self.jobs = jobs
+        self.links = links
+        self.copywriter = copywriter
+        self.senders = senders
+        self.metrics = metrics
+        self.clock = clock
+        self.faults = faults
+        self.page_size = page_size
+        self.deadline_margin_ms = deadline_margin_ms
+
+    @property
+    def _client(self) -> Any:
+        return self.requests.table.meta.client
+
+    def handle(self, job: Job, remaining_ms: Callable[[], int]) -> Outcome:
+        """Run one job; `remaining_ms` is the Lambda's time left. Raises so SQS retries (or dead-letters) it."""
+        metrics = self.metrics.start()
+        metrics.metadata("restock_id", job.restock_id)
+        metrics.metadata("sku", job.sku)
+        metrics.metadata("job_kind", job.kind)
+        try:
+            outcome = self._run(job, remaining_ms, metrics)
+        finally:
+            totals = metrics.flush()
+        outcome.metrics = totals
+        log.info(
+            "notifier job done: restock=%s kind=%s notices=%d skipped=%s stopped=%s continued=%s",
+            job.restock_id,
+            job.kind,
+            outcome.notices,
+            dict(outcome.skipped),
+            outcome.stopped,
+            outcome.continued,
+        )
+        return outcome
+
+    def _run(self, job: Job, remaining_ms: Callable[[], int], metrics: Metrics) -> Outcome:
+        restock = self.restocks.get(job.sku, job.restock_ts)
+        if restock is None or restock.get("restock_id") != job.restock_id:
+            raise UnknownRestock(f"no restock {job.restock_id} at {job.sku}/{job.restock_ts}")
+        metrics.gauge(UNITS_TOTAL, int(restock.get("units_total", 0)))
+        metrics.gauge(UNITS_OFFERABLE, int(restock.get("units_offerable", 0)))
+        if restock.get("state") == CLOSED:
+            return Outcome(job.restock_id, job.kind, RESTOCK_CLOSED)
+        if int(restock.get("units_offerable", 0)) <= 0:
+            return Outcome(job.restock_id, job.kind, NO_UNITS)
+        product = self.catalog.get_cached(job.sku) or with_defaults({"sku": job.sku})
+        walk = _Walk(job, restock, product, self.settings.shop_name, metrics)
+        # Keep back enough time to let the sends in flight finish and to queue the continuation.
+        reserve_ms = min(self.deadline_margin_ms, max(0, remaining_ms()) // 4)
+        stopped = self._walk(walk, remaining_ms, reserve_ms)
+        if walk.failures:
+            raise SendFailed(f"{walk.failures} notice(s) for restock {job.restock_id} could not be sent; retrying")
+        outcome = Outcome(job.restock_id, job.kind, stopped, notices=walk.notices, skipped=walk.skipped)
+        if stopped == DEADLINE:
+            self.jobs.send(
+                Job(job.sku, job.restock_id, job.restock_ts, kind="continue", after=walk.cursor, passed=walk.position)
+            )
+            metrics.count(CONTINUATIONS)
+            outcome.continued = True
+        return outcome
+
+    def _walk(self, walk: _Walk, remaining_ms: Callable[[], int], reserve_ms: int) -> str:
+        """Go down the queue until the units, the queue or the time run out; returns why it stopped."""
+        max_in_flight = self.settings.sends_concurrency * 2
+        with ThreadPoolExecutor(max_workers=self.settings.sends_concurrency, thread_name_prefix="send") as pool:
+            try:
+                for page in self.requests.queue_pages(walk.job.sku, after=walk.job.after, page_size=self.page_size):
+                    suppressed = self.optout.suppressed_among(
+                        [str(r["contact_key"]) for r in page if r.get("contact_key")]
+                    )
+                    for request in page:
+                        self._collect(walk, block=len(walk.pending) >= max_in_flight)
+                        if walk.failures:
+                            return SEND_FAILED
+                        if walk.examined and remaining_ms() < reserve_ms:
+                            return DEADLINE
+                        if walk.left <= 0 and not self._units_left(walk):
+                            return UNITS_EXHAUSTED
+                        walk.examined += 1
+                        if request.get("state") in ACTIVE_STATES:
+                            walk.position += 1
+                        if not self._consider(walk, request, suppressed, pool):
+                            return UNITS_EXHAUSTED
+                        walk.cursor = str(request["joined_ts"])
+                return QUEUE_END
+            finally:
+                # Whatever ended the walk, the notices already committed go out and are accounted for.
+                while walk.pending:
+                    self._collect(walk, block=True)
+
+    def _units_left(self, walk: _Walk) -> bool:
+        """Re-read the counter once the local estimate reaches zero: lapses may have freed units meanwhile."""
+        fresh = self.restocks.get(walk.job.sku, walk.job.restock_ts) or {}
+        walk.left = int(fresh.get("units_offerable", 0)) if fresh.get("state") != CLOSED else 0
+        return walk.left > 0
+
+    def _consider(self, walk: _Walk, request: dict[str, Any], suppressed: set[str], pool: ThreadPoolExecutor) -> bool:
+        """Skip or offer one request; False when no unit was left to offer."""
+        reason = skip_reason(request, walk.job.restock_id, suppressed)
+        if reason:
+            self._skip(walk, request, reason)
+            return True
+        if walk.copy is None:
+            # Fetched before the first offer commits, so a slow model never sits between an offer and its notice.
+            walk.copy = self.copywriter.copy_for(walk.restock, walk.product, walk.metrics)
+        token_id = uuid.uuid4().hex
+        if not self._commit_offer(walk, request, token_id):
+            return walk.left > 0
+        walk.left -= 1
+        # A crash here leaves an offer nobody was told about; it lapses at its due time and the sweep passes
+        # the unit on. The retry of this job must not send it either: the request is marked told already.
+        self.faults(AFTER_OFFER_COMMITTED)
+        notice = self._notice(walk.copy, walk.facts, request, token_id)
+        future = pool.submit(self.senders.send, notice)
+        walk.pending[future] = _Pending(token_id, request, walk.position, notice.channel)
+        return True
+
+    def _commit_offer(self, walk: _Walk, request: dict[str, Any], token_id: str) -> bool:
+        """One transaction: a unit from units_offerable, the offer row, the request marked told for this restock."""
+        job, now = walk.job, self.clock.now()
+        joined_ts = str(request["joined_ts"])
+        items = [
+            self.restocks.take_offer_item(job.sku, job.restock_ts),
+            self.reservations.offer_put_item(
+                token_id=token_id,
+                sku=job.sku,
+                restock_ts=job.restock_ts,
+                restock_id=job.restock_id,
+                request_joined_ts=joined_ts,
+                contact_key=str(request["contact_key"]),
+                channel=str(request["channel"]),
+                now=now,
+                offer_window_s=walk.offer_window_s,
+            ),
+            self.requests.mark_offered_item(job.sku, joined_ts, restock_id=job.restock_id, token_id=token_id, now=now),
+        ]
+        try:
+            transact(self._client, items)
+        except TransactionCancelled as cancelled:
+            if cancelled.failed(0):
+                walk.left = 0
+                return False
+            if cancelled.failed(2):
+                # Another invocation told them first, or their state moved: say which, from a fresh read.
+                fresh = self.requests.get(job.sku, joined_ts) or {}
+                self._skip(walk, request, skip_reason(fresh, job.restock_id, set()) or ALREADY_NOTIFIED)
+                return False
+            raise
+        return True
+
+    def _notice(self, copy: Copy, facts: Facts, request: dict[str, Any], token_id: str) -> Notice:
+        """The message for one recipient, with their own signed links."""
+        contact_key = str(request["contact_key"])
+        reserve_url = self.links.reserve(token_id)
+        manage_url = self.links.manage(contact_key)
+        to = str(request["contact"])
+        if request["channel"] == SMS:
+            return Notice(channel=SMS, to=to, text=compose_sms(copy.sms, reserve_url, manage_url))
+        return compose_email(
+            copy,
+            to=to,
+            name=str(request.get("name") or ""),
+            facts=facts,
+            reserve_url=reserve_url,
+            manage_url=manage_url,
+            unsubscribe_url=self.links.unsubscribe(contact_key),
+        )
+
+    def _collect(self, walk: _Walk, *, block: bool) -> None:
+        """Account for finished sends: audit the sent ones, roll back the failed ones."""
+        if not walk.pending:
+            return
+        done, _ = wait(list(walk.pending), timeout=None if block else 0, return_when=FIRST_COMPLETED)
+        for future in done:
+            pending = walk.pending.pop(future)
+            error = future.exception()
+            if error is None:
+                self._sent(walk, pending, future.result())
+            else:
+                self._send_failed(walk, pending, error)
+
+    def _sent(self, walk: _Walk, pending: _Pending, message_id: str) -> None:
+        walk.notices += 1
+        walk.metrics.count(NOTICES_SENT)
+        self.audit.record(
+            walk.job.sku,
+            "notice_sent",
+            self.clock.now(),
+            restock_id=walk.job.restock_id,
+            position=pending.position,
+            channel=pending.channel,
+            message_id=message_id,
+            contact_key=pending.request.get("contact_key"),
+            token_id=pending.token_id,
+            request_joined_ts=pending.request.get("joined_ts"),
+            job_kind=walk.job.kind,
+        )
+
+    def _send_failed(self, walk: _Walk, pending: _Pending, error: BaseException) -> None:
+        """Undo the offer of a notice that did not go: unit back, row gone, request waiting and untold."""
+        walk.failures += 1
+        walk.metrics.count(SEND_FAILURES)
+        job, request = walk.job, pending.request
+        log.warning("send failed for restock %s (%s): %r", job.restock_id, pending.channel, error)
+        rolled_back = True
+        try:
+            transact(
+                self._client,
+                [
+                    self.reservations.delete_offer_item(pending.token_id),
+                    self.restocks.release_offer_item(job.sku, job.restock_ts),
+                    self.requests.unmark_offered_item(
+                        job.sku,
+                        str(request["joined_ts"]),
+                        token_id=pending.token_id,
+                        previous_restock=request.get("last_notified_restock"),
+                    ),
+                ],
+            )
+        except Exception:  # the offer stays and lapses at its due time; the sweep returns the unit
+            log.exception("rolling back the offer %s failed; the sweep will lapse it", pending.token_id)
+            rolled_back = False
+        self.audit.record(
+            job.sku,
+            "send_failed",
+            self.clock.now(),
+            restock_id=job.restock_id,
+            channel=pending.channel,
+            contact_key=request.get("contact_key"),
+            token_id=pending.token_id,
+            error=getattr(error, "response", {}).get("Error", {}).get("Code") or type(error).__name__,
+            rolled_back=rolled_back,
+        )
+
+    def _skip(self, walk: _Walk, request: dict[str, Any], reason: str) -> None:
+        walk.skipped[reason] += 1
+        walk.metrics.count(skip_metric(reason))
+        live = request.get("state") in ACTIVE_STATES
+        self.audit.record(
+            walk.job.sku,
+            "notice_skipped",
+            self.clock.now(),
+            restock_id=walk.job.restock_id,
+            reason=reason,
+            position=walk.position if live else None,
+            contact_key=request.get("contact_key"),
+            request_joined_ts=request.get("joined_ts"),
+        )

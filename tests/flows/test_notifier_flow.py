@@ -1,0 +1,83 @@
+"""Shoppers join through the API; a restock job reaches the notifier function as SQS delivers it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from chalice.test import Client
+
+from chalicelib.clock import FixedClock
+from chalicelib.errors import BadRequest
+from chalicelib.jobs import Job
+from chalicelib.notifier import UnknownRestock
+from chalicelib.wiring import Services
+from tests.notices import add_restock, drain, email_outbox, sms_outbox, verify_sender
+
+JSON = {"Content-Type": "application/json"}
+
+
+def tap(client: Client, sku: str, channel: str, contact: str, name: str = "") -> None:
+    body = {"sku": sku, "channel": channel, "contact": contact, "name": name}
+    response = client.http.post("/notify-me", headers=JSON, body=json.dumps(body))
+    assert response.status_code == 201, response.body
+
+
+def deliver(client: Client, body: str) -> Any:
+    """What the Lambda event source does with one message of the jobs queue."""
+    return client.lambda_.invoke("notifier", client.events.generate_sqs_event([body], queue_name="bisn-jobs"))
+
+
+def test_a_restock_job_tells_the_front_of_the_queue_by_sms_and_email(
+    client: Client, services: Services, clock: FixedClock, chair: str
+) -> None:
+    verify_sender(services)
+    tap(client, chair, "email", "Grace@Example.com", "Grace")
+    clock.advance(1)
+    tap(client, chair, "sms", "07400 123456")
+    clock.advance(1)
+    tap(client, chair, "sms", "07400 654321")
+    job = add_restock(services, chair, 2, services.clock.now())
+
+    deliver(client, job.to_json())
+    drain(services)  # a slow emulator may have left the rest to a continuation job
+
+    [email] = email_outbox()
+    assert email.destinations == {"ToAddresses": ["Grace@example.com"]}  # the domain is normalised
+    assert "Hi Grace," in email.body and "/reserve/" in email.body and "/unsubscribe/" in email.body
+    [(number, text)] = sms_outbox()
+    assert number == "+447400123456"
+    assert "/reserve/" in text and "/me/" in text and text.endswith("Reply STOP to opt out")
+    restock = services.restocks.get(chair, job.restock_ts) or {}
+    assert int(restock["units_offerable"]) == 0
+    waiting = [r["state"] for r in services.requests.queue(chair)]
+    assert waiting == ["offered", "offered", "waiting"]
+
+
+def test_a_malformed_job_fails_the_invocation_so_it_is_never_silently_dropped(client: Client) -> None:
+    with pytest.raises(BadRequest):
+        deliver(client, "not a job")
+    with pytest.raises(BadRequest):
+        deliver(client, json.dumps({"sku": "CHAIR-WALNUT", "kind": "restock"}))
+
+
+def test_a_job_that_keeps_failing_reaches_the_dead_letter_queue_intact_after_five_receives(
+    client: Client, services: Services, chair: str
+) -> None:
+    sqs = services.aws.sqs
+    job = Job(chair, "rs_0123456789abcdef01234567", "2026-01-01T00:00:00.000000Z#01234567")
+    services.jobs.send(job)
+    failures = 0
+    for _ in range(10):
+        messages = sqs.receive_message(QueueUrl=services.jobs.url, VisibilityTimeout=0).get("Messages", [])
+        if not messages:
+            break
+        with pytest.raises(UnknownRestock):
+            deliver(client, messages[0]["Body"])
+        failures += 1
+
+    assert failures == 5
+    dlq = sqs.get_queue_url(QueueName=services.settings.dlq_name)["QueueUrl"]
+    [parked] = sqs.receive_message(QueueUrl=dlq).get("Messages", [])
+    assert Job.from_json(parked["Body"]) == job

@@ -1,0 +1,386 @@
+"""The notifier against the emulator: fair order, an exact cap, the skips, and exactly-once under retries."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from chalicelib.clock import FixedClock
+from chalicelib.copywriter import FakeBedrock, sms_segments
+from chalicelib.jobs import Job
+from chalicelib.metrics import (
+    NOTICES_SENT,
+    SEND_FAILURES,
+    UNITS_OFFERABLE,
+    UNITS_TOTAL,
+    MetricsFactory,
+    skip_metric,
+)
+from chalicelib.notifier import (
+    AFTER_OFFER_COMMITTED,
+    ALREADY_NOTIFIED,
+    HOLDING_OFFER,
+    HOLDING_UNIT,
+    NO_UNITS,
+    OPTED_OUT,
+    QUEUE_END,
+    RESTOCK_CLOSED,
+    SKIP_CONVERTED,
+    UNITS_EXHAUSTED,
+    SendFailed,
+    UnknownRestock,
+)
+from chalicelib.senders import EmailSender, Senders, SmsSender
+from chalicelib.wiring import Services
+from tests.notices import (
+    FlakySns,
+    add_request,
+    add_restock,
+    email_outbox,
+    joined,
+    key_of,
+    plenty,
+    sms_outbox,
+    verify_sender,
+)
+from tests.support import CHAIR, CrashAt, InjectedCrash
+
+SKU = "CHAIR-WALNUT"
+
+
+@pytest.fixture
+def shop(services: Services) -> Services:
+    """A shop selling the chair, with its From address verified in SES."""
+    services.catalog.upsert(SKU, dict(CHAIR))
+    verify_sender(services)
+    return services
+
+
+def line_up(services: Services, clock: FixedClock, count: int, start: int = 0) -> list[str]:
+    """`count` shoppers waiting by SMS, one second apart; returns their numbers in queue order."""
+    numbers = []
+    for i in range(start, start + count):
+        number = f"+4474009{i:05d}"
+        add_request(services, SKU, number, joined(i, clock.now()), clock.now())
+        numbers.append(number)
+    return numbers
+
+
+def told() -> list[str]:
+    return [number for number, _ in sms_outbox()]
+
+
+def restock_item(services: Services, job: Job) -> dict[str, Any]:
+    return services.restocks.get(job.sku, job.restock_ts) or {}
+
+
+def offers(services: Services, job: Job) -> list[dict[str, Any]]:
+    rows = services.reservations.table.scan()["Items"]
+    return [r for r in rows if r["restock_id"] == job.restock_id]
+
+
+def audit(services: Services, kind: str) -> list[dict[str, Any]]:
+    return [fact for fact in services.audit.for_sku(SKU) if fact["kind"] == kind]
+
+
+def test_notices_go_oldest_first_with_ties_broken_by_the_suffix(shop: Services, clock: FixedClock) -> None:
+    now = clock.now()
+    for contact, stamp in [
+        ("+447400900003", joined(5, now, "00000b")),
+        ("+447400900002", joined(5, now, "00000a")),
+        ("+447400900004", joined(5, now, "00000c")),
+        ("+447400900001", joined(4, now, "ffffff")),
+    ]:
+        add_request(shop, SKU, contact, stamp, now)
+    job = add_restock(shop, SKU, 3, now)
+
+    outcome = shop.notifier.handle(job, plenty)
+
+    assert outcome.notices == 3
+    assert sorted(told()) == ["+447400900001", "+447400900002", "+447400900003"]
+    sent = sorted(audit(shop, "notice_sent"), key=lambda f: int(f["position"]))
+    assert [(int(f["position"]), f["contact_key"]) for f in sent] == [
+        (1, key_of(shop, "+447400900001")),
+        (2, key_of(shop, "+447400900002")),
+        (3, key_of(shop, "+447400900003")),
+    ]
+    assert shop.requests.get(SKU, joined(5, now, "00000c"))["state"] == "waiting"
+
+
+def test_the_cap_is_exact(shop: Services, clock: FixedClock) -> None:
+    numbers = line_up(shop, clock, 10)
+    job = add_restock(shop, SKU, 4, clock.now())
+
+    outcome = shop.notifier.handle(job, plenty)
+
+    assert outcome.notices == 4 and outcome.stopped == UNITS_EXHAUSTED
+    assert sorted(told()) == numbers[:4]
+    assert int(restock_item(shop, job)["units_offerable"]) == 0
+    assert int(restock_item(shop, job)["units_available"]) == 4
+    rows = offers(shop, job)
+    assert len(rows) == 4 and {r["state"] for r in rows} == {"offered"}
+    assert all(int(r["due_at"]) == int(clock.now()) + CHAIR["offer_window_s"] for r in rows)
+    states = Counter(r["state"] for r in shop.requests.queue(SKU))
+    assert states == {"offered": 4, "waiting": 6}
+    assert outcome.metrics[NOTICES_SENT] == 4
+    assert outcome.metrics[UNITS_TOTAL] == 4 and outcome.metrics[UNITS_OFFERABLE] == 4
+
+
+def test_every_skip_reason_is_audited_and_counted(shop: Services, clock: FixedClock) -> None:
+    now = clock.now()
+    job = add_restock(shop, SKU, 5, now)
+    other = add_restock(shop, SKU, 1, now - 86400, webhook_id="wh_old")
+    add_request(shop, SKU, "+447400800001", joined(1, now), now)
+    shop.optout.add(key_of(shop, "+447400800001"), "stop", now)
+    add_request(shop, SKU, "+447400800002", joined(2, now), now, last_notified_restock=job.restock_id)
+    add_request(shop, SKU, "+447400800003", joined(3, now), now, state="converted")
+    add_request(
+        shop, SKU, "+447400800004", joined(4, now), now, state="offered", last_notified_restock=other.restock_id
+    )
+    add_request(
+        shop, SKU, "+447400800005", joined(5, now), now, state="reserved", last_notified_restock=other.restock_id
+    )
+    add_request(shop, SKU, "+447400800006", joined(6, now), now)
+    add_request(shop, SKU, "Ada@Example.com", joined(7, now), now, name="Ada")
+
+    outcome = shop.notifier.handle(job, plenty)
+
+    assert outcome.notices == 2 and outcome.stopped == QUEUE_END
+    assert told() == ["+447400800006"]
+    assert [m.destinations["ToAddresses"] for m in email_outbox()] == [["Ada@Example.com"]]
+    expected = {
+        key_of(shop, "+447400800001"): OPTED_OUT,
+        key_of(shop, "+447400800002"): ALREADY_NOTIFIED,
+        key_of(shop, "+447400800003"): SKIP_CONVERTED,
+        key_of(shop, "+447400800004"): HOLDING_OFFER,
+        key_of(shop, "+447400800005"): HOLDING_UNIT,
+    }
+    skipped = {f["contact_key"]: f["reason"] for f in audit(shop, "notice_skipped")}
+    assert skipped == expected
+    assert all(f["restock_id"] == job.restock_id for f in audit(shop, "notice_skipped"))
+    assert outcome.skipped == Counter(expected.values())
+    for reason in expected.values():
+        assert outcome.metrics[skip_metric(reason)] == 1
+    assert int(restock_item(shop, job)["units_offerable"]) == 3
+
+
+def test_an_opted_out_contact_is_never_messaged_even_while_queued(shop: Services, clock: FixedClock) -> None:
+    [number] = line_up(shop, clock, 1)
+    shop.optout.add(key_of(shop, number), "unsubscribe", clock.now())
+    outcome = shop.notifier.handle(add_restock(shop, SKU, 3, clock.now()), plenty)
+    assert outcome.notices == 0 and told() == []
+
+
+def test_the_same_job_delivered_twice_sends_nothing_new(shop: Services, clock: FixedClock) -> None:
+    line_up(shop, clock, 5)
+    job = add_restock(shop, SKU, 8, clock.now())  # units to spare, so the second delivery walks the whole queue
+    shop.notifier.handle(job, plenty)
+    before = list(told())
+
+    again = shop.notifier.handle(job, plenty)
+
+    assert again.notices == 0
+    assert told() == before and len(before) == 5
+    assert again.skipped == {ALREADY_NOTIFIED: 5}
+    assert int(restock_item(shop, job)["units_offerable"]) == 3
+    assert len(offers(shop, job)) == 5
+
+
+def test_a_redelivered_job_after_the_last_unit_reads_nothing_more(shop: Services, clock: FixedClock) -> None:
+    line_up(shop, clock, 5)
+    job = add_restock(shop, SKU, 3, clock.now())
+    shop.notifier.handle(job, plenty)
+    again = shop.notifier.handle(job, plenty)
+    assert again.stopped == NO_UNITS and again.notices == 0 and len(told()) == 3
+
+
+def test_two_invocations_of_one_job_at_once_tell_each_person_once(shop: Services, clock: FixedClock) -> None:
+    numbers = line_up(shop, clock, 30)
+    job = add_restock(shop, SKU, 20, clock.now())
+    notifier = shop.notifier
+    barrier = threading.Barrier(2)
+    outcomes = []
+
+    def invoke() -> None:
+        barrier.wait()
+        outcomes.append(notifier.handle(job, plenty))
+
+    threads = [threading.Thread(target=invoke) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert sum(o.notices for o in outcomes) == 20
+    assert sorted(told()) == numbers[:20]
+    assert len(offers(shop, job)) == 20
+    assert int(restock_item(shop, job)["units_offerable"]) == 0
+
+
+def test_a_failed_send_is_rolled_back_and_the_retry_sends_it_exactly_once(shop: Services, clock: FixedClock) -> None:
+    numbers = line_up(shop, clock, 4)
+    flaky = FlakySns(shop.aws.sns, {numbers[1]: 1})
+    shop.senders = Senders(
+        SmsSender(flaky), EmailSender(shop.aws.sesv2, shop.settings.ses_from), sms_per_second=50, email_per_second=50
+    )
+    job = add_restock(shop, SKU, 3, clock.now())
+    failing = shop.requests.get(SKU, joined(1, clock.now()))
+
+    with pytest.raises(SendFailed):
+        shop.notifier.handle(job, plenty)
+
+    assert flaky.refused == [numbers[1]]
+    assert numbers[1] not in told()
+    after = shop.requests.get(SKU, failing["joined_ts"])
+    assert after["state"] == "waiting"
+    assert "last_notified_restock" not in after and "offer_token" not in after
+    assert all(r["request_joined_ts"] != failing["joined_ts"] for r in offers(shop, job))
+    assert int(restock_item(shop, job)["units_offerable"]) == 3 - len(offers(shop, job))
+    [failure] = audit(shop, "send_failed")
+    assert failure["contact_key"] == key_of(shop, numbers[1]) and failure["error"] == "InternalError"
+    assert failure["rolled_back"] is True
+
+    retry = shop.notifier.handle(job, plenty)
+
+    assert Counter(told()) == Counter(numbers[:3])
+    assert retry.stopped == UNITS_EXHAUSTED
+    assert int(restock_item(shop, job)["units_offerable"]) == 0
+    assert len(offers(shop, job)) == 3
+
+
+def test_a_failed_send_is_counted_in_the_emf_metrics(
+    shop: Services, clock: FixedClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    numbers = line_up(shop, clock, 1)
+    shop.metrics = MetricsFactory("BackInStockTest", enabled=True)
+    shop.senders = Senders(
+        SmsSender(FlakySns(shop.aws.sns, {numbers[0]: 1})),
+        EmailSender(shop.aws.sesv2, shop.settings.ses_from),
+        sms_per_second=50,
+        email_per_second=50,
+    )
+    job = add_restock(shop, SKU, 2, clock.now())
+    with pytest.raises(SendFailed):
+        shop.notifier.handle(job, plenty)
+
+    [line] = capsys.readouterr().out.splitlines()
+    document = json.loads(line)
+    assert document["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "BackInStockTest"
+    assert document[SEND_FAILURES] == [1.0] and NOTICES_SENT not in document
+    assert document["restock_id"] == job.restock_id
+    assert int(restock_item(shop, job)["units_offerable"]) == 2 and offers(shop, job) == []
+
+
+def test_a_crash_between_transaction_and_send_sends_nothing_and_leaves_the_offer_to_lapse(
+    shop: Services, clock: FixedClock
+) -> None:
+    numbers = line_up(shop, clock, 3)
+    job = add_restock(shop, SKU, 2, clock.now())
+    crashing = Services(shop.settings, shop.aws, clock, faults=CrashAt(AFTER_OFFER_COMMITTED))
+
+    with pytest.raises(InjectedCrash):
+        crashing.notifier.handle(job, plenty)
+
+    assert told() == []
+    [row] = offers(shop, job)
+    assert row["state"] == "offered" and row["request_joined_ts"] == joined(0, clock.now())
+    assert int(row["due_at"]) == int(row["offer_expires_at"])  # the sweep will lapse it and pass the unit on
+    first = shop.requests.get(SKU, joined(0, clock.now()))
+    assert first["state"] == "offered" and first["last_notified_restock"] == job.restock_id
+    assert int(restock_item(shop, job)["units_offerable"]) == 1
+
+    retry = crashing.notifier.handle(job, plenty)
+
+    assert told() == [numbers[1]]
+    assert retry.skipped[ALREADY_NOTIFIED] == 1
+    assert int(restock_item(shop, job)["units_offerable"]) == 0
+
+
+def test_copy_is_written_once_per_restock_and_reused_by_top_ups(shop: Services, clock: FixedClock) -> None:
+    bedrock = FakeBedrock()
+    shop.bedrock = bedrock
+    numbers = line_up(shop, clock, 2)
+    job = add_restock(shop, SKU, 1, clock.now())
+    shop.notifier.handle(job, plenty)
+    copy = restock_item(shop, job)["copy"]
+    assert copy["source"] == "bedrock" and len(bedrock.calls) == 1
+
+    # A unit comes back (a lapse): the sweep's top-up job tells the next person with the same words.
+    shop.restocks.table.update_item(
+        Key={"sku": SKU, "restock_ts": job.restock_ts},
+        UpdateExpression="ADD units_offerable :one",
+        ExpressionAttributeValues={":one": 1},
+    )
+    shop.notifier.handle(Job(job.sku, job.restock_id, job.restock_ts, kind="topup"), plenty)
+
+    assert len(bedrock.calls) == 1
+    assert told() == numbers
+    first, second = (text for _, text in sms_outbox())
+    prefix = copy["sms"].split("{link}")[0]
+    assert first.startswith(prefix) and second.startswith(prefix)
+
+
+def test_a_failing_model_still_sends_the_template(shop: Services, clock: FixedClock) -> None:
+    shop.bedrock = FakeBedrock(error=TimeoutError("model took too long"))
+    line_up(shop, clock, 1)
+    job = add_restock(shop, SKU, 1, clock.now())
+    outcome = shop.notifier.handle(job, plenty)
+    assert outcome.notices == 1 and outcome.metrics["FallbackCopyUsed"] == 1
+    assert restock_item(shop, job)["copy"]["source"] == "template"
+    [(_, text)] = sms_outbox()
+    assert "Walnut dining chair is back" in text
+
+
+def test_each_sms_is_short_has_its_own_links_and_ends_with_stop(shop: Services, clock: FixedClock) -> None:
+    numbers = line_up(shop, clock, 2)
+    job = add_restock(shop, SKU, 2, clock.now())
+    shop.notifier.handle(job, plenty)
+
+    rows = {r["contact_key"]: r for r in offers(shop, job)}
+    base = shop.settings.public_base_url
+    for number, text in sms_outbox():
+        assert number in numbers
+        lines = text.split("\n")
+        assert lines[-1] == "Reply STOP to opt out"
+        assert sms_segments(text) <= 3
+        reserve = text.split(f"{base}/reserve/")[1].split()[0]
+        assert shop.tokens.read_reserve(reserve).value == rows[key_of(shop, number)]["token_id"]
+        manage = lines[-2].removeprefix(f"Manage alerts: {base}/me/")
+        assert shop.tokens.read_manage(manage).value == key_of(shop, number)
+
+
+def test_an_email_carries_its_reserve_manage_and_unsubscribe_links(shop: Services, clock: FixedClock) -> None:
+    add_request(shop, SKU, "ada@example.com", joined(0, clock.now()), clock.now(), name="Ada")
+    job = add_restock(shop, SKU, 1, clock.now())
+    shop.notifier.handle(job, plenty)
+
+    [message] = email_outbox()
+    assert message.source == shop.settings.ses_from
+    assert message.destinations == {"ToAddresses": ["ada@example.com"]}
+    assert message.subject == "It's back in stock"
+    base = shop.settings.public_base_url
+    [row] = offers(shop, job)
+    reserve = message.body.split(f'href="{base}/reserve/')[1].split('"')[0]
+    assert shop.tokens.read_reserve(reserve).value == row["token_id"]
+    unsubscribe = message.body.split(f'href="{base}/unsubscribe/')[1].split('"')[0]
+    assert shop.tokens.read_unsubscribe(unsubscribe).value == key_of(shop, "ada@example.com")
+    assert f'href="{base}/me/' in message.body
+    assert "Hi Ada," in message.body
+    [fact] = audit(shop, "notice_sent")
+    assert fact["channel"] == "email" and fact["message_id"] == message.id and fact["position"] == 1
+
+
+def test_a_closed_restock_tells_nobody(shop: Services, clock: FixedClock) -> None:
+    line_up(shop, clock, 2)
+    job = add_restock(shop, SKU, 2, clock.now(), state="closed")
+    outcome = shop.notifier.handle(job, plenty)
+    assert outcome.stopped == RESTOCK_CLOSED and told() == []
+
+
+def test_a_job_for_an_unknown_restock_fails_so_it_reaches_the_dead_letter_queue(shop: Services) -> None:
+    with pytest.raises(UnknownRestock):
+        shop.notifier.handle(Job(SKU, "rs_000000000000000000000000", "2026-01-01T00:00:00.000000Z#00000000"), plenty)

@@ -1,0 +1,57 @@
+"""Who may be told about a restock, and how a large restock's next slice is described (pure rules)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from chalicelib.errors import BadRequest
+from chalicelib.jobs import Job
+from chalicelib.metrics import skip_metric
+from chalicelib.notifier import skip_reason
+
+RESTOCK = "rs_aaaaaaaaaaaaaaaaaaaaaaaa"
+WAITING = {"state": "waiting", "contact_key": "k1", "channel": "sms", "contact": "+447400123456"}
+
+
+@pytest.mark.parametrize(
+    ("changes", "suppressed", "reason"),
+    [
+        ({}, set(), None),
+        ({"last_notified_restock": "rs_other"}, set(), None),
+        ({}, {"k1"}, "opted_out"),
+        ({"state": "converted"}, {"k1"}, "opted_out"),
+        ({"state": "converted"}, set(), "converted"),
+        ({"last_notified_restock": RESTOCK}, set(), "already_notified"),
+        ({"state": "offered", "last_notified_restock": RESTOCK}, set(), "already_notified"),
+        ({"state": "offered", "last_notified_restock": "rs_other"}, set(), "holding_offer"),
+        ({"state": "reserved", "last_notified_restock": "rs_other"}, set(), "holding_unit"),
+        ({"state": "gone"}, set(), "not_waiting"),
+        ({"channel": "fax"}, set(), "no_contact"),
+        ({"contact": ""}, set(), "no_contact"),
+    ],
+)
+def test_skip_matrix(changes: dict[str, str], suppressed: set[str], reason: str | None) -> None:
+    assert skip_reason({**WAITING, **changes}, RESTOCK, suppressed) == reason
+
+
+def test_skip_metrics_are_named_by_reason() -> None:
+    assert skip_metric("already_notified") == "NoticeSkippedAlreadyNotified"
+
+
+def test_a_continuation_job_carries_its_cursor_and_count() -> None:
+    job = Job("SKU", RESTOCK, "2026-01-01T00:00:00.000000Z#aaaaaaaa", kind="continue", after="2025#01", passed=42)
+    assert Job.from_json(job.to_json()) == job
+
+
+def test_a_first_job_body_has_no_cursor() -> None:
+    body = json.loads(Job("SKU", RESTOCK, "ts").to_json())
+    assert body == {"kind": "restock", "restock_id": RESTOCK, "restock_ts": "ts", "sku": "SKU"}
+
+
+@pytest.mark.parametrize("cursor", [{"after": 5}, {"passed": -1}, {"passed": "3"}, {"passed": True}])
+def test_a_malformed_cursor_is_refused(cursor: dict[str, object]) -> None:
+    body = json.dumps({"sku": "SKU", "restock_id": RESTOCK, "restock_ts": "ts", "kind": "continue", **cursor})
+    with pytest.raises(BadRequest):
+        Job.from_json(body)
