@@ -71,3 +71,10 @@ class NotFound(DomainError):
 
     status = 404
     code = "not_found"
+
+
+class Conflict(DomainError):
+    """The request is well formed but contradicts the record's state."""
+
+    status = 409
+    code = "conflict"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 OFFERED = "offered"
@@ -125,3 +126,55 @@ class ReservationsTable:
             Limit=limit,
         )
         return list(page.get("Items", []))
+
+    def due_pages(self, now: float, *, page_size: int = 100) -> Iterator[list[dict[str, Any]]]:
+        """Every row due at `now`, oldest first, page by page from the sparse due-time index (never a scan)."""
+        from boto3.dynamodb.conditions import Key
+
+        kwargs: dict[str, Any] = {
+            "IndexName": "by-due",
+            "KeyConditionExpression": Key("due_key").eq(DUE_KEY) & Key("due_at").lte(int(now)),
+            "Limit": page_size,
+        }
+        while True:
+            page = self.table.query(**kwargs)
+            yield list(page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                return
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def clear_due(self, token_id: str, state: str) -> bool:
+        """Take a settled row out of the sweep's index once the top-up for its freed unit is queued."""
+        try:
+            self.table.update_item(
+                Key={"token_id": token_id},
+                UpdateExpression="REMOVE due_key, due_at",
+                # Only a row still in the settled state it was seen in; a missing row is not recreated.
+                ConditionExpression="#state = :state",
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues={":state": state},
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def late_order_item(self, token_id: str, order_id: str, now: float) -> dict[str, Any]:
+        """Transaction item: note an order that arrived after the hold ended, once per order id."""
+        return {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"token_id": token_id},
+                "UpdateExpression": "SET late_order_id = :oid, late_order_at = :now",
+                # Counted once per order (invariant 6): a redelivered webhook finds its own order id here.
+                "ConditionExpression": "#state IN (:lapsed, :expired) AND "
+                "(attribute_not_exists(late_order_id) OR late_order_id <> :oid)",
+                "ExpressionAttributeNames": {"#state": "state"},
+                "ExpressionAttributeValues": {
+                    ":oid": order_id,
+                    ":now": int(now),
+                    ":lapsed": LAPSED,
+                    ":expired": EXPIRED,
+                },
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }

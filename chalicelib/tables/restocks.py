@@ -94,6 +94,11 @@ class RestocksTable:
         """Hold expired unbought: the unit is available and offerable again."""
         return self._counter_item(sku, restock_ts, "ADD units_available :one, units_offerable :one", None, {":one": 1})
 
+    def count_late_order_item(self, sku: str, restock_ts: str) -> dict:
+        """An order arrived for a hold that had already ended: count it, so staff can see the shop sold past a hold."""
+        # No condition: a plain tally beside the unit counters, which it never touches.
+        return self._counter_item(sku, restock_ts, "ADD orders_on_expired_holds :one", None, {":one": 1})
+
     def for_sku(self, sku: str, *, since_ts: str = "") -> list[dict[str, Any]]:
         """A SKU's restocks from `since_ts` (a restock_ts prefix, ISO-8601) on, oldest first (support tools)."""
         condition = Key("sku").eq(sku) & Key("restock_ts").gte(since_ts) if since_ts else Key("sku").eq(sku)
