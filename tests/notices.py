@@ -3,7 +3,6 @@ a deterministic Lambda deadline, a job pump, and an SNS client that fails on dem
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from email.utils import parseaddr
 from typing import Any
@@ -15,6 +14,7 @@ from moto.sns.models import sns_backends
 
 from chalicelib.clock import iso
 from chalicelib.contacts import contact_key
+from chalicelib.detect import restock_id_for, restock_ts_for
 from chalicelib.jobs import Job
 from chalicelib.notifier import Outcome
 from chalicelib.tables.base import transact
@@ -27,24 +27,27 @@ PLENTY_MS = 60_000
 def add_restock(
     services: Services, sku: str, units: int, now: float, *, webhook_id: str = "wh_1", state: str = "queued"
 ) -> Job:
-    """A restock item exactly as detection writes it (shared contract), and the job detection would send."""
-    restock_id = "rs_" + hashlib.sha256(f"{sku}|{webhook_id}".encode()).hexdigest()[:24]
-    restock_ts = f"{iso(now)}#{restock_id[-8:]}"
-    services.restocks.table.put_item(
-        Item={
-            "sku": sku,
-            "restock_ts": restock_ts,
-            "restock_id": restock_id,
-            "webhook_id": webhook_id,
-            "units_total": units,
-            "units_available": units,
-            "units_offerable": units,
-            "state": state,
-            "created_at": int(now),
-            "level_before": 0,
-            "level_after": units,
-        }
+    """A restock exactly as detection opens it (its ids and table moves), and the job detection sends for it."""
+    restock_id = restock_id_for(sku, webhook_id)
+    restock_ts = restock_ts_for(now, restock_id)
+    opened = services.restocks.open_item(
+        sku=sku,
+        restock_ts=restock_ts,
+        restock_id=restock_id,
+        webhook_id=webhook_id,
+        units=units,
+        level_before=0,
+        level_after=units,
+        threshold=1,
+        now=now,
     )
+    transact(services.restocks.table.meta.client, [opened])
+    if state == "queued":
+        assert services.restocks.mark_enqueued(sku, restock_ts, token=webhook_id, now=now)
+    elif state == "closed":
+        seen = services.restocks.get(sku, restock_ts) or {}
+        closed = services.restocks.close_item(sku, restock_ts, seen=seen, available=units, offerable=units, now=now)
+        transact(services.restocks.table.meta.client, [closed])
     return Job(sku, restock_id, restock_ts)
 
 

@@ -152,26 +152,25 @@ class RequestsTable:
             ConsistentRead=True,
         )
 
-    def queue(self, sku: str, *, page_size: int = 100, active_only: bool = True) -> Iterator[dict[str, Any]]:
-        """The waiting list oldest first (the join stamp is the order)."""
-        kwargs: dict[str, Any] = {
+    def _queue_query(self, sku: str, page_size: int) -> dict[str, Any]:
+        """The Query that reads a waiting list oldest first (the join stamp is the order)."""
+        return {
             "KeyConditionExpression": Key("sku").eq(sku) & Key("joined_ts").lt(QUEUE_UPPER_BOUND),
             "ScanIndexForward": True,
             "Limit": page_size,
             "ConsistentRead": True,
         }
+
+    def queue(self, sku: str, *, page_size: int = 100, active_only: bool = True) -> Iterator[dict[str, Any]]:
+        """The waiting list oldest first (the join stamp is the order)."""
+        kwargs = self._queue_query(sku, page_size)
         if active_only:
             kwargs["FilterExpression"] = Attr("state").is_in(list(ACTIVE_STATES))
         return query_all(self.table, **kwargs)
 
     def queue_pages(self, sku: str, *, after: str = "", page_size: int = 100) -> Iterator[list[dict[str, Any]]]:
         """Every request of the waiting list in any state, oldest first, page by page, resuming after `after`."""
-        kwargs: dict[str, Any] = {
-            "KeyConditionExpression": Key("sku").eq(sku) & Key("joined_ts").lt(QUEUE_UPPER_BOUND),
-            "ScanIndexForward": True,
-            "Limit": page_size,
-            "ConsistentRead": True,
-        }
+        kwargs = self._queue_query(sku, page_size)
         if after:
             kwargs["ExclusiveStartKey"] = {"sku": sku, "joined_ts": after}
         while True:
