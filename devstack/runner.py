@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from devstack.stage import REGION, ROOT
@@ -100,6 +101,7 @@ class LocalStack:
         self.console_server: Any = None
         self.pump: Any = None
         self.stack: Any = None
+        self.feed: Path | None = None
 
     def _aws_environment(self) -> None:
         # Everything in this process and the API's talks to the emulator, with throwaway credentials.
@@ -159,7 +161,7 @@ class LocalStack:
         from devstack.stage import local_settings
 
         # The demo catalogue is the stage's catalogue feed, its checkout URLs pointing at this console.
-        feed = demo.feed_for(self.console_base)
+        feed = self.feed = demo.feed_for(self.console_base)
         self.overrides["CATALOG_URL"] = feed.as_uri()
         settings = local_settings(self.overrides)
         clock = ConsoleClock(share=SharedOffset(self.clock_file))
@@ -252,6 +254,10 @@ class LocalStack:
             self.moto.stop()
             self.moto = None
         self.clock_file.unlink(missing_ok=True)
+        from devstack.demo import WORK_DIR
+
+        if self.feed is not None and self.feed.parent == WORK_DIR:
+            self.feed.unlink(missing_ok=True)  # the copy made for a console on another port
 
     def banner(self) -> str:
         """What to open, printed once everything answers."""
