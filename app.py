@@ -10,6 +10,7 @@ from chalice.app import CloudWatchEvent, SQSEvent
 from chalicelib import wiring
 from chalicelib.capture import MAX_BODY_BYTES
 from chalicelib.errors import DomainError
+from chalicelib.holds import reserve_response
 from chalicelib.jobs import Job
 from chalicelib.web import cors_headers, error_response, json_response, parse_body
 from chalicelib.widget import widget_source
@@ -125,3 +126,27 @@ def notifier(event: SQSEvent) -> None:
     for record in event:
         # A malformed body raises too: it is retried, then parked in the DLQ intact for a person to look at.
         services.notifier.handle(Job.from_json(record.body), event.context.get_remaining_time_in_millis)
+
+
+@app.route("/reserve/{token}", methods=["GET"])
+def reserve(token: str) -> Response:
+    """A notified shopper taps their link: hold one unit and go to checkout, or an honest page."""
+    services = wiring.current()
+    return reserve_response(services.holds.reserve(token), services.settings.shop_name)
+
+
+@app.route("/webhooks/orders", methods=["POST"], content_types=["application/json"])
+def orders_webhook() -> Response:
+    """The shop platform says a held unit was bought (Standard Webhooks signature)."""
+    request = app.current_request
+    try:
+        outcome = wiring.current().orders.receive(request.raw_body, request.headers)
+    except DomainError as error:
+        return error_response(error)
+    return json_response(200, outcome.body())
+
+
+@app.schedule(Rate(1, unit=Rate.MINUTES))
+def sweep(event: CloudWatchEvent) -> dict[str, int]:
+    """Every minute: lapse offers, expire holds, return units once, top up, tidy stale places."""
+    return wiring.current().sweep.run()

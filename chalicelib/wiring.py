@@ -15,6 +15,7 @@ from chalicelib.config import Settings, load_settings
 from chalicelib.copywriter import Copywriter, FakeBedrock
 from chalicelib.detect import DetectService
 from chalicelib.faults import FaultHook, no_faults
+from chalicelib.holds import HoldsService, UnitMoves
 from chalicelib.jobs import JobQueue
 from chalicelib.metrics import MetricsFactory
 from chalicelib.notifier import Notifier
@@ -22,10 +23,12 @@ from chalicelib.leaving import QueueExits
 from chalicelib.links import Links
 from chalicelib.manage import FormGuard, ManageService
 from chalicelib.optout_service import OptoutService
+from chalicelib.orders import OrdersService
 from chalicelib.secrets import Secrets
 from chalicelib.senders import EmailSender, Senders, SmsSender
 from chalicelib.selfservice import SelfService
 from chalicelib.support_desk import SupportDesk
+from chalicelib.sweep import SweepService
 from chalicelib.tables.audit import AuditTable
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.optout import OptoutTable
@@ -179,6 +182,59 @@ class Services:
             clock=self.clock,
             hash_key=self.hash_key,
             manage_link=self.links.manage,
+        )
+
+    @cached_property
+    def moves(self) -> UnitMoves:
+        """DESIGN §4's counter moves for existing offer rows (hold, lapse, expiry, conversion)."""
+        return UnitMoves(
+            reservations=self.reservations,
+            restocks=self.restocks,
+            requests=self.requests,
+            catalog=self.catalog,
+            audit=self.audit,
+        )
+
+    @cached_property
+    def holds(self) -> HoldsService:
+        """Reserve links: GET /reserve/{token}."""
+        return HoldsService(
+            tokens=self.tokens,
+            catalog=self.catalog,
+            reservations=self.reservations,
+            moves=self.moves,
+            clock=self.clock,
+            faults=self.faults,
+        )
+
+    @cached_property
+    def orders(self) -> OrdersService:
+        """The orders webhook: POST /webhooks/orders."""
+        return OrdersService(
+            reservations=self.reservations,
+            restocks=self.restocks,
+            moves=self.moves,
+            audit=self.audit,
+            clock=self.clock,
+            webhook_secrets=self.webhook_secrets,
+            faults=self.faults,
+        )
+
+    @cached_property
+    def sweep(self) -> SweepService:
+        """The every-minute sweep."""
+        return SweepService(
+            reservations=self.reservations,
+            requests=self.requests,
+            catalog=self.catalog,
+            moves=self.moves,
+            jobs=self.jobs,
+            clock=self.clock,
+            faults=self.faults,
+            # Restocks written but never put on the queue are finished by restock detection.
+            requeue_pending=self.detector.requeue_pending,
+            # SMS STOP replies recorded by SNS become opt-outs here (and their places leave the lists).
+            sync_optouts=lambda: self.optouts.sync_sms_optouts().newly_suppressed,
         )
 
     # --- Opt-out everywhere, the shopper's own pages, and the support desk.

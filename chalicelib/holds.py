@@ -1,0 +1,379 @@
+"""Holds: a tapped reserve link holds one unit while the shopper checks out (DESIGN §4 and §5 "Reserve").
+
+`UnitMoves` is DESIGN §4's counter table as code for rows that already exist (hold, lapse, expiry,
+conversion): each is ONE transaction that changes the offer row, its counters, the request and the
+audit together, conditional on the row's current state. The reserve link, the orders webhook and the
+sweep all move units only through it.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from chalice import Response
+
+from chalicelib.clock import Clock
+from chalicelib.faults import FaultHook, no_faults
+from chalicelib.tables.audit import AuditTable
+from chalicelib.tables.base import TransactionCancelled, TxItem, transact
+from chalicelib.tables.catalog import CatalogTable, with_defaults
+from chalicelib.tables.requests import OFFERED as REQUEST_OFFERED
+from chalicelib.tables.requests import RESERVED, RequestsTable
+from chalicelib.tables.reservations import CONVERTED, EXPIRED, HELD, LAPSED, OFFERED, ReservationsTable
+from chalicelib.tables.restocks import RestocksTable
+from chalicelib.tokens import TokenExpired, TokenInvalid, Tokens
+from chalicelib.web import html_page
+
+log = logging.getLogger(__name__)
+
+# What a move did.
+DONE = "done"
+MOVED = "moved"  # the row was no longer in the state the move starts from (someone else moved it first)
+NO_UNIT = "no_unit"  # a hold found units_available at zero
+
+# Why an offer lapsed.
+UNUSED = "unused"
+JUST_GONE = "just_gone"
+
+
+@dataclass(frozen=True)
+class Move:
+    """The result of one counter-table move; `row` is the row's current image when it had MOVED."""
+
+    result: str
+    row: dict[str, Any] | None = None
+
+
+def _int(value: Any) -> int:
+    return int(value) if value is not None else 0
+
+
+class UnitMoves:
+    """The rows of DESIGN §4's counter table for an existing offer row, each one conditional transaction."""
+
+    def __init__(
+        self,
+        *,
+        reservations: ReservationsTable,
+        restocks: RestocksTable,
+        requests: RequestsTable,
+        catalog: CatalogTable,
+        audit: AuditTable,
+    ) -> None:
+        self.reservations = reservations
+        self.restocks = restocks
+        self.requests = requests
+        self.catalog = catalog
+        self.audit = audit
+
+    def _facts(self, row: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "token_id": row["token_id"],
+            "restock_id": row.get("restock_id"),
+            "contact_key": row.get("contact_key"),
+            "channel": row.get("channel"),
+        }
+
+    def _commit(self, items: list[TxItem], request_items: list[TxItem]) -> TransactionCancelled | None:
+        """Run the row, counter and audit items with the request's items; None when it committed.
+
+        When only the request's items are refused, the request no longer owns this offer (DynamoDB's
+        TTL tidied it, or the shopper left the list): the unit must still move (invariant 7), so the
+        row, counter and audit go on alone, still conditional on the row's state.
+        """
+        client = self.reservations.table.meta.client
+        try:
+            transact(client, items + request_items)
+            return None
+        except TransactionCancelled as cancelled:
+            base_failed = any(cancelled.failed(i) for i in range(len(items)))
+            request_failed = any(cancelled.failed(i) for i in range(len(items), len(items) + len(request_items)))
+            if base_failed or not request_failed:
+                return cancelled
+        try:
+            transact(client, items)
+            return None
+        except TransactionCancelled as cancelled:
+            return cancelled
+
+    @staticmethod
+    def _outcome(cancelled: TransactionCancelled | None, counter_index: int | None = None) -> Move:
+        if cancelled is None:
+            return Move(DONE)
+        if cancelled.failed(0):
+            return Move(MOVED, cancelled.old(0))
+        if counter_index is not None and cancelled.failed(counter_index):
+            return Move(NO_UNIT)
+        # Neither condition failed: conflicts outlasted the retries. Nothing was written; let it surface.
+        raise cancelled
+
+    def hold(self, row: dict[str, Any], now: float, hold_window_s: int) -> Move:
+        """Link tapped: offered → held, units_available − 1 (only if ≥ 1), request reserved."""
+        sku, token_id = str(row["sku"]), str(row["token_id"])
+        expires = int(now) + int(hold_window_s)
+        items = [
+            self.reservations.transition_item(
+                token_id, OFFERED, HELD, due_at=expires, held_at=int(now), hold_expires_at=expires
+            ),
+            self.restocks.hold_item(sku, str(row["restock_ts"])),
+            self.audit.record_item(sku, "hold", now, hold_expires_at=expires, **self._facts(row)),
+        ]
+        request = [self.requests.mark_reserved_item(sku, str(row["request_joined_ts"]), token_id=token_id)]
+        return self._outcome(self._commit(items, request), counter_index=1)
+
+    def lapse(self, row: dict[str, Any], now: float, *, reason: str = UNUSED) -> Move:
+        """Offer unused (or its unit just gone): offered → lapsed, units_offerable + 1, request back to waiting.
+
+        The row stays in the sweep's index, due now, until a top-up for the freed promise is queued.
+        """
+        sku, token_id = str(row["sku"]), str(row["token_id"])
+        items = [
+            self.reservations.transition_item(
+                token_id,
+                OFFERED,
+                LAPSED,
+                due_at=min(_int(row.get("due_at")) or int(now), int(now)),
+                lapsed_at=int(now),
+                lapse_reason=reason,
+            ),
+            self.restocks.release_lapsed_offer_item(sku, str(row["restock_ts"])),
+            self.audit.record_item(sku, JUST_GONE if reason == JUST_GONE else "lapse", now, **self._facts(row)),
+        ]
+        request = [
+            self.requests.back_to_waiting_item(
+                sku, str(row["request_joined_ts"]), token_id=token_id, from_state=REQUEST_OFFERED
+            )
+        ]
+        cancelled = self._commit(items, request)
+        if cancelled is not None and not cancelled.failed(0) and cancelled.failed(1):
+            # A level fall already took this promise off the counters: the row still lapses, once.
+            cancelled = self._commit([items[0], items[2]], request)
+        return self._outcome(cancelled)
+
+    def expire(self, row: dict[str, Any], now: float) -> Move:
+        """Hold not bought in time: held → expired, units_available + 1 and units_offerable + 1, request waiting.
+
+        The row stays in the sweep's index until a top-up for the returned unit is queued.
+        """
+        sku, token_id = str(row["sku"]), str(row["token_id"])
+        items = [
+            self.reservations.transition_item(
+                token_id, HELD, EXPIRED, due_at=min(_int(row.get("due_at")) or int(now), int(now)), expired_at=int(now)
+            ),
+            self.restocks.return_hold_item(sku, str(row["restock_ts"])),
+            self.audit.record_item(sku, "expiry", now, **self._facts(row)),
+        ]
+        request = [
+            self.requests.back_to_waiting_item(
+                sku, str(row["request_joined_ts"]), token_id=token_id, from_state=RESERVED
+            )
+        ]
+        return self._outcome(self._commit(items, request))
+
+    def convert(self, row: dict[str, Any], order_id: str, now: float) -> Move:
+        """Order placed: held → converted (leaves the sweep's index), request converted and off the list."""
+        sku, token_id = str(row["sku"]), str(row["token_id"])
+        items = [
+            self.reservations.transition_item(
+                token_id, HELD, CONVERTED, due_at=None, order_id=order_id, converted_at=int(now)
+            ),
+            self.audit.record_item(sku, "conversion", now, order_id=order_id, **self._facts(row)),
+        ]
+        request = [
+            self.requests.mark_converted_item(sku, str(row["request_joined_ts"]), token_id=token_id),
+            # The waiting count moves with the request's state, so it is decremented only if that moved.
+            self.catalog.leave_item(sku),
+        ]
+        return self._outcome(self._commit(items, request))
+
+
+# What a tap on a reserve link came to.
+HELD_NOW = "held"  # 302: a unit is now held
+HELD_AGAIN = "held_again"  # 302: a second tap on one's own live hold
+JUST_GONE_PAGE = "just_gone"  # 410: no unit left; the shopper keeps their place
+EXPIRED_LINK = "expired"  # 410: lapsed offer, expired hold, used or too-old link
+INVALID_LINK = "invalid"  # 400: tampered, truncated or foreign token
+UNKNOWN_LINK = "unknown"  # 404: a genuine token naming no row
+UNAVAILABLE = "unavailable"  # 409: the product has no usable checkout URL; nothing is held
+
+STATUS = {
+    HELD_NOW: 302,
+    HELD_AGAIN: 302,
+    JUST_GONE_PAGE: 410,
+    EXPIRED_LINK: 410,
+    INVALID_LINK: 400,
+    UNKNOWN_LINK: 404,
+    UNAVAILABLE: 409,
+}
+
+
+@dataclass(frozen=True)
+class ReserveOutcome:
+    """What a tap came to; `location` is the checkout URL for a hold, `reason` says why a link expired."""
+
+    kind: str
+    location: str | None = None
+    reason: str | None = None
+    hold_expires_at: int | None = None
+
+    @property
+    def http_status(self) -> int:
+        """The HTTP status this outcome is answered with."""
+        return STATUS[self.kind]
+
+
+def checkout_location(template: str, sku: str, reservation_id: str) -> str | None:
+    """The product's checkout URL with {sku} and {reservation_id} filled in (URL-encoded); None if unusable."""
+    if not template.startswith(("https://", "http://")):
+        return None
+    # Plain replacement rather than str.format: a shop's URL may hold other braces.
+    return template.replace("{sku}", quote(sku, safe="")).replace("{reservation_id}", quote(reservation_id, safe=""))
+
+
+class HoldsService:
+    """GET /reserve/{token}: verify the link, hold one unit in one transaction, send the shopper to checkout."""
+
+    def __init__(
+        self,
+        *,
+        tokens: Tokens,
+        catalog: CatalogTable,
+        reservations: ReservationsTable,
+        moves: UnitMoves,
+        clock: Clock,
+        faults: FaultHook = no_faults,
+    ) -> None:
+        self.tokens = tokens
+        self.catalog = catalog
+        self.reservations = reservations
+        self.moves = moves
+        self.clock = clock
+        self.faults = faults
+
+    def reserve(self, token: str) -> ReserveOutcome:
+        """Handle one tap; every answer is an outcome (a refusal is an answer, not an error)."""
+        try:
+            # Signature only here: the age limit depends on the product's windows, read from the row's SKU.
+            signed = self.tokens.read_reserve(token)
+        except TokenExpired:
+            return ReserveOutcome(EXPIRED_LINK, reason="link_too_old")
+        except TokenInvalid:
+            return ReserveOutcome(INVALID_LINK)
+        row = self.reservations.get(signed.value)
+        if row is None:
+            return ReserveOutcome(UNKNOWN_LINK)
+        product = self.catalog.get_cached(str(row["sku"])) or with_defaults({"sku": row["sku"]})
+        try:
+            # The token's age is measured on the clock that signed it (wall time); the row's own expiry,
+            # on the app's clock, is the authority on whether the offer or hold is still live.
+            self.tokens.read_reserve(token, max_age_s=product["offer_window_s"] + product["hold_window_s"])
+        except (TokenExpired, TokenInvalid):
+            return ReserveOutcome(EXPIRED_LINK, reason="link_too_old")
+        return self._answer(row, product, self.clock.now())
+
+    def _answer(self, row: dict[str, Any], product: dict[str, Any], now: float) -> ReserveOutcome:
+        state = row.get("state")
+        if state == HELD:
+            # The row is authoritative: a hold past its expiry is over even before the sweep has run.
+            if now < _int(row.get("hold_expires_at")):
+                return self._redirect(HELD_AGAIN, row, product)
+            return ReserveOutcome(EXPIRED_LINK, reason="hold_expired")
+        if state == OFFERED:
+            if now >= _int(row.get("offer_expires_at")):
+                return ReserveOutcome(EXPIRED_LINK, reason="offer_lapsed")
+            return self._hold(row, product, now)
+        if state == LAPSED and row.get("lapse_reason") == JUST_GONE:
+            return ReserveOutcome(JUST_GONE_PAGE)
+        reasons = {LAPSED: "offer_lapsed", EXPIRED: "hold_expired", CONVERTED: "used"}
+        return ReserveOutcome(EXPIRED_LINK, reason=reasons.get(str(state), "ended"))
+
+    def _hold(self, row: dict[str, Any], product: dict[str, Any], now: float) -> ReserveOutcome:
+        location = checkout_location(str(product.get("checkout_url") or ""), str(row["sku"]), str(row["token_id"]))
+        if location is None:
+            # Nothing is held that could not be bought; the shop's settings need fixing.
+            log.error("product %s has no usable checkout URL; reserve link refused", row["sku"])
+            return ReserveOutcome(UNAVAILABLE)
+        move = self.moves.hold(row, now, product["hold_window_s"])
+        if move.result == DONE:
+            self.faults("reserve.after_hold")
+            return ReserveOutcome(HELD_NOW, location, hold_expires_at=int(now) + int(product["hold_window_s"]))
+        if move.result == NO_UNIT:
+            return self._just_gone(row, now)
+        # The row moved first (a simultaneous tap, or the sweep): answer for the state it is in now.
+        current = move.row or self.reservations.get(str(row["token_id"]))
+        if current is None or current.get("state") == OFFERED:
+            raise RuntimeError(f"offer {row['token_id']} refused a hold while still offered")
+        return self._answer(current, product, now)
+
+    def _just_gone(self, row: dict[str, Any], now: float) -> ReserveOutcome:
+        """No unit left (the level fell while offers were out): lapse the offer now so the place is kept."""
+        move = self.moves.lapse(row, now, reason=JUST_GONE)
+        if move.result != DONE:
+            # A simultaneous tap or the sweep settled the row; the refusal is still a fact worth keeping.
+            self.moves.audit.record(
+                str(row["sku"]), JUST_GONE, now, token_id=row["token_id"], contact_key=row.get("contact_key")
+            )
+        return ReserveOutcome(JUST_GONE_PAGE)
+
+    def _redirect(self, kind: str, row: dict[str, Any], product: dict[str, Any]) -> ReserveOutcome:
+        location = checkout_location(str(product.get("checkout_url") or ""), str(row["sku"]), str(row["token_id"]))
+        if location is None:
+            log.error("product %s has no usable checkout URL; held shopper cannot be sent on", row["sku"])
+            return ReserveOutcome(UNAVAILABLE)
+        return ReserveOutcome(kind, location, hold_expires_at=_int(row.get("hold_expires_at")))
+
+
+PAGES: dict[str, tuple[str, str]] = {
+    JUST_GONE_PAGE: (
+        "Just gone — you keep your place for next time",
+        "Sorry, the last one went moments before you tapped. You have not lost your place in line: "
+        "we will tell you when it is back in stock.",
+    ),
+    INVALID_LINK: (
+        "This link is not complete",
+        "It may have been cut short when it was copied. Please open it straight from your message.",
+    ),
+    UNKNOWN_LINK: (
+        "We cannot find this reservation",
+        "This link does not match any reservation we have. Please open it straight from your message.",
+    ),
+    UNAVAILABLE: (
+        "Checkout is not available right now",
+        "We could not take you to checkout, so nothing has been reserved yet. Please try your link again shortly.",
+    ),
+}
+
+EXPIRED_MESSAGES: dict[str, str] = {
+    "offer_lapsed": "The time to reserve this item has passed, so it went to the next person in line. "
+    "You keep your place, and we will tell you when it is back in stock.",
+    "hold_expired": "The item was held for you for a while and that time is up, so it went to the next person in "
+    "line. You keep your place, and we will tell you when it is back in stock.",
+    "used": "This link has already been used to place an order, so there is nothing more to reserve with it.",
+}
+EXPIRED_DEFAULT = "This reservation link is no longer valid. You keep your place in line for next time."
+
+
+def reserve_response(outcome: ReserveOutcome, shop_name: str) -> Response:
+    """The HTTP answer to a tap: a redirect to checkout, or a small honest page."""
+    if outcome.location is not None:
+        return Response(
+            body=f'<!doctype html><p><a href="{html.escape(outcome.location)}">Continue to checkout</a></p>',
+            status_code=outcome.http_status,
+            headers={
+                "Location": outcome.location,
+                "Content-Type": "text/html; charset=utf-8",
+                "Cache-Control": "no-store",
+                # The link is a bearer token: keep it out of the checkout's Referer.
+                "Referrer-Policy": "no-referrer",
+            },
+        )
+    if outcome.kind == EXPIRED_LINK:
+        title = "This link has expired"
+        message = EXPIRED_MESSAGES.get(outcome.reason or "", EXPIRED_DEFAULT)
+    else:
+        title, message = PAGES[outcome.kind]
+    return html_page(outcome.http_status, title, message, shop_name)

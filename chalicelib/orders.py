@@ -1,0 +1,158 @@
+"""The orders webhook: a shop platform says a held unit was bought (POST /webhooks/orders, Standard Webhooks)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from chalicelib.clock import Clock
+from chalicelib.errors import BadRequest, Conflict, NotFound
+from chalicelib.faults import FaultHook, no_faults
+from chalicelib.holds import DONE, UnitMoves
+from chalicelib.tables.audit import AuditTable
+from chalicelib.tables.base import TransactionCancelled, transact
+from chalicelib.tables.reservations import CONVERTED, EXPIRED, HELD, LAPSED, OFFERED, ReservationsTable
+from chalicelib.tables.restocks import RestocksTable
+from chalicelib.webhooks import parse_json_body, verify
+
+RESERVATION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+MAX_ORDER_ID_LEN = 128
+
+# What an order came to (every one answers 200).
+CONVERTED_NOW = "converted"
+ALREADY_CONVERTED = "already_converted"
+HOLD_ENDED = "hold_expired"
+
+
+@dataclass(frozen=True)
+class Order:
+    """A parsed order notice."""
+
+    reservation_id: str
+    order_id: str
+
+
+@dataclass(frozen=True)
+class OrderOutcome:
+    """What the order did to its reservation; `order_id` is the order that converted it, when one did."""
+
+    status: str
+    reservation_id: str
+    order_id: str
+
+    def body(self) -> dict[str, str]:
+        """The JSON answer."""
+        return {"status": self.status, "reservation_id": self.reservation_id, "order_id": self.order_id}
+
+
+def parse_order(data: Any) -> Order:
+    """Validate an order body `{"reservation_id", "order_id"}` (pure: no AWS)."""
+    if not isinstance(data, Mapping):
+        raise BadRequest("The body must be a JSON object.", code="invalid_body")
+    reservation_id = data.get("reservation_id")
+    if reservation_id is None or reservation_id == "":
+        raise BadRequest("reservation_id is required.", code="missing_field")
+    if not isinstance(reservation_id, str) or not RESERVATION_ID.match(reservation_id):
+        raise BadRequest(
+            "reservation_id must be the id from the checkout URL (letters, digits, - and _).", code="invalid_field"
+        )
+    order_id = data.get("order_id")
+    if order_id is None or order_id == "":
+        raise BadRequest("order_id is required.", code="missing_field")
+    # Platforms number orders as integers or strings; both are kept as text.
+    if isinstance(order_id, bool) or not isinstance(order_id, str | int):
+        raise BadRequest("order_id must be a string or a whole number.", code="invalid_field")
+    text = str(order_id).strip()
+    if not text or len(text) > MAX_ORDER_ID_LEN or any(ord(c) < 32 for c in text):
+        raise BadRequest(f"order_id must be 1 to {MAX_ORDER_ID_LEN} printable characters.", code="invalid_field")
+    return Order(reservation_id, text)
+
+
+class OrdersService:
+    """Marks holds converted. Idempotent: a redelivered webhook finds the work done and says so."""
+
+    def __init__(
+        self,
+        *,
+        reservations: ReservationsTable,
+        restocks: RestocksTable,
+        moves: UnitMoves,
+        audit: AuditTable,
+        clock: Clock,
+        webhook_secrets: Callable[[], Sequence[str]],
+        faults: FaultHook = no_faults,
+    ) -> None:
+        self.reservations = reservations
+        self.restocks = restocks
+        self.moves = moves
+        self.audit = audit
+        self.clock = clock
+        self.webhook_secrets = webhook_secrets
+        self.faults = faults
+
+    def receive(self, raw: bytes | None, headers: Mapping[str, str]) -> OrderOutcome:
+        """Verify a delivery's signature, parse it, and record the order; DomainError for anything refused."""
+        delivery = verify(raw, headers, self.webhook_secrets())
+        try:
+            data = parse_json_body(delivery)
+        except ValueError as exc:
+            raise BadRequest("The body is not valid JSON.", code="invalid_json") from exc
+        return self.record(parse_order(data))
+
+    def record(self, order: Order) -> OrderOutcome:
+        """Convert the order's hold, or record why it could not be."""
+        row = self.reservations.get(order.reservation_id)
+        if row is None:
+            raise NotFound("No reservation has this id.", code="unknown_reservation")
+        return self._settle(row, order, self.clock.now())
+
+    def _settle(self, row: dict[str, Any], order: Order, now: float) -> OrderOutcome:
+        state = row.get("state")
+        if state == HELD:
+            # Converted even a moment past its expiry while the sweep has not returned the unit:
+            # the unit is still out of stock on our books, which is what the sale needs.
+            move = self.moves.convert(row, order.order_id, now)
+            if move.result == DONE:
+                self.faults("orders.after_convert")
+                return OrderOutcome(CONVERTED_NOW, order.reservation_id, order.order_id)
+            current = move.row or self.reservations.get(order.reservation_id)
+            if current is None or current.get("state") == HELD:
+                raise RuntimeError(f"hold {order.reservation_id} refused conversion while still held")
+            return self._settle(current, order, now)
+        if state == CONVERTED:
+            return OrderOutcome(ALREADY_CONVERTED, order.reservation_id, str(row.get("order_id", order.order_id)))
+        if state in (LAPSED, EXPIRED):
+            self._record_late(row, order, now)
+            return OrderOutcome(HOLD_ENDED, order.reservation_id, order.order_id)
+        if state == OFFERED:
+            raise Conflict(
+                "This reservation was never held: its link was not tapped, so no unit was set aside for this order.",
+                code="not_held",
+            )
+        raise Conflict(f"This reservation is in state {state!r} and cannot take an order.", code="not_held")
+
+    def _record_late(self, row: dict[str, Any], order: Order, now: float) -> None:
+        """An order on a lapsed offer or expired hold: audit and count it once per order id."""
+        sku = str(row["sku"])
+        items = [
+            self.reservations.late_order_item(str(row["token_id"]), order.order_id, now),
+            self.restocks.count_late_order_item(sku, str(row["restock_ts"])),
+            self.audit.record_item(
+                sku,
+                "order_on_expired_hold",
+                now,
+                token_id=row["token_id"],
+                restock_id=row.get("restock_id"),
+                contact_key=row.get("contact_key"),
+                order_id=order.order_id,
+                hold_state=row.get("state"),
+            ),
+        ]
+        try:
+            transact(self.reservations.table.meta.client, items)
+        except TransactionCancelled as cancelled:
+            if not cancelled.failed(0):
+                raise
+            # Already recorded for this order id: a redelivery counts nothing twice.

@@ -1,0 +1,180 @@
+"""The sweep (every minute): lapse unused offers, expire unbought holds, top up, tidy stale places.
+
+Everything it touches is found through sparse indexes, never a scan: offer/hold rows through the
+reservations table's `by-due` index, stale requests through the requests table's `by-expiry` index.
+Every change is one transaction conditional on the state it was seen in, so a re-run, or two sweeps
+at once, return each unit exactly once (invariant 6), and a crash between any two steps is finished
+by the next run (invariant 7).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from chalicelib.clock import Clock
+from chalicelib.faults import FaultHook, no_faults
+from chalicelib.holds import DONE, UnitMoves
+from chalicelib.jobs import Job, JobQueue
+from chalicelib.tables.base import TransactionCancelled, transact
+from chalicelib.tables.catalog import CatalogTable
+from chalicelib.tables.requests import CONVERTED, WAITING, RequestsTable
+from chalicelib.tables.reservations import EXPIRED, HELD, LAPSED, OFFERED, ReservationsTable
+
+# The sweep expires a place this long before its ttl, so it (and not DynamoDB's own TTL deletion, which
+# never comes before the ttl) removes the request, keeping its uniqueness item and the waiting count in step.
+STALE_LEAD_S = 600
+# Day buckets read behind today: DynamoDB's TTL tidies anything older within about two days anyway.
+STALE_LOOKBACK_DAYS = 3
+# A sweep stops taking new work after this long; the next minute's run carries on where it stopped.
+BUDGET_S = 20.0
+
+RequeuePending = Callable[[float], int]
+SyncOptouts = Callable[[], int]
+
+
+@dataclass
+class _Owed:
+    """Rows of one restock whose freed units still need a top-up job."""
+
+    sku: str
+    restock_id: str
+    restock_ts: str
+    rows: list[tuple[str, str]] = field(default_factory=list)  # (token_id, settled state)
+
+
+class SweepService:
+    """Runs one sweep "as if at" a moment (the injected clock, or an explicit time) and says what it did."""
+
+    def __init__(
+        self,
+        *,
+        reservations: ReservationsTable,
+        requests: RequestsTable,
+        catalog: CatalogTable,
+        moves: UnitMoves,
+        jobs: JobQueue,
+        clock: Clock,
+        faults: FaultHook = no_faults,
+        requeue_pending: RequeuePending | None = None,
+        sync_optouts: SyncOptouts | None = None,
+        page_size: int = 100,
+        budget_s: float = BUDGET_S,
+    ) -> None:
+        self.reservations = reservations
+        self.requests = requests
+        self.catalog = catalog
+        self.moves = moves
+        self.jobs = jobs
+        self.clock = clock
+        self.faults = faults
+        self.requeue_pending = requeue_pending
+        self.sync_optouts = sync_optouts
+        self.page_size = page_size
+        self.budget_s = budget_s
+
+    def run(self, now: float | None = None) -> dict[str, int]:
+        """One sweep; returns counts: lapsed, expired, topups, stale_requests, pending_requeued, optouts_synced, raced."""
+        at = self.clock.now() if now is None else float(now)
+        deadline = time.monotonic() + self.budget_s
+        summary = dict.fromkeys(
+            ("lapsed", "expired", "topups", "stale_requests", "pending_requeued", "optouts_synced", "raced"), 0
+        )
+        owed: dict[tuple[str, str], _Owed] = {}
+        for page in self.reservations.due_pages(at, page_size=self.page_size):
+            for row in page:
+                self._settle(row, at, summary, owed)
+            if time.monotonic() > deadline:
+                break
+        summary["topups"] = self._top_up(owed)
+        summary["stale_requests"] = self._expire_stale(at, deadline)
+        summary["pending_requeued"] = self.requeue_restocks_stuck_in_pending(at)
+        # Last: units and places first, so a slow or failing SNS call never holds them up.
+        summary["optouts_synced"] = int(self.sync_optouts()) if self.sync_optouts else 0
+        return summary
+
+    def _settle(
+        self, row: dict[str, Any], at: float, summary: dict[str, int], owed: dict[tuple[str, str], _Owed]
+    ) -> None:
+        state = row.get("state")
+        if state == OFFERED and int(row.get("offer_expires_at", 0)) <= at:
+            move = self.moves.lapse(row, at)
+            if move.result != DONE:
+                summary["raced"] += 1
+                return
+            summary["lapsed"] += 1
+            self.faults("sweep.after_lapse")
+            state = LAPSED
+        elif state == HELD and int(row.get("hold_expires_at", 0)) <= at:
+            move = self.moves.expire(row, at)
+            if move.result != DONE:
+                summary["raced"] += 1
+                return
+            summary["expired"] += 1
+            self.faults("sweep.after_expiry")
+            state = EXPIRED
+        elif state not in (LAPSED, EXPIRED):
+            # Not yet past its own expiry (the row is authoritative), or already final elsewhere.
+            return
+        # Lapsed or expired and still in the index: its top-up is owed (this run's, or one a crash cut short).
+        key = (str(row["sku"]), str(row["restock_ts"]))
+        entry = owed.setdefault(key, _Owed(key[0], str(row["restock_id"]), key[1]))
+        entry.rows.append((str(row["token_id"]), str(state)))
+
+    def _top_up(self, owed: dict[tuple[str, str], _Owed]) -> int:
+        """One top-up job per restock that freed units, then the rows leave the index.
+
+        A crash after the send and before the clear sends the job again next run: the notifier treats a
+        repeated job as a no-op, so the only cost is one empty job, never a lost unit.
+        """
+        sent = 0
+        for entry in owed.values():
+            self.jobs.send(Job(entry.sku, entry.restock_id, entry.restock_ts, kind="topup"))
+            sent += 1
+            self.faults("sweep.after_topup")
+            for token_id, state in entry.rows:
+                self.reservations.clear_due(token_id, state)
+        return sent
+
+    def _expire_stale(self, at: float, deadline: float) -> int:
+        """Delete places whose ttl passed, with their uniqueness items, keeping the waiting count in step."""
+        cutoff = at + STALE_LEAD_S
+        removed = 0
+        client = self.requests.table.meta.client
+        for item in self.requests.stale(cutoff, lookback_days=STALE_LOOKBACK_DAYS, page_size=self.page_size):
+            if time.monotonic() > deadline:
+                break
+            state = item.get("state")
+            # A place with a live offer or hold is left until its unit has come back through it.
+            if state not in (WAITING, CONVERTED):
+                continue
+            sku, joined_ts = str(item["sku"]), str(item["joined_ts"])
+            request, unique = self.requests.expire_items(
+                sku, joined_ts, state=str(state), contact_key=str(item["contact_key"]), cutoff=cutoff
+            )
+            # A converted request already left the waiting count when it converted.
+            items = [request, *([self.catalog.leave_item(sku)] if state == WAITING else [])]
+            try:
+                transact(client, [*items, unique])
+            except TransactionCancelled as cancelled:
+                if cancelled.failed(0):
+                    continue  # refreshed by a repeat tap, or offered meanwhile: no longer stale
+                if not cancelled.failed(len(items)):
+                    raise
+                # The uniqueness item names a newer place (or is gone): remove this request alone.
+                try:
+                    transact(client, items)
+                except TransactionCancelled as again:
+                    if again.failed(0):
+                        continue
+                    raise
+            removed += 1
+        return removed
+
+    def requeue_restocks_stuck_in_pending(self, at: float) -> int:
+        """Hook: restocks written but never put on the queue are re-enqueued by restock detection."""
+        if self.requeue_pending is None:
+            return 0
+        return int(self.requeue_pending(at))
