@@ -1,0 +1,168 @@
+"""A shopper's link, the shop's orders webhook and the minute sweep, through the HTTP API and the schedule."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from chalice.test import Client
+
+from chalicelib.clock import FixedClock
+from chalicelib.webhooks import sign
+from chalicelib.wiring import Services
+from tests.scenes import level_falls_to, scene
+from tests.support import CHAIR, queued_jobs
+
+SHOP = "Walnut &amp; Wool (demo shop)"  # the local stage's SHOP_NAME, as the pages escape it
+
+
+def tap(client: Client, services: Services, token_id: str) -> Any:
+    return client.http.get(f"/reserve/{services.tokens.reserve(token_id)}")
+
+
+def page(response: Any) -> str:
+    assert response.headers["Content-Type"].startswith("text/html")
+    return response.body.decode()
+
+
+def order(
+    client: Client, services: Services, body: Any, *, secret: str | None = None, webhook_id: str = "msg_1"
+) -> Any:
+    text = body if isinstance(body, str) else json.dumps(body)
+    headers = sign(secret or services.webhook_secrets()[0], text, webhook_id)
+    return client.http.post(
+        "/webhooks/orders", headers={"Content-Type": "application/json", **headers}, body=text.encode()
+    )
+
+
+def test_tap_redirects_to_checkout_and_a_second_tap_redirects_again(
+    client: Client, services: Services, clock: FixedClock
+) -> None:
+    s = scene(services, clock)
+    token_id = s.offer()
+    first = tap(client, services, token_id)
+    again = tap(client, services, token_id)
+    expected = f"https://shop.example/checkout?sku=CHAIR-WALNUT&reservation={token_id}"
+    assert (first.status_code, first.headers["Location"]) == (302, expected)
+    assert (again.status_code, again.headers["Location"]) == (302, expected)
+    assert first.headers["Cache-Control"] == "no-store"
+    assert "Continue to checkout" in page(first)
+    assert s.counters() == (1, 1)
+
+
+def test_checkout_url_values_are_url_encoded(client: Client, services: Services, clock: FixedClock) -> None:
+    s = scene(services, clock, sku="MUG/BLUE:2")
+    location = tap(client, services, s.offer()).headers["Location"]
+    assert location.startswith("https://shop.example/checkout?sku=MUG%2FBLUE%3A2&reservation=")
+
+
+def test_units_at_zero_get_a_kind_just_gone_page(client: Client, services: Services, clock: FixedClock) -> None:
+    s = scene(services, clock)
+    token_id = s.offer()
+    level_falls_to(s, 0)
+    response = tap(client, services, token_id)
+    assert response.status_code == 410
+    body = page(response)
+    assert "Just gone — you keep your place for next time" in body
+    assert SHOP in body
+    assert s.request()["state"] == "waiting"
+
+
+def test_lapsed_expired_and_used_links_get_the_expired_page(
+    client: Client, services: Services, clock: FixedClock
+) -> None:
+    s = scene(services, clock)
+    lapsed, held = s.offer(0), s.offer(1)
+    tap(client, services, held)
+    clock.advance(CHAIR["offer_window_s"])
+    client.lambda_.invoke("sweep", client.events.generate_cw_event("aws.events", "Scheduled Event", {}, []))
+    used = s.offer(2)
+    tap(client, services, used)
+    assert order(client, services, {"reservation_id": used, "order_id": "A-1"}).status_code == 200
+    for token_id in (lapsed, held, used):
+        response = tap(client, services, token_id)
+        assert response.status_code == 410
+        body = page(response)
+        assert "This link has expired" in body
+        assert SHOP in body
+
+
+def test_tampered_link_gets_a_400_page_and_an_unknown_one_a_404_page(
+    client: Client, services: Services, clock: FixedClock
+) -> None:
+    s = scene(services, clock)
+    link = services.tokens.reserve(s.offer())
+    tampered = client.http.get(f"/reserve/{link[:-3]}xyz")
+    unknown = client.http.get(f"/reserve/{services.tokens.reserve('0' * 32)}")
+    assert tampered.status_code == 400
+    assert "This link is not complete" in page(tampered)
+    assert unknown.status_code == 404
+    assert "We cannot find this reservation" in page(unknown)
+    assert SHOP in page(unknown)
+
+
+def test_orders_webhook_converts_and_answers_redelivery(client: Client, services: Services, clock: FixedClock) -> None:
+    s = scene(services, clock)
+    token_id = s.offer()
+    tap(client, services, token_id)
+    body = {"reservation_id": token_id, "order_id": "A-1001"}
+    first = order(client, services, body)
+    again = order(client, services, body, webhook_id="msg_1")
+    assert (first.status_code, first.json_body["status"]) == (200, "converted")
+    assert (again.status_code, again.json_body["status"]) == (200, "already_converted")
+    assert s.row(token_id)["state"] == "converted"
+    assert s.request()["state"] == "converted"
+
+
+def test_orders_webhook_on_an_expired_hold_answers_200_and_says_so(
+    client: Client, services: Services, clock: FixedClock
+) -> None:
+    s = scene(services, clock)
+    token_id = s.offer()
+    tap(client, services, token_id)
+    clock.advance(CHAIR["hold_window_s"])
+    services.sweep.run()
+    response = order(client, services, {"reservation_id": token_id, "order_id": "A-1002"})
+    assert response.status_code == 200
+    assert response.json_body == {"status": "hold_expired", "reservation_id": token_id, "order_id": "A-1002"}
+
+
+def test_orders_webhook_refusals_are_json_errors(client: Client, services: Services, clock: FixedClock) -> None:
+    s = scene(services, clock)
+    token_id = s.offer()
+    cases = [
+        (order(client, services, {"reservation_id": "f" * 32, "order_id": "1"}), 404, "unknown_reservation"),
+        (order(client, services, {"reservation_id": token_id, "order_id": "1"}), 409, "not_held"),
+        (order(client, services, "{not json"), 400, "invalid_json"),
+        (order(client, services, {"reservation_id": token_id}), 400, "missing_field"),
+        (
+            order(client, services, {"reservation_id": token_id, "order_id": "1"}, secret="whsec_d3Jvbmctc2VjcmV0"),
+            401,
+            "invalid_signature",
+        ),
+    ]
+    for response, status, code in cases:
+        assert response.status_code == status
+        assert response.json_body["error"] == code
+        assert response.json_body["message"]
+    unsigned = client.http.post(
+        "/webhooks/orders",
+        headers={"Content-Type": "application/json"},
+        body=json.dumps({"reservation_id": token_id, "order_id": "1"}).encode(),
+    )
+    assert unsigned.status_code == 401
+
+
+def test_scheduled_sweep_returns_units_and_queues_a_top_up(
+    client: Client, services: Services, clock: FixedClock
+) -> None:
+    s = scene(services, clock)
+    s.offer(0)
+    s.tap(s.offer(1))
+    clock.advance(CHAIR["offer_window_s"])
+    result = client.lambda_.invoke("sweep", client.events.generate_cw_event("aws.events", "Scheduled Event", {}, []))
+    assert result.payload["lapsed"] == 1
+    assert result.payload["expired"] == 1
+    assert result.payload["topups"] == 1
+    assert s.counters() == (2, 2)
+    assert [j.kind for j in queued_jobs(services)] == ["topup"]

@@ -1,0 +1,69 @@
+"""A SKU with a restock, a queue and offers, as the hold, order and sweep tests build on it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from chalicelib import holds
+from chalicelib.clock import FixedClock
+from chalicelib.wiring import Services
+from tests.support import CHAIR, join_request, make_offer, put_restock
+
+
+@dataclass
+class Scene:
+    """One SKU with a restock and a queue, and the offers made so far."""
+
+    services: Services
+    clock: FixedClock
+    sku: str
+    restock: dict[str, Any]
+    requests: list[dict[str, Any]]
+    tokens: list[str]
+
+    def counters(self) -> tuple[int, int]:
+        item = self.services.restocks.get(self.sku, self.restock["restock_ts"]) or {}
+        return int(item["units_available"]), int(item["units_offerable"])
+
+    def offer(self, index: int = 0) -> str:
+        token_id = make_offer(self.services, self.restock, self.requests[index], self.clock.now())
+        self.tokens.append(token_id)
+        return token_id
+
+    def tap(self, token_id: str) -> holds.ReserveOutcome:
+        return self.services.holds.reserve(self.services.tokens.reserve(token_id))
+
+    def row(self, token_id: str) -> dict[str, Any]:
+        return self.services.reservations.get(token_id) or {}
+
+    def request(self, index: int = 0) -> dict[str, Any]:
+        return self.services.requests.get(self.sku, self.requests[index]["joined_ts"]) or {}
+
+    def waiting_count(self) -> int:
+        return int((self.services.catalog.get(self.sku, consistent=True) or {}).get("waiting_count", 0))
+
+    def audit_kinds(self) -> Counter[str]:
+        return Counter(str(f["kind"]) for f in self.services.audit.for_sku(self.sku))
+
+
+def scene(services: Services, clock: FixedClock, units: int = 2, people: int = 3, sku: str = "CHAIR-WALNUT") -> Scene:
+    services.catalog.upsert(sku, dict(CHAIR))
+    requests = []
+    for i in range(people):
+        requests.append(join_request(services, sku, f"+4474001000{i:02d}", clock.now()))
+        clock.advance(1)
+    restock = put_restock(services, sku, units, clock.now())
+    return Scene(services, clock, sku, restock, requests, [])
+
+
+def level_falls_to(s: Scene, units: int) -> None:
+    """The shop's stock fell while offers were out: both counters drop by the same amount."""
+    available, _ = s.counters()
+    cut = available - units
+    s.services.restocks.table.update_item(
+        Key={"sku": s.sku, "restock_ts": s.restock["restock_ts"]},
+        UpdateExpression="ADD units_available :minus, units_offerable :minus",
+        ExpressionAttributeValues={":minus": -cut},
+    )

@@ -1,0 +1,81 @@
+"""Pure rules of holds and orders: checkout URLs, order bodies, and the pages a shopper sees."""
+
+from __future__ import annotations
+
+import pytest
+
+from chalicelib import holds
+from chalicelib.errors import BadRequest
+from chalicelib.holds import ReserveOutcome, checkout_location, reserve_response
+from chalicelib.orders import Order, parse_order
+
+
+def test_checkout_url_fills_sku_and_reservation_id_url_encoded() -> None:
+    template = "https://shop.example/cart/add?sku={sku}&ref={reservation_id}&utm={{keep}}"
+    assert checkout_location(template, "MUG/BLUE 2", "ab12") == (
+        "https://shop.example/cart/add?sku=MUG%2FBLUE%202&ref=ab12&utm={{keep}}"
+    )
+
+
+@pytest.mark.parametrize("template", ["", "javascript:alert(1)", "//shop.example/{sku}", "ftp://shop.example/"])
+def test_checkout_url_must_be_http(template: str) -> None:
+    assert checkout_location(template, "SKU", "id") is None
+
+
+@pytest.mark.parametrize(
+    ("kind", "status"),
+    [
+        (holds.HELD_NOW, 302),
+        (holds.HELD_AGAIN, 302),
+        (holds.JUST_GONE_PAGE, 410),
+        (holds.EXPIRED_LINK, 410),
+        (holds.INVALID_LINK, 400),
+        (holds.UNKNOWN_LINK, 404),
+        (holds.UNAVAILABLE, 409),
+    ],
+)
+def test_every_outcome_has_a_status_below_500(kind: str, status: int) -> None:
+    assert ReserveOutcome(kind).http_status == status
+
+
+def test_redirect_keeps_the_link_out_of_the_referrer() -> None:
+    response = reserve_response(ReserveOutcome(holds.HELD_NOW, "https://shop.example/c?a=1&b=2"), "Shop")
+    assert response.status_code == 302
+    assert response.headers["Location"] == "https://shop.example/c?a=1&b=2"
+    assert response.headers["Referrer-Policy"] == "no-referrer"
+    assert 'href="https://shop.example/c?a=1&amp;b=2"' in response.body
+
+
+@pytest.mark.parametrize(
+    ("outcome", "title", "says"),
+    [
+        (ReserveOutcome(holds.JUST_GONE_PAGE), "Just gone — you keep your place for next time", "not lost your place"),
+        (ReserveOutcome(holds.EXPIRED_LINK, reason="offer_lapsed"), "This link has expired", "time to reserve"),
+        (ReserveOutcome(holds.EXPIRED_LINK, reason="hold_expired"), "This link has expired", "held for you"),
+        (ReserveOutcome(holds.EXPIRED_LINK, reason="used"), "This link has expired", "already been used"),
+        (ReserveOutcome(holds.EXPIRED_LINK, reason="link_too_old"), "This link has expired", "keep your place"),
+        (ReserveOutcome(holds.INVALID_LINK), "This link is not complete", "cut short"),
+        (ReserveOutcome(holds.UNKNOWN_LINK), "We cannot find this reservation", "does not match"),
+        (ReserveOutcome(holds.UNAVAILABLE), "Checkout is not available right now", "nothing has been reserved"),
+    ],
+)
+def test_pages_are_honest_and_carry_the_shop_name(outcome: ReserveOutcome, title: str, says: str) -> None:
+    response = reserve_response(outcome, "Walnut & Wool")
+    assert response.status_code == outcome.http_status
+    assert response.headers["Content-Type"] == "text/html; charset=utf-8"
+    assert f"<h1>{title}</h1>" in response.body
+    assert says in response.body
+    assert "Walnut &amp; Wool" in response.body
+    assert '<html lang="en">' in response.body
+
+
+def test_order_body_accepts_string_or_numeric_order_ids() -> None:
+    assert parse_order({"reservation_id": "a1", "order_id": " #1001 "}) == Order("a1", "#1001")
+    assert parse_order({"reservation_id": "a1", "order_id": 1001}) == Order("a1", "1001")
+
+
+def test_order_body_rejects_what_no_platform_sends() -> None:
+    with pytest.raises(BadRequest, match="reservation_id is required"):
+        parse_order({"order_id": "1"})
+    with pytest.raises(BadRequest, match="order_id must be a string or a whole number"):
+        parse_order({"reservation_id": "a1", "order_id": 1.5})
