@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from decimal import Decimal
@@ -62,9 +63,23 @@ class CatalogTable:
             ExpressionAttributeValues=values,
             ReturnValues="ALL_NEW",
         )
+        attributes = result["Attributes"]
+        if "level" not in attributes and "demand_key" not in attributes:
+            # A product added by hand has no level yet, which counts as sold out: it belongs in the
+            # demand index, as one created by catalogue sync does.
+            with contextlib.suppress(self.table.meta.client.exceptions.ConditionalCheckFailedException):
+                attributes = self.table.update_item(
+                    Key={"sku": sku},
+                    UpdateExpression="SET demand_key = :out",
+                    # A level recorded meanwhile already decided the product's place in the index.
+                    ConditionExpression="attribute_not_exists(#level)",
+                    ExpressionAttributeNames={"#level": "level"},
+                    ExpressionAttributeValues={":out": DEMAND_OUT},
+                    ReturnValues="ALL_NEW",
+                )["Attributes"]
         with self._lock:
             self._cache.pop(sku, None)
-        return with_defaults(result["Attributes"])
+        return with_defaults(attributes)
 
     def all(self) -> list[dict[str, Any]]:
         """Every product (dev console and catalogue sync only: the catalogue is small)."""

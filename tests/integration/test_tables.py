@@ -154,3 +154,8 @@ def test_audit_is_append_only_and_ordered(services: Services, clock: FixedClock)
     assert [a["kind"] for a in services.audit.for_sku("CHAIR")] == ["restock_detected", "notice_sent", "hold"]
     assert [a["kind"] for a in services.audit.for_sku("CHAIR", newest_first=True, limit=1)] == ["hold"]
     assert len(services.audit.for_contact("k1")) == 3
+
+
+def test_a_product_added_by_hand_counts_as_sold_out_for_demand(services: Services) -> None:
+    services.catalog.upsert("LAMP", {"name": "Brass lamp"})
+    assert [p["sku"] for p in services.catalog.table.scan()["Items"] if p.get("demand_key") == "out"] == ["LAMP"]
