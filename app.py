@@ -67,35 +67,6 @@ def widget() -> Response:
     )
 
 
-@app.route("/unsubscribe/{token}", methods=["GET"])
-def unsubscribe_page(token: str) -> Response:
-    """An unsubscribe link opened: a confirmation page with a button; changes nothing (mail scanners prefetch)."""
-    return wiring.current().self_service.unsubscribe_form(token)
-
-
-@app.route("/unsubscribe/{token}", methods=["POST"], content_types=UNSUBSCRIBE_TYPES)
-def unsubscribe(token: str) -> Response:
-    """RFC 8058 one-click (or the page's button): opt out, leave every list, pass live offers on."""
-    request = app.current_request
-    return wiring.current().self_service.unsubscribe(token, request.raw_body, request.headers.get("content-type", ""))
-
-
-@app.route("/me/{token}", methods=["GET"])
-def my_requests(token: str) -> Response:
-    """A shopper's own page: what they wait for and their place in each line."""
-    done = (app.current_request.query_params or {}).get("done")
-    return wiring.current().self_service.manage_page(token, done)
-
-
-@app.route("/me/{token}", methods=["POST"], content_types=["application/x-www-form-urlencoded"])
-def change_my_requests(token: str) -> Response:
-    """A form on the shopper's page: leave a list, switch channel, or stop everything (CSRF-checked)."""
-    request = app.current_request
-    return wiring.current().self_service.manage_action(
-        token, request.raw_body, request.headers.get("content-type", ""), dict(request.headers)
-    )
-
-
 @app.route("/webhooks/inventory", methods=["POST"], content_types=["application/json"])
 def inventory_webhook() -> Response:
     """The shop platform reports a SKU's stock level (Standard Webhooks signature); a crossing is a restock."""
@@ -150,3 +121,32 @@ def orders_webhook() -> Response:
 def sweep(event: CloudWatchEvent) -> dict[str, int]:
     """Every minute: lapse offers, expire holds, return units once, top up, tidy stale places."""
     return wiring.current().sweep.run()
+
+
+@app.route("/unsubscribe/{token}", methods=["GET"])
+def unsubscribe_page(token: str) -> Response:
+    """An unsubscribe link opened: a confirmation page with a button; changes nothing (mail scanners prefetch)."""
+    return wiring.current().self_service.unsubscribe_form(token)
+
+
+@app.route("/unsubscribe/{token}", methods=["POST"], content_types=UNSUBSCRIBE_TYPES)
+def unsubscribe(token: str) -> Response:
+    """RFC 8058 one-click (or the page's button): opt out, leave every list, pass live offers on."""
+    request = app.current_request
+    return wiring.current().self_service.unsubscribe(token, request.raw_body, request.headers.get("content-type", ""))
+
+
+@app.route("/me/{token}", methods=["GET"])
+def my_requests(token: str) -> Response:
+    """A shopper's own page: what they wait for and their place in each line."""
+    done = (app.current_request.query_params or {}).get("done")
+    return wiring.current().self_service.manage_page(token, done)
+
+
+@app.route("/me/{token}", methods=["POST"], content_types=["application/x-www-form-urlencoded"])
+def change_my_requests(token: str) -> Response:
+    """A form on the shopper's page: leave a list, switch channel, or stop everything (CSRF-checked)."""
+    request = app.current_request
+    return wiring.current().self_service.manage_action(
+        token, request.raw_body, request.headers.get("content-type", ""), dict(request.headers)
+    )

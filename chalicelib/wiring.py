@@ -17,16 +17,16 @@ from chalicelib.detect import DetectService
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.holds import HoldsService, UnitMoves
 from chalicelib.jobs import JobQueue
-from chalicelib.metrics import MetricsFactory
-from chalicelib.notifier import Notifier
 from chalicelib.leaving import QueueExits
 from chalicelib.links import Links
 from chalicelib.manage import FormGuard, ManageService
+from chalicelib.metrics import MetricsFactory
+from chalicelib.notifier import Notifier
 from chalicelib.optout_service import OptoutService
 from chalicelib.orders import OrdersService
 from chalicelib.secrets import Secrets
-from chalicelib.senders import EmailSender, Senders, SmsSender
 from chalicelib.selfservice import SelfService
+from chalicelib.senders import EmailSender, Senders, SmsSender
 from chalicelib.support_desk import SupportDesk
 from chalicelib.sweep import SweepService
 from chalicelib.tables.audit import AuditTable
@@ -185,6 +185,33 @@ class Services:
         )
 
     @cached_property
+    def detector(self) -> DetectService:
+        """Restock detection: POST /webhooks/inventory, and the sweep's re-enqueue of stuck restocks."""
+        return DetectService(
+            catalog=self.catalog,
+            restocks=self.restocks,
+            audit=self.audit,
+            jobs=self.jobs,
+            clock=self.clock,
+            secrets=self.webhook_secrets,
+            faults=self.faults,
+        )
+
+    @cached_property
+    def catalog_sync(self) -> CatalogSync:
+        """Catalogue sync from CATALOG_URL (a stage without one reports that and changes nothing)."""
+        url = self.settings.catalog_url
+        reader = FeedReader(url, self.catalog_token) if url else None
+        return CatalogSync(catalog=self.catalog, reader=reader, clock=self.clock)
+
+    def catalog_token(self) -> str | None:
+        """The catalogue feed's bearer token, when the stage configures one; read through the secrets cache."""
+        settings = self.settings
+        if "CATALOG_TOKEN" in settings.secret_values or "CATALOG_TOKEN" in settings.secret_refs:
+            return self.secrets.get("CATALOG_TOKEN")
+        return None
+
+    @cached_property
     def moves(self) -> UnitMoves:
         """DESIGN §4's counter moves for existing offer rows (hold, lapse, expiry, conversion)."""
         return UnitMoves(
@@ -235,6 +262,9 @@ class Services:
             requeue_pending=self.detector.requeue_pending,
             # SMS STOP replies recorded by SNS become opt-outs here (and their places leave the lists).
             sync_optouts=lambda: self.optouts.sync_sms_optouts().newly_suppressed,
+            # Someone who opted out while holding a unit leaves the list once the hold expires.
+            optout=self.optout,
+            exits=self.exits,
         )
 
     # --- Opt-out everywhere, the shopper's own pages, and the support desk.
@@ -315,33 +345,6 @@ class Services:
             clock=self.clock,
             hash_key=self.hash_key,
         )
-
-    @cached_property
-    def detector(self) -> DetectService:
-        """Restock detection: POST /webhooks/inventory, and the sweep's re-enqueue of stuck restocks."""
-        return DetectService(
-            catalog=self.catalog,
-            restocks=self.restocks,
-            audit=self.audit,
-            jobs=self.jobs,
-            clock=self.clock,
-            secrets=self.webhook_secrets,
-            faults=self.faults,
-        )
-
-    @cached_property
-    def catalog_sync(self) -> CatalogSync:
-        """Catalogue sync from CATALOG_URL (a stage without one reports that and changes nothing)."""
-        url = self.settings.catalog_url
-        reader = FeedReader(url, self.catalog_token) if url else None
-        return CatalogSync(catalog=self.catalog, reader=reader, clock=self.clock)
-
-    def catalog_token(self) -> str | None:
-        """The catalogue feed's bearer token, when the stage configures one; read through the secrets cache."""
-        settings = self.settings
-        if "CATALOG_TOKEN" in settings.secret_values or "CATALOG_TOKEN" in settings.secret_refs:
-            return self.secrets.get("CATALOG_TOKEN")
-        return None
 
 
 def origin_of(url: str) -> str:

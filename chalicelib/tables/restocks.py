@@ -99,23 +99,6 @@ class RestocksTable:
         # No condition: a plain tally beside the unit counters, which it never touches.
         return self._counter_item(sku, restock_ts, "ADD orders_on_expired_holds :one", None, {":one": 1})
 
-    def for_sku(self, sku: str, *, since_ts: str = "") -> list[dict[str, Any]]:
-        """A SKU's restocks from `since_ts` (a restock_ts prefix, ISO-8601) on, oldest first (support tools)."""
-        condition = Key("sku").eq(sku) & Key("restock_ts").gte(since_ts) if since_ts else Key("sku").eq(sku)
-        return list(query_all(self.table, KeyConditionExpression=condition, ScanIndexForward=True))
-
-    def release_lapsed_offer_item(self, sku: str, restock_ts: str) -> dict:
-        """Offer lapsed unused: units_offerable + 1, only while it is below units_available."""
-        return self._counter_item(
-            sku,
-            restock_ts,
-            "ADD units_offerable :one",
-            # Never over-promise (invariant 5): when a level fall already took this promise off the counters
-            # (units_offerable floored at units_available), it is not handed out a second time.
-            "units_offerable < units_available",
-            {":one": 1},
-        )
-
     # --- Detection: opening a restock, changes of level while it is open, and the owed notifier job.
     # --- A restock owes a job while it carries pending_key/pending_since/pending_kind/pending_token
     # --- (the sparse GSI "by-pending"); enqueue_lease_until lets one enqueuer at a time send it.
@@ -294,4 +277,21 @@ class RestocksTable:
             IndexName="by-pending",
             KeyConditionExpression=Key("pending_key").eq(PENDING_KEY) & Key("pending_since").lte(int(cutoff)),
             Limit=page_size,
+        )
+
+    def for_sku(self, sku: str, *, since_ts: str = "") -> list[dict[str, Any]]:
+        """A SKU's restocks from `since_ts` (a restock_ts prefix, ISO-8601) on, oldest first (support tools)."""
+        condition = Key("sku").eq(sku) & Key("restock_ts").gte(since_ts) if since_ts else Key("sku").eq(sku)
+        return list(query_all(self.table, KeyConditionExpression=condition, ScanIndexForward=True))
+
+    def release_lapsed_offer_item(self, sku: str, restock_ts: str) -> dict:
+        """Offer lapsed unused: units_offerable + 1, only while it is below units_available."""
+        return self._counter_item(
+            sku,
+            restock_ts,
+            "ADD units_offerable :one",
+            # Never over-promise (invariant 5): when a level fall already took this promise off the counters
+            # (units_offerable floored at units_available), it is not handed out a second time.
+            "units_offerable < units_available",
+            {":one": 1},
         )
