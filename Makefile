@@ -10,6 +10,8 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
+	# Puts the `bisn` support command in .venv/bin (the project's own code, no dependencies).
+	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
 venv: $(STAMP)
