@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import uuid
 from pathlib import Path
@@ -53,11 +52,11 @@ CHAIR: dict[str, Any] = {
 
 
 def restock_key(sku: str, webhook_id: str, event_ts: float) -> tuple[str, str]:
-    """(restock_id, restock_ts) per the shared restock contract."""
-    from chalicelib.clock import iso
+    """(restock_id, restock_ts) exactly as detection derives them."""
+    from chalicelib.detect import restock_id_for, restock_ts_for
 
-    restock_id = "rs_" + hashlib.sha256(f"{sku}|{webhook_id}".encode()).hexdigest()[:24]
-    return restock_id, f"{iso(event_ts)}#{restock_id[-8:]}"
+    restock_id = restock_id_for(sku, webhook_id)
+    return restock_id, restock_ts_for(event_ts, restock_id)
 
 
 def put_restock(services: Any, sku: str, units: int, now: float, *, webhook_id: str = "wh_restock") -> dict[str, Any]:
