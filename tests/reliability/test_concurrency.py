@@ -1,0 +1,196 @@
+"""Many things at once, from threads, against the emulator (serialised per operation, like DynamoDB).
+
+chalice.test.Client is not thread-safe (the app's current request is global), so the threads call the
+service layer, exactly what each route calls. After every run invariants 1–7 are checked against the
+tables. The heavier variants (more threads, more rounds) are marked slow.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from chalicelib.holds import HELD_AGAIN, HELD_NOW, JUST_GONE_PAGE
+from chalicelib.tables.reservations import OFFERED
+from tests.reliability.invariants import Tables, assert_invariants
+from tests.reliability.world import PLENTY_MS, World, outbox_texts
+
+
+def at_once(tasks: list[Callable[[], Any]]) -> list[Any]:
+    """Run every task on its own thread, released together; returns results (or the exception raised)."""
+    results: list[Any] = [None] * len(tasks)
+    start = threading.Barrier(len(tasks))
+
+    def run(i: int) -> None:
+        start.wait()
+        try:
+            results[i] = tasks[i]()
+        except Exception as exc:  # reported, not swallowed: the tests assert on what came back
+            results[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(tasks))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def number(i: int) -> str:
+    return f"+4474001{i:05d}"
+
+
+def tap(w: World, contact: str, source: str) -> Any:
+    channel = "email" if "@" in contact else "sms"
+    return w.services.capture.capture(source, {"sku": w.sku, "channel": channel, "contact": contact})
+
+
+# --- taps
+
+
+@pytest.mark.parametrize("people", [12, pytest.param(48, marks=pytest.mark.slow)])
+def test_simultaneous_taps_by_different_people_each_get_one_place(world: World, people: int) -> None:
+    world.product()
+    results = at_once([lambda i=i: tap(world, number(i), f"203.0.113.{i}") for i in range(people)])
+    assert [r.status for r in results] == ["queued"] * people, results
+    # A place is counted as the tap commits, so simultaneous taps may see the same count; each is in range.
+    assert all(1 <= r.position <= people for r in results)
+    assert len({r.joined_ts for r in results}) == people
+    assert_invariants(world.services)
+
+
+@pytest.mark.parametrize("threads", [8, pytest.param(32, marks=pytest.mark.slow)])
+def test_simultaneous_taps_by_one_person_make_one_place(world: World, threads: int) -> None:
+    world.product()
+    results = at_once([lambda i=i: tap(world, "Same.Person@Example.com", f"203.0.113.{i}") for i in range(threads)])
+    assert Counter(r.status for r in results) == {"queued": 1, "already_queued": threads - 1}, results
+    assert len({r.joined_ts for r in results}) == 1
+    assert_invariants(world.services)
+
+
+# --- taps on reserve links
+
+
+def restock_with_offers(w: World, people: int, units: int) -> list[dict[str, Any]]:
+    w.product()
+    for i in range(people):
+        w.tap(number(i))
+    w.inventory(units)
+    w.pump()
+    return w.offers(OFFERED)
+
+
+@pytest.mark.parametrize("threads", [8, pytest.param(24, marks=pytest.mark.slow)])
+def test_simultaneous_taps_on_one_link_hold_one_unit(world: World, threads: int) -> None:
+    [offer, *_] = restock_with_offers(world, 3, 2)
+    token = world.services.tokens.reserve(str(offer["token_id"]))
+    results = at_once([lambda: world.services.holds.reserve(token) for _ in range(threads)])
+    assert Counter(r.kind for r in results) == {HELD_NOW: 1, HELD_AGAIN: threads - 1}, results
+    [restock] = world.restocks()
+    assert int(restock["units_available"]) == 1
+    assert_invariants(world.services)
+
+
+def test_more_links_tapped_at_once_than_units_left_hold_only_the_units(world: World) -> None:
+    offers = restock_with_offers(world, 6, 6)
+    world.inventory(2)  # the shop sold four elsewhere while six offers were out
+    tokens = [world.services.tokens.reserve(str(o["token_id"])) for o in offers]
+    results = at_once([lambda t=t: world.services.holds.reserve(t) for t in tokens])
+    assert Counter(r.kind for r in results) == {HELD_NOW: 2, JUST_GONE_PAGE: 4}, results
+    tables = Tables.read(world.services)
+    assert sum(1 for r in tables.rows if r["state"] == "held") == 2
+    assert_invariants(world.services)
+
+
+# --- sweeps
+
+
+@pytest.mark.parametrize("sweeps", [4, pytest.param(12, marks=pytest.mark.slow)])
+def test_simultaneous_sweeps_return_each_unit_once(world: World, sweeps: int) -> None:
+    offers = restock_with_offers(world, 8, 6)
+    for offer in offers[:3]:
+        world.reserve(str(offer["token_id"]))
+    world.clock.advance(3601)  # every offer lapsed and every hold expired
+    results = at_once([world.services.sweep.run for _ in range(sweeps)])
+    assert not [r for r in results if isinstance(r, Exception)], results
+    assert sum(r["lapsed"] for r in results) == 3
+    assert sum(r["expired"] for r in results) == 3
+    [restock] = world.restocks()
+    assert (int(restock["units_available"]), int(restock["units_offerable"])) == (6, 6)
+    world.settle()
+    assert_invariants(world.services, settled=True)
+
+
+# --- notifier runs
+
+
+@pytest.mark.parametrize("runs", [4, pytest.param(12, marks=pytest.mark.slow)])
+def test_one_job_handled_by_several_invocations_at_once_tells_each_person_once(world: World, runs: int) -> None:
+    world.product()
+    for i in range(10):
+        world.tap(number(i))
+    world.inventory(6)
+    url = world.sqs.get_queue_url(QueueName=world.services.settings.jobs_queue_name)["QueueUrl"]
+    [message] = world.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1)["Messages"]
+    from chalicelib.jobs import Job
+
+    job = Job.from_json(message["Body"])
+    results = at_once([lambda: world.services.notifier.handle(job, lambda: PLENTY_MS) for _ in range(runs)])
+    assert not [r for r in results if isinstance(r, Exception)], results
+    assert sum(r.notices for r in results) == 6
+    assert len(outbox_texts()) == 6
+    world.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    assert_invariants(world.services)
+
+
+# --- everything at once
+
+
+def chaos(world: World, rounds: int, width: int, seed: int) -> None:
+    """Rounds of taps, link taps, leaving, notifier runs and sweeps racing each other; checked after each."""
+    rng = random.Random(seed)
+    world.product()
+    for i in range(width):
+        world.tap(number(i))
+    world.inventory(width // 2)
+    people = width
+    for _ in range(rounds):
+        offers = world.offers(OFFERED)
+        tasks: list[Callable[[], Any]] = []
+        for _ in range(width):
+            choice = rng.random()
+            if choice < 0.3:
+                people += 1
+                newcomer, source = number(people), f"192.0.2.{people % 250}"
+                tasks.append(lambda n=newcomer, s=source: tap(world, n, s))
+            elif choice < 0.55 and offers:
+                token = world.services.tokens.reserve(str(rng.choice(offers)["token_id"]))
+                tasks.append(lambda t=token: world.services.holds.reserve(t))
+            elif choice < 0.65:
+                key = world.key_of(number(rng.randrange(people)))
+                tasks.append(lambda k=key: world.services.optouts.opt_out(k, "unsubscribe"))
+            elif choice < 0.85:
+                tasks.append(world.pump)
+            else:
+                tasks.append(world.services.sweep.run)
+        errors = [r for r in at_once(tasks) if isinstance(r, Exception)]
+        assert not errors, errors
+        assert_invariants(world.services)
+        world.clock.advance(rng.choice([1, 60, 901, 3601]))
+    world.settle()
+    assert_invariants(world.services, settled=True)
+
+
+def test_taps_links_leaving_notifier_and_sweep_racing_keep_every_promise(world: World) -> None:
+    chaos(world, rounds=4, width=8, seed=7)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(5))
+def test_longer_races_keep_every_promise(world: World, seed: int) -> None:
+    chaos(world, rounds=10, width=16, seed=seed)

@@ -1,0 +1,332 @@
+"""One shop on the emulator, driven through the service layer as the platform, shoppers and AWS would drive it.
+
+The reliability tests build a `World`, inject a fault plan, and play a journey: shoppers join, stock
+returns, the notifier tells the front of the line, links are tapped, an order is placed, somebody leaves,
+time passes, the sweep settles. Every entry point is reached the way production reaches it (a signed
+webhook, a redelivered SQS message, a tapped link), and a step that crashes is followed by what would
+follow it in production: the platform's retry, SQS's redelivery, the shopper's second tap, the next sweep.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from email.utils import parseaddr
+from typing import Any
+
+import boto3
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.ses.models import ses_backends
+from moto.sns.models import sns_backends
+
+from chalicelib.aws import Aws
+from chalicelib.clock import FixedClock
+from chalicelib.config import settings_from_env
+from chalicelib.contacts import contact_key
+from chalicelib.jobs import Job
+from chalicelib.tables.base import query_all
+from chalicelib.webhooks import sign
+from chalicelib.wiring import Services
+from tests.support import CHAIR, REGION, InjectedCrash
+
+PLENTY_MS = 60_000
+RESERVE_LINK = re.compile(r"/reserve/([A-Za-z0-9_.\-]+)")
+
+
+class PowerCut(Exception):
+    """Stands for the Lambda dying before its next AWS call: nothing after it reaches AWS."""
+
+
+class FaultPlan:
+    """The services' fault hook: records every named point reached, and crashes where the plan says.
+
+    Two kinds of crash: at a named fault point of the code (`crash_at`), or before the k-th AWS call of
+    the next step (`cut_before_call`, counted by a botocore event hook on the session), after which every
+    call fails until the crash is over, as for a process that died.
+    """
+
+    def __init__(self) -> None:
+        self.points_seen: list[str] = []
+        self.crashes: list[str] = []
+        self._point: str | None = None
+        self._cut_at: int | None = None
+        self._calls = 0
+        self._dead = False
+        self._lock = threading.Lock()
+
+    # --- named fault points (chalicelib/faults.py)
+
+    def __call__(self, point: str) -> None:
+        with self._lock:
+            self.points_seen.append(point)
+            if point == self._point:
+                self._point = None
+                self.crashes.append(point)
+                raise InjectedCrash(point)
+
+    def crash_at(self, point: str) -> None:
+        """Crash the first time the named point is reached."""
+        self._point = point
+
+    # --- a power cut before an AWS call
+
+    def cut_before_call(self, k: int) -> None:
+        """Let k-1 AWS calls through from now on, then fail the k-th and every later one."""
+        with self._lock:
+            self._cut_at, self._calls, self._dead = k, 0, False
+
+    def restore(self) -> None:
+        """The crashed process is gone; the next one (the retry) runs normally."""
+        with self._lock:
+            self._cut_at, self._dead = None, False
+
+    @property
+    def calls(self) -> int:
+        """AWS calls seen since the last cut was armed."""
+        return self._calls
+
+    def before_call(self, model: Any, **_: Any) -> None:
+        """botocore `before-call` handler."""
+        with self._lock:
+            self._calls += 1
+            if self._cut_at is None:
+                return
+            if self._dead or self._calls >= self._cut_at:
+                if not self._dead:
+                    self.crashes.append(f"call {self._calls}: {model.service_model.service_name}.{model.name}")
+                self._dead = True
+                raise PowerCut(f"power cut before {model.name}")
+
+
+CRASHES = (InjectedCrash, PowerCut)
+
+
+@dataclass
+class Shopper:
+    """One person on the list."""
+
+    contact: str
+    channel: str
+    key: str
+    joined_ts: str = ""
+
+
+@dataclass
+class World:
+    """One shop: services on the emulator with a test clock and a fault plan, and what happened so far."""
+
+    services: Services
+    clock: FixedClock
+    faults: FaultPlan
+    # Clients built before the fault plan's hook was registered: the test's own reads and SQS's delivery
+    # of messages (done by the Lambda service, not by the function) are never cut or counted.
+    observer: Any = None
+    sqs: Any = None
+    sku: str = "CHAIR-WALNUT"
+    shoppers: list[Shopper] = field(default_factory=list)
+    webhooks_sent: int = 0
+    retries: int = 0
+    log: list[str] = field(default_factory=list)
+
+    # --- building
+
+    @classmethod
+    def build(cls, session: boto3.session.Session, env: dict[str, str], clock: FixedClock) -> World:
+        """A world on a provisioned emulator session (the conftest `session` fixture)."""
+        faults = FaultPlan()
+        observer = session.resource("dynamodb", region_name=REGION)
+        sqs = session.client("sqs", region_name=REGION)
+        # Registered on the session before the services build their clients, so every client carries it.
+        session.events.register("before-call", faults.before_call)
+        services = Services(settings_from_env(env), Aws(REGION, session=session), clock, faults=faults)
+        world = cls(services, clock, faults, observer, sqs)
+        domain = parseaddr(services.settings.ses_from)[1].split("@", 1)[1]
+        services.aws.sesv2.create_email_identity(EmailIdentity=domain)
+        return world
+
+    def product(self, sku: str | None = None, **settings: Any) -> str:
+        """A sold-out product in the catalogue."""
+        sku = sku or self.sku
+        self.services.catalog.upsert(sku, {**CHAIR, **settings})
+        return sku
+
+    def key_of(self, contact: str) -> str:
+        """The keyed hash that stands for a contact."""
+        return contact_key(contact.casefold() if "@" in contact else contact, self.services.hash_key)
+
+    # --- the platform's, the shoppers' and AWS's actions, each retried as production would retry it
+
+    def attempt(self, name: str, action: Callable[[], Any], *, retry: Callable[[], Any] | None = None) -> Any:
+        """Run one step; if it crashes, the crashed process is gone and the retry runs (once, normally)."""
+        try:
+            return action()
+        except CRASHES as crash:
+            self.faults.restore()
+            self.retries += 1
+            self.log.append(f"{name} crashed ({crash}); retried")
+            return (retry or action)()
+
+    def tap(self, contact: str, *, sku: str | None = None, source: str | None = None) -> Any:
+        """A shopper taps Notify me (and taps again if the page errored)."""
+        channel = "email" if "@" in contact else "sms"
+        body = {"sku": sku or self.sku, "channel": channel, "contact": contact}
+        source = source or f"198.51.100.{len(self.shoppers) % 250 + 1}"
+        outcome = self.attempt("tap", lambda: self.services.capture.capture(source, body))
+        if outcome.joined_ts and not any(s.contact == contact for s in self.shoppers):
+            self.shoppers.append(Shopper(contact, channel, self.key_of(contact), outcome.joined_ts))
+        self.clock.advance(1)
+        return outcome
+
+    def inventory(self, available: int, *, webhook_id: str | None = None, sku: str | None = None) -> Any:
+        """The platform reports a stock level, signed; it redelivers the same webhook after an error."""
+        self.webhooks_sent += 1
+        webhook_id = webhook_id or f"msg_inventory_{self.webhooks_sent}"
+        text = json.dumps({"sku": sku or self.sku, "available": available})
+        return self.attempt("inventory webhook", lambda: self.deliver_inventory(text, webhook_id))
+
+    def deliver_inventory(self, text: str, webhook_id: str) -> Any:
+        """One delivery of an inventory webhook."""
+        return self.services.detector.handle(text.encode(), self.signed(text, webhook_id))
+
+    def order(self, token_id: str, order_id: str, *, webhook_id: str | None = None) -> Any:
+        """The platform reports an order placed on a reservation; it redelivers after an error."""
+        text = json.dumps({"reservation_id": token_id, "order_id": order_id})
+        webhook_id = webhook_id or f"msg_order_{order_id}"
+        return self.attempt("orders webhook", lambda: self.deliver_order(text, webhook_id))
+
+    def deliver_order(self, text: str, webhook_id: str) -> Any:
+        """One delivery of an orders webhook."""
+        return self.services.orders.receive(text.encode(), self.signed(text, webhook_id))
+
+    def signed(self, text: str, webhook_id: str) -> dict[str, str]:
+        """Standard Webhooks headers for a body, signed now with the stage's secret.
+
+        Signed at the wall clock's now, not the test clock's: the signature window is checked against the
+        wall clock, and a test may have moved its own clock hours ahead.
+        """
+        secret = self.services.webhook_secrets()[0]
+        return {"content-type": "application/json", **sign(secret, text, webhook_id)}
+
+    def reserve(self, token_id: str) -> Any:
+        """A shopper taps the link of an offer (and taps again if the page errored)."""
+        token = self.services.tokens.reserve(token_id)
+        return self.attempt("reserve", lambda: self.services.holds.reserve(token))
+
+    def unsubscribe(self, contact: str) -> Any:
+        """A shopper opts out with their unsubscribe link (and presses again if the page errored)."""
+        key = self.key_of(contact)
+        return self.attempt("unsubscribe", lambda: self.services.optouts.opt_out(key, "unsubscribe"))
+
+    def sweep(self) -> dict[str, int]:
+        """The minute's sweep; a sweep that crashes is finished by the next minute's."""
+
+        def next_minute() -> dict[str, int]:
+            self.clock.advance(60)
+            return self.services.sweep.run()
+
+        return self.attempt("sweep", self.services.sweep.run, retry=next_minute)
+
+    def pump(self, *, limit: int = 200, remaining_ms: Callable[[], int] | None = None) -> int:
+        """Deliver every job on the queue to the notifier, as the SQS trigger does; a failed job comes back."""
+        sqs = self.sqs
+        url = sqs.get_queue_url(QueueName=self.services.settings.jobs_queue_name)["QueueUrl"]
+        for handled in range(limit):
+            messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1, VisibilityTimeout=0)
+            if not messages.get("Messages"):
+                return handled
+            message = messages["Messages"][0]
+            job = Job.from_json(message["Body"])
+            try:
+                self.services.notifier.handle(job, remaining_ms or (lambda: PLENTY_MS))
+            except CRASHES as crash:
+                # The Lambda died: the trigger does not delete the message, so SQS hands it out again.
+                self.faults.restore()
+                self.retries += 1
+                self.log.append(f"notifier job {job.kind} crashed ({crash}); redelivered")
+            else:
+                # Another consumer may have received it meanwhile: then it is delivered again, as SQS would.
+                with contextlib.suppress(sqs.exceptions.ReceiptHandleIsInvalid):
+                    sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        raise AssertionError(f"the job queue did not drain in {limit} deliveries")
+
+    def settle(self, rounds: int = 3) -> None:
+        """Let time pass past every window: sweep, deliver jobs, until nothing is left to do."""
+        for _ in range(rounds):
+            self.pump()
+            self.clock.advance(3601)
+            self.sweep()
+            self.pump()
+
+    # --- reading the tables
+
+    def offers(self, state: str | None = None, sku: str | None = None) -> list[dict[str, Any]]:
+        """Offer/hold rows of the SKU, oldest place first."""
+        rows = [r for r in scan(self.table("reservations")) if r["sku"] == (sku or self.sku)]
+        if state is not None:
+            rows = [r for r in rows if r["state"] == state]
+        return sorted(rows, key=lambda r: str(r["request_joined_ts"]))
+
+    def restocks(self, sku: str | None = None) -> list[dict[str, Any]]:
+        """Restocks of the SKU, oldest first."""
+        from boto3.dynamodb.conditions import Key
+
+        return list(query_all(self.table("restocks"), KeyConditionExpression=Key("sku").eq(sku or self.sku)))
+
+    def jobs_waiting(self) -> int:
+        """How many jobs are on the queue."""
+        url = self.sqs.get_queue_url(QueueName=self.services.settings.jobs_queue_name)["QueueUrl"]
+        attributes = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+        return int(attributes["Attributes"]["ApproximateNumberOfMessages"])
+
+    def row(self, token_id: str) -> dict[str, Any]:
+        """One offer/hold row as it stands (empty when there is none)."""
+        item = self.table("reservations").get_item(Key={"token_id": token_id}, ConsistentRead=True).get("Item")
+        return dict(item or {})
+
+    def table(self, short: str) -> Any:
+        """A table as the test reads it (through the observer, never cut)."""
+        return self.observer.Table(self.services.settings.table_name(short))
+
+    def sent_tokens(self) -> list[str]:
+        """The offer token of every reserve link in every message the emulator accepted (SMS and email)."""
+        tokens = []
+        for text in outbox_texts():
+            # An email carries its link twice (button and text); one message is one notice.
+            for signed in set(RESERVE_LINK.findall(text)):
+                tokens.append(str(self.services.tokens.read_reserve(signed).value))
+        return tokens
+
+
+def scan(table: Any) -> Iterator[dict[str, Any]]:
+    """Every item of a table (tests only: the app never scans its hot tables)."""
+    kwargs: dict[str, Any] = {"ConsistentRead": True}
+    while True:
+        page = table.scan(**kwargs)
+        yield from page.get("Items", [])
+        if "LastEvaluatedKey" not in page:
+            return
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def outbox_texts() -> list[str]:
+    """The text of every SMS and email the emulator accepted, oldest first."""
+    sms = [str(message) for _number, message, *_ in sns_backends[DEFAULT_ACCOUNT_ID][REGION].sms_messages.values()]
+    emails = []
+    for sent in ses_backends[DEFAULT_ACCOUNT_ID][REGION].sent_messages:
+        body = getattr(sent, "body", "") or getattr(sent, "raw_data", "") or ""
+        emails.append(str(body))
+    return sms + emails
+
+
+def outbox_recipients() -> list[str]:
+    """Who each accepted SMS and email went to, oldest first."""
+    sms = [str(number) for number, *_ in sns_backends[DEFAULT_ACCOUNT_ID][REGION].sms_messages.values()]
+    emails = []
+    for sent in ses_backends[DEFAULT_ACCOUNT_ID][REGION].sent_messages:
+        for address in getattr(sent, "destinations", {}).get("ToAddresses", []):
+            emails.append(parseaddr(str(address))[1])
+    return sms + emails
