@@ -18,8 +18,10 @@ from chalicelib.clock import Clock
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.holds import DONE, UnitMoves
 from chalicelib.jobs import Job, JobQueue
+from chalicelib.leaving import QueueExits
 from chalicelib.tables.base import TransactionCancelled, transact
 from chalicelib.tables.catalog import CatalogTable
+from chalicelib.tables.optout import OptoutTable
 from chalicelib.tables.requests import CONVERTED, WAITING, RequestsTable
 from chalicelib.tables.reservations import EXPIRED, HELD, LAPSED, OFFERED, ReservationsTable
 
@@ -60,6 +62,8 @@ class SweepService:
         faults: FaultHook = no_faults,
         requeue_pending: RequeuePending | None = None,
         sync_optouts: SyncOptouts | None = None,
+        optout: OptoutTable | None = None,
+        exits: QueueExits | None = None,
         page_size: int = 100,
         budget_s: float = BUDGET_S,
     ) -> None:
@@ -72,6 +76,8 @@ class SweepService:
         self.faults = faults
         self.requeue_pending = requeue_pending
         self.sync_optouts = sync_optouts
+        self.optout = optout
+        self.exits = exits
         self.page_size = page_size
         self.budget_s = budget_s
 
@@ -114,6 +120,7 @@ class SweepService:
                 return
             summary["expired"] += 1
             self.faults("sweep.after_expiry")
+            self._leave_if_opted_out(row)
             state = EXPIRED
         elif state not in (LAPSED, EXPIRED):
             # Not yet past its own expiry (the row is authoritative), or already final elsewhere.
@@ -122,6 +129,21 @@ class SweepService:
         key = (str(row["sku"]), str(row["restock_ts"]))
         entry = owed.setdefault(key, _Owed(key[0], str(row["restock_id"]), key[1]))
         entry.rows.append((str(row["token_id"]), str(state)))
+
+    def _leave_if_opted_out(self, row: dict[str, Any]) -> None:
+        """A hold outlived its owner's opt-out: with the unit back, their place leaves the list (invariant 3).
+
+        Opting out keeps a held unit its holder's until bought or expired; the expiry puts the request back
+        to waiting, so here it goes, as it would have had it been waiting when they opted out.
+        """
+        if self.optout is None or self.exits is None:
+            return
+        record = self.optout.get(str(row.get("contact_key", "")))
+        if record is None:
+            return
+        request = self.requests.get(str(row["sku"]), str(row["request_joined_ts"]))
+        if request is not None and request.get("contact_key") == row.get("contact_key"):
+            self.exits.leave(request, reason=str(record.get("source") or "unsubscribe"))
 
     def _top_up(self, owed: dict[tuple[str, str], _Owed]) -> int:
         """One top-up job per restock that freed units, then the rows leave the index.
