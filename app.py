@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from chalice import Chalice, Rate, Response
-from chalice.app import CloudWatchEvent, SQSEvent
+from chalice.app import CloudWatchEvent, Request, SQSEvent
 
 from chalicelib import wiring
 from chalicelib.capture import MAX_BODY_BYTES
 from chalicelib.errors import DomainError
 from chalicelib.holds import reserve_response
 from chalicelib.jobs import Job
-from chalicelib.web import cors_headers, error_response, json_response, parse_body
+from chalicelib.web import cors_headers, error_response, house_error, json_response, parse_body
 from chalicelib.widget import widget_source
 
 app = Chalice(app_name="bisn")
@@ -21,6 +22,12 @@ app.api.binary_types = []
 FORM_TYPES = ["application/json", "application/x-www-form-urlencoded", "text/plain"]
 # RFC 8058 one-click POSTs are multipart/form-data or form-encoded; some clients send text/plain.
 UNSUBSCRIBE_TYPES = ["application/x-www-form-urlencoded", "multipart/form-data", "text/plain"]
+
+
+@app.middleware("http")
+def refusals_as_json(event: Request, get_response: Callable[[Request], Response]) -> Response:
+    """Refusals Chalice makes before a route runs (e.g. 415) answer in the same JSON error shape as ours."""
+    return house_error(get_response(event))
 
 
 def _source_ip() -> str:

@@ -49,6 +49,25 @@ def error_response(error: DomainError, headers: dict[str, str] | None = None) ->
     return json_response(error.status, {"error": error.code, "message": error.message}, extra)
 
 
+# Refusals Chalice makes before any route runs, as {"Code", "Message"}: the code each answers with here.
+CHALICE_CODES = {
+    "UnsupportedMediaType": "unsupported_media_type",
+    "MethodNotAllowedError": "method_not_allowed",
+    "BadRequestError": "bad_request",
+    "InternalServerError": "internal_error",
+}
+
+
+def house_error(response: Response) -> Response:
+    """A refusal Chalice made itself (a body type the route does not take, say) in the app's JSON error shape."""
+    body = response.body
+    if response.status_code < 400 or not isinstance(body, dict) or set(body) != {"Code", "Message"}:
+        return response
+    code = CHALICE_CODES.get(str(body["Code"]), "refused")
+    headers = {k: v for k, v in (response.headers or {}).items() if k.lower() != "content-type"}
+    return json_response(response.status_code, {"error": code, "message": str(body["Message"])}, headers)
+
+
 def cors_headers(origin: str | None, allowed: tuple[str, ...]) -> dict[str, str]:
     """CORS headers for a shop storefront origin on the allow-list (none for anyone else)."""
     if not origin:
