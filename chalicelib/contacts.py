@@ -12,6 +12,7 @@ from email_validator import EmailNotValidError, validate_email
 from chalicelib.errors import BadRequest
 
 CHANNELS = ("sms", "email")
+E164_MAX_DIGITS = 15
 MAX_CONTACT_LEN = 254  # RFC 5321's limit on a forward path; far longer than any phone number.
 
 
@@ -32,7 +33,11 @@ def normalise_phone(raw: str, default_region: str) -> str:
         raise BadRequest("That phone number could not be read.", code="invalid_phone") from exc
     if not phonenumbers.is_valid_number(number):
         raise BadRequest("That is not a valid phone number.", code="invalid_phone")
-    return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+    e164 = phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+    # The metadata accepts a few national numbers too long for E.164, which no SMS can reach.
+    if len(e164) - 1 > E164_MAX_DIGITS:
+        raise BadRequest("That is not a valid phone number.", code="invalid_phone")
+    return e164
 
 
 def normalise_email(raw: str) -> str:

@@ -106,3 +106,11 @@ def test_contact_key_is_stable_keyed_and_not_the_contact() -> None:
 )
 def test_masking_hides_most_of_a_contact(address: str, masked: str) -> None:
     assert mask(address) == masked
+
+
+def test_a_number_longer_than_e164_allows_is_refused() -> None:
+    # The phone metadata accepts 14-digit German fixed-line numbers, 16 digits with the country code;
+    # E.164 (and so SMS) stops at 15.
+    with pytest.raises(BadRequest) as refused:
+        normalise_contact("sms", "020100000000000", "DE")
+    assert refused.value.code == "invalid_phone"
