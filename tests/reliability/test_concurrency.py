@@ -18,6 +18,7 @@ import pytest
 from chalicelib.holds import HELD_AGAIN, HELD_NOW, JUST_GONE_PAGE
 from chalicelib.tables.reservations import OFFERED
 from tests.reliability.invariants import Tables, assert_invariants
+from tests.reliability.tally import count
 from tests.reliability.world import PLENTY_MS, World, outbox_texts
 
 
@@ -34,6 +35,7 @@ def at_once(tasks: list[Callable[[], Any]]) -> list[Any]:
             results[i] = exc
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(len(tasks))]
+    count("threads started", len(threads))
     for t in threads:
         t.start()
     for t in threads:

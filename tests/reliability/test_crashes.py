@@ -26,6 +26,7 @@ from devstack.provision import provision
 from tests.reliability.invariants import Tables, assert_invariants
 from tests.reliability.journey import STEPS, Step, play
 from tests.reliability.points import fault_points
+from tests.reliability.tally import count
 from tests.reliability.world import World
 from tests.support import REGION, stage_env
 
@@ -50,12 +51,12 @@ def calls_per_step() -> tuple[int, ...]:
     counts: list[int] = []
     with fresh_world() as w:
 
-        def count(index: int, _step: Step) -> None:
+        def start_counting(index: int, _step: Step) -> None:
             if index:
                 counts.append(w.faults.calls)
             w.faults.cut_before_call(10**9)  # counts calls from here on, never cuts
 
-        play(w, before_step=count, settle=False)
+        play(w, before_step=start_counting, settle=False)
         counts.append(w.faults.calls)
     return tuple(counts)
 
@@ -87,6 +88,7 @@ def test_a_crash_at_a_named_fault_point_is_finished_by_the_retry_or_the_sweep(wo
     play(world)
     assert world.faults.crashes == [point]
     outcome_holds(world)
+    count("named fault points crashed")
 
 
 # --- a power cut before any AWS call of a step
@@ -110,6 +112,7 @@ def cut_and_check(index: int, k: int) -> None:
         play(w, before_step=arm)
         assert w.faults.crashes, f"step {STEPS[index].name!r} made fewer than {k} calls"
         outcome_holds(w)
+    count("power cuts before an AWS call")
 
 
 @pytest.mark.parametrize("index", CUT_STEPS, ids=[STEPS[i].name for i in CUT_STEPS])

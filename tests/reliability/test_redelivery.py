@@ -19,6 +19,7 @@ import pytest
 from chalicelib.jobs import Job
 from chalicelib.tables.reservations import HELD, OFFERED
 from tests.reliability.invariants import Tables, assert_invariants
+from tests.reliability.tally import count
 from tests.reliability.world import PLENTY_MS, World, outbox_texts
 
 NUMBERS = [f"+4474001002{i:02d}" for i in range(8)]
@@ -40,6 +41,7 @@ def take_job(w: World, kind: str) -> Job:
 
 def twice(deliver: Callable[[], Any], *, at_once: bool) -> list[Any]:
     """Deliver the same thing twice: one after the other, or from two threads at the same moment."""
+    count("redeliveries")
     if not at_once:
         return [deliver(), deliver()]
     results: list[Any] = [None, None]
