@@ -6,9 +6,6 @@ import hashlib
 import hmac
 from dataclasses import dataclass
 
-import phonenumbers
-from email_validator import EmailNotValidError, validate_email
-
 from chalicelib.errors import BadRequest
 
 CHANNELS = ("sms", "email")
@@ -27,6 +24,9 @@ class Contact:
 
 def normalise_phone(raw: str, default_region: str) -> str:
     """A phone number in any common notation as E.164, or BadRequest('invalid_phone')."""
+    # Imported here, not at the top: a cold start pays for it only on the paths that use it.
+    import phonenumbers
+
     try:
         number = phonenumbers.parse(raw, default_region)
     except phonenumbers.NumberParseException as exc:
@@ -42,6 +42,9 @@ def normalise_phone(raw: str, default_region: str) -> str:
 
 def normalise_email(raw: str) -> str:
     """An email address checked for syntax only (no DNS at run time), or BadRequest('invalid_email')."""
+    # Imported here, not at the top: a cold start pays for it only on the paths that use it.
+    from email_validator import EmailNotValidError, validate_email
+
     try:
         result = validate_email(raw, check_deliverability=False)
     except EmailNotValidError as exc:

@@ -7,9 +7,6 @@ import threading
 from collections import Counter
 from typing import Any
 
-from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
-
 NOTICES_SENT = "NoticesSent"
 UNITS_TOTAL = "UnitsTotal"
 UNITS_OFFERABLE = "UnitsOfferableAtStart"
@@ -57,6 +54,10 @@ class Metrics:
 
     def document(self) -> dict[str, Any]:
         """The EMF document for what was counted (no dimensions beyond the service: restocks are metadata)."""
+        # Imported here, not at the top: a cold start pays for it only on the paths that use it.
+        from aws_lambda_powertools.metrics import MetricUnit
+        from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
+
         # A provider of its own per invocation: Powertools' Metrics class keeps process-wide state.
         provider = AmazonCloudWatchEMFProvider(
             namespace=self.namespace, service=self.service, metric_set={}, dimension_set={}, metadata_set={}

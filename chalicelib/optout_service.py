@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import phonenumbers
-
 from chalicelib.clock import Clock
 from chalicelib.contacts import contact_key
 from chalicelib.leaving import HOLDING, RELEASED, Exit, QueueExits
@@ -55,6 +53,9 @@ class SyncReport:
 
 def sms_match(number: str) -> str:
     """The form an SNS opted-out number is matched by: E.164, as capture stores phone numbers."""
+    # Imported here, not at the top: a cold start pays for it only on the paths that use it.
+    import phonenumbers
+
     try:
         parsed = phonenumbers.parse(number, None)
     except phonenumbers.NumberParseException:

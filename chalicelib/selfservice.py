@@ -7,8 +7,6 @@ could trick a click on "Unsubscribe") and are never cached.
 
 from __future__ import annotations
 
-import email.parser
-import email.policy
 import html
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -69,6 +67,10 @@ def is_one_click(raw: bytes | None, content_type: str) -> bool:
     kind = (content_type or "").split(";")[0].strip().lower()
     if kind == "multipart/form-data":
         # RFC 8058 prefers multipart; read it with the standard library's MIME parser.
+        # Imported here, not at the top: a cold start pays for it only on the paths that use it.
+        import email.parser
+        import email.policy
+
         head = f"Content-Type: {content_type}\r\n\r\n".encode()
         message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + data)
         if not message.is_multipart():

@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
-
 RESERVE = "reserve"
 UNSUBSCRIBE = "unsubscribe"
 MANAGE = "manage"
@@ -32,6 +30,9 @@ class Tokens:
     """Signs and verifies the three kinds of link with one secret key (salted per kind)."""
 
     def __init__(self, key: str) -> None:
+        # Imported here, not at the top: a cold start pays for it only on the paths that use it.
+        from itsdangerous import URLSafeTimedSerializer
+
         self._serializers = {kind: URLSafeTimedSerializer(key, salt=kind) for kind in (RESERVE, UNSUBSCRIBE, MANAGE)}
 
     def _dump(self, kind: str, field: str, value: str) -> str:
@@ -40,6 +41,8 @@ class Tokens:
     def _load(self, kind: str, field: str, token: str, max_age_s: int | None) -> Signed:
         if not token or len(token) > 512:
             raise TokenInvalid("token missing or too long")
+        from itsdangerous import BadSignature, SignatureExpired
+
         try:
             data, issued = self._serializers[kind].loads(token, max_age=max_age_s, return_timestamp=True)
         except SignatureExpired as exc:

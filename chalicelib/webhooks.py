@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from standardwebhooks.webhooks import Webhook, WebhookVerificationError
-
 from chalicelib.errors import InvalidSignature
 
 MAX_WEBHOOK_BYTES = 16 * 1024
@@ -29,6 +27,9 @@ def verify(raw: bytes | None, headers: Mapping[str, str], secrets: Sequence[str]
 
     The body is parsed only after the signature holds, so nothing unsigned is ever read.
     """
+    # Imported here, not at the top: a cold start pays for it only on the paths that use it.
+    from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
     data = raw or b""
     lowered = {k.lower(): v for k, v in headers.items()}
     if len(data) > MAX_WEBHOOK_BYTES:
@@ -54,6 +55,8 @@ def parse_json_body(delivery: Delivery) -> Any:
 
 def sign(secret: str, body: str, webhook_id: str, timestamp: float | None = None) -> dict[str, str]:
     """The three Standard Webhooks headers for a body, as a shop platform would send them."""
+    from standardwebhooks.webhooks import Webhook
+
     at = datetime.fromtimestamp(timestamp, tz=UTC) if timestamp is not None else datetime.now(tz=UTC)
     signature = Webhook(secret).sign(webhook_id, at, body)
     return {
