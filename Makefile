@@ -39,6 +39,10 @@ test-browser: $(STAMP)
 	$(PY) -m pytest -m browser; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no browser tests" >&2; exit 1; fi; exit $$rc
 
+# In-process on the emulator, no network: a table, then one JSON object as the last line (docs/BENCHMARKS.md).
+bench: $(STAMP)
+	$(PY) -m bench
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

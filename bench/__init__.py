@@ -1,0 +1,1 @@
+"""Benchmarks of the back-in-stock notifier, in-process on the emulator (`make bench`, docs/BENCHMARKS.md)."""

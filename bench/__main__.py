@@ -1,0 +1,161 @@
+"""`make bench`: how fast and how cheap, against each floor, in one run on this machine (docs/BENCHMARKS.md).
+
+In-process on the emulator, no network. Prints a table, then (as its last line) one JSON object.
+Targets are reported, never asserted: machines are noisy, so ratios are measured side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+from bench import measure
+from bench.calls import ROOT
+from bench.cost import monthly_cost
+from bench.imports import import_times
+from bench.prices import PRICES_AS_OF, REGION
+
+PACKAGE = ROOT / "build" / "deployment.zip"
+
+
+def run() -> dict[str, Any]:
+    """Every measurement, and the figures derived from them."""
+    started = time.perf_counter()
+    print("measuring: capture ...", file=sys.stderr)
+    tap = measure.calls_per_tap()
+    print("measuring: detection, notifier, holds, orders, sweep ...", file=sys.stderr)
+    measured = {
+        "tap": tap,
+        "detection": measure.calls_per_detection(),
+        "notifier": measure.calls_per_notice(),
+        "hold_order": measure.calls_per_hold_and_order(),
+        "sweep": measure.calls_per_sweep(),
+    }
+    print("measuring: notifier throughput on a 1,000-unit restock ...", file=sys.stderr)
+    throughput = measure.notifier_throughput()
+    print("measuring: cold imports ...", file=sys.stderr)
+    imports = import_times()
+    cost = monthly_cost(measured)
+    return {
+        "capture_calls_per_tap": round(tap["total"], 2),
+        "capture_calls_by_operation": {k: round(v, 2) for k, v in tap["calls"].items()},
+        "detection_calls": round(measured["detection"]["total"], 2),
+        "notifier_calls_per_notice": round(measured["notifier"]["per_notice"]["total"], 2),
+        "notifier_calls_per_job": round(measured["notifier"]["per_job"]["total"], 2),
+        "hold_calls": round(measured["hold_order"]["per_hold"]["total"], 2),
+        "order_calls": round(measured["hold_order"]["per_order"]["total"], 2),
+        "sweep_calls_idle_minute": round(measured["sweep"]["idle"]["total"], 2),
+        "sweep_calls_per_lapse": round(measured["sweep"]["per_lapse"]["total"], 2),
+        "sweep_calls_per_expiry": round(measured["sweep"]["per_expiry"]["total"], 2),
+        "notices_per_s": round(throughput["notices_per_s"], 1),
+        "notices_bound_per_s": round(throughput["notices_bound_per_s"], 1),
+        "notices_ratio": round(throughput["ratio"], 3),
+        "notifier_concurrency": throughput["concurrency"],
+        "notifier_send_latency_ms": throughput["latency_ms"],
+        "notifier_notices_sent": throughput["sent"],
+        "notifier_calls_per_notice_in_walk": round(throughput["calls_per_notice"], 2),
+        "notifier_call_ms_per_notice": round(throughput["call_ms_per_notice"], 2),
+        "notifier_serial_ceiling_per_s": round(throughput["serial_ceiling_per_s"], 1),
+        "import_ms_app": round(imports["app"], 1),
+        "import_ms_boto3": round(imports["boto3"], 1),
+        "import_ratio": round(imports["app"] / imports["boto3"], 2),
+        "import_ms_app_bytecode": round(imports["app_bytecode"], 1),
+        "import_ms_boto3_bytecode": round(imports["boto3_bytecode"], 1),
+        "import_ratio_bytecode": round(imports["app_bytecode"] / imports["boto3_bytecode"], 2),
+        "package_zip_bytes": PACKAGE.stat().st_size if PACKAGE.exists() else None,
+        "monthly_cost_usd": round(cost["total"], 2),
+        "monthly_sms_usd": round(cost["sms"], 2),
+        "monthly_cost_usd_without_sms": round(cost["without_sms"], 2),
+        "monthly_cost_lines_usd": {k: round(v, 4) for k, v in cost["lines"].items()},
+        "monthly_quantities": {k: round(v, 1) for k, v in cost["quantities"].items()},
+        "reference_shop": cost["shop"],
+        "prices": f"{REGION} on demand, list prices as of {PRICES_AS_OF} (bench/prices.py)",
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def table(r: dict[str, Any]) -> str:
+    """The figures as a readable table: measured, target, and what the floor is."""
+    package = r["package_zip_bytes"]
+    rows = [
+        (
+            "AWS calls per new tap",
+            f"{r['capture_calls_per_tap']:g}",
+            "<= 2 (goal 1)",
+            "floor: one conditional transaction",
+        ),
+        ("  by operation", ", ".join(f"{k} {v:g}" for k, v in r["capture_calls_by_operation"].items()), "", ""),
+        ("AWS calls per restock detected", f"{r['detection_calls']:g}", "", "one signed webhook that crosses"),
+        (
+            "AWS calls per notice",
+            f"{r['notifier_calls_per_notice']:g}",
+            "",
+            "plus per job: " + f"{r['notifier_calls_per_job']:g}",
+        ),
+        ("AWS calls per hold / order", f"{r['hold_calls']:g} / {r['order_calls']:g}", "", ""),
+        ("AWS calls per idle sweep minute", f"{r['sweep_calls_idle_minute']:g}", "", ""),
+        (
+            "  per lapse / per expiry",
+            f"{r['sweep_calls_per_lapse']:g} / {r['sweep_calls_per_expiry']:g}",
+            "",
+            "top-up job included",
+        ),
+        (
+            "notices per second (1,000 units)",
+            f"{r['notices_per_s']:g} of {r['notices_bound_per_s']:g}",
+            ">= 0.8 of bound (goal 0.9)",
+            f"ratio {r['notices_ratio']:g}; bound = {r['notifier_concurrency']} sends / {r['notifier_send_latency_ms']:g} ms",
+        ),
+        (
+            "  the walk's serial ceiling",
+            f"{r['notifier_serial_ceiling_per_s']:g} per s",
+            "",
+            f"{r['notifier_calls_per_notice_in_walk']:g} emulator calls per notice, {r['notifier_call_ms_per_notice']:g} ms in all",
+        ),
+        (
+            "cold import: app / boto3 (ms)",
+            f"{r['import_ms_app']:g} / {r['import_ms_boto3']:g}",
+            "<= 1.5x (goal 1.3x)",
+            f"ratio {r['import_ratio']:g}; app from source, as in the package",
+        ),
+        (
+            "  with bytecode cached (ms)",
+            f"{r['import_ms_app_bytecode']:g} / {r['import_ms_boto3_bytecode']:g}",
+            "",
+            f"ratio {r['import_ratio_bytecode']:g}",
+        ),
+        (
+            "deployment.zip",
+            f"{package / 1e6:.2f} MB" if package else "no build/ (make package)",
+            "<= 3 MB",
+            "",
+        ),
+        (
+            "monthly cost, reference shop",
+            f"${r['monthly_cost_usd_without_sms']:.2f} + SMS ${r['monthly_sms_usd']:.2f}",
+            "",
+            f"total ${r['monthly_cost_usd']:.2f}; {r['prices']}",
+        ),
+    ]
+    rows += [(f"  {name}", f"${usd:.4f}", "", "") for name, usd in r["monthly_cost_lines_usd"].items()]
+    widths = [max(len(str(row[i])) for row in rows) for i in range(3)]
+    head = ("measure", "this machine", "target", "note")
+    widths = [max(w, len(h)) for w, h in zip(widths, head, strict=False)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=False)) + "  " + head[3]]
+    lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 4)
+    for row in rows:
+        lines.append("  ".join(str(c).ljust(w) for c, w in zip(row[:3], widths, strict=False)) + "  " + row[3])
+    return "\n".join(lines)
+
+
+def main() -> None:
+    """Measure, print the table, then the JSON object as the last line."""
+    result = run()
+    print(table(result))
+    print(json.dumps(result, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""The benchmark's arithmetic: DynamoDB units from requests, and a month's bill from calls per activity."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from bench.__main__ import table
+from bench.calls import CallLog
+from bench.cost import MINUTES_A_MONTH, Shop, monthly_cost
+from bench.prices import USD
+
+
+def activity(total: float, writes: float = 0.0, reads: float = 0.0, **calls: float) -> dict[str, Any]:
+    return {"total": total, "write_units": writes, "read_units": reads, "calls": calls}
+
+
+MEASURED = {
+    "tap": activity(2, writes=10, reads=1),
+    "detection": activity(5, writes=8, reads=2, **{"sqs.SendMessage": 1}),
+    "notifier": {"per_notice": activity(3, writes=6), "per_job": activity(5, reads=3)},
+    "hold_order": {"per_hold": activity(2, writes=8), "per_order": activity(2, writes=8)},
+    "sweep": {"idle": activity(8, reads=8), "per_lapse": activity(2, writes=6), "per_expiry": activity(3, writes=8)},
+}
+
+
+def test_a_transaction_bills_two_units_per_item_plus_index_writes() -> None:
+    log = CallLog("bisn")
+    put = {"Put": {"TableName": "bisn-requests", "Item": {"sku": {"S": "A"}, "joined_ts": {"S": "t"}}}}
+    indexed = {"Put": {"TableName": "bisn-requests", "Item": {"sku": {"S": "A"}, "contact_key": {"S": "k"}}}}
+    check = {"ConditionCheck": {"TableName": "bisn-optout", "Key": {"contact": {"S": "k"}}}}
+    units = log._write_units("TransactWriteItems", {"TransactItems": [put, indexed, check]})
+    assert units == 2 + (2 + 1) + 2  # the second item also lands in the by-contact index
+
+
+def test_the_month_is_priced_from_calls_per_activity_with_sms_apart() -> None:
+    shop = Shop()
+    cost = monthly_cost(MEASURED, shop)
+    assert cost["sms"] == shop.sms * USD["sms_uk"]
+    assert cost["total"] == cost["without_sms"] + cost["sms"]
+    writes = shop.taps * 10 + shop.restocks * 8 + shop.notices * 6 + (shop.holds + shop.orders) * 8
+    writes += shop.lapses * 6 + shop.expiries * 8
+    assert cost["quantities"]["dynamodb_write_units"] == writes
+    reads = shop.taps + shop.restocks * 2 + shop.jobs * 3 + MINUTES_A_MONTH * 8
+    assert cost["quantities"]["dynamodb_read_units"] == reads
+    assert cost["lines"]["ses"] == shop.emails * USD["email"]
+
+
+def test_the_table_names_every_target() -> None:
+    row = {
+        "capture_calls_per_tap": 2,
+        "capture_calls_by_operation": {"dynamodb.TransactWriteItems": 1, "dynamodb.Query": 1},
+        "detection_calls": 5,
+        "notifier_calls_per_notice": 3,
+        "notifier_calls_per_job": 5,
+        "hold_calls": 2,
+        "order_calls": 2,
+        "sweep_calls_idle_minute": 8,
+        "sweep_calls_per_lapse": 2,
+        "sweep_calls_per_expiry": 3,
+        "notices_per_s": 100,
+        "notices_bound_per_s": 320,
+        "notices_ratio": 0.31,
+        "notifier_concurrency": 16,
+        "notifier_send_latency_ms": 50,
+        "notifier_calls_per_notice_in_walk": 2,
+        "notifier_call_ms_per_notice": 8,
+        "notifier_serial_ceiling_per_s": 125,
+        "import_ms_app": 200,
+        "import_ms_boto3": 120,
+        "import_ratio": 1.67,
+        "import_ms_app_bytecode": 150,
+        "import_ms_boto3_bytecode": 120,
+        "import_ratio_bytecode": 1.25,
+        "package_zip_bytes": None,
+        "monthly_cost_usd": 32.5,
+        "monthly_sms_usd": 30.0,
+        "monthly_cost_usd_without_sms": 2.5,
+        "monthly_cost_lines_usd": {"dynamodb": 0.2},
+        "prices": "eu-west-2",
+    }
+    text = table(row)
+    for target in ("<= 2 (goal 1)", ">= 0.8 of bound (goal 0.9)", "<= 1.5x (goal 1.3x)", "<= 3 MB"):
+        assert target in text
+    assert "no build/ (make package)" in text
+    json.dumps(row)
