@@ -18,6 +18,7 @@ import pytest
 
 from chalicelib.jobs import Job
 from chalicelib.tables.reservations import HELD, OFFERED
+from chalicelib.wiring import Services
 from tests.reliability.invariants import Tables, assert_invariants
 from tests.reliability.tally import count
 from tests.reliability.world import PLENTY_MS, World, outbox_texts
@@ -39,17 +40,18 @@ def take_job(w: World, kind: str) -> Job:
     raise AssertionError(f"no {kind} job on the queue")
 
 
-def twice(deliver: Callable[[], Any], *, at_once: bool) -> list[Any]:
-    """Deliver the same thing twice: one after the other, or from two threads at the same moment."""
+def twice(world: World, deliver: Callable[[Services], Any], *, at_once: bool) -> list[Any]:
+    """Deliver the same thing twice: one after the other, or to two invocations at the same moment."""
     count("redeliveries")
     if not at_once:
-        return [deliver(), deliver()]
+        return [deliver(world.services), deliver(world.services)]
     results: list[Any] = [None, None]
     start = threading.Barrier(2)
+    lambdas = [world.lambda_services(), world.lambda_services()]
 
     def run(i: int) -> None:
         start.wait()
-        results[i] = deliver()
+        results[i] = deliver(lambdas[i])
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
     for t in threads:
@@ -77,7 +79,7 @@ def test_a_redelivered_restock_job_sends_nothing_more(world: World, at_once: boo
     queue_of(world, 4)
     world.inventory(2)
     job = take_job(world, "restock")
-    outcomes = twice(lambda: world.services.notifier.handle(job, lambda: PLENTY_MS), at_once=at_once)
+    outcomes = twice(world, lambda services: services.notifier.handle(job, lambda: PLENTY_MS), at_once=at_once)
     assert sum(o.notices for o in outcomes) == 2
     assert len(outbox_texts()) == 2
     assert max(notices(world).values()) == 1
@@ -92,7 +94,7 @@ def test_a_redelivered_topup_job_tells_the_next_person_once(world: World, at_onc
     world.clock.advance(3601)
     world.services.sweep.run()  # the offer lapses: a top-up job for the freed unit
     job = take_job(world, "topup")
-    outcomes = twice(lambda: world.services.notifier.handle(job, lambda: PLENTY_MS), at_once=at_once)
+    outcomes = twice(world, lambda services: services.notifier.handle(job, lambda: PLENTY_MS), at_once=at_once)
     assert sum(o.notices for o in outcomes) == 1
     assert len(outbox_texts()) == 2
     assert_invariants(world.services)
@@ -117,7 +119,7 @@ def test_a_redelivered_continue_job_resumes_once(world: World, at_once: bool) ->
     outcome = world.services.notifier.handle(first, Looks(3))
     assert outcome.continued
     job = take_job(world, "continue")
-    outcomes = twice(lambda: world.services.notifier.handle(job, lambda: PLENTY_MS), at_once=at_once)
+    outcomes = twice(world, lambda services: services.notifier.handle(job, lambda: PLENTY_MS), at_once=at_once)
     assert outcome.notices + sum(o.notices for o in outcomes) == 5
     assert len(outbox_texts()) == 5
     assert max(notices(world).values()) == 1
@@ -146,7 +148,7 @@ def test_a_redelivered_inventory_webhook_changes_nothing_more(
     for level in levels[:-1]:
         world.inventory(level)
     text = json.dumps({"sku": world.sku, "available": levels[-1]})
-    answers = twice(lambda: world.deliver_inventory(text, "msg_redelivered"), at_once=at_once)
+    answers = twice(world, lambda services: world.deliver_inventory(text, "msg_redelivered", services), at_once=at_once)
     assert {a.status for a in answers} <= {"restock", "no_restock"}
     [restock] = world.restocks()
     seen = {"jobs": world.jobs_waiting(), **{k: restock[k] for k in expected if k != "jobs"}}
@@ -170,7 +172,7 @@ def held(w: World) -> str:
 def test_a_redelivered_order_converts_once(world: World, at_once: bool) -> None:
     token_id = held(world)
     text = json.dumps({"reservation_id": token_id, "order_id": "order-77"})
-    answers = twice(lambda: world.deliver_order(text, "msg_order_77"), at_once=at_once)
+    answers = twice(world, lambda services: world.deliver_order(text, "msg_order_77", services), at_once=at_once)
     assert sorted(a.status for a in answers) == ["already_converted", "converted"]
     assert len(Tables.read(world.services).facts("conversion")) == 1
     world.settle()
@@ -183,7 +185,7 @@ def test_a_redelivered_order_on_an_expired_hold_is_counted_once(world: World, at
     world.clock.advance(901)
     world.services.sweep.run()
     text = json.dumps({"reservation_id": token_id, "order_id": "order-78"})
-    answers = twice(lambda: world.deliver_order(text, "msg_order_78"), at_once=at_once)
+    answers = twice(world, lambda services: world.deliver_order(text, "msg_order_78", services), at_once=at_once)
     assert [a.status for a in answers] == ["hold_expired", "hold_expired"]
     [restock] = world.restocks()
     assert int(restock.get("orders_on_expired_holds", 0)) == 1

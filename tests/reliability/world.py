@@ -126,6 +126,7 @@ class World:
     # of messages (done by the Lambda service, not by the function) are never cut or counted.
     observer: Any = None
     sqs: Any = None
+    session: Any = None
     sku: str = "CHAIR-WALNUT"
     shoppers: list[Shopper] = field(default_factory=list)
     webhooks_sent: int = 0
@@ -143,10 +144,18 @@ class World:
         # Registered on the session before the services build their clients, so every client carries it.
         session.events.register("before-call", faults.before_call)
         services = Services(settings_from_env(env), Aws(REGION, session=session), clock, faults=faults)
-        world = cls(services, clock, faults, observer, sqs)
+        world = cls(services, clock, faults, observer, sqs, session)
         domain = parseaddr(services.settings.ses_from)[1].split("@", 1)[1]
         services.aws.sesv2.create_email_identity(EmailIdentity=domain)
         return world
+
+    def lambda_services(self) -> Services:
+        """The services as another Lambda process would build them: own clients, same emulator, clock and faults.
+
+        Threads that stand for separate invocations each take their own: boto3 clients are shared safely,
+        but a DynamoDB resource's condition builder is not, and no two Lambda processes share one anyway.
+        """
+        return Services(self.services.settings, Aws(REGION, session=self.session), self.clock, faults=self.faults)
 
     def product(self, sku: str | None = None, **settings: Any) -> str:
         """A sold-out product in the catalogue."""
@@ -188,9 +197,9 @@ class World:
         text = json.dumps({"sku": sku or self.sku, "available": available})
         return self.attempt("inventory webhook", lambda: self.deliver_inventory(text, webhook_id))
 
-    def deliver_inventory(self, text: str, webhook_id: str) -> Any:
+    def deliver_inventory(self, text: str, webhook_id: str, services: Services | None = None) -> Any:
         """One delivery of an inventory webhook."""
-        return self.services.detector.handle(text.encode(), self.signed(text, webhook_id))
+        return (services or self.services).detector.handle(text.encode(), self.signed(text, webhook_id))
 
     def order(self, token_id: str, order_id: str, *, webhook_id: str | None = None) -> Any:
         """The platform reports an order placed on a reservation; it redelivers after an error."""
@@ -198,9 +207,9 @@ class World:
         webhook_id = webhook_id or f"msg_order_{order_id}"
         return self.attempt("orders webhook", lambda: self.deliver_order(text, webhook_id))
 
-    def deliver_order(self, text: str, webhook_id: str) -> Any:
+    def deliver_order(self, text: str, webhook_id: str, services: Services | None = None) -> Any:
         """One delivery of an orders webhook."""
-        return self.services.orders.receive(text.encode(), self.signed(text, webhook_id))
+        return (services or self.services).orders.receive(text.encode(), self.signed(text, webhook_id))
 
     def signed(self, text: str, webhook_id: str) -> dict[str, str]:
         """Standard Webhooks headers for a body, signed now with the stage's secret.
@@ -230,7 +239,9 @@ class World:
 
         return self.attempt("sweep", self.services.sweep.run, retry=next_minute)
 
-    def pump(self, *, limit: int = 200, remaining_ms: Callable[[], int] | None = None) -> int:
+    def pump(
+        self, *, limit: int = 200, remaining_ms: Callable[[], int] | None = None, services: Services | None = None
+    ) -> int:
         """Deliver every job on the queue to the notifier, as the SQS trigger does; a failed job comes back."""
         sqs = self.sqs
         url = sqs.get_queue_url(QueueName=self.services.settings.jobs_queue_name)["QueueUrl"]
@@ -241,7 +252,7 @@ class World:
             message = messages["Messages"][0]
             job = Job.from_json(message["Body"])
             try:
-                self.services.notifier.handle(job, remaining_ms or (lambda: PLENTY_MS))
+                (services or self.services).notifier.handle(job, remaining_ms or (lambda: PLENTY_MS))
             except CRASHES as crash:
                 # The Lambda died: the trigger does not delete the message, so SQS hands it out again.
                 self.faults.restore()
