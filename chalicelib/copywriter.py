@@ -373,32 +373,45 @@ def user_prompt(facts: Facts) -> str:
 
 
 class FakeBedrock:
-    """A stand-in for the Bedrock runtime client (local stage and tests): fixed text, or a given failure."""
+    """A stand-in for the Bedrock runtime client (local stage and tests): fixed text, or a given failure.
 
-    DEFAULT_TEXT = json.dumps(
-        {
-            "sms": f"It's back! The item you asked us to watch is in stock again. Tap soon to hold one: {LINK}",
-            "email_subject": "It's back in stock",
-            "email_body": (
-                "The item you asked us to watch is back in stock.\n\n"
-                f"Tap the link to hold one while you check out:\n\n{LINK}\n\n"
-                "If you don't use it in time, it passes to the next person waiting."
-            ),
-        }
-    )
+    Without fixed text it answers the way a model asked by user_prompt would, naming the product, so the
+    local demo's notices read like real ones.
+    """
 
     def __init__(self, text: str | None = None, error: Exception | None = None, stop_reason: str = "end_turn") -> None:
-        self.text = self.DEFAULT_TEXT if text is None else text
+        self.text = text
         self.error = error
         self.stop_reason = stop_reason
         self.calls: list[dict[str, Any]] = []
+
+    @staticmethod
+    def written_for(prompt: str) -> str:
+        """The fake's notice for one prompt: the product by name, the link once."""
+        fields = dict(line.split(": ", 1) for line in prompt.splitlines() if ": " in line)
+        product = fields.get("Product", "The item you asked us to watch")
+        return json.dumps(
+            {
+                "sms": f"Good news: {product} is back! Tap soon to hold one while you check out: {LINK}",
+                "email_subject": f"{product} is back in stock",
+                "email_body": (
+                    f"{product} is back in stock, and you asked to be told first.\n\n"
+                    f"Tap the link to hold one while you check out:\n\n{LINK}\n\n"
+                    "If you don't use it in time, it passes to the next person waiting."
+                ),
+            }
+        )
 
     def converse(self, **kwargs: Any) -> dict[str, Any]:
         """Answer like Converse does."""
         self.calls.append(kwargs)
         if self.error is not None:
             raise self.error
-        content = [{"text": self.text}] if self.text else []
+        text = self.text
+        if text is None:
+            prompt = "".join(str(b.get("text", "")) for m in kwargs.get("messages", []) for b in m.get("content", []))
+            text = self.written_for(prompt)
+        content = [{"text": text}] if text else []
         return {
             "output": {"message": {"role": "assistant", "content": content}},
             "stopReason": self.stop_reason,

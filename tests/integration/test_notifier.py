@@ -361,7 +361,7 @@ def test_an_email_carries_its_reserve_manage_and_unsubscribe_links(shop: Service
     [message] = email_outbox()
     assert message.source == shop.settings.ses_from
     assert message.destinations == {"ToAddresses": ["ada@example.com"]}
-    assert message.subject == "It's back in stock"
+    assert message.subject == "Walnut dining chair is back in stock"
     base = shop.settings.public_base_url
     [row] = offers(shop, job)
     reserve = message.body.split(f'href="{base}/reserve/')[1].split('"')[0]
