@@ -17,6 +17,7 @@ class Aws:
         self.region = region
         self._session = session
         self._lock = threading.Lock()
+        self._local = threading.local()
         # Standard retries absorb throttling; a short connect timeout keeps the API snappy when AWS is slow.
         self._config = Config(retries={"mode": "standard", "max_attempts": 4}, connect_timeout=3, read_timeout=10)
 
@@ -29,15 +30,24 @@ class Aws:
         with self._lock:
             return self.session.client(service, region_name=self.region, config=self._config)
 
-    @cached_property
+    @property
     def dynamodb(self) -> Any:
-        """DynamoDB resource (tables take and return plain Python values)."""
-        with self._lock:
-            return self.session.resource("dynamodb", region_name=self.region, config=self._config)
+        """This thread's DynamoDB resource (tables take and return plain Python values).
+
+        boto3 resources are not thread-safe: the condition builder behind Key()/Attr() numbers its
+        placeholders in shared state, so two threads building expressions at once can send a request
+        whose names do not match its values. Each thread gets its own resource; clients stay shared.
+        """
+        resource = getattr(self._local, "dynamodb", None)
+        if resource is None:
+            with self._lock:
+                resource = self.session.resource("dynamodb", region_name=self.region, config=self._config)
+            self._local.dynamodb = resource
+        return resource
 
     def table(self, name: str) -> Any:
-        """A DynamoDB Table resource by full name."""
-        return self.dynamodb.Table(name)
+        """A DynamoDB Table by full name, safe to share between threads (each uses its own resource)."""
+        return ThreadTable(self, name)
 
     @cached_property
     def sqs(self) -> Any:
@@ -66,3 +76,21 @@ class Aws:
     def secretsmanager(self) -> Any:
         """Secrets Manager client (webhook secrets, token and hashing keys)."""
         return self._client("secretsmanager")
+
+
+class ThreadTable:
+    """A DynamoDB Table that resolves to the calling thread's own resource on every use."""
+
+    def __init__(self, aws: Aws, name: str) -> None:
+        self._aws = aws
+        self.name = name
+
+    def _table(self) -> Any:
+        tables = self._aws._local.__dict__.setdefault("tables", {})
+        table = tables.get(self.name)
+        if table is None:
+            table = tables[self.name] = self._aws.dynamodb.Table(self.name)
+        return table
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self._table(), attribute)
