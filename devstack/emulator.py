@@ -106,15 +106,22 @@ def _snapshot_only_named_items() -> None:
     @functools.wraps(original)
     def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> Any:
         _TRANSACTION.keys = _named_keys(self, transact_items)
+        # moto takes its rollback copy of a table once per item named, all before the first write: one
+        # snapshot per table serves them all, so a transaction of many items is not quadratic in its size.
+        _TRANSACTION.snapshots = {}
         try:
             return original(self, transact_items)
         finally:
             _TRANSACTION.keys = None
+            _TRANSACTION.snapshots = None
 
     def deepcopy_table(table: Any, memo: dict[int, Any]) -> Any:
         keys = getattr(_TRANSACTION, "keys", None)
         if keys is not None and table.name in keys:
-            return _snapshot(table, keys[table.name])
+            snapshots = _TRANSACTION.snapshots
+            if table.name not in snapshots:
+                snapshots[table.name] = _snapshot(table, keys[table.name])
+            return snapshots[table.name]
         # Anywhere else (a backup, say) a table is copied in full, exactly as before.
         clone = table.__class__.__new__(table.__class__)
         memo[id(table)] = clone
