@@ -188,8 +188,8 @@ def notifier_throughput(units: int = 1000, latency_s: float = 0.05) -> dict[str,
         "notices_per_s": sender.sent / elapsed,
         "notices_bound_per_s": bound,
         "ratio": sender.sent / elapsed / bound,
-        # The walk commits each offer (and records each notice) one after the other on one thread: the
-        # time those calls take on this emulator caps the rate too, whatever the send concurrency.
+        # The walk commits offers a batch per transaction and records each notice on one thread: the time
+        # those calls take on this emulator caps the rate too, whatever the send concurrency.
         "calls_per_notice": counted["total"] / max(1, sender.sent),
         "call_ms_per_notice": counted["call_seconds"] * 1000 / max(1, sender.sent),
         "serial_ceiling_per_s": sender.sent / max(1e-9, counted["call_seconds"]),

@@ -1,7 +1,8 @@
 """The notifier: tell the front of a SKU's waiting list about a restock, in order, capped, exactly once.
 
-For each eligible request, oldest first, one transaction takes a unit from `units_offerable` (never below
-zero), writes the offer row and marks the request told for this restock. Only then is the notice sent.
+Eligible requests are offered in batches, oldest first: one transaction takes k units from `units_offerable`
+(all or none, never below zero), writes the k offer rows and marks the k requests told for this restock.
+Only then are the notices sent.
 A send that fails is rolled back by the inverse transaction and the job fails, so SQS retries it; a job
 redelivered after success finds everyone already told and sends nothing.
 """
@@ -63,6 +64,10 @@ NO_UNITS = "no_units"
 
 AFTER_OFFER_COMMITTED = "notifier.after_offer_committed"
 
+# Offers committed per transaction: one restock update plus two items per offer, within DynamoDB's 100 items.
+OFFER_BATCH = 25
+MAX_OFFER_BATCH = 49
+
 
 class UnknownRestock(NotFound):
     """A job names a restock that does not exist (or another restock's id): it goes to the DLQ for a person."""
@@ -117,6 +122,14 @@ class _Pending:
     channel: str
 
 
+@dataclass(frozen=True)
+class _Candidate:
+    """An eligible request waiting for its batch to commit, with its place in line when examined."""
+
+    request: dict[str, Any]
+    position: int
+
+
 class _Walk:
     """The state of one job's pass over the queue (the Notifier itself holds none, so jobs can overlap)."""
 
@@ -160,7 +173,10 @@ class Notifier:
         faults: FaultHook,
         page_size: int = 100,
         deadline_margin_ms: int = 10_000,
+        offer_batch: int = OFFER_BATCH,
     ) -> None:
+        if not 1 <= offer_batch <= MAX_OFFER_BATCH:
+            raise ValueError(f"offer_batch must be 1..{MAX_OFFER_BATCH}, got {offer_batch}")
         self.settings = settings
         self.catalog = catalog
         self.requests = requests
@@ -177,6 +193,7 @@ class Notifier:
         self.faults = faults
         self.page_size = page_size
         self.deadline_margin_ms = deadline_margin_ms
+        self.offer_batch = offer_batch
 
     @property
     def _client(self) -> Any:
@@ -239,20 +256,30 @@ class Notifier:
                     suppressed = self.optout.suppressed_among(
                         [str(r["contact_key"]) for r in page if r.get("contact_key")]
                     )
+                    batch: list[_Candidate] = []
                     for request in page:
                         self._collect(walk, block=len(walk.pending) >= max_in_flight)
                         if walk.failures:
                             return SEND_FAILED
                         if walk.examined and remaining_ms() < reserve_ms:
-                            return DEADLINE
-                        if walk.left <= 0 and not self._units_left(walk):
+                            # Everyone examined is offered or skipped before the continuation resumes after them.
+                            return DEADLINE if self._commit_batch(walk, batch, pool) else UNITS_EXHAUSTED
+                        if not batch and walk.left <= 0 and not self._units_left(walk):
                             return UNITS_EXHAUSTED
                         walk.examined += 1
                         if request.get("state") in ACTIVE_STATES:
                             walk.position += 1
-                        if not self._consider(walk, request, suppressed, pool):
-                            return UNITS_EXHAUSTED
+                        reason = skip_reason(request, walk.job.restock_id, suppressed)
+                        if reason:
+                            self._skip(walk, request, reason, walk.position)
+                        else:
+                            batch.append(_Candidate(request, walk.position))
                         walk.cursor = str(request["joined_ts"])
+                        full = bool(batch) and len(batch) >= min(self.offer_batch, walk.left)
+                        if full and not self._commit_batch(walk, batch, pool):
+                            return UNITS_EXHAUSTED
+                    if not self._commit_batch(walk, batch, pool):
+                        return UNITS_EXHAUSTED
                 return QUEUE_END
             finally:
                 # Whatever ended the walk, the notices already committed go out and are accounted for.
@@ -265,59 +292,89 @@ class Notifier:
         walk.left = int(fresh.get("units_offerable", 0)) if fresh.get("state") != CLOSED else 0
         return walk.left > 0
 
-    def _consider(self, walk: _Walk, request: dict[str, Any], suppressed: set[str], pool: ThreadPoolExecutor) -> bool:
-        """Skip or offer one request; False when no unit was left to offer."""
-        reason = skip_reason(request, walk.job.restock_id, suppressed)
-        if reason:
-            self._skip(walk, request, reason)
-            return True
-        if walk.copy is None:
-            # Fetched before the first offer commits, so a slow model never sits between an offer and its notice.
-            walk.copy = self.copywriter.copy_for(walk.restock, walk.product, walk.metrics)
-        token_id = uuid.uuid4().hex
-        if not self._commit_offer(walk, request, token_id):
-            return walk.left > 0
-        walk.left -= 1
-        # A crash here leaves an offer nobody was told about; it lapses at its due time and the sweep passes
-        # the unit on. The retry of this job must not send it either: the request is marked told already.
-        self.faults(AFTER_OFFER_COMMITTED)
-        notice = self._notice(walk.copy, walk.facts, request, token_id)
-        future = pool.submit(self.senders.send, notice)
-        walk.pending[future] = _Pending(token_id, request, walk.position, notice.channel)
+    def _commit_batch(self, walk: _Walk, batch: list[_Candidate], pool: ThreadPoolExecutor) -> bool:
+        """Offer the batch, oldest first, then send its notices; False when the units ran out before its end.
+
+        Empties `batch`: each candidate is offered, skipped (told meanwhile elsewhere), or left for lack of units.
+        """
+        while batch:
+            if walk.left <= 0 and not self._units_left(walk):
+                batch.clear()
+                return False
+            if walk.copy is None:
+                # Fetched before the first offer commits, so a slow model never sits between an offer and its notice.
+                walk.copy = self.copywriter.copy_for(walk.restock, walk.product, walk.metrics)
+            # Fair order: always the oldest candidates, as many as the units last read allow.
+            chosen = batch[: min(len(batch), walk.left)]
+            tokens = [uuid.uuid4().hex for _ in chosen]
+            try:
+                transact(self._client, self._offer_items(walk, chosen, tokens))
+            except TransactionCancelled as cancelled:
+                self._after_cancel(walk, batch, chosen, cancelled)
+                continue
+            del batch[: len(chosen)]
+            walk.left -= len(chosen)
+            # A crash here leaves offers nobody was told about; they lapse at their due time and the sweep passes
+            # the units on. The retry of this job must not send them either: the requests are marked told already.
+            self.faults(AFTER_OFFER_COMMITTED)
+            for candidate, token_id in zip(chosen, tokens, strict=True):
+                notice = self._notice(walk.copy, walk.facts, candidate.request, token_id)
+                future = pool.submit(self.senders.send, notice)
+                walk.pending[future] = _Pending(token_id, candidate.request, candidate.position, notice.channel)
         return True
 
-    def _commit_offer(self, walk: _Walk, request: dict[str, Any], token_id: str) -> bool:
-        """One transaction: a unit from units_offerable, the offer row, the request marked told for this restock."""
+    def _offer_items(self, walk: _Walk, chosen: list[_Candidate], tokens: list[str]) -> list[dict[str, Any]]:
+        """One transaction: k units from units_offerable, then each offer row and its request marked told."""
         job, now = walk.job, self.clock.now()
-        joined_ts = str(request["joined_ts"])
-        items = [
-            self.restocks.take_offer_item(job.sku, job.restock_ts),
-            self.reservations.offer_put_item(
-                token_id=token_id,
-                sku=job.sku,
-                restock_ts=job.restock_ts,
-                restock_id=job.restock_id,
-                request_joined_ts=joined_ts,
-                contact_key=str(request["contact_key"]),
-                channel=str(request["channel"]),
-                now=now,
-                offer_window_s=walk.offer_window_s,
-            ),
-            self.requests.mark_offered_item(job.sku, joined_ts, restock_id=job.restock_id, token_id=token_id, now=now),
-        ]
-        try:
-            transact(self._client, items)
-        except TransactionCancelled as cancelled:
-            if cancelled.failed(0):
-                walk.left = 0
-                return False
-            if cancelled.failed(2):
+        items = [self.restocks.take_offers_item(job.sku, job.restock_ts, len(chosen))]
+        for candidate, token_id in zip(chosen, tokens, strict=True):
+            request = candidate.request
+            joined_ts = str(request["joined_ts"])
+            items.append(
+                self.reservations.offer_put_item(
+                    token_id=token_id,
+                    sku=job.sku,
+                    restock_ts=job.restock_ts,
+                    restock_id=job.restock_id,
+                    request_joined_ts=joined_ts,
+                    contact_key=str(request["contact_key"]),
+                    channel=str(request["channel"]),
+                    now=now,
+                    offer_window_s=walk.offer_window_s,
+                )
+            )
+            items.append(
+                self.requests.mark_offered_item(
+                    job.sku, joined_ts, restock_id=job.restock_id, token_id=token_id, now=now
+                )
+            )
+        return items
+
+    def _after_cancel(
+        self, walk: _Walk, batch: list[_Candidate], chosen: list[_Candidate], cancelled: TransactionCancelled
+    ) -> None:
+        """Learn from a cancelled batch which requests to drop and how many units are really left, or re-raise."""
+        job = walk.job
+        understood = False
+        dropped: list[_Candidate] = []
+        for i, candidate in enumerate(chosen):
+            if cancelled.failed(2 + 2 * i):
                 # Another invocation told them first, or their state moved: say which, from a fresh read.
+                joined_ts = str(candidate.request["joined_ts"])
                 fresh = self.requests.get(job.sku, joined_ts) or {}
-                self._skip(walk, request, skip_reason(fresh, job.restock_id, set()) or ALREADY_NOTIFIED)
-                return False
-            raise
-        return True
+                reason = skip_reason(fresh, job.restock_id, set()) or ALREADY_NOTIFIED
+                self._skip(walk, candidate.request, reason, candidate.position)
+                dropped.append(candidate)
+                understood = True
+            elif cancelled.failed(1 + 2 * i):
+                understood = True  # a token id already taken: the retry draws new ones
+        batch[:] = [c for c in batch if all(c is not d for d in dropped)]
+        if cancelled.failed(0):
+            # Fewer units than last read (holds or another invocation took some): read again, retry with fewer.
+            self._units_left(walk)
+            understood = True
+        if not understood:
+            raise cancelled
 
     def _notice(self, copy: Copy, facts: Facts, request: dict[str, Any], token_id: str) -> Notice:
         """The message for one recipient, with their own signed links."""
@@ -403,7 +460,7 @@ class Notifier:
             rolled_back=rolled_back,
         )
 
-    def _skip(self, walk: _Walk, request: dict[str, Any], reason: str) -> None:
+    def _skip(self, walk: _Walk, request: dict[str, Any], reason: str, position: int) -> None:
         walk.skipped[reason] += 1
         walk.metrics.count(skip_metric(reason))
         live = request.get("state") in ACTIVE_STATES
@@ -413,7 +470,7 @@ class Notifier:
             self.clock.now(),
             restock_id=walk.job.restock_id,
             reason=reason,
-            position=walk.position if live else None,
+            position=position if live else None,
             contact_key=request.get("contact_key"),
             request_joined_ts=request.get("joined_ts"),
         )

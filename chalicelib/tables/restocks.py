@@ -75,6 +75,17 @@ class RestocksTable:
             {":minus": -1, ":one": 1},
         )
 
+    def take_offers_item(self, sku: str, restock_ts: str, count: int) -> dict:
+        """Notices sent in one batch: units_offerable - count, only while that many are neither held nor promised."""
+        return self._counter_item(
+            sku,
+            restock_ts,
+            "ADD units_offerable :minus",
+            # Never over-promise (invariant 5): a batch of offers takes all its units or none.
+            "units_offerable >= :count",
+            {":minus": -int(count), ":count": int(count)},
+        )
+
     def release_offer_item(self, sku: str, restock_ts: str) -> dict:
         """Offer lapsed unused, or a send failed and was rolled back: units_offerable + 1."""
         return self._counter_item(sku, restock_ts, "ADD units_offerable :one", None, {":one": 1})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections import Counter
 from typing import Any
@@ -26,6 +27,7 @@ from chalicelib.notifier import (
     HOLDING_OFFER,
     HOLDING_UNIT,
     NO_UNITS,
+    OFFER_BATCH,
     OPTED_OUT,
     QUEUE_END,
     RESTOCK_CLOSED,
@@ -47,7 +49,7 @@ from tests.notices import (
     sms_outbox,
     verify_sender,
 )
-from tests.support import CHAIR, CrashAt, InjectedCrash
+from tests.support import CHAIR, CrashAt, InjectedCrash, make_offer
 
 SKU = "CHAIR-WALNUT"
 
@@ -275,7 +277,7 @@ def test_a_failed_send_is_counted_in_the_emf_metrics(
     assert int(restock_item(shop, job)["units_offerable"]) == 2 and offers(shop, job) == []
 
 
-def test_a_crash_between_transaction_and_send_sends_nothing_and_leaves_the_offer_to_lapse(
+def test_a_crash_between_transaction_and_send_sends_nothing_and_leaves_the_offers_to_lapse(
     shop: Services, clock: FixedClock
 ) -> None:
     numbers = line_up(shop, clock, 3)
@@ -285,19 +287,120 @@ def test_a_crash_between_transaction_and_send_sends_nothing_and_leaves_the_offer
     with pytest.raises(InjectedCrash):
         crashing.notifier.handle(job, plenty)
 
+    # Both units went in one batch: both offers stand, nobody was told, and the sweep will lapse them.
     assert told() == []
-    [row] = offers(shop, job)
-    assert row["state"] == "offered" and row["request_joined_ts"] == joined(0, clock.now())
-    assert int(row["due_at"]) == int(row["offer_expires_at"])  # the sweep will lapse it and pass the unit on
-    first = shop.requests.get(SKU, joined(0, clock.now()))
-    assert first["state"] == "offered" and first["last_notified_restock"] == job.restock_id
-    assert int(restock_item(shop, job)["units_offerable"]) == 1
+    rows = sorted(offers(shop, job), key=lambda r: r["request_joined_ts"])
+    assert [r["request_joined_ts"] for r in rows] == [joined(0, clock.now()), joined(1, clock.now())]
+    assert all(r["state"] == "offered" and int(r["due_at"]) == int(r["offer_expires_at"]) for r in rows)
+    for i in (0, 1):
+        request = shop.requests.get(SKU, joined(i, clock.now()))
+        assert request["state"] == "offered" and request["last_notified_restock"] == job.restock_id
+    assert int(restock_item(shop, job)["units_offerable"]) == 0
 
+    # A unit comes back: the retry does not send the crashed offers, it tells the next person.
+    shop.restocks.table.update_item(
+        Key={"sku": SKU, "restock_ts": job.restock_ts},
+        UpdateExpression="ADD units_offerable :one",
+        ExpressionAttributeValues={":one": 1},
+    )
     retry = crashing.notifier.handle(job, plenty)
 
-    assert told() == [numbers[1]]
-    assert retry.skipped[ALREADY_NOTIFIED] == 1
+    assert told() == [numbers[2]]
+    assert retry.skipped[ALREADY_NOTIFIED] == 2
     assert int(restock_item(shop, job)["units_offerable"]) == 0
+
+
+class AfterFirstCommit:
+    """A fault hook that runs `action` once, right after the notifier's first batch of offers commits."""
+
+    def __init__(self, action: Any) -> None:
+        self.action = action
+        self.done = False
+
+    def __call__(self, point: str) -> None:
+        if point == AFTER_OFFER_COMMITTED and not self.done:
+            self.done = True
+            self.action()
+
+
+def test_offers_are_committed_a_batch_per_transaction(shop: Services, clock: FixedClock) -> None:
+    numbers = line_up(shop, clock, 100)
+    job = add_restock(shop, SKU, 100, clock.now())
+    events = shop.requests.table.meta.client.meta.events
+    transactions: list[int] = []
+
+    def count(params: dict[str, Any], **_: Any) -> None:
+        # The request as it goes on the wire: count the calls, and the items each carries.
+        transactions.append(len(json.loads(params["body"])["TransactItems"]))
+
+    events.register("before-call.dynamodb.TransactWriteItems", count)
+    try:
+        outcome = shop.notifier.handle(job, plenty)
+    finally:
+        events.unregister("before-call.dynamodb.TransactWriteItems", count)
+
+    assert outcome.notices == 100 and sorted(told()) == numbers
+    assert len(transactions) == math.ceil(100 / OFFER_BATCH)
+    assert transactions[0] == 2 * OFFER_BATCH + 1 and max(transactions) <= 100
+    assert int(restock_item(shop, job)["units_offerable"]) == 0
+    sent = sorted(audit(shop, "notice_sent"), key=lambda f: int(f["position"]))
+    assert [int(f["position"]) for f in sent] == list(range(1, 101))
+    assert [f["contact_key"] for f in sent] == [key_of(shop, n) for n in numbers]
+
+
+def test_a_request_told_meanwhile_by_another_notifier_is_skipped_and_the_rest_of_its_batch_offered(
+    shop: Services, clock: FixedClock
+) -> None:
+    numbers = line_up(shop, clock, 60)
+    job = add_restock(shop, SKU, 60, clock.now())
+    late = OFFER_BATCH + 5  # in the second batch, read as waiting before the other notifier tells them
+    restock = restock_item(shop, job)
+
+    def other_notifier_tells_late() -> None:
+        make_offer(shop, restock, shop.requests.get(SKU, joined(late, clock.now())), clock.now())
+
+    notifier = Services(shop.settings, shop.aws, clock, faults=AfterFirstCommit(other_notifier_tells_late)).notifier
+
+    outcome = notifier.handle(job, plenty)
+
+    expected = numbers[:late] + numbers[late + 1 :]
+    assert outcome.notices == 59 and outcome.stopped == QUEUE_END
+    assert outcome.skipped == {ALREADY_NOTIFIED: 1}
+    assert sorted(told()) == expected
+    [skip] = audit(shop, "notice_skipped")
+    assert skip["reason"] == ALREADY_NOTIFIED and skip["contact_key"] == key_of(shop, numbers[late])
+    assert int(skip["position"]) == late + 1
+    sent = sorted(audit(shop, "notice_sent"), key=lambda f: int(f["position"]))
+    assert [f["contact_key"] for f in sent] == [key_of(shop, n) for n in expected]
+    assert [int(f["position"]) for f in sent] == [p for p in range(1, 61) if p != late + 1]
+    assert len(offers(shop, job)) == 60
+    assert int(restock_item(shop, job)["units_offerable"]) == 0
+
+
+def test_a_batch_larger_than_the_units_left_offers_exactly_those_units_oldest_first(
+    shop: Services, clock: FixedClock
+) -> None:
+    numbers = line_up(shop, clock, 40)
+    job = add_restock(shop, SKU, 30, clock.now())
+
+    def units_taken_elsewhere() -> None:
+        # Three of the five units the walk still counts on go meanwhile (a fall in the shop's level, say).
+        shop.restocks.table.update_item(
+            Key={"sku": SKU, "restock_ts": job.restock_ts},
+            UpdateExpression="ADD units_offerable :minus",
+            ExpressionAttributeValues={":minus": -3},
+        )
+
+    notifier = Services(shop.settings, shop.aws, clock, faults=AfterFirstCommit(units_taken_elsewhere)).notifier
+
+    outcome = notifier.handle(job, plenty)
+
+    assert outcome.notices == OFFER_BATCH + 2 and outcome.stopped == UNITS_EXHAUSTED
+    assert sorted(told()) == numbers[: OFFER_BATCH + 2]
+    assert int(restock_item(shop, job)["units_offerable"]) == 0
+    states = [r["state"] for r in shop.requests.queue(SKU)]
+    assert states == ["offered"] * (OFFER_BATCH + 2) + ["waiting"] * (40 - OFFER_BATCH - 2)
+    assert not audit(shop, "notice_skipped")
 
 
 def test_copy_is_written_once_per_restock_and_reused_by_top_ups(shop: Services, clock: FixedClock) -> None:
