@@ -50,7 +50,10 @@ def older_untold(world: World) -> None:
 def second_place(world: World) -> None:
     first = world.shoppers[0]
     item = world.table("requests").get_item(Key={"sku": world.sku, "joined_ts": first.joined_ts})["Item"]
-    world.table("requests").put_item(Item={**item, "joined_ts": item["joined_ts"][:-1] + "f", "state": "waiting"})
+    # A stamp one suffix digit away, so the copy is always a second item (never the same key).
+    last = item["joined_ts"][-1]
+    other = "0" if last != "0" else "1"
+    world.table("requests").put_item(Item={**item, "joined_ts": item["joined_ts"][:-1] + other, "state": "waiting"})
 
 
 def suppress_waiting(world: World) -> None:
