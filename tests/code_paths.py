@@ -88,13 +88,14 @@ def load_classes() -> dict[str, ClassInfo]:
                 if any(ast.unparse(d) in ("cached_property", "property") for d in f.decorator_list):
                     types[f.name] = _annotation_name(f.returns)
             classes[node.name] = ClassInfo(node.name, path, methods, types)
-    for cls, short in _wired_tables().items():
+    for cls, short in wired_tables().items():
         if cls in classes:
             classes[cls].table = short
     return classes
 
 
-def _wired_tables() -> dict[str, str]:
+def wired_tables() -> dict[str, str]:
+    """Class name -> short table name, as chalicelib/wiring.py builds each table class."""
     tree = ast.parse((LIB / "wiring.py").read_text())
     found = {}
     for node in ast.walk(tree):

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.code_paths import wired_tables
 from tests.support import ROOT
 
 TEMPLATE = json.loads((ROOT / "infra" / "template.json").read_text())
@@ -44,22 +45,7 @@ def template_schema() -> dict[str, Schema]:
     return schema
 
 
-def table_classes() -> dict[str, str]:
-    """Class name -> short table name, as chalicelib/wiring.py builds each table class."""
-    tree = ast.parse((ROOT / "chalicelib" / "wiring.py").read_text())
-    found = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id.endswith("Table"):
-            for inner in ast.walk(node):
-                if (
-                    isinstance(inner, ast.Call)
-                    and isinstance(inner.func, ast.Attribute)
-                    and inner.func.attr == "table_name"
-                    and inner.args
-                    and isinstance(inner.args[0], ast.Constant)
-                ):
-                    found[node.func.id] = str(inner.args[0].value)
-    return found
+table_classes = wired_tables
 
 
 def classes_defined() -> dict[str, Path]:
