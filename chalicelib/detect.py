@@ -10,7 +10,6 @@ finished by the platform's retry of the same webhook or by the sweep (`requeue_p
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import random
 import time
@@ -28,6 +27,7 @@ from chalicelib.tables.audit import AuditTable
 from chalicelib.tables.base import TransactionCancelled, transact
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.restocks import CLOSED, RestocksTable
+from chalicelib.web import json_object
 from chalicelib.webhooks import verify
 
 logger = logging.getLogger(__name__)
@@ -92,12 +92,7 @@ class DetectOutcome:
 
 def parse_inventory_body(text: str, now: float) -> InventoryEvent:
     """Validate `{"sku", "available", "occurred_at"?}` (pure); BadRequest names the first problem."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise BadRequest("The body is not valid JSON.", code="invalid_json") from exc
-    if not isinstance(data, dict):
-        raise BadRequest("The body must be a JSON object.", code="invalid_body")
+    data = json_object(text)
     sku = parse_sku(data.get("sku"))
     available = data.get("available")
     if available is None:

@@ -95,11 +95,7 @@ class OrdersService:
     def receive(self, raw: bytes | None, headers: Mapping[str, str]) -> OrderOutcome:
         """Verify a delivery's signature, parse it, and record the order; DomainError for anything refused."""
         delivery = verify(raw, headers, self.webhook_secrets())
-        try:
-            data = parse_json_body(delivery)
-        except ValueError as exc:
-            raise BadRequest("The body is not valid JSON.", code="invalid_json") from exc
-        return self.record(parse_order(data))
+        return self.record(parse_order(parse_json_body(delivery)))
 
     def record(self, order: Order) -> OrderOutcome:
         """Convert the order's hold, or record why it could not be."""

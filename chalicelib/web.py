@@ -27,6 +27,11 @@ def parse_body(raw: bytes | None, content_type: str, max_bytes: int) -> dict[str
     if kind == "application/x-www-form-urlencoded":
         fields = parse_qs(text, keep_blank_values=True, max_num_fields=20)
         return {k: v[-1] for k, v in fields.items()}
+    return json_object(text)
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """Text that must be one JSON object; BadRequest 'invalid_json' or 'invalid_body' otherwise."""
     try:
         parsed = json.loads(text)
     except ValueError as exc:

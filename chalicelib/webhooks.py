@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from chalicelib.errors import InvalidSignature
+from chalicelib.web import json_object
 
 MAX_WEBHOOK_BYTES = 16 * 1024
 
@@ -48,9 +48,9 @@ def verify(raw: bytes | None, headers: Mapping[str, str], secrets: Sequence[str]
     raise InvalidSignature("The webhook signature is missing, wrong or outside the 5-minute window.")
 
 
-def parse_json_body(delivery: Delivery) -> Any:
-    """The verified body as JSON; ValueError when it is not."""
-    return json.loads(delivery.body)
+def parse_json_body(delivery: Delivery) -> dict[str, Any]:
+    """The verified body as one JSON object; BadRequest 'invalid_json' or 'invalid_body' otherwise."""
+    return json_object(delivery.body)
 
 
 def sign(secret: str, body: str, webhook_id: str, timestamp: float | None = None) -> dict[str, str]:
