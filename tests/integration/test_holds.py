@@ -69,6 +69,23 @@ COUNTER_TABLE = [
 ]
 
 
+def tap_at_once(services: Services, links: list[str]) -> list[str]:
+    """Every link tapped in the same instant, one thread each; the kind of answer each got."""
+    barrier = threading.Barrier(len(links))
+    kinds: list[str] = []
+
+    def tap(link: str) -> None:
+        barrier.wait()
+        kinds.append(services.holds.reserve(link).kind)
+
+    threads = [threading.Thread(target=tap, args=(link,)) for link in links]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return kinds
+
+
 @pytest.mark.parametrize(
     ("event", "before", "do", "d_available", "d_offerable", "row_state", "request_state", "audit_kind"),
     COUNTER_TABLE,
@@ -130,18 +147,7 @@ def test_second_tap_on_own_live_hold_redirects_without_a_second_unit(s: Scene) -
 def test_eight_simultaneous_taps_on_one_link_hold_one_unit(s: Scene) -> None:
     token_id = s.offer()
     link = s.services.tokens.reserve(token_id)
-    barrier = threading.Barrier(8)
-    kinds: list[str] = []
-
-    def tap() -> None:
-        barrier.wait()
-        kinds.append(s.services.holds.reserve(link).kind)
-
-    threads = [threading.Thread(target=tap) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    kinds = tap_at_once(s.services, [link] * 8)
     assert sorted(kinds) == sorted([holds.HELD_NOW] + [holds.HELD_AGAIN] * 7)
     assert s.counters() == (1, 1)
     assert s.row(token_id)["state"] == "held"
@@ -156,18 +162,7 @@ def test_more_live_offers_than_units_after_a_level_fall_hold_only_the_units(
     tokens = [sc.offer(i) for i in range(k)]
     level_falls_to(sc, u)
     links = [services.tokens.reserve(t) for t in tokens]
-    barrier = threading.Barrier(k)
-    kinds: list[str] = []
-
-    def tap(link: str) -> None:
-        barrier.wait()
-        kinds.append(services.holds.reserve(link).kind)
-
-    threads = [threading.Thread(target=tap, args=(link,)) for link in links]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    kinds = tap_at_once(services, links)
     assert Counter(kinds) == {holds.HELD_NOW: u, holds.JUST_GONE_PAGE: k - u}
     states = Counter(sc.row(t)["state"] for t in tokens)
     assert states == {"held": u, "lapsed": k - u}
@@ -324,18 +319,7 @@ def test_more_live_offers_than_units_after_a_platform_level_drop_hold_only_the_u
     platform_level(sc, u, "wh_drop")
     assert sc.counters()[0] == u
     links = [services.tokens.reserve(t) for t in tokens]
-    barrier = threading.Barrier(k)
-    kinds: list[str] = []
-
-    def tap(link: str) -> None:
-        barrier.wait()
-        kinds.append(services.holds.reserve(link).kind)
-
-    threads = [threading.Thread(target=tap, args=(link,)) for link in links]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    kinds = tap_at_once(services, links)
     assert Counter(kinds) == {holds.HELD_NOW: u, holds.JUST_GONE_PAGE: k - u}
     # The just-gone offers gave back no promise that the fall had already taken: nothing left to offer.
     assert sc.counters() == (0, 0)
