@@ -84,10 +84,10 @@ def stack(stage_overrides: dict[str, str] | None = None) -> Iterator[Stack]:
     from chalicelib.clock import FixedClock
     from chalicelib.config import settings_from_env
     from chalicelib.wiring import Services
-    from devstack.emulator import serialise_dynamodb
+    from devstack.emulator import prepare_dynamodb
     from devstack.provision import provision
 
-    serialise_dynamodb()
+    prepare_dynamodb()
     with mock_aws():
         session = boto3.session.Session(region_name=REGION)
         provision(session)

@@ -32,26 +32,33 @@ _OPERATIONS = (
 )
 
 
-def serialise_dynamodb() -> None:
-    """Wrap the emulator's DynamoDB operations in one lock (idempotent)."""
+def _locked(fn: Any) -> Any:
+    @functools.wraps(fn)
+    def locked(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with _LOCK:
+            return fn(self, *args, **kwargs)
+
+    locked._bisn_serialised = True  # type: ignore[attr-defined]
+    return locked
+
+
+def prepare_dynamodb() -> None:
+    """Wrap the emulator's DynamoDB operations in one lock and take out its extra work (idempotent)."""
     from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.responses import DynamoHandler
+
+    from devstack import fastpaths
 
     for name in _OPERATIONS:
         original = getattr(DynamoDBBackend, name)
-        if getattr(original, "_bisn_serialised", False):
-            continue
-
-        def make(fn: Any) -> Any:
-            @functools.wraps(fn)
-            def locked(self: Any, *args: Any, **kwargs: Any) -> Any:
-                with _LOCK:
-                    return fn(self, *args, **kwargs)
-
-            locked._bisn_serialised = True  # type: ignore[attr-defined]
-            return locked
-
-        setattr(DynamoDBBackend, name, make(original))
+        if not getattr(original, "_bisn_serialised", False):
+            setattr(DynamoDBBackend, name, _locked(original))
+    # The request handler reads items outside the backend (copies one before an update, writes the answer from
+    # the stored item): a whole request holds the lock too, so it never reads an item another thread is changing.
+    if not getattr(DynamoHandler.call_action, "_bisn_serialised", False):
+        DynamoHandler.call_action = _locked(DynamoHandler.call_action)
     _snapshot_only_named_items()
+    fastpaths.install()
 
 
 _TRANSACTION = threading.local()

@@ -16,7 +16,7 @@ from chalicelib.aws import Aws
 from chalicelib.clock import FixedClock
 from chalicelib.config import settings_from_env
 from chalicelib.wiring import Services
-from devstack.emulator import serialise_dynamodb
+from devstack.emulator import prepare_dynamodb
 from devstack.provision import provision
 from tests.support import CHAIR, REGION, ROOT, stage_env
 
@@ -25,7 +25,7 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.pop("AWS_PROFILE", None)
 os.environ.pop("AWS_ENDPOINT_URL", None)
 os.environ["AWS_DEFAULT_REGION"] = REGION
-serialise_dynamodb()
+prepare_dynamodb()
 
 
 @pytest.fixture

@@ -1,0 +1,248 @@
+"""Takes out work the embedded emulator does that DynamoDB does not, so its costs look more like DynamoDB's.
+
+moto spends most of its time on bookkeeping rather than on the data: it re-serialises every attribute value
+of a response against the service model, re-parses the same expression text on every call, checks a
+transaction item's condition twice, and copies an update expression's syntax tree through the pickle
+protocol. On a 1,000-unit restock that bookkeeping, not the app, set the notifier's pace (docs/BENCHMARKS.md).
+
+Each fast path here keeps moto's answers exactly as they were (the whole test suite runs on them) and is
+written against the moto version pinned in requirements-dev.txt; on any other version none is installed, so
+an upgrade makes the emulator slower, never wrong. Everything runs under the emulator's one lock except the
+response serialiser and the request-side expression checks, which only read what they share.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import re
+import threading
+from typing import Any
+
+PINNED_MOTO = "5.2.5"
+_CACHE_LIMIT = 4096
+_STATE = threading.local()
+_installed: list[str] = []
+
+
+def installed() -> list[str]:
+    """Names of the fast paths in place (empty on an unpinned moto)."""
+    return list(_installed)
+
+
+def install() -> None:
+    """Put every fast path in place, once (idempotent); nothing on a moto other than the pinned one."""
+    import moto
+
+    if _installed or moto.__version__ != PINNED_MOTO:
+        return
+    _attribute_values_pass_through()
+    _transaction_conditions_checked_once()
+    _condition_parses_cached()
+    _update_expressions_parsed_once()
+    _syntax_trees_copied_directly()
+    _item_size_checked_once()
+
+
+_PLAIN = {"S": str, "N": str, "BOOL": bool, "NULL": bool}
+
+
+def _plain(shape: Any, value: Any) -> bool:
+    """A string, number, boolean or null attribute value: the same on the wire as in moto's hands."""
+    if shape.name != "AttributeValue" or not isinstance(value, dict) or len(value) != 1:
+        return False
+    ((kind, inner),) = value.items()
+    return isinstance(inner, _PLAIN.get(kind, ()))
+
+
+def _attribute_values_pass_through() -> None:
+    """A scalar attribute value is already in wire form; parsing or serialising it member by member changes nothing.
+
+    Binary values (base64 on the wire, bytes inside), sets, lists and maps still take moto's own path.
+    """
+    from moto.core.parse import BaseJSONParser
+    from moto.core.serialize import BaseJSONSerializer
+
+    serialise_structure = BaseJSONSerializer._serialize_type_structure
+    parse_structure = BaseJSONParser._parse_structure
+
+    def serialise(self: Any, serialized: Any, value: Any, shape: Any, key: str) -> None:
+        if key and _plain(shape, value):
+            serialized[key] = value
+            return
+        serialise_structure(self, serialized, value, shape, key)
+
+    def parse(self: Any, shape: Any, value: Any) -> Any:
+        return dict(value) if _plain(shape, value) else parse_structure(self, shape, value)
+
+    BaseJSONSerializer._serialize_type_structure = serialise
+    BaseJSONParser._parse_structure = parse
+    _installed.append("attribute values pass through")
+
+
+def _transaction_conditions_checked_once() -> None:
+    """moto checks each transaction item's condition, then has the write parse and check it again.
+
+    The second check sees the same item (the transaction holds the lock, and one transaction names an item once),
+    so the write goes ahead without it; a failed condition still cancels the transaction, from the first check.
+    """
+    from moto.dynamodb.models import DynamoDBBackend
+
+    transact = DynamoDBBackend.transact_write_items
+
+    @functools.wraps(transact)
+    def transact_write_items(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _STATE.in_transaction = True
+        try:
+            return transact(self, *args, **kwargs)
+        finally:
+            _STATE.in_transaction = False
+
+    def checked_already(write: Any) -> Any:
+        @functools.wraps(write)
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if getattr(_STATE, "in_transaction", False):
+                kwargs["condition_expression"] = None
+            return write(self, *args, **kwargs)
+
+        return wrapper
+
+    DynamoDBBackend.transact_write_items = transact_write_items
+    for name in ("put_item", "update_item", "delete_item"):
+        setattr(DynamoDBBackend, name, checked_already(getattr(DynamoDBBackend, name)))
+    _installed.append("transaction conditions checked once")
+
+
+_PLACEHOLDER = re.compile(r":[A-Za-z0-9_]+")
+
+
+def _condition_parses_cached() -> None:
+    """A condition parses to the same tree for the same text, names and values; evaluating it changes nothing.
+
+    The key holds only the values the text names, so `:rid` shared by a batch's items hits while `:tok` differs.
+    """
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+
+    parse = ConditionExpressionParser.parse
+    cache: dict[tuple[str, str, str], tuple[Any, list[str], list[str]]] = {}
+
+    def cached_parse(self: Any) -> Any:
+        text = self.condition_expression
+        if not text:
+            return parse(self)
+        values = self.expression_attribute_values or {}
+        named = sorted(set(_PLACEHOLDER.findall(text)))
+        key = (
+            text,
+            json.dumps(self.expression_attribute_names or {}, sort_keys=True),
+            json.dumps([(name, values.get(name)) for name in named], sort_keys=True, default=str),
+        )
+        hit = cache.get(key)
+        if hit is None:
+            tree = parse(self)  # raises for a bad expression, and nothing is cached
+            if len(cache) >= _CACHE_LIMIT:
+                cache.clear()
+            hit = cache[key] = (tree, list(self.expr_attr_names_found), list(self.expr_attr_values_found))
+        # Callers read which names and values the expression used, to refuse unused ones as DynamoDB does.
+        self.expr_attr_names_found = list(hit[1])
+        self.expr_attr_values_found = list(hit[2])
+        return hit[0]
+
+    ConditionExpressionParser.parse = cached_parse
+    _installed.append("condition parses cached")
+
+
+def _update_expressions_parsed_once() -> None:
+    """Parse each update expression text once, and run its value-free checks once per text and names.
+
+    The validator copies the parsed tree before it fills in values, so one parsed tree serves every call. The
+    first three of its passes (action counts, overlapping paths, key attributes) read only the expression, the
+    names and the table's keys; the passes that read the item and the values run every time.
+    """
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser
+    from moto.dynamodb.parsing.validators import UpdateExpressionValidator
+
+    make = UpdateExpressionParser.make.__func__  # type: ignore[attr-defined]
+
+    @functools.lru_cache(maxsize=256)
+    def parsed(text: str) -> Any:
+        return make(UpdateExpressionParser, text)
+
+    UpdateExpressionParser.make = classmethod(lambda cls, text: parsed(text))
+
+    # Keyed by the parsed tree's id; the tree is held as the value so that id is never reused while cached.
+    validated: dict[tuple[int, str, tuple[str, ...]], Any] = {}
+    init = UpdateExpressionValidator.__init__
+    processors = UpdateExpressionValidator.get_ast_processors
+    validate = UpdateExpressionValidator.validate
+    expression_only = 3
+
+    def validator_init(
+        self: Any,
+        expression: Any,
+        expression_attribute_names: Any,
+        expression_attribute_values: Any,
+        item: Any,
+        table: Any,
+    ) -> None:
+        self._expression = expression
+        names = json.dumps(expression_attribute_names or {}, sort_keys=True)
+        self._checked_key = (id(expression), names, tuple(table.table_key_attrs))
+        init(self, expression, expression_attribute_names, expression_attribute_values, item, table)
+
+    def get_ast_processors(self: Any) -> Any:
+        passes = processors(self)
+        return passes[expression_only:] if getattr(self, "_checked_key", None) in validated else passes
+
+    def checked_validate(self: Any) -> Any:
+        tree = validate(self)  # raises for an invalid update, and nothing is remembered
+        if len(validated) >= _CACHE_LIMIT:
+            validated.clear()
+        validated[self._checked_key] = self._expression
+        return tree
+
+    UpdateExpressionValidator.__init__ = validator_init
+    UpdateExpressionValidator.get_ast_processors = get_ast_processors
+    UpdateExpressionValidator.validate = checked_validate
+    _installed.append("update expressions parsed once")
+
+
+def _syntax_trees_copied_directly() -> None:
+    """Copy an update expression's tree node by node instead of through the pickle protocol."""
+    from moto.dynamodb.parsing.ast_nodes import Node
+
+    def deepcopy_node(self: Any, memo: dict[int, Any]) -> Any:
+        clone = object.__new__(type(self))
+        memo[id(self)] = clone
+        for name, value in self.__dict__.items():
+            clone.__dict__[name] = value if isinstance(value, str | int | None) else copy.deepcopy(value, memo)
+        return clone
+
+    Node.__deepcopy__ = deepcopy_node
+    _installed.append("syntax trees copied directly")
+
+
+def _item_size_checked_once() -> None:
+    """Check a new item's size once, as it is built, instead of re-adding every attribute at each insert."""
+    from moto.dynamodb.exceptions import ItemSizeTooLarge
+    from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
+    from moto.dynamodb.models.utilities import bytesize
+
+    limit = 405_000  # moto's limit for DynamoDB's 400 KB, unchanged
+
+    def build(self: Any, hash_key: Any, range_key: Any, attrs: dict[str, Any]) -> None:
+        self.hash_key = hash_key
+        self.range_key = range_key
+        built = LimitedSizeDict.__new__(LimitedSizeDict)
+        size = 0
+        for name, value in attrs.items():
+            typed = DynamoType(value)
+            size += bytesize(name) + typed.size()
+            if size > limit:
+                raise ItemSizeTooLarge
+            dict.__setitem__(built, name, typed)
+        self.attrs = built
+
+    Item.__init__ = build
+    _installed.append("item size checked once")

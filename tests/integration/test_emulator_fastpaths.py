@@ -1,0 +1,167 @@
+"""The emulator's fast paths change how much work it does, never what it answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+import moto
+import pytest
+from botocore.exceptions import ClientError
+
+from devstack import fastpaths
+
+TABLE = "bisn-requests"
+
+
+def key(joined_ts: str) -> dict[str, Any]:
+    return {"sku": {"S": "A"}, "joined_ts": {"S": joined_ts}}
+
+
+def error_code(raised: pytest.ExceptionInfo[ClientError]) -> str:
+    return str(raised.value.response["Error"]["Code"])
+
+
+def test_every_fast_path_is_in_place_on_the_pinned_emulator() -> None:
+    # A moto upgrade turns them all off (slower, never wrong): this says it is time to look at them again.
+    assert moto.__version__ == fastpaths.PINNED_MOTO
+    assert len(fastpaths.installed()) == 6
+
+
+def test_scalar_values_of_every_kind_come_back_as_written(session: boto3.session.Session) -> None:
+    ddb = session.client("dynamodb")
+    item = {
+        **key("1"),
+        "n": {"N": "-12.50"},
+        "yes": {"BOOL": True},
+        "none": {"NULL": True},
+        "blob": {"B": b"\x00\xffbytes"},
+        "tags": {"SS": ["a", "b"]},
+        "nested": {"M": {"n": {"N": "7"}, "l": {"L": [{"S": "x"}, {"BOOL": False}]}}},
+    }
+    ddb.put_item(TableName=TABLE, Item=item)
+    got = ddb.get_item(TableName=TABLE, Key=key("1"), ConsistentRead=True)["Item"]
+    assert got["n"] == {"N": "-12.50"} and got["yes"] == {"BOOL": True} and got["none"] == {"NULL": True}
+    assert got["blob"] == {"B": b"\x00\xffbytes"}
+    assert sorted(got["tags"]["SS"]) == ["a", "b"]
+    assert got["nested"] == item["nested"]
+
+
+def test_one_condition_text_with_different_values_is_judged_on_each_call_s_values(
+    session: boto3.session.Session,
+) -> None:
+    ddb = session.client("dynamodb")
+    ddb.put_item(TableName=TABLE, Item={**key("1"), "state": {"S": "waiting"}})
+
+    def move(expected: str, to: str) -> None:
+        ddb.update_item(
+            TableName=TABLE,
+            Key=key("1"),
+            UpdateExpression="SET #s = :to",
+            ConditionExpression="#s = :expected",
+            ExpressionAttributeNames={"#s": "state"},
+            ExpressionAttributeValues={":to": {"S": to}, ":expected": {"S": expected}},
+        )
+
+    move("waiting", "offered")
+    with pytest.raises(ClientError) as raised:
+        move("waiting", "held")  # the same text, but the item is no longer waiting
+    assert error_code(raised) == "ConditionalCheckFailedException"
+    move("offered", "held")
+    assert ddb.get_item(TableName=TABLE, Key=key("1"))["Item"]["state"] == {"S": "held"}
+
+
+def test_an_update_valid_with_one_name_is_still_refused_when_the_name_points_at_the_key(
+    session: boto3.session.Session,
+) -> None:
+    ddb = session.client("dynamodb")
+    ddb.put_item(TableName=TABLE, Item={**key("1"), "state": {"S": "waiting"}})
+
+    def update(name: str) -> None:
+        ddb.update_item(
+            TableName=TABLE,
+            Key=key("1"),
+            UpdateExpression="SET #a = :v",
+            ExpressionAttributeNames={"#a": name},
+            ExpressionAttributeValues={":v": {"S": "x"}},
+        )
+
+    update("state")
+    with pytest.raises(ClientError) as raised:
+        update("sku")
+    assert error_code(raised) == "ValidationException"
+
+
+def test_a_cancelled_transaction_still_names_the_failed_condition_and_writes_nothing(
+    session: boto3.session.Session,
+) -> None:
+    ddb = session.client("dynamodb")
+    ddb.put_item(TableName=TABLE, Item={**key("1"), "state": {"S": "offered"}})
+    items = [
+        {"Put": {"TableName": TABLE, "Item": {**key("2"), "state": {"S": "waiting"}}}},
+        {
+            "Update": {
+                "TableName": TABLE,
+                "Key": key("1"),
+                "UpdateExpression": "SET #s = :held",
+                "ConditionExpression": "#s = :waiting",
+                "ExpressionAttributeNames": {"#s": "state"},
+                "ExpressionAttributeValues": {":held": {"S": "held"}, ":waiting": {"S": "waiting"}},
+            }
+        },
+    ]
+    for _ in range(2):  # the second time the condition's parse comes from the cache
+        with pytest.raises(ClientError) as raised:
+            ddb.transact_write_items(TransactItems=items)
+        reasons = [r["Code"] for r in raised.value.response["CancellationReasons"]]
+        assert reasons == ["None", "ConditionalCheckFailed"]
+        assert "Item" not in ddb.get_item(TableName=TABLE, Key=key("2"))
+        assert ddb.get_item(TableName=TABLE, Key=key("1"))["Item"]["state"] == {"S": "offered"}
+
+
+def test_a_committed_transaction_writes_without_checking_twice(session: boto3.session.Session) -> None:
+    ddb = session.client("dynamodb")
+    items = [
+        {
+            "Put": {
+                "TableName": TABLE,
+                "Item": {**key(str(i)), "state": {"S": "waiting"}},
+                "ConditionExpression": "attribute_not_exists(joined_ts)",
+            }
+        }
+        for i in range(3)
+    ]
+    ddb.transact_write_items(TransactItems=items)
+    assert ddb.scan(TableName=TABLE)["Count"] == 3
+    # Outside a transaction a write checks its own condition again.
+    with pytest.raises(ClientError) as raised:
+        ddb.put_item(**items[0]["Put"])
+    assert error_code(raised) == "ConditionalCheckFailedException"
+
+
+def test_an_unused_expression_value_is_refused_every_time(session: boto3.session.Session) -> None:
+    ddb = session.client("dynamodb")
+    ddb.put_item(TableName=TABLE, Item={**key("1"), "state": {"S": "waiting"}})
+    for values in ({":to": {"S": "x"}}, {":to": {"S": "x"}, ":unused": {"S": "y"}}) * 2:
+        update = {
+            "TableName": TABLE,
+            "Key": key("1"),
+            "UpdateExpression": "SET note = :to",
+            "ConditionExpression": "attribute_exists(joined_ts)",
+            "ExpressionAttributeValues": values,
+        }
+        if ":unused" not in values:
+            ddb.update_item(**update)
+            continue
+        with pytest.raises(ClientError) as raised:
+            ddb.update_item(**update)
+        assert error_code(raised) == "ValidationException"
+
+
+def test_an_item_over_400_kb_is_still_refused(session: boto3.session.Session) -> None:
+    ddb = session.client("dynamodb")
+    with pytest.raises(ClientError) as raised:
+        ddb.put_item(TableName=TABLE, Item={**key("1"), "a": {"S": "x" * 200_000}, "b": {"S": "y" * 210_000}})
+    assert error_code(raised) == "ValidationException"
+    ddb.put_item(TableName=TABLE, Item={**key("1"), "a": {"S": "x" * 200_000}})
+    assert len(ddb.get_item(TableName=TABLE, Key=key("1"))["Item"]["a"]["S"]) == 200_000
