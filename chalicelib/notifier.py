@@ -35,7 +35,7 @@ from chalicelib.metrics import (
     skip_metric,
 )
 from chalicelib.senders import EMAIL, SMS, Notice, Senders
-from chalicelib.tables.audit import AuditTable
+from chalicelib.tables.audit import FACTS_PER_TRANSACTION, AuditTable
 from chalicelib.tables.base import TransactionCancelled, transact
 from chalicelib.tables.catalog import CatalogTable, with_defaults
 from chalicelib.tables.optout import OptoutTable
@@ -67,6 +67,8 @@ AFTER_OFFER_COMMITTED = "notifier.after_offer_committed"
 # Offers committed per transaction: one restock update plus two items per offer, within DynamoDB's 100 items.
 OFFER_BATCH = 25
 MAX_OFFER_BATCH = 49
+# Queue pages follow the units still to offer: one read covers a big restock, a small one reads little.
+MAX_PAGE = 1000
 
 
 class UnknownRestock(NotFound):
@@ -143,12 +145,15 @@ class _Walk:
         self.position = job.passed
         self.cursor = job.after
         self.examined = 0
+        self.pages = 0
         self.notices = 0
         self.failures = 0
         self.skipped: Counter[str] = Counter()
         self.copy: Copy | None = None
         self.facts: Facts = facts_for(product, shop)
         self.pending: dict[Future[str], _Pending] = {}
+        # `notice_sent` facts not yet written: appended a batch at a time, so the walk pays one call per batch.
+        self.sent_facts: list[dict[str, Any]] = []
 
 
 class Notifier:
@@ -249,10 +254,15 @@ class Notifier:
 
     def _walk(self, walk: _Walk, remaining_ms: Callable[[], int], reserve_ms: int) -> str:
         """Go down the queue until the units, the queue or the time run out; returns why it stopped."""
-        max_in_flight = self.settings.sends_concurrency * 2
+        # Offers run at most four rounds of sends ahead of them: enough to keep every sender busy while the walk
+        # reads a page or commits a batch, and few enough that a crash strands only that many offers until they lapse.
+        max_in_flight = self.settings.sends_concurrency * 4
         with ThreadPoolExecutor(max_workers=self.settings.sends_concurrency, thread_name_prefix="send") as pool:
             try:
-                for page in self.requests.queue_pages(walk.job.sku, after=walk.job.after, page_size=self.page_size):
+                pages = self.requests.queue_pages(
+                    walk.job.sku, after=walk.job.after, page_size=lambda: self._page(walk)
+                )
+                for page in pages:
                     suppressed = self.optout.suppressed_among(
                         [str(r["contact_key"]) for r in page if r.get("contact_key")]
                     )
@@ -285,6 +295,13 @@ class Notifier:
                 # Whatever ended the walk, the notices already committed go out and are accounted for.
                 while walk.pending:
                     self._collect(walk, block=True)
+                self._write_sent_facts(walk)
+
+    def _page(self, walk: _Walk) -> int:
+        """How many requests to read next: a short first page so the first notices go out at once, then enough
+        for the units left in one read (up to MAX_PAGE), so a big restock is not read a hundred at a time."""
+        walk.pages += 1
+        return self.page_size if walk.pages == 1 else min(MAX_PAGE, max(self.page_size, walk.left))
 
     def _units_left(self, walk: _Walk) -> bool:
         """Re-read the counter once the local estimate reaches zero: lapses may have freed units meanwhile."""
@@ -344,9 +361,7 @@ class Notifier:
                 )
             )
             items.append(
-                self.requests.mark_offered_item(
-                    job.sku, joined_ts, restock_id=job.restock_id, token_id=token_id, now=now
-                )
+                self.requests.mark_offered_item(job.sku, joined_ts, restock_id=job.restock_id, token_id=token_id)
             )
         return items
 
@@ -410,7 +425,7 @@ class Notifier:
     def _sent(self, walk: _Walk, pending: _Pending, message_id: str) -> None:
         walk.notices += 1
         walk.metrics.count(NOTICES_SENT)
-        self.audit.record(
+        fact = self.audit.fact(
             walk.job.sku,
             "notice_sent",
             self.clock.now(),
@@ -423,6 +438,14 @@ class Notifier:
             request_joined_ts=pending.request.get("joined_ts"),
             job_kind=walk.job.kind,
         )
+        walk.sent_facts.append(fact)
+        if len(walk.sent_facts) >= FACTS_PER_TRANSACTION:
+            self._write_sent_facts(walk)
+
+    def _write_sent_facts(self, walk: _Walk) -> None:
+        if walk.sent_facts:
+            self.audit.record_many(walk.sent_facts)
+            walk.sent_facts = []
 
     def _send_failed(self, walk: _Walk, pending: _Pending, error: BaseException) -> None:
         """Undo the offer of a notice that did not go: unit back, row gone, request waiting and untold."""

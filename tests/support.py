@@ -124,7 +124,7 @@ def make_offer(
                 offer_window_s=offer_window_s,
             ),
             services.requests.mark_offered_item(
-                sku, request["joined_ts"], restock_id=restock["restock_id"], token_id=token_id, now=now
+                sku, request["joined_ts"], restock_id=restock["restock_id"], token_id=token_id
             ),
         ],
     )

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
 
 from chalicelib.clock import iso
-from chalicelib.tables.base import TxItem, query_all
+from chalicelib.tables.base import TxItem, query_all, transact
+
+# Facts written per transaction when many are recorded at once (DynamoDB allows up to 100 items).
+FACTS_PER_TRANSACTION = 25
+# Append-only: a fact is written once and never overwritten.
+APPEND_ONLY = "attribute_not_exists(ts)"
 
 
 class AuditTable:
@@ -22,26 +28,32 @@ class AuditTable:
         """Full table name."""
         return str(self.table.name)
 
-    def _item(self, sku: str, kind: str, now: float, facts: dict[str, Any]) -> dict[str, Any]:
+    def fact(self, sku: str, kind: str, now: float, **facts: Any) -> dict[str, Any]:
+        """One fact as its row, not yet written (for `record_many`)."""
         clean = {k: v for k, v in facts.items() if v is not None and v != ""}
-        return {"sku": sku, "ts": f"{iso(now)}#{secrets.token_hex(3)}", "kind": kind, "at": int(now), **clean}
+        # 48 random bits after the microsecond: a thousand facts stamped in one instant still never share a key.
+        return {"sku": sku, "ts": f"{iso(now)}#{secrets.token_hex(6)}", "kind": kind, "at": int(now), **clean}
 
     def record(self, sku: str, kind: str, now: float, **facts: Any) -> dict[str, Any]:
         """Append one fact."""
-        item = self._item(sku, kind, now, facts)
-        # Append-only: a fact is written once and never overwritten.
-        self.table.put_item(Item=item, ConditionExpression="attribute_not_exists(ts)")
+        item = self.fact(sku, kind, now, **facts)
+        self.table.put_item(Item=item, ConditionExpression=APPEND_ONLY)
         return item
+
+    def record_many(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Append many facts (rows from `fact`), up to 25 to a transaction of conditional puts."""
+        client = self.table.meta.client
+        for start in range(0, len(rows), FACTS_PER_TRANSACTION):
+            # A transaction rather than BatchWriteItem: each put keeps its condition, and the functions' roles
+            # keep PutItem as their only write to this table (BatchWriteItem could delete as well).
+            transact(client, [self._put(row) for row in rows[start : start + FACTS_PER_TRANSACTION]])
+
+    def _put(self, row: dict[str, Any]) -> TxItem:
+        return {"Put": {"TableName": self.name, "Item": row, "ConditionExpression": APPEND_ONLY}}
 
     def record_item(self, sku: str, kind: str, now: float, **facts: Any) -> TxItem:
         """Transaction item appending one fact together with the change it describes."""
-        return {
-            "Put": {
-                "TableName": self.name,
-                "Item": self._item(sku, kind, now, facts),
-                "ConditionExpression": "attribute_not_exists(ts)",
-            }
-        }
+        return self._put(self.fact(sku, kind, now, **facts))
 
     def for_sku(self, sku: str, *, newest_first: bool = False, limit: int | None = None) -> list[dict[str, Any]]:
         """The facts about one SKU, in time order."""

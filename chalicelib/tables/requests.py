@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from boto3.dynamodb.conditions import Attr, Key
@@ -168,12 +168,19 @@ class RequestsTable:
             kwargs["FilterExpression"] = Attr("state").is_in(list(ACTIVE_STATES))
         return query_all(self.table, **kwargs)
 
-    def queue_pages(self, sku: str, *, after: str = "", page_size: int = 100) -> Iterator[list[dict[str, Any]]]:
-        """Every request of the waiting list in any state, oldest first, page by page, resuming after `after`."""
-        kwargs = self._queue_query(sku, page_size)
+    def queue_pages(
+        self, sku: str, *, after: str = "", page_size: int | Callable[[], int] = 100
+    ) -> Iterator[list[dict[str, Any]]]:
+        """Every request of the waiting list in any state, oldest first, page by page, resuming after `after`.
+
+        `page_size` may be a function, asked before each page, so a reader can size pages to what it still needs.
+        """
+        size = page_size if callable(page_size) else (lambda: page_size)
+        kwargs = self._queue_query(sku, 0)  # Limit is set per page below
         if after:
             kwargs["ExclusiveStartKey"] = {"sku": sku, "joined_ts": after}
         while True:
+            kwargs["Limit"] = size()
             page = self.table.query(**kwargs)
             items = list(page.get("Items", []))
             if items:
@@ -202,15 +209,16 @@ class RequestsTable:
             }
         }
 
-    def mark_offered_item(self, sku: str, joined_ts: str, *, restock_id: str, token_id: str, now: float) -> TxItem:
+    def mark_offered_item(self, sku: str, joined_ts: str, *, restock_id: str, token_id: str) -> TxItem:
         """Transaction item: this request was told about `restock_id` and holds offer `token_id`."""
         return self._state_item(
             sku,
             joined_ts,
-            "SET #state = :offered, last_notified_restock = :rid, offer_token = :tok, updated_at = :now",
+            # `updated_at` stays the shopper's last change; when the offer was made is on the offer row.
+            "SET #state = :offered, last_notified_restock = :rid, offer_token = :tok",
             # Told at most once per restock (invariant 6), and only while waiting (one live offer per person).
             "#state = :waiting AND (attribute_not_exists(last_notified_restock) OR last_notified_restock <> :rid)",
-            {":offered": OFFERED, ":waiting": WAITING, ":rid": restock_id, ":tok": token_id, ":now": int(now)},
+            {":offered": OFFERED, ":waiting": WAITING, ":rid": restock_id, ":tok": token_id},
         )
 
     def unmark_offered_item(self, sku: str, joined_ts: str, *, token_id: str, previous_restock: str | None) -> TxItem:

@@ -40,6 +40,7 @@ from chalicelib.senders import EmailSender, Senders, SmsSender
 from chalicelib.wiring import Services
 from tests.notices import (
     FlakySns,
+    add_many_requests,
     add_request,
     add_restock,
     email_outbox,
@@ -323,22 +324,44 @@ class AfterFirstCommit:
             self.action()
 
 
+def tables_of(items: list[dict[str, Any]]) -> set[str]:
+    """The tables a transaction's items name."""
+    return {next(iter(item.values()))["TableName"] for item in items}
+
+
+class WireLog:
+    """The DynamoDB requests one client sends, as they go on the wire, by operation."""
+
+    def __init__(self, services: Services, *operations: str) -> None:
+        self.events = services.requests.table.meta.client.meta.events
+        self.operations = operations
+        self.bodies: dict[str, list[dict[str, Any]]] = {op: [] for op in operations}
+
+    def _record(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        self.bodies[model.name].append(json.loads(params["body"]))
+
+    def transactions(self) -> list[list[dict[str, Any]]]:
+        """The items of each TransactWriteItems sent."""
+        return [body["TransactItems"] for body in self.bodies["TransactWriteItems"]]
+
+    def __enter__(self) -> WireLog:
+        for op in self.operations:
+            self.events.register(f"before-call.dynamodb.{op}", self._record)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for op in self.operations:
+            self.events.unregister(f"before-call.dynamodb.{op}", self._record)
+
+
 def test_offers_are_committed_a_batch_per_transaction(shop: Services, clock: FixedClock) -> None:
     numbers = line_up(shop, clock, 100)
     job = add_restock(shop, SKU, 100, clock.now())
-    events = shop.requests.table.meta.client.meta.events
-    transactions: list[int] = []
 
-    def count(params: dict[str, Any], **_: Any) -> None:
-        # The request as it goes on the wire: count the calls, and the items each carries.
-        transactions.append(len(json.loads(params["body"])["TransactItems"]))
-
-    events.register("before-call.dynamodb.TransactWriteItems", count)
-    try:
+    with WireLog(shop, "TransactWriteItems") as wire:
         outcome = shop.notifier.handle(job, plenty)
-    finally:
-        events.unregister("before-call.dynamodb.TransactWriteItems", count)
 
+    transactions = [len(items) for items in wire.transactions() if shop.reservations.name in tables_of(items)]
     assert outcome.notices == 100 and sorted(told()) == numbers
     assert len(transactions) == math.ceil(100 / OFFER_BATCH)
     assert transactions[0] == 2 * OFFER_BATCH + 1 and max(transactions) <= 100
@@ -346,6 +369,39 @@ def test_offers_are_committed_a_batch_per_transaction(shop: Services, clock: Fix
     sent = sorted(audit(shop, "notice_sent"), key=lambda f: int(f["position"]))
     assert [int(f["position"]) for f in sent] == list(range(1, 101))
     assert [f["contact_key"] for f in sent] == [key_of(shop, n) for n in numbers]
+
+
+def test_a_big_restock_reads_pages_sized_to_the_units_and_records_notices_a_batch_at_a_time(
+    shop: Services, clock: FixedClock
+) -> None:
+    add_many_requests(shop, SKU, 300, clock.now() - 300)
+    job = add_restock(shop, SKU, 300, clock.now())
+
+    with WireLog(shop, "Query", "TransactWriteItems") as wire:
+        outcome = shop.notifier.handle(job, plenty)
+
+    assert outcome.notices == 300
+    queue_reads = [body["Limit"] for body in wire.bodies["Query"] if body["TableName"] == shop.requests.name]
+    # A short first page, so the first notices go out at once; then the units left, in one read.
+    assert queue_reads[:2] == [100, 200] and len(queue_reads) <= 3
+    fact_writes = [len(items) for items in wire.transactions() if tables_of(items) == {shop.audit.name}]
+    assert sum(fact_writes) == 300 and max(fact_writes) == 25 and len(fact_writes) == 12
+    assert len(audit(shop, "notice_sent")) == 300
+
+
+def test_notices_sent_before_a_failed_send_are_still_recorded(shop: Services, clock: FixedClock) -> None:
+    numbers = line_up(shop, clock, 30)
+    flaky = FlakySns(shop.aws.sns, {numbers[29]: 1})
+    shop.senders = Senders(
+        SmsSender(flaky), EmailSender(shop.aws.sesv2, shop.settings.ses_from), sms_per_second=500, email_per_second=50
+    )
+    job = add_restock(shop, SKU, 30, clock.now())
+
+    with pytest.raises(SendFailed):
+        shop.notifier.handle(job, plenty)
+
+    recorded = {f["contact_key"] for f in audit(shop, "notice_sent")}
+    assert recorded == {key_of(shop, n) for n in told()} and len(recorded) == 29
 
 
 def test_a_request_told_meanwhile_by_another_notifier_is_skipped_and_the_rest_of_its_batch_offered(
