@@ -9,11 +9,9 @@ from chalice import Chalice, Rate, Response
 from chalice.app import CloudWatchEvent, Request, SQSEvent
 
 from chalicelib import wiring
-from chalicelib.capture import MAX_BODY_BYTES
 from chalicelib.errors import DomainError
-from chalicelib.holds import reserve_response
 from chalicelib.jobs import Job
-from chalicelib.web import cors_headers, error_response, house_error, json_response, parse_body
+from chalicelib.web import MAX_BODY_BYTES, cors_headers, error_response, house_error, json_response, parse_body
 from chalicelib.widget import widget_source
 
 app = Chalice(app_name="bisn")
@@ -109,6 +107,9 @@ def notifier(event: SQSEvent) -> None:
 @app.route("/reserve/{token}", methods=["GET"])
 def reserve(token: str) -> Response:
     """A notified shopper taps their link: hold one unit and go to checkout, or an honest page."""
+    # Imported here, like every service module (wiring.py): only the API function ever loads it.
+    from chalicelib.holds import reserve_response
+
     services = wiring.current()
     return reserve_response(services.holds.reserve(token), services.settings.shop_name)
 

@@ -21,7 +21,6 @@ from chalicelib.tables.throttle import ThrottleTable
 
 SKU_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}$")
 MAX_NAME_LEN = 100
-MAX_BODY_BYTES = 4096
 
 
 @dataclass(frozen=True)

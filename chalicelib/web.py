@@ -11,6 +11,9 @@ from chalice import Response
 
 from chalicelib.errors import BadRequest, DomainError, PayloadTooLarge, RateLimited
 
+# The largest notify-me body accepted: a SKU, a contact and a name fit many times over.
+MAX_BODY_BYTES = 4096
+
 
 def parse_body(raw: bytes | None, content_type: str, max_bytes: int) -> dict[str, Any]:
     """A JSON or form-encoded body as a dict; BadRequest/PayloadTooLarge for anything else."""

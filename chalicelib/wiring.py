@@ -1,42 +1,48 @@
-"""Builds the app's services from settings, once per process; tests and the local stack inject their own."""
+"""Builds the app's services from settings, once per process; tests and the local stack inject their own.
+
+Each service's module is imported when that service is first built, not when the app loads: one function's
+cold start (the sweep's, say) then never compiles and runs the modules only another function uses.
+"""
 
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from chalicelib.alerts import StaffAlerts
 from chalicelib.aws import Aws
-from chalicelib.capture import CaptureService
-from chalicelib.catalog_sync import CatalogSync, FeedReader
 from chalicelib.clock import Clock, SystemClock
 from chalicelib.config import Settings, load_settings
-from chalicelib.copywriter import Copywriter, FakeBedrock
-from chalicelib.detect import DetectService
 from chalicelib.faults import FaultHook, no_faults
-from chalicelib.holds import HoldsService, UnitMoves
-from chalicelib.jobs import JobQueue
-from chalicelib.leaving import QueueExits
-from chalicelib.links import Links
-from chalicelib.manage import FormGuard, ManageService
-from chalicelib.metrics import MetricsFactory
-from chalicelib.notifier import Notifier
-from chalicelib.optout_service import OptoutService
-from chalicelib.orders import OrdersService
-from chalicelib.secrets import Secrets
-from chalicelib.selfservice import SelfService
-from chalicelib.senders import EmailSender, Senders, SmsSender
-from chalicelib.support_desk import SupportDesk
-from chalicelib.sweep import SweepService
-from chalicelib.tables.audit import AuditTable
-from chalicelib.tables.catalog import CatalogTable
-from chalicelib.tables.optout import OptoutTable
-from chalicelib.tables.requests import RequestsTable
-from chalicelib.tables.reservations import ReservationsTable
-from chalicelib.tables.restocks import RestocksTable
-from chalicelib.tables.throttle import ThrottleTable
-from chalicelib.tokens import Tokens
+
+if TYPE_CHECKING:
+    from chalicelib.alerts import StaffAlerts
+    from chalicelib.capture import CaptureService
+    from chalicelib.catalog_sync import CatalogSync
+    from chalicelib.copywriter import Copywriter
+    from chalicelib.detect import DetectService
+    from chalicelib.holds import HoldsService, UnitMoves
+    from chalicelib.jobs import JobQueue
+    from chalicelib.leaving import QueueExits
+    from chalicelib.links import Links
+    from chalicelib.manage import ManageService
+    from chalicelib.metrics import MetricsFactory
+    from chalicelib.notifier import Notifier
+    from chalicelib.optout_service import OptoutService
+    from chalicelib.orders import OrdersService
+    from chalicelib.secrets import Secrets
+    from chalicelib.selfservice import SelfService
+    from chalicelib.senders import Senders
+    from chalicelib.support_desk import SupportDesk
+    from chalicelib.sweep import SweepService
+    from chalicelib.tables.audit import AuditTable
+    from chalicelib.tables.catalog import CatalogTable
+    from chalicelib.tables.optout import OptoutTable
+    from chalicelib.tables.requests import RequestsTable
+    from chalicelib.tables.reservations import ReservationsTable
+    from chalicelib.tables.restocks import RestocksTable
+    from chalicelib.tables.throttle import ThrottleTable
+    from chalicelib.tokens import Tokens
 
 
 class Services:
@@ -57,6 +63,8 @@ class Services:
     @cached_property
     def secrets(self) -> Secrets:
         """The stage's secrets."""
+        from chalicelib.secrets import Secrets
+
         client = self.aws.secretsmanager if self.settings.secret_refs else None
         return Secrets(self.settings, client)
 
@@ -68,6 +76,8 @@ class Services:
     @cached_property
     def tokens(self) -> Tokens:
         """Signs and verifies reserve, unsubscribe and manage links."""
+        from chalicelib.tokens import Tokens
+
         return Tokens(self.secrets.get("TOKEN_KEY"))
 
     def webhook_secrets(self) -> list[str]:
@@ -77,51 +87,71 @@ class Services:
     @cached_property
     def catalog(self) -> CatalogTable:
         """bisn-catalog."""
+        from chalicelib.tables.catalog import CatalogTable
+
         return CatalogTable(self.aws.table(self.settings.table_name("catalog")))
 
     @cached_property
     def requests(self) -> RequestsTable:
         """bisn-requests."""
+        from chalicelib.tables.requests import RequestsTable
+
         return RequestsTable(self.aws.table(self.settings.table_name("requests")))
 
     @cached_property
     def restocks(self) -> RestocksTable:
         """bisn-restocks."""
+        from chalicelib.tables.restocks import RestocksTable
+
         return RestocksTable(self.aws.table(self.settings.table_name("restocks")))
 
     @cached_property
     def reservations(self) -> ReservationsTable:
         """bisn-reservations."""
+        from chalicelib.tables.reservations import ReservationsTable
+
         return ReservationsTable(self.aws.table(self.settings.table_name("reservations")))
 
     @cached_property
     def optout(self) -> OptoutTable:
         """bisn-optout."""
+        from chalicelib.tables.optout import OptoutTable
+
         return OptoutTable(self.aws.table(self.settings.table_name("optout")))
 
     @cached_property
     def throttle(self) -> ThrottleTable:
         """bisn-throttle."""
+        from chalicelib.tables.throttle import ThrottleTable
+
         return ThrottleTable(self.aws.table(self.settings.table_name("throttle")))
 
     @cached_property
     def audit(self) -> AuditTable:
         """bisn-audit."""
+        from chalicelib.tables.audit import AuditTable
+
         return AuditTable(self.aws.table(self.settings.table_name("audit")))
 
     @cached_property
     def alerts(self) -> StaffAlerts:
         """The staff alert topic."""
+        from chalicelib.alerts import StaffAlerts
+
         return StaffAlerts(self.aws.sns, self.settings.alert_topic_arn)
 
     @cached_property
     def jobs(self) -> JobQueue:
         """The notifier's job queue."""
+        from chalicelib.jobs import JobQueue
+
         return JobQueue(self.aws.sqs, self.settings.jobs_queue_name)
 
     @cached_property
     def metrics(self) -> MetricsFactory:
         """Per-invocation EMF metrics in the stage's namespace."""
+        from chalicelib.metrics import MetricsFactory
+
         return MetricsFactory(self.settings.metrics_namespace, enabled=self.settings.metrics_enabled)
 
     @cached_property
@@ -130,17 +160,23 @@ class Services:
         if self.settings.copy_mode == "bedrock":
             return self.aws.bedrock_runtime
         if self.settings.copy_mode == "fake":
+            from chalicelib.copywriter import FakeBedrock
+
             return FakeBedrock()
         return None
 
     @cached_property
     def copywriter(self) -> Copywriter:
         """One restock's message copy, written once and cached on the restock."""
+        from chalicelib.copywriter import Copywriter
+
         return Copywriter(settings=self.settings, restocks=self.restocks, links=self.links, bedrock=self.bedrock)
 
     @cached_property
     def senders(self) -> Senders:
         """SMS (SNS) and email (SES v2), each under its per-second rate."""
+        from chalicelib.senders import EmailSender, Senders, SmsSender
+
         return Senders(
             SmsSender(self.aws.sns),
             EmailSender(self.aws.sesv2, self.settings.ses_from),
@@ -151,6 +187,8 @@ class Services:
     @cached_property
     def notifier(self) -> Notifier:
         """The notifier job handler."""
+        from chalicelib.notifier import Notifier
+
         return Notifier(
             settings=self.settings,
             catalog=self.catalog,
@@ -171,6 +209,8 @@ class Services:
     @cached_property
     def capture(self) -> CaptureService:
         """Notify-me capture."""
+        from chalicelib.capture import CaptureService
+
         return CaptureService(
             settings=self.settings,
             catalog=self.catalog,
@@ -187,6 +227,8 @@ class Services:
     @cached_property
     def detector(self) -> DetectService:
         """Restock detection: POST /webhooks/inventory, and the sweep's re-enqueue of stuck restocks."""
+        from chalicelib.detect import DetectService
+
         return DetectService(
             catalog=self.catalog,
             restocks=self.restocks,
@@ -200,6 +242,8 @@ class Services:
     @cached_property
     def catalog_sync(self) -> CatalogSync:
         """Catalogue sync from CATALOG_URL (a stage without one reports that and changes nothing)."""
+        from chalicelib.catalog_sync import CatalogSync, FeedReader
+
         url = self.settings.catalog_url
         reader = FeedReader(url, self.catalog_token) if url else None
         return CatalogSync(catalog=self.catalog, reader=reader, clock=self.clock)
@@ -214,6 +258,8 @@ class Services:
     @cached_property
     def moves(self) -> UnitMoves:
         """DESIGN §4's counter moves for existing offer rows (hold, lapse, expiry, conversion)."""
+        from chalicelib.holds import UnitMoves
+
         return UnitMoves(
             reservations=self.reservations,
             restocks=self.restocks,
@@ -225,6 +271,8 @@ class Services:
     @cached_property
     def holds(self) -> HoldsService:
         """Reserve links: GET /reserve/{token}."""
+        from chalicelib.holds import HoldsService
+
         return HoldsService(
             tokens=self.tokens,
             catalog=self.catalog,
@@ -237,6 +285,8 @@ class Services:
     @cached_property
     def orders(self) -> OrdersService:
         """The orders webhook: POST /webhooks/orders."""
+        from chalicelib.orders import OrdersService
+
         return OrdersService(
             reservations=self.reservations,
             restocks=self.restocks,
@@ -250,6 +300,8 @@ class Services:
     @cached_property
     def sweep(self) -> SweepService:
         """The every-minute sweep."""
+        from chalicelib.sweep import SweepService
+
         return SweepService(
             reservations=self.reservations,
             requests=self.requests,
@@ -272,11 +324,15 @@ class Services:
     @cached_property
     def links(self) -> Links:
         """Absolute reserve, unsubscribe and manage links."""
+        from chalicelib.links import Links
+
         return Links(self.settings.public_base_url, self.tokens)
 
     @cached_property
     def exits(self) -> QueueExits:
         """Leaving lists: every opt-out, 'leave this list' and erasure goes through here."""
+        from chalicelib.leaving import QueueExits
+
         return QueueExits(
             requests=self.requests,
             catalog=self.catalog,
@@ -291,6 +347,8 @@ class Services:
     @cached_property
     def optouts(self) -> OptoutService:
         """Opting out (unsubscribe link, SMS STOP sync, staff) and leaving every list."""
+        from chalicelib.optout_service import OptoutService
+
         return OptoutService(
             optout=self.optout, exits=self.exits, sns=self.aws.sns, clock=self.clock, hash_key=self.hash_key
         )
@@ -298,6 +356,8 @@ class Services:
     @cached_property
     def manage(self) -> ManageService:
         """A shopper's own requests behind their manage link."""
+        from chalicelib.manage import FormGuard, ManageService
+
         return ManageService(
             requests=self.requests,
             catalog=self.catalog,
@@ -317,6 +377,8 @@ class Services:
     @cached_property
     def self_service(self) -> SelfService:
         """GET/POST /unsubscribe/{token} and /me/{token}."""
+        from chalicelib.selfservice import SelfService
+
         return SelfService(
             shop_name=self.settings.shop_name,
             tokens=self.tokens,
@@ -330,6 +392,8 @@ class Services:
     @cached_property
     def support(self) -> SupportDesk:
         """What the support CLI (`bisn`) does: explain, queue, demand, opt-outs, export, forget, DLQ redrive."""
+        from chalicelib.support_desk import SupportDesk
+
         return SupportDesk(
             settings=self.settings,
             catalog=self.catalog,
