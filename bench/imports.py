@@ -32,7 +32,7 @@ def _once(module: str, env: dict[str, str]) -> float:
     return float(out.stdout.strip().splitlines()[-1])
 
 
-def import_times(runs: int = 7) -> dict[str, float]:
+def import_times(runs: int = 11) -> dict[str, float]:
     """Median ms to import `app` and `boto3`, without and with a bytecode cache for the app's modules."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("PYTHONPYCACHEPREFIX")}
     plain = {**base, "PYTHONDONTWRITEBYTECODE": "1"}

@@ -162,7 +162,15 @@ class SlowSender:
         return uuid.uuid4().hex
 
 
-def notifier_throughput(units: int = 1000, latency_s: float = 0.05) -> dict[str, Any]:
+def notifier_throughput(units: int = 1000, latency_s: float = 0.05, runs: int = 3) -> dict[str, Any]:
+    """The median of `runs` runs (each on a fresh emulator) of `one_restock`: one noisy run says little."""
+    results = sorted((one_restock(units, latency_s) for _ in range(runs)), key=lambda r: r["ratio"])
+    middle = dict(results[len(results) // 2])
+    middle["ratios"] = [round(r["ratio"], 3) for r in results]
+    return middle
+
+
+def one_restock(units: int = 1000, latency_s: float = 0.05) -> dict[str, Any]:
     """Notices per second on a `units`-unit restock with `units` people waiting, against concurrency/latency."""
     concurrency = stage_env("prod")["SENDS_CONCURRENCY"]
     with stack({"SENDS_CONCURRENCY": concurrency}) as s:

@@ -61,6 +61,7 @@ def test_the_table_names_every_target() -> None:
         "notices_per_s": 100,
         "notices_bound_per_s": 320,
         "notices_ratio": 0.31,
+        "notices_ratio_runs": [0.3, 0.31, 0.33],
         "notifier_concurrency": 16,
         "notifier_send_latency_ms": 50,
         "notifier_calls_per_notice_in_walk": 2,
