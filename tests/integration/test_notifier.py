@@ -73,6 +73,15 @@ def line_up(services: Services, clock: FixedClock, count: int, start: int = 0) -
     return numbers
 
 
+def refuse_sms(shop: Services, refusals: dict[str, int]) -> FlakySns:
+    """Send through an SMS provider that refuses these numbers so many times each; returns the provider."""
+    flaky = FlakySns(shop.aws.sns, refusals)
+    shop.senders = Senders(
+        SmsSender(flaky), EmailSender(shop.aws.sesv2, shop.settings.ses_from), sms_per_second=50, email_per_second=50
+    )
+    return flaky
+
+
 def told() -> list[str]:
     return [number for number, _ in sms_outbox()]
 
@@ -226,10 +235,7 @@ def test_two_invocations_of_one_job_at_once_tell_each_person_once(shop: Services
 
 def test_a_failed_send_is_rolled_back_and_the_retry_sends_it_exactly_once(shop: Services, clock: FixedClock) -> None:
     numbers = line_up(shop, clock, 4)
-    flaky = FlakySns(shop.aws.sns, {numbers[1]: 1})
-    shop.senders = Senders(
-        SmsSender(flaky), EmailSender(shop.aws.sesv2, shop.settings.ses_from), sms_per_second=50, email_per_second=50
-    )
+    flaky = refuse_sms(shop, {numbers[1]: 1})
     job = add_restock(shop, SKU, 3, clock.now())
     failing = shop.requests.get(SKU, joined(1, clock.now()))
 
@@ -260,12 +266,7 @@ def test_a_failed_send_is_counted_in_the_emf_metrics(
 ) -> None:
     numbers = line_up(shop, clock, 1)
     shop.metrics = MetricsFactory("BackInStockTest", enabled=True)
-    shop.senders = Senders(
-        SmsSender(FlakySns(shop.aws.sns, {numbers[0]: 1})),
-        EmailSender(shop.aws.sesv2, shop.settings.ses_from),
-        sms_per_second=50,
-        email_per_second=50,
-    )
+    refuse_sms(shop, {numbers[0]: 1})
     job = add_restock(shop, SKU, 2, clock.now())
     with pytest.raises(SendFailed):
         shop.notifier.handle(job, plenty)
@@ -391,10 +392,7 @@ def test_a_big_restock_reads_pages_sized_to_the_units_and_records_notices_a_batc
 
 def test_notices_sent_before_a_failed_send_are_still_recorded(shop: Services, clock: FixedClock) -> None:
     numbers = line_up(shop, clock, 30)
-    flaky = FlakySns(shop.aws.sns, {numbers[29]: 1})
-    shop.senders = Senders(
-        SmsSender(flaky), EmailSender(shop.aws.sesv2, shop.settings.ses_from), sms_per_second=500, email_per_second=50
-    )
+    refuse_sms(shop, {numbers[29]: 1})
     job = add_restock(shop, SKU, 30, clock.now())
 
     with pytest.raises(SendFailed):
