@@ -196,25 +196,28 @@ class SelfService:
 
     # --- My requests
 
-    def manage_page(self, token: str, done: str | None = None) -> Response:
-        """GET /me/{token}: the products this shopper waits for, their place in each, and what they can do."""
+    def _manage_key(self, token: str) -> str | Response:
+        """The contact behind a manage link, or the page that says why the link does not work."""
         try:
-            key = self.manage.read_token(token)
+            return self.manage.read_token(token)
         except TokenExpired:
             return self._bad_link(expired=True)
         except TokenInvalid:
             return self._bad_link(expired=False)
+
+    def manage_page(self, token: str, done: str | None = None) -> Response:
+        """GET /me/{token}: the products this shopper waits for, their place in each, and what they can do."""
+        key = self._manage_key(token)
+        if isinstance(key, Response):
+            return key
         view = self.manage.view(key)
         return self._page(200, "Your requests", self._summary(view), self._manage_html(view, token, done))
 
     def manage_action(self, token: str, raw: bytes | None, content_type: str, headers: Mapping[str, str]) -> Response:
         """POST /me/{token}: leave a list, switch channel or stop everything, then back to the page."""
-        try:
-            key = self.manage.read_token(token)
-        except TokenExpired:
-            return self._bad_link(expired=True)
-        except TokenInvalid:
-            return self._bad_link(expired=False)
+        key = self._manage_key(token)
+        if isinstance(key, Response):
+            return key
         back = f'<p><a href="{html.escape(token)}">Back to your requests</a></p>'
         try:
             self._check_origin(headers)
