@@ -58,6 +58,16 @@ def is_condition_failure(exc: ClientError) -> bool:
     return error_code(exc) == "ConditionalCheckFailedException"
 
 
+def update_alone(table: Any, item: TxItem) -> bool:
+    """Apply a transaction item's Update as a single write; False when its condition refuses it."""
+    update = {k: v for k, v in item["Update"].items() if k != "TableName"}
+    try:
+        table.update_item(**update)
+    except table.meta.client.exceptions.ConditionalCheckFailedException:
+        return False
+    return True
+
+
 def _reasons(exc: ClientError, count: int) -> list[Reason]:
     raw = exc.response.get("CancellationReasons") or []
     reasons = []

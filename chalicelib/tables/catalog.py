@@ -8,7 +8,7 @@ import time
 from decimal import Decimal
 from typing import Any
 
-from chalicelib.tables.base import TxItem
+from chalicelib.tables.base import TxItem, update_alone
 
 PRODUCT_FIELDS = ("name", "threshold", "hold_window_s", "offer_window_s", "voice", "checkout_url")
 DEFAULTS: dict[str, Any] = {"threshold": 1, "hold_window_s": 900, "offer_window_s": 3600, "voice": "friendly"}
@@ -187,13 +187,7 @@ class CatalogTable:
 
     def record_level(self, sku: str, **fields: Any) -> bool:
         """Record a newer level on its own (no restock changes with it); False when another write came first."""
-        update = self.level_item(sku, **fields)["Update"]
-        update.pop("TableName")
-        try:
-            self.table.update_item(**update)
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return False
-        return True
+        return update_alone(self.table, self.level_item(sku, **fields))
 
     # --- Catalogue sync.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chalicelib.tables.base import TxItem
+from chalicelib.tables.base import TxItem, update_alone
 
 
 class ThrottleTable:
@@ -34,13 +34,7 @@ class ThrottleTable:
 
     def charge(self, key: str, limit: int, expires_at: int) -> bool:
         """Count one request on its own; False when the limit was already reached."""
-        update = self.charge_item(key, limit, expires_at)["Update"]
-        update.pop("TableName")
-        try:
-            self.table.update_item(**update)
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return False
-        return True
+        return update_alone(self.table, self.charge_item(key, limit, expires_at))
 
     def bump(self, key: str, expires_at: int) -> int:
         """Add one to a counter and return its new value."""
