@@ -11,14 +11,13 @@ import pytest
 from chalice.test import Client
 from moto import mock_aws
 
-from chalicelib import wiring
 from chalicelib.aws import Aws
 from chalicelib.clock import FixedClock
 from chalicelib.config import settings_from_env
 from chalicelib.wiring import Services
 from devstack.emulator import prepare_dynamodb
 from devstack.provision import provision
-from tests.support import CHAIR, REGION, ROOT, stage_env
+from tests.support import CHAIR, REGION, app_client, stage_env
 
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
@@ -58,14 +57,8 @@ def services(session: boto3.session.Session, clock: FixedClock, env: dict[str, s
 @pytest.fixture
 def client(services: Services) -> Iterator[Client]:
     """chalice.test.Client on the app with the test services installed."""
-    from app import app
-
-    wiring.install(services)
-    try:
-        with Client(app, stage_name="local", project_dir=str(ROOT)) as test_client:
-            yield test_client
-    finally:
-        wiring.install(None)
+    with app_client(services) as test_client:
+        yield test_client
 
 
 @pytest.fixture

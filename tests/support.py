@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -144,3 +146,26 @@ def queued_jobs(services: Any) -> list[Any]:
         for message in messages:
             jobs.append(Job.from_json(message["Body"]))
             services.aws.sqs.delete_message(QueueUrl=services.jobs.url, ReceiptHandle=message["ReceiptHandle"])
+
+
+@contextmanager
+def installed(services: Any) -> Iterator[None]:
+    """`services` as the process's services (what the entry points use) for the block, then none again."""
+    from chalicelib import wiring
+
+    wiring.install(services)
+    try:
+        yield
+    finally:
+        wiring.install(None)
+
+
+@contextmanager
+def app_client(services: Any) -> Iterator[Any]:
+    """chalice.test.Client on the app, with `services` installed for its lifetime."""
+    from chalice.test import Client
+
+    from app import app
+
+    with installed(services), Client(app, stage_name="local", project_dir=str(ROOT)) as client:
+        yield client

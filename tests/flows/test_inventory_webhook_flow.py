@@ -9,13 +9,12 @@ from typing import Any
 import boto3
 from chalice.test import Client
 
-from chalicelib import wiring
 from chalicelib.aws import Aws
 from chalicelib.clock import FixedClock
 from chalicelib.config import settings_from_env
 from chalicelib.wiring import Services
 from tests.inventory import body, queued, restocks, signed
-from tests.support import REGION, ROOT
+from tests.support import REGION, app_client
 
 ROUTE = "/webhooks/inventory"
 
@@ -115,17 +114,11 @@ def test_the_catalog_sync_schedule_loads_the_feed(
     }
     feed.write_text(json.dumps({"products": [mug]}))
     services = Services(settings_from_env({**env, "CATALOG_URL": feed.as_uri()}), Aws(REGION, session=session), clock)
-    from app import app
-
-    wiring.install(services)
-    try:
-        with Client(app, stage_name="local", project_dir=str(ROOT)) as client:
-            event = client.events.generate_cw_event(
-                source="aws.events", detail_type="Scheduled Event", detail={}, resources=["catalog_sync"]
-            )
-            result = client.lambda_.invoke("catalog_sync", event)
-    finally:
-        wiring.install(None)
+    with app_client(services) as client:
+        event = client.events.generate_cw_event(
+            source="aws.events", detail_type="Scheduled Event", detail={}, resources=["catalog_sync"]
+        )
+        result = client.lambda_.invoke("catalog_sync", event)
     assert result.payload["created"] == ["WW-MUG-SPECKLE"]
     assert result.payload["error"] is None
     assert services.catalog.get("WW-MUG-SPECKLE")["threshold"] == 2

@@ -24,7 +24,7 @@ from chalicelib.wiring import Services
 from devstack import demo, outbox
 from devstack.console import create_console
 from devstack.stack import ApiAnswer, ConsoleClock, InProcessApi, Stack, verify_sender
-from tests.support import REGION, ROOT
+from tests.support import REGION, app_client
 
 ORIGIN = "http://127.0.0.1:8001"
 THROW = "WW-THROW-OAT"
@@ -56,14 +56,8 @@ def stack_services(session: boto3.session.Session, env: dict[str, str], stack_cl
 @pytest.fixture
 def api(stack_services: Services) -> Iterator[Client]:
     """The app, in this process, on the stack's services."""
-    from app import app
-
-    wiring.install(stack_services)
-    try:
-        with Client(app, stage_name="local", project_dir=str(ROOT)) as test_client:
-            yield test_client
-    finally:
-        wiring.install(None)
+    with app_client(stack_services) as test_client:
+        yield test_client
 
 
 @pytest.fixture

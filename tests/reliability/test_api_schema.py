@@ -29,14 +29,13 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from chalicelib import wiring
 from chalicelib.capture import SKU_PATTERN
 from chalicelib.clock import FixedClock
 from chalicelib.webhooks import sign
 from chalicelib.wiring import Services
 from tests.reliability.tally import count
 from tests.reliability.wsgi import ChaliceWsgi
-from tests.support import CHAIR, ROOT
+from tests.support import CHAIR, ROOT, installed
 
 EXAMPLES = 100  # per operation, plus the document's own examples and schemathesis's boundary cases
 CHECKS = [
@@ -88,12 +87,11 @@ def app_under_test(services: Services, clock: FixedClock) -> Iterator[ChaliceWsg
     """The Chalice app as a WSGI application, on the emulator, with the platform's part played."""
     from app import app
 
-    wiring.install(services)
     wsgi = ChaliceWsgi(app, ROOT, before=Platform(services, clock))
     try:
-        yield wsgi
+        with installed(services):
+            yield wsgi
     finally:
-        wiring.install(None)
         for status, n in wsgi.statuses.items():
             count(f"schemathesis answers {status // 100}xx", n)
 

@@ -19,7 +19,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chalicelib import wiring
 from chalicelib.contacts import Contact, normalise_contact
 from chalicelib.errors import BadRequest
 from chalicelib.tables.reservations import OFFERED
@@ -27,7 +26,7 @@ from chalicelib.webhooks import sign
 from tests.reliability.tally import count
 from tests.reliability.world import World
 from tests.reliability.wsgi import ChaliceWsgi
-from tests.support import ROOT
+from tests.support import ROOT, installed
 
 REGIONS = ["GB", "US", "IE", "FR", "DE", "IN", "AU", "BR", "JP", "NG"]
 E164 = re.compile(r"^\+[1-9][0-9]{6,14}$")
@@ -144,11 +143,8 @@ def shop(world: World) -> Iterator[tuple[World, ChaliceWsgi, list[str]]]:
     world.pump()
     tokens = [str(r["token_id"]) for r in world.offers(OFFERED)]
     world.reserve(tokens[0])
-    wiring.install(world.services)
-    try:
+    with installed(world.services):
         yield world, ChaliceWsgi(app, ROOT), tokens
-    finally:
-        wiring.install(None)
 
 
 scalars = st.one_of(
