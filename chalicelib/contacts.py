@@ -19,7 +19,7 @@ class Contact:
 
     channel: str
     address: str  # E.164 for SMS; the normalised address for email
-    match: str  # the form two taps are compared by (email case-folded whole)
+    match: str  # the form two taps are compared by (email lower-cased whole)
 
 
 def normalise_phone(raw: str, default_region: str) -> str:
@@ -76,7 +76,9 @@ def normalise_contact(channel: str, raw: str, default_region: str) -> Contact:
     if not looks_like_email(text):
         raise BadRequest("That looks like a phone number; choose SMS instead.", code="contact_channel_mismatch")
     address = normalise_email(text)
-    return Contact(channel, address, address.casefold())
+    # Lower-cased, not case-folded: folding turns "ß" into "ss" and so would make Straße@… and strasse@…
+    # (two mailboxes) one person. Lower-casing only merges spellings that differ in case.
+    return Contact(channel, address, address.lower())
 
 
 def normalise_any(raw: str, default_region: str) -> Contact:

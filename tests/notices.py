@@ -52,8 +52,8 @@ def add_restock(
 
 
 def match_form(contact: str) -> str:
-    """The form a contact is recognised by (emails case-folded), as capture hashes it."""
-    return contact.casefold() if "@" in contact else contact
+    """The form a contact is recognised by (emails lower-cased), as capture hashes it."""
+    return contact.lower() if "@" in contact else contact
 
 
 def key_of(services: Services, contact: str) -> str:

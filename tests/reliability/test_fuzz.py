@@ -107,8 +107,8 @@ def test_email_matching_ignores_case(email: str, flips: list[bool]) -> None:
         return
     assert normalise_contact("email", contact.address, "GB") == contact, "normalising twice changes nothing"
     variant = recased(email, flips)
-    if variant.casefold() != email.casefold():
-        return  # a letter whose case does not fold back (Unicode has a few); not the same spelling
+    if variant.lower() != email.lower():
+        return  # a letter whose case does not map back (Unicode has a few); not the same spelling
     other = normalised("email", variant, "GB")
     assert other is not None and other.match == contact.match, (email, variant)
 

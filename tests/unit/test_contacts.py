@@ -58,10 +58,19 @@ def test_bad_phone_numbers_are_refused_with_a_code(raw: str, code: str) -> None:
         ("ada+chairs@example.co.uk", "ada+chairs@example.co.uk", "ada+chairs@example.co.uk"),
     ],
 )
-def test_emails_are_case_folded_whole_for_matching(raw: str, address: str, match: str) -> None:
+def test_emails_are_lower_cased_whole_for_matching(raw: str, address: str, match: str) -> None:
     contact = normalise_contact("email", raw, "GB")
     assert contact.address == address
     assert contact.match == match
+
+
+def test_mailboxes_that_differ_beyond_case_stay_two_people() -> None:
+    # Unicode case folding turns "ß" into "ss"; two mailboxes must never become one person.
+    sharp = normalise_contact("email", "Straße@example.de", "GB")
+    plain = normalise_contact("email", "strasse@example.de", "GB")
+    assert sharp.match == "straße@example.de"
+    assert sharp.match != plain.match
+    assert normalise_contact("email", "STRASSE@Example.DE", "GB").match == plain.match
 
 
 @pytest.mark.parametrize(
