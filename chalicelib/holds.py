@@ -226,6 +226,20 @@ class ReserveOutcome:
         return STATUS[self.kind]
 
 
+def link_lifetime_s(row: dict[str, Any], product: dict[str, Any]) -> int:
+    """How long a reserve link can be in use: the offer window the row was given, then its hold.
+
+    A held row carries its own hold window; an offer not yet held may still be held for the product's hold
+    window, which only ever adds to the limit (a live offer is refused by its own expiry, never by this).
+    """
+    offer_s = _int(row.get("offer_expires_at")) - _int(row.get("offered_at"))
+    if row.get("held_at") is not None and row.get("hold_expires_at") is not None:
+        hold_s = _int(row.get("hold_expires_at")) - _int(row.get("held_at"))
+    else:
+        hold_s = int(product["hold_window_s"])
+    return max(0, offer_s) + max(0, hold_s)
+
+
 def checkout_location(template: str, sku: str, reservation_id: str) -> str | None:
     """The product's checkout URL with {sku} and {reservation_id} filled in (URL-encoded); None if unusable."""
     if not template.startswith(("https://", "http://")):
@@ -268,9 +282,10 @@ class HoldsService:
             return ReserveOutcome(UNKNOWN_LINK)
         product = self.catalog.get_cached(str(row["sku"])) or with_defaults({"sku": row["sku"]})
         try:
-            # The token's age is measured on the clock that signed it (wall time); the row's own expiry,
-            # on the app's clock, is the authority on whether the offer or hold is still live.
-            self.tokens.read_reserve(token, max_age_s=product["offer_window_s"] + product["hold_window_s"])
+            # The token's age is measured on the clock that signed it (wall time) against the windows the row
+            # was given, never the product's current ones: a window shortened later must not refuse a live link.
+            # The row's own expiry, on the app's clock, is the authority on whether it is still live.
+            self.tokens.read_reserve(token, max_age_s=link_lifetime_s(row, product))
         except (TokenExpired, TokenInvalid):
             return ReserveOutcome(EXPIRED_LINK, reason="link_too_old")
         return self._answer(row, product, self.clock.now())

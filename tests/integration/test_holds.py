@@ -240,6 +240,25 @@ def test_link_older_than_offer_and_hold_windows_is_expired(s: Scene) -> None:
     assert s.row(token_id)["state"] == "offered"
 
 
+def test_a_shortened_offer_window_never_refuses_a_live_link(s: Scene) -> None:
+    import time
+
+    from itsdangerous import TimestampSigner, URLSafeTimedSerializer
+
+    class SignedTenMinutesAgo(TimestampSigner):
+        def get_timestamp(self) -> int:
+            return int(time.time()) - 600
+
+    token_id = s.offer()
+    # The shop shortens both windows after the notice went out: the row keeps the window it was given.
+    s.services.catalog.upsert(s.sku, {"offer_window_s": 300, "hold_window_s": 60})
+    s.services.catalog._cache.clear()
+    link = URLSafeTimedSerializer(s.services.secrets.get("TOKEN_KEY"), salt="reserve", signer=SignedTenMinutesAgo)
+    outcome = s.services.holds.reserve(link.dumps({"t": token_id}))
+    assert outcome.kind == holds.HELD_NOW
+    assert s.row(token_id)["state"] == "held"
+
+
 def test_product_without_checkout_url_holds_nothing(s: Scene) -> None:
     token_id = s.offer()
     s.services.catalog.upsert(s.sku, {"checkout_url": "javascript:alert(1)"})
