@@ -271,10 +271,19 @@ class FeedReader:
 class CatalogSync:
     """Upserts the feed's products and discontinues the ones it no longer lists."""
 
-    def __init__(self, *, catalog: CatalogTable, reader: FeedReader | None, clock: Clock) -> None:
+    def __init__(
+        self,
+        *,
+        catalog: CatalogTable,
+        reader: FeedReader | None,
+        clock: Clock,
+        threshold_changed: Callable[[str], object],
+    ) -> None:
         self.catalog = catalog
         self.reader = reader
         self.clock = clock
+        # Restock detection's re-evaluation: stock already on hand may meet a lowered threshold.
+        self.threshold_changed = threshold_changed
 
     def run(self) -> SyncReport:
         """One sync; the report says what changed and what was skipped. Never raises for a bad feed."""
@@ -327,6 +336,10 @@ class CatalogSync:
             out_of_stock = int(level) < product.threshold if level is not None else None
             self.catalog.sync_product(product.sku, settings, now=now, created=False, out_of_stock=out_of_stock)
             (report.restored if discontinued else report.updated).append(product.sku)
+            if out_of_stock is False and int(current.get("threshold", 1)) > product.threshold:
+                # The level did not move, so no webhook will come: without this, units already on the shelf
+                # would never be offered to the people waiting (invariant 7).
+                self.threshold_changed(product.sku)
         for sku, item in sorted(existing.items()):
             if sku in named or "synced_at" not in item or item.get("discontinued"):
                 continue

@@ -24,9 +24,10 @@ from chalicelib.errors import BadRequest, Busy
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.jobs import Job, JobQueue
 from chalicelib.tables.audit import AuditTable
-from chalicelib.tables.base import TransactionCancelled, transact
+from chalicelib.tables.base import TransactionCancelled, TxItem, transact
 from chalicelib.tables.catalog import CatalogTable
-from chalicelib.tables.restocks import CLOSED, RestocksTable
+from chalicelib.tables.restocks import CLOSED, RestocksTable, unseen_sales
+from chalicelib.tables.throttle import ThrottleTable
 from chalicelib.web import json_object
 from chalicelib.webhooks import verify
 
@@ -36,7 +37,9 @@ logger = logging.getLogger(__name__)
 # silent after it is dead and anyone (a retry, the sweep) may take over; a double job is harmless anyway.
 ENQUEUE_LEASE_S = 30
 STUCK_AFTER_S = 60  # the sweep re-enqueues restocks owed a job for longer than this
-RECENT_WEBHOOKS = 32  # webhook ids remembered per SKU to recognise redeliveries
+# How long a webhook id is remembered, so a platform's retry is recognised however late it comes: longer than
+# any platform retries (Standard Webhooks senders about a day, Shopify 48 hours, WooCommerce five attempts).
+WEBHOOK_MEMORY_S = 7 * 86400
 MAX_AVAILABLE = 1_000_000
 MAX_WEBHOOK_ID_LEN = 200
 FUTURE_TOLERANCE_S = 300  # as the signature's: an occurred_at later than this would block newer events
@@ -126,7 +129,9 @@ def _occurred_at(value: Any, now: float) -> float | None:
     return at
 
 
-def decide(level_before: int | None, level_after: int, threshold: int, *, restock_open: bool) -> LevelChange:
+def decide(
+    level_before: int | None, level_after: int, threshold: int, *, restock_open: bool, own_sales: int = 0
+) -> LevelChange:
     """What a newer level means (pure). The rules:
 
     - No restock open: a crossing is `level_before < threshold <= level_after`, for `level_after` units.
@@ -139,14 +144,21 @@ def decide(level_before: int | None, level_after: int, threshold: int, *, restoc
     - "Every unit held or sold" closes a restock through the first rule: once every unit is sold the
       platform's level falls below the threshold. A restock whose remaining units are all *held* stays
       open, so that a hold that expires hands its unit to the next person in line.
+    - `own_sales` are sales through our own holds made since the last level was reported, which this level
+      includes: the hold already took their units off the counters, so the level is compared with the one
+      before less those sales, and only what is left is a rise or a fall (a sale is never counted twice:
+      invariant 4). The platform reports an order before the level that reflects it (docs/WEBHOOKS.md).
+
+    A close's amount is the fall that comes with it (negative when the level rose yet stays below the threshold).
     """
     before = 0 if level_before is None else level_before
     if not restock_open:
         if before < threshold <= level_after:
             return LevelChange(CROSSING, level_after)
         return LevelChange(NONE)
+    before -= own_sales
     if level_after < threshold:
-        return LevelChange(CLOSE, max(0, before - level_after))
+        return LevelChange(CLOSE, before - level_after)
     if level_after > before:
         return LevelChange(RISE, level_after - before)
     if level_after < before:
@@ -155,20 +167,17 @@ def decide(level_before: int | None, level_after: int, threshold: int, *, restoc
 
 
 def lowered(available: int, offerable: int, fall: int) -> tuple[int, int]:
-    """Counters after a fall of `fall` units (pure).
+    """Counters after a fall of `fall` units (pure; a negative fall is a rise).
 
-    units_available drops by the fall and never below zero: holds already granted stand (they are not in
-    units_available, so nothing here takes them back). units_offerable keeps its meaning, units_available
-    minus the offers still live: it drops to the new units_available less those offers, which is below
-    zero when the fall stranded offers already sent. A notice cannot be recalled, but a stranded offer that
-    lapses then only pays back its debt instead of promising a unit that is gone (invariant 5); the
-    notifier's conditional decrement (`units_offerable >= 1`) offers nothing while it is zero or less.
-
-    A sale made through one of our own holds lowers the counters twice (at the hold, and again when the
-    platform reports the sale); that errs towards telling one person fewer, never towards overselling.
+    units_available drops by the whole fall, below zero when the shelf no longer covers the holds already
+    granted: they stand (a hold is never taken back), and the shortfall is a debt that later rises and
+    expiring holds pay off before anyone can hold again (`units_available >= 1` guards every hold:
+    invariant 4). units_offerable keeps its meaning, units_available minus the offers still live: a notice
+    cannot be recalled, but a stranded offer that lapses only pays back its share of the debt instead of
+    promising a unit that is gone (invariant 5).
     """
     live_offers = max(0, available - offerable)
-    new_available = max(0, available - fall)
+    new_available = available - fall
     return new_available, new_available - live_offers
 
 
@@ -198,7 +207,6 @@ class _Seen:
     level: int | None
     level_ts: Decimal | None
     version: int
-    recent: list[str]
     open_restock_ts: str | None
     open_restock_id: str | None
 
@@ -210,7 +218,6 @@ class _Seen:
             level=int(level) if level is not None else None,
             level_ts=Decimal(str(level_ts)) if level_ts is not None else None,
             version=int(product.get("level_version", 0)),
-            recent=[str(w) for w in product.get("recent_webhook_ids") or []],
             open_restock_ts=product.get("open_restock_ts"),
             open_restock_id=product.get("open_restock_id"),
         )
@@ -224,6 +231,7 @@ class DetectService:
         *,
         catalog: CatalogTable,
         restocks: RestocksTable,
+        throttle: ThrottleTable,
         audit: AuditTable,
         jobs: JobQueue,
         clock: Clock,
@@ -232,6 +240,7 @@ class DetectService:
     ) -> None:
         self.catalog = catalog
         self.restocks = restocks
+        self.throttle = throttle
         self.audit = audit
         self.jobs = jobs
         self.clock = clock
@@ -270,6 +279,47 @@ class DetectService:
 
     # --- one read-decide-write round; None when another writer came first.
 
+    def reconsider(self, sku: str) -> DetectOutcome:
+        """A product's threshold changed: a level already at or above it, with no restock open, is a restock now.
+
+        Catalogue sync and staff edits call this after writing new settings. Only the threshold moved, so the
+        last level seen is kept; the restock's id comes from the level's version, so two calls for the same
+        change (or a retry) open it once.
+        """
+        for attempt in range(WRITE_ATTEMPTS):
+            if attempt:
+                time.sleep(random.uniform(0.005, 0.03) * attempt)
+            now = self.clock.now()
+            product = self.catalog.get(sku, consistent=True)
+            if product is None:
+                return DetectOutcome("ignored", "unknown_sku")
+            seen = _Seen.of(product)
+            threshold = int(product["threshold"])
+            if seen.level is None or seen.level < threshold:
+                return DetectOutcome("no_restock", "below_threshold")
+            if seen.open_restock_ts:
+                restock = self.restocks.get(sku, seen.open_restock_ts)
+                if restock is not None and restock.get("state") != CLOSED:
+                    return DetectOutcome("no_restock", "restock_open")
+            webhook_id = f"threshold@{seen.version}"
+            level: dict[str, Any] = {
+                "seen_version": seen.version,
+                "level": seen.level,
+                "level_ts": seen.level_ts if seen.level_ts is not None else _stamp(now),
+                "webhook_id": webhook_id,
+                "out_of_stock": False,
+                "now": now,
+            }
+            facts = {"webhook_id": webhook_id, "level_before": seen.level, "level_after": seen.level}
+            change = LevelChange(CROSSING, seen.level)
+            try:
+                return self._open(sku, now, change, threshold, level, {**facts, "reason": "threshold_lowered"}, now)
+            except TransactionCancelled:
+                continue
+        raise Busy(f"Too many simultaneous updates for {sku}; retry shortly.")
+
+    # --- one read-decide-write round; None when another writer came first.
+
     def _attempt(self, webhook_id: str, event: InventoryEvent, event_ts: float) -> DetectOutcome | None:
         now = self.clock.now()
         sku = event.sku
@@ -278,25 +328,22 @@ class DetectService:
             self.audit.record(sku, "unknown_sku_webhook", now, webhook_id=webhook_id, available=event.available)
             return DetectOutcome("ignored", "unknown_sku")
         seen = _Seen.of(product)
-        if webhook_id in seen.recent or seen.open_restock_id == restock_id_for(sku, webhook_id):
-            # A redelivery: finish whatever job the open restock is still owed (a crash may have left it).
-            if seen.open_restock_ts:
-                self._send_owed(sku, seen.open_restock_ts, now)
-            return DetectOutcome("no_restock", "duplicate")
+        if self.throttle.seen(self._memory_key(sku, webhook_id)):
+            return self._duplicate(sku, seen, now)
         stamp = _stamp(event_ts)
         if not is_newer(stamp, seen.level_ts):
             return DetectOutcome("no_restock", "stale")
         restock = self.restocks.get(sku, seen.open_restock_ts) if seen.open_restock_ts else None
         if restock is not None and restock.get("state") == CLOSED:
             restock = None
+        included = unseen_sales(restock)
         threshold = int(product["threshold"])
-        change = decide(seen.level, event.available, threshold, restock_open=restock is not None)
+        change = decide(seen.level, event.available, threshold, restock_open=restock is not None, own_sales=included)
         level: dict[str, Any] = {
             "seen_version": seen.version,
             "level": event.available,
             "level_ts": stamp,
             "webhook_id": webhook_id,
-            "recent_webhook_ids": [webhook_id, *seen.recent][:RECENT_WEBHOOKS],
             "out_of_stock": event.available < threshold,
             "now": now,
         }
@@ -304,13 +351,30 @@ class DetectService:
         try:
             if change.kind == CROSSING:
                 return self._open(sku, event_ts, change, threshold, level, facts, now)
-            if restock is None or change.kind == NONE:
-                if not self.catalog.record_level(sku, **level):
-                    return None
+            if restock is None or (change.kind == NONE and not included):
+                self._write([self.catalog.level_item(sku, **level)], sku, webhook_id, now)
                 return DetectOutcome("no_restock", "no_crossing")
-            return self._adjust(sku, restock, change, level, facts, now)
-        except TransactionCancelled:
+            return self._adjust(sku, restock, change, level, {**facts, "own_sales": included}, now)
+        except TransactionCancelled as cancelled:
+            if cancelled.failed(0):
+                # Another delivery of this very webhook was recorded between our look and our write.
+                return self._duplicate(sku, seen, now)
             return None
+
+    @staticmethod
+    def _memory_key(sku: str, webhook_id: str) -> str:
+        return f"webhook#{sku}#{webhook_id}"
+
+    def _write(self, items: list[TxItem], sku: str, webhook_id: str, now: float) -> None:
+        """One transaction: the webhook remembered (first, so a redelivery is told by item 0), then `items`."""
+        memory = self.throttle.remember_item(self._memory_key(sku, webhook_id), int(now) + WEBHOOK_MEMORY_S)
+        transact(self.catalog.table.meta.client, [memory, *items])
+
+    def _duplicate(self, sku: str, seen: _Seen, now: float) -> DetectOutcome:
+        # A redelivery: finish whatever job the open restock is still owed (a crash may have left it).
+        if seen.open_restock_ts:
+            self._send_owed(sku, seen.open_restock_ts, now)
+        return DetectOutcome("no_restock", "duplicate")
 
     def _open(
         self,
@@ -341,7 +405,7 @@ class DetectService:
                 sku, "restock_detected", now, restock_id=restock_id, units=change.amount, threshold=threshold, **facts
             ),
         ]
-        transact(self.catalog.table.meta.client, items)
+        self._write(items, sku, level["webhook_id"], now)
         logger.info("restock %s of %s: %s units", restock_id, sku, change.amount)
         self.faults("detect.after_restock_written")
         self._send_owed(sku, restock_ts, now)
@@ -356,47 +420,46 @@ class DetectService:
         facts: dict[str, Any],
         now: float,
     ) -> DetectOutcome:
+        """The open restock follows the level: a rise, a fall or a close (each net of our own sales it includes)."""
         restock_ts = str(restock["restock_ts"])
         restock_id = str(restock["restock_id"])
         facts = {**facts, "restock_id": restock_id}
         available, offerable = int(restock["units_available"]), int(restock["units_offerable"])
+        catalog_item = self.catalog.level_item(sku, **level, close_restock=change.kind == CLOSE)
+        adjusted: str | None
         if change.kind == RISE:
             restock_item = self.restocks.rise_item(
-                sku,
-                restock_ts,
-                rise=change.amount,
-                seen_state=str(restock["state"]),
-                token=level["webhook_id"],
-                now=now,
+                sku, restock_ts, rise=change.amount, seen=restock, token=level["webhook_id"], now=now
             )
-            catalog_item = self.catalog.level_item(sku, **level)
             kind, adjusted = "restock_topped_up", "topped_up"
             facts["units_added"] = change.amount
-        elif change.kind == FALL:
+        elif change.kind in (FALL, CLOSE):
             new_available, new_offerable = lowered(available, offerable, change.amount)
-            restock_item = self.restocks.fall_item(
-                sku, restock_ts, seen=restock, available=new_available, offerable=new_offerable
-            )
-            catalog_item = self.catalog.level_item(sku, **level)
-            kind, adjusted = "restock_lowered", "lowered"
+            if change.kind == FALL:
+                restock_item = self.restocks.fall_item(
+                    sku, restock_ts, seen=restock, available=new_available, offerable=new_offerable
+                )
+                kind, adjusted = "restock_lowered", "lowered"
+            else:
+                # Closed: no more offers are made (the notifier and the offer's condition check the state), but the
+                # counters stay exact, so live offers and holds still settle against them.
+                restock_item = self.restocks.close_item(
+                    sku,
+                    restock_ts,
+                    seen=restock,
+                    available=new_available,
+                    offerable=new_offerable,
+                    now=now,
+                )
+                kind, adjusted = "restock_closed", "closed"
+                facts["reason"] = "below_threshold"
             facts.update(units_available=new_available, units_offerable=new_offerable)
         else:
-            new_available, new_offerable = lowered(available, offerable, change.amount)
-            # Nothing more is offered once closed: what is left to offer is only the debt of the live offers.
-            restock_item = self.restocks.close_item(
-                sku,
-                restock_ts,
-                seen=restock,
-                available=new_available,
-                offerable=new_offerable - new_available,
-                now=now,
-            )
-            catalog_item = self.catalog.level_item(sku, **level, close_restock=True)
-            kind, adjusted = "restock_closed", "closed"
-            facts.update(reason="below_threshold", units_available=new_available)
-        transact(
-            self.catalog.table.meta.client,
-            [catalog_item, restock_item, self.audit.record_item(sku, kind, now, **facts)],
+            # The level moved by exactly our own sales: only the record of which sales it includes changes.
+            restock_item = self.restocks.sales_seen_item(sku, restock_ts, seen=restock)
+            kind, adjusted = "own_sales_seen", None
+        self._write(
+            [catalog_item, restock_item, self.audit.record_item(sku, kind, now, **facts)], sku, level["webhook_id"], now
         )
         if change.kind == RISE:
             self.faults("detect.after_topup_written")

@@ -175,12 +175,17 @@ class UnitMoves:
         return self._outcome(self._commit(items, request))
 
     def convert(self, row: dict[str, Any], order_id: str, now: float) -> Move:
-        """Order placed: held → converted (leaves the sweep's index), request converted and off the list."""
+        """Order placed: held → converted (leaves the sweep's index), request converted and off the list.
+
+        The unit left units_available at the hold; the sale is counted on the restock so that the lower level
+        the platform reports next is known to include it and is not taken off the counters a second time.
+        """
         sku, token_id = str(row["sku"]), str(row["token_id"])
         items = [
             self.reservations.transition_item(
                 token_id, HELD, CONVERTED, due_at=None, order_id=order_id, converted_at=int(now)
             ),
+            self.restocks.sale_item(sku, str(row["restock_ts"])),
             self.audit.record_item(sku, "conversion", now, order_id=order_id, **self._facts(row)),
         ]
         request = [

@@ -232,6 +232,7 @@ class Services:
         return DetectService(
             catalog=self.catalog,
             restocks=self.restocks,
+            throttle=self.throttle,
             audit=self.audit,
             jobs=self.jobs,
             clock=self.clock,
@@ -246,7 +247,9 @@ class Services:
 
         url = self.settings.catalog_url
         reader = FeedReader(url, self.catalog_token) if url else None
-        return CatalogSync(catalog=self.catalog, reader=reader, clock=self.clock)
+        return CatalogSync(
+            catalog=self.catalog, reader=reader, clock=self.clock, threshold_changed=self.detector.reconsider
+        )
 
     def catalog_token(self) -> str | None:
         """The catalogue feed's bearer token, when the stage configures one; read through the secrets cache."""

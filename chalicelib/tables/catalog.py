@@ -8,7 +8,7 @@ import time
 from decimal import Decimal
 from typing import Any
 
-from chalicelib.tables.base import TxItem, update_alone
+from chalicelib.tables.base import TxItem
 
 PRODUCT_FIELDS = ("name", "threshold", "hold_window_s", "offer_window_s", "voice", "checkout_url")
 DEFAULTS: dict[str, Any] = {"threshold": 1, "hold_window_s": 900, "offer_window_s": 3600, "voice": "friendly"}
@@ -130,7 +130,6 @@ class CatalogTable:
         level: int,
         level_ts: Decimal,
         webhook_id: str,
-        recent_webhook_ids: list[str],
         out_of_stock: bool,
         now: float,
         open_restock: tuple[str, str] | None = None,
@@ -142,7 +141,6 @@ class CatalogTable:
             ":level": level,
             ":ts": level_ts,
             ":wid": webhook_id,
-            ":recent": recent_webhook_ids,
             ":next": seen_version + 1,
             ":now": int(now),
         }
@@ -150,7 +148,6 @@ class CatalogTable:
             "#level = :level",
             "level_ts = :ts",
             "level_webhook_id = :wid",
-            "recent_webhook_ids = :recent",
             "level_version = :next",
             "level_seen_at = :now",
         ]
@@ -184,10 +181,6 @@ class CatalogTable:
                 "ExpressionAttributeValues": values,
             }
         }
-
-    def record_level(self, sku: str, **fields: Any) -> bool:
-        """Record a newer level on its own (no restock changes with it); False when another write came first."""
-        return update_alone(self.table, self.level_item(sku, **fields))
 
     # --- Catalogue sync.
 

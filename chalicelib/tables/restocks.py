@@ -13,12 +13,19 @@ PENDING = "pending"  # written, job not yet on the queue
 QUEUED = "queued"  # job on the queue; offers being made
 CLOSED = "closed"  # level fell below threshold, or every unit is held or sold
 PENDING_KEY = "pending"  # value of pending_key on every restock that is owed a notifier job (GSI by-pending)
+UNSEEN_SALES = "unseen_sales"  # sales through our holds that no stock level reported since has included yet
+
+
+def unseen_sales(restock: dict[str, Any] | None) -> int:
+    """How many of a restock's sales through our own holds no stock level has been reported since."""
+    return int((restock or {}).get(UNSEEN_SALES) or 0)
 
 
 class RestocksTable:
     """Restocks keyed by (sku, restock_ts). Fields: restock_id, webhook_id, units_total,
     units_available (not held or sold), units_offerable (not held, sold or promised to a live offer),
-    state, copy (cached message text), pending_key/pending_since (sparse index of restocks not yet queued).
+    state, copy (cached message text), pending_key/pending_since (sparse index of restocks not yet queued),
+    unseen_sales (sales through our holds that no level the platform reported since has included yet).
     """
 
     def __init__(self, table: Any) -> None:
@@ -77,14 +84,17 @@ class RestocksTable:
 
     def take_offers_item(self, sku: str, restock_ts: str, count: int) -> dict:
         """Notices sent in one batch: units_offerable - count, only while that many are neither held nor promised."""
-        return self._counter_item(
+        item = self._counter_item(
             sku,
             restock_ts,
             "ADD units_offerable :minus",
-            # Never over-promise (invariant 5): a batch of offers takes all its units or none.
-            "units_offerable >= :count",
-            {":minus": -int(count), ":count": int(count)},
+            # Never over-promise (invariant 5): a batch of offers takes all its units or none, and a closed
+            # restock (the level fell below the threshold while the walk was under way) offers nothing more.
+            "units_offerable >= :count AND #state <> :closed",
+            {":minus": -int(count), ":count": int(count), ":closed": CLOSED},
         )
+        item["Update"]["ExpressionAttributeNames"] = {"#state": "state"}
+        return item
 
     def release_offer_item(self, sku: str, restock_ts: str) -> dict:
         """Offer lapsed unused, or a send failed and was rolled back: units_offerable + 1."""
@@ -104,6 +114,12 @@ class RestocksTable:
     def return_hold_item(self, sku: str, restock_ts: str) -> dict:
         """Hold expired unbought: the unit is available and offerable again."""
         return self._counter_item(sku, restock_ts, "ADD units_available :one, units_offerable :one", None, {":one": 1})
+
+    def sale_item(self, sku: str, restock_ts: str) -> dict:
+        """A hold was bought: count the sale until a reported level includes it (then it is not a fall)."""
+        # No condition: the unit left units_available at the hold already; this only tells detection that the
+        # platform's next level is lower by this sale, not by stock lost elsewhere (invariant 4).
+        return self._counter_item(sku, restock_ts, "ADD unseen_sales :one", None, {":one": 1})
 
     def count_late_order_item(self, sku: str, restock_ts: str) -> dict:
         """An order arrived for a hold that had already ended: count it, so staff can see the shop sold past a hold."""
@@ -156,10 +172,29 @@ class RestocksTable:
             }
         }
 
-    def rise_item(self, sku: str, restock_ts: str, *, rise: int, seen_state: str, token: str, now: float) -> dict:
+    def rise_item(
+        self,
+        sku: str,
+        restock_ts: str,
+        *,
+        rise: int,
+        seen: dict[str, Any],
+        token: str,
+        now: float,
+    ) -> dict:
         """Transaction item: the level rose while the restock is open; add the rise and owe a job for it."""
         # A restock whose first job is still owed keeps owing that first job; a queued one owes a top-up.
-        kind = "restock" if seen_state == PENDING else "topup"
+        kind = "restock" if seen["state"] == PENDING else "topup"
+        names = {"#state": "state"}
+        values: dict[str, Any] = {
+            ":rise": rise,
+            ":pk": PENDING_KEY,
+            ":now": int(now),
+            ":kind": kind,
+            ":tok": token,
+            ":seen": seen["state"],
+        }
+        sets, condition = self._sales_update(seen, names, values)
         return {
             "Update": {
                 "TableName": self.name,
@@ -167,21 +202,27 @@ class RestocksTable:
                 "UpdateExpression": (
                     "ADD units_total :rise, units_available :rise, units_offerable :rise "
                     "SET pending_key = :pk, pending_since = if_not_exists(pending_since, :now), "
-                    "pending_kind = :kind, pending_token = :tok REMOVE enqueue_lease_until"
+                    f"pending_kind = :kind, pending_token = :tok{sets} REMOVE enqueue_lease_until"
                 ),
                 # Only the open restock we read grows: a closed one never gains units.
-                "ConditionExpression": "#state = :seen",
-                "ExpressionAttributeNames": {"#state": "state"},
-                "ExpressionAttributeValues": {
-                    ":rise": rise,
-                    ":pk": PENDING_KEY,
-                    ":now": int(now),
-                    ":kind": kind,
-                    ":tok": token,
-                    ":seen": seen_state,
-                },
+                "ConditionExpression": "#state = :seen" + condition,
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values,
             }
         }
+
+    def _sales_update(self, seen: dict[str, Any], names: dict[str, str], values: dict[str, Any]) -> tuple[str, str]:
+        """The `, unseen_sales = 0` to append to a SET clause and the ` AND …` to append to a condition: the level
+        being recorded includes the sales we read. Empty when there were none."""
+        seen_count = unseen_sales(seen)
+        if not seen_count:
+            # Nothing to mark as seen, so the count is left alone and a sale recorded meanwhile is kept.
+            return "", ""
+        names["#sales"] = UNSEEN_SALES
+        values[":nosales"] = 0
+        values[":nsales"] = seen_count
+        # Exactly the sales we read: one recorded meanwhile is left for the next level (invariant 4).
+        return ", #sales = :nosales", " AND #sales = :nsales"
 
     def _seen_condition(self, seen: dict[str, Any], values: dict[str, Any]) -> str:
         values.update(
@@ -193,40 +234,76 @@ class RestocksTable:
         )
         return "#state = :seen AND units_available = :seen_a AND units_offerable = :seen_o"
 
-    def fall_item(self, sku: str, restock_ts: str, *, seen: dict[str, Any], available: int, offerable: int) -> dict:
+    def fall_item(
+        self,
+        sku: str,
+        restock_ts: str,
+        *,
+        seen: dict[str, Any],
+        available: int,
+        offerable: int,
+    ) -> dict:
         """Transaction item: the level fell while the restock is open; set the lowered counters."""
+        names = {"#state": "state"}
         values: dict[str, Any] = {":a": available, ":o": offerable}
-        # Counters unchanged since we read them: no hold or offer slipped in, so the floor at zero is exact
-        # and a hold granted meanwhile is never taken back (invariant 4).
+        # Counters unchanged since we read them: no hold or offer slipped in, so the fall is taken from exactly
+        # the units we saw, and a hold granted meanwhile is never taken back (invariant 4).
         condition = self._seen_condition(seen, values)
+        sets, sales_condition = self._sales_update(seen, names, values)
         return {
             "Update": {
                 "TableName": self.name,
                 "Key": {"sku": sku, "restock_ts": restock_ts},
-                "UpdateExpression": "SET units_available = :a, units_offerable = :o",
-                "ConditionExpression": condition,
-                "ExpressionAttributeNames": {"#state": "state"},
+                "UpdateExpression": f"SET units_available = :a, units_offerable = :o{sets}",
+                "ConditionExpression": condition + sales_condition,
+                "ExpressionAttributeNames": names,
                 "ExpressionAttributeValues": values,
             }
         }
 
     def close_item(
-        self, sku: str, restock_ts: str, *, seen: dict[str, Any], available: int, offerable: int, now: float
+        self,
+        sku: str,
+        restock_ts: str,
+        *,
+        seen: dict[str, Any],
+        available: int,
+        offerable: int,
+        now: float,
     ) -> dict:
         """Transaction item: close the restock: nothing more is offered and no job is owed any more."""
+        names = {"#state": "state"}
         values: dict[str, Any] = {":closed": CLOSED, ":now": int(now), ":a": available, ":o": offerable}
         # As for a fall: counters unchanged since we read them, so the units left for live offers are exact.
         condition = self._seen_condition(seen, values)
+        sets, sales_condition = self._sales_update(seen, names, values)
         return {
             "Update": {
                 "TableName": self.name,
                 "Key": {"sku": sku, "restock_ts": restock_ts},
                 "UpdateExpression": (
-                    "SET #state = :closed, closed_at = :now, units_available = :a, units_offerable = :o "
+                    f"SET #state = :closed, closed_at = :now, units_available = :a, units_offerable = :o{sets} "
                     "REMOVE pending_key, pending_since, pending_kind, pending_token, enqueue_lease_until"
                 ),
-                "ConditionExpression": condition,
-                "ExpressionAttributeNames": {"#state": "state"},
+                "ConditionExpression": condition + sales_condition,
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values,
+            }
+        }
+
+    def sales_seen_item(self, sku: str, restock_ts: str, *, seen: dict[str, Any]) -> dict:
+        """Transaction item: a level included our own sales and nothing else moved; they are seen now."""
+        names = {"#state": "state"}
+        values: dict[str, Any] = {":seen": seen["state"]}
+        sets, condition = self._sales_update(seen, names, values)
+        return {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"sku": sku, "restock_ts": restock_ts},
+                "UpdateExpression": "SET " + sets.removeprefix(", "),
+                # The restock we read, still in its state: its sales are ours to mark as seen.
+                "ConditionExpression": "#state = :seen" + condition,
+                "ExpressionAttributeNames": names,
                 "ExpressionAttributeValues": values,
             }
         }

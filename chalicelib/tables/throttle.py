@@ -1,4 +1,4 @@
-"""bisn-throttle: windowed counters (rate limits, unknown-SKU attempts) that expire by TTL."""
+"""bisn-throttle: windowed counters (rate limits, unknown-SKU attempts) and remembered webhook ids, expiring by TTL."""
 
 from __future__ import annotations
 
@@ -35,6 +35,24 @@ class ThrottleTable:
     def charge(self, key: str, limit: int, expires_at: int) -> bool:
         """Count one request on its own; False when the limit was already reached."""
         return update_alone(self.table, self.charge_item(key, limit, expires_at))
+
+    def remember_item(self, key: str, expires_at: int) -> TxItem:
+        """Transaction item: remember that `key` happened (until `expires_at`); refused if it already had."""
+        return {
+            "Put": {
+                "TableName": self.name,
+                "Item": {"key": key, "ttl": expires_at},
+                # Exactly once (invariant 6): a second delivery of the same webhook finds the first one's record.
+                "ConditionExpression": "attribute_not_exists(#key)",
+                "ExpressionAttributeNames": {"#key": "key"},
+            }
+        }
+
+    def seen(self, key: str) -> bool:
+        """Whether `key` is remembered (read strongly consistent: a retry may follow the first delivery at once)."""
+        return "Item" in self.table.get_item(
+            Key={"key": key}, ConsistentRead=True, ProjectionExpression="#key", ExpressionAttributeNames={"#key": "key"}
+        )
 
     def bump(self, key: str, expires_at: int) -> int:
         """Add one to a counter and return its new value."""

@@ -166,6 +166,9 @@ def create_console(stack: Stack, *, origins: Iterable[str] = ()) -> Flask:
         creating = services.catalog.get(sku, consistent=True) is None
         settings = validate.product_settings(body, creating=creating)
         saved = services.catalog.upsert(sku, settings)
+        if "threshold" in settings and not creating:
+            # As catalogue sync does: stock already on the shelf may meet a lowered threshold.
+            services.detector.reconsider(sku)
         return jsonify(created=creating, product=views.product(saved)), 201 if creating else 200
 
     @app.get("/api/clock")

@@ -47,7 +47,9 @@ def feed(tmp_path: Path) -> Feed:
 @pytest.fixture
 def sync(services: Services, feed: Feed) -> CatalogSync:
     reader = FeedReader(feed.path.as_uri(), lambda: None)
-    return CatalogSync(catalog=services.catalog, reader=reader, clock=services.clock)
+    return CatalogSync(
+        catalog=services.catalog, reader=reader, clock=services.clock, threshold_changed=services.detector.reconsider
+    )
 
 
 def join(services: Services, sku: str, contact: str) -> None:
@@ -84,6 +86,22 @@ def test_changed_settings_are_updated_and_the_level_is_kept(
     item = services.catalog.get("WW-A")
     assert (item["name"], item["threshold"], item["level"]) == ("Renamed", 3, 2)
     assert item["demand_key"] == "out"  # 2 is now below the threshold of 3
+
+
+def test_a_lowered_threshold_with_stock_on_hand_tells_the_people_waiting(
+    services: Services, feed: Feed, sync: CatalogSync
+) -> None:
+    feed.write([product("WW-A", threshold=5)])
+    sync.run()
+    join(services, "WW-A", "ada@example.com")
+    deliver(services, "WW-A", 3)  # three on the shelf, below the threshold of five
+    assert services.restocks.for_sku("WW-A") == []
+    feed.write([product("WW-A", threshold=2)])
+    sync.run()
+    [restock] = services.restocks.for_sku("WW-A")
+    assert (restock["units_total"], restock["state"]) == (3, "queued")
+    sync.run()  # the next sync changes nothing and opens nothing more
+    assert len(services.restocks.for_sku("WW-A")) == 1
 
 
 def test_a_partial_feed_applies_the_good_entries_and_reports_the_rest(
@@ -127,7 +145,9 @@ def test_a_broken_feed_changes_nothing(services: Services, feed: Feed, sync: Cat
 
 def test_a_missing_feed_file_is_reported_not_raised(services: Services, tmp_path: Path) -> None:
     reader = FeedReader((tmp_path / "gone.json").as_uri(), lambda: None)
-    report = CatalogSync(catalog=services.catalog, reader=reader, clock=services.clock).run()
+    report = CatalogSync(
+        catalog=services.catalog, reader=reader, clock=services.clock, threshold_changed=services.detector.reconsider
+    ).run()
     assert report.error and "could not be read" in report.error
 
 
@@ -173,7 +193,9 @@ def test_products_added_by_hand_are_left_alone(services: Services, feed: Feed, s
 
 
 def test_a_stage_without_a_feed_reports_it(services: Services) -> None:
-    report = CatalogSync(catalog=services.catalog, reader=None, clock=services.clock).run()
+    report = CatalogSync(
+        catalog=services.catalog, reader=None, clock=services.clock, threshold_changed=services.detector.reconsider
+    ).run()
     assert report.error == "CATALOG_URL is not set for this stage"
 
 
@@ -235,7 +257,9 @@ def deployed(session: boto3.session.Session, clock: FixedClock, env: dict[str, s
 def test_an_https_feed_is_fetched_with_the_bearer_token_from_secrets_manager(deployed: Services) -> None:
     opener = RecordingOpener(200, json.dumps([product("WW-A")]).encode())
     reader = FeedReader(deployed.settings.catalog_url, deployed.catalog_token, opener=opener)
-    report = CatalogSync(catalog=deployed.catalog, reader=reader, clock=deployed.clock).run()
+    report = CatalogSync(
+        catalog=deployed.catalog, reader=reader, clock=deployed.clock, threshold_changed=deployed.detector.reconsider
+    ).run()
     assert report.created == ["WW-A"]
     [request] = opener.requests
     assert request.full_url == "https://shop.example/bisn/catalog.json"
@@ -246,7 +270,9 @@ def test_an_https_feed_is_fetched_with_the_bearer_token_from_secrets_manager(dep
 def test_an_https_feed_that_does_not_answer_200_changes_nothing(deployed: Services, status: int) -> None:
     opener = RecordingOpener(status, b"[]")
     reader = FeedReader(deployed.settings.catalog_url, deployed.catalog_token, opener=opener)
-    report: SyncReport = CatalogSync(catalog=deployed.catalog, reader=reader, clock=deployed.clock).run()
+    report: SyncReport = CatalogSync(
+        catalog=deployed.catalog, reader=reader, clock=deployed.clock, threshold_changed=deployed.detector.reconsider
+    ).run()
     assert report.error == f"the feed answered HTTP {status}"
     assert "feed-token-123" not in json.dumps(report.as_dict())
     assert deployed.catalog.all() == []
@@ -293,19 +319,25 @@ def server() -> Iterator[str]:
 
 def test_a_real_http_fetch_sends_the_token(services: Services, server: str) -> None:
     reader = FeedReader(f"{server}/feed.json", lambda: "loopback-token")
-    report = CatalogSync(catalog=services.catalog, reader=reader, clock=services.clock).run()
+    report = CatalogSync(
+        catalog=services.catalog, reader=reader, clock=services.clock, threshold_changed=services.detector.reconsider
+    ).run()
     assert report.created == ["WW-A"]
     assert FeedServer.seen_tokens == ["Bearer loopback-token"]
 
 
 def test_a_redirect_is_refused_so_the_token_goes_nowhere_else(services: Services, server: str) -> None:
     reader = FeedReader(f"{server}/moved", lambda: "loopback-token")
-    report = CatalogSync(catalog=services.catalog, reader=reader, clock=services.clock).run()
+    report = CatalogSync(
+        catalog=services.catalog, reader=reader, clock=services.clock, threshold_changed=services.detector.reconsider
+    ).run()
     assert report.error == "the feed answered HTTP 302"
     assert FeedServer.seen_tokens == ["Bearer loopback-token"]  # one request: the redirect was not followed
 
 
 def test_an_unreachable_feed_is_reported(services: Services) -> None:
     reader = FeedReader("http://127.0.0.1:9/feed.json", lambda: None)
-    report = CatalogSync(catalog=services.catalog, reader=reader, clock=services.clock).run()
+    report = CatalogSync(
+        catalog=services.catalog, reader=reader, clock=services.clock, threshold_changed=services.detector.reconsider
+    ).run()
     assert report.error and report.error.startswith("the feed could not be fetched")

@@ -16,7 +16,7 @@ from chalicelib.config import settings_from_env
 from chalicelib.detect import ENQUEUE_LEASE_S, DetectOutcome, DetectService, restock_id_for
 from chalicelib.errors import InvalidSignature
 from chalicelib.jobs import Job, JobQueue
-from chalicelib.tables.base import transact
+from chalicelib.tables.base import TransactionCancelled, transact
 from chalicelib.webhooks import sign
 from chalicelib.wiring import Services
 from tests.inventory import body, deliver, queued, restocks, signed
@@ -257,6 +257,22 @@ def test_the_same_webhook_ten_times_makes_one_restock_and_one_job(services: Serv
     assert len(queued(services)) == 1
 
 
+def test_a_late_retry_after_the_restock_closed_makes_no_second_restock(
+    services: Services, chair: str, clock: FixedClock
+) -> None:
+    deliver(services, chair, 5, webhook_id="msg_crossing")
+    for n in range(40):  # many other events pass, then the stock runs out
+        clock.advance(1)
+        deliver(services, chair, 5 + n % 2)
+    clock.advance(1)
+    deliver(services, chair, 0)
+    clock.advance(60)
+    # The platform retries the first delivery (same id, fresh timestamp, no occurred_at).
+    assert deliver(services, chair, 5, webhook_id="msg_crossing").reason == "duplicate"
+    assert len(restocks(services, chair)) == 1
+    assert "open_restock_id" not in (services.catalog.get(chair, consistent=True) or {})
+
+
 def test_a_redelivery_with_a_fresh_timestamp_is_still_a_duplicate(services: Services, chair: str) -> None:
     deliver(services, chair, 5, webhook_id="msg_retry")
     services.clock.advance(120)  # type: ignore[attr-defined]
@@ -415,6 +431,7 @@ def test_a_failed_send_gives_the_lease_back_so_the_retry_sends_at_once(services:
     detector = DetectService(
         catalog=services.catalog,
         restocks=services.restocks,
+        throttle=services.throttle,
         audit=services.audit,
         jobs=FailingFirstSend(services.jobs),
         clock=services.clock,
@@ -517,27 +534,83 @@ def test_a_fall_below_the_threshold_closes_the_restock(services: Services, clock
     restock = only_restock(services, "MUG")
     assert restock["state"] == "closed"
     assert restock["closed_at"] == int(clock.now())
-    assert counters(restock) == (5, 2, 0)  # no live offers: nothing more to offer
+    # No live offers: the two units left stay offerable on the books, but a closed restock offers nothing more.
+    assert counters(restock) == (5, 2, 2)
+    with pytest.raises(TransactionCancelled):
+        transact(
+            services.restocks.table.meta.client, [services.restocks.take_offers_item("MUG", restock["restock_ts"], 1)]
+        )
     product = services.catalog.get("MUG")
     assert "open_restock_id" not in product and "open_restock_ts" not in product
     [fact] = audit(services, "MUG", "restock_closed")
     assert (fact["restock_id"], fact["reason"]) == (opened.restock_id, "below_threshold")
 
 
-def test_closing_with_live_offers_leaves_nothing_to_offer_once_they_lapse(
-    services: Services, clock: FixedClock
-) -> None:
+def test_closing_with_live_offers_keeps_the_counters_exact_as_they_lapse(services: Services, clock: FixedClock) -> None:
     services.catalog.upsert("MUG", {**CHAIR, "threshold": 3})
     deliver(services, "MUG", 5)
     restock = only_restock(services, "MUG")
     take_units(services, restock, offers=2, holds=0)
     clock.advance(1)
     deliver(services, "MUG", 2)
-    assert counters(only_restock(services, "MUG")) == (5, 2, -2)
+    # Two units on the shelf, both promised to live offers: units_offerable stays units_available less them.
+    assert counters(only_restock(services, "MUG")) == (5, 2, 0)
     client = services.restocks.table.meta.client
     for _ in range(2):  # both offers lapse unused, as the sweep would record it
         transact(client, [services.restocks.release_offer_item("MUG", restock["restock_ts"])])
-    assert counters(only_restock(services, "MUG")) == (5, 2, 0)
+    assert counters(only_restock(services, "MUG")) == (5, 2, 2)
+
+
+def test_a_fall_below_the_free_units_is_a_debt_that_a_small_rise_does_not_pay(
+    services: Services, chair: str, clock: FixedClock
+) -> None:
+    deliver(services, chair, 6)
+    restock = only_restock(services, chair)
+    take_units(services, restock, offers=5, holds=5)  # five holders, one unit free
+    clock.advance(1)
+    deliver(services, chair, 3)  # walk-in sales: the shelf holds 3 for 5 holders
+    assert counters(only_restock(services, chair)) == (6, -2, -2)
+    clock.advance(1)
+    deliver(services, chair, 4)
+    assert counters(only_restock(services, chair))[1:] == (-1, -1)
+    # Still a unit short of the holders already granted: nobody else may hold one (invariant 4).
+    with pytest.raises(TransactionCancelled):
+        transact(services.restocks.table.meta.client, [services.restocks.hold_item(chair, restock["restock_ts"])])
+    clock.advance(1)
+    deliver(services, chair, 6)
+    assert counters(only_restock(services, chair))[1:] == (1, 1)
+
+
+def test_a_level_that_includes_our_own_sales_is_not_a_fall(services: Services, chair: str, clock: FixedClock) -> None:
+    deliver(services, chair, 4)
+    restock = only_restock(services, chair)
+    take_units(services, restock, offers=2, holds=2)
+    client = services.restocks.table.meta.client
+    for _ in range(2):  # both holders buy: the orders webhook is recorded before the platform's new level
+        transact(client, [services.restocks.sale_item(chair, restock["restock_ts"])])
+    clock.advance(1)
+    outcome = deliver(services, chair, 2)
+    current = only_restock(services, chair)
+    assert counters(current) == (4, 2, 2), "the two units still on the shelf are still ours to offer"
+    assert int(current["unseen_sales"]) == 0
+    assert outcome.adjusted is None
+    [fact] = audit(services, chair, "own_sales_seen")
+    assert fact["own_sales"] == 2
+    clock.advance(1)
+    deliver(services, chair, 1)  # a walk-in sale: now it is a fall
+    assert counters(only_restock(services, chair)) == (4, 1, 1)
+
+
+def test_a_level_that_includes_our_sale_and_a_walk_in_sale_lowers_by_the_walk_in_alone(
+    services: Services, chair: str, clock: FixedClock
+) -> None:
+    deliver(services, chair, 4)
+    restock = only_restock(services, chair)
+    take_units(services, restock, offers=1, holds=1)
+    transact(services.restocks.table.meta.client, [services.restocks.sale_item(chair, restock["restock_ts"])])
+    clock.advance(1)
+    assert deliver(services, chair, 2).adjusted == "lowered"
+    assert counters(only_restock(services, chair)) == (4, 2, 2)
 
 
 def test_every_unit_held_keeps_the_restock_open_for_expiring_holds(
@@ -565,6 +638,30 @@ def test_a_closed_restock_never_grows(services: Services, chair: str, clock: Fix
 
 
 # --- Catalogue facts: the level, the demand index, the audit.
+
+
+def test_a_lowered_threshold_with_stock_on_hand_is_a_restock(services: Services, clock: FixedClock) -> None:
+    services.catalog.upsert("MUG", {**CHAIR, "threshold": 5})
+    assert deliver(services, "MUG", 3).reason == "no_crossing"
+    services.catalog.upsert("MUG", {"threshold": 2})
+    opened = services.detector.reconsider("MUG")
+    assert opened.status == "restock"
+    restock = only_restock(services, "MUG")
+    assert counters(restock) == (3, 3, 3)
+    assert [job["restock_id"] for job in queued(services)] == [opened.restock_id]
+    [fact] = audit(services, "MUG", "restock_detected")
+    assert fact["reason"] == "threshold_lowered"
+    # Asking again (a retry, or the next sync) opens nothing more.
+    assert services.detector.reconsider("MUG").reason == "restock_open"
+    assert len(restocks(services, "MUG")) == 1
+
+
+def test_a_threshold_still_above_the_level_opens_nothing(services: Services) -> None:
+    services.catalog.upsert("MUG", {**CHAIR, "threshold": 5})
+    deliver(services, "MUG", 3)
+    services.catalog.upsert("MUG", {"threshold": 4})
+    assert services.detector.reconsider("MUG").reason == "below_threshold"
+    assert restocks(services, "MUG") == []
 
 
 def test_the_level_and_its_event_time_are_kept(services: Services, chair: str) -> None:

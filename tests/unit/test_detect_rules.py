@@ -47,13 +47,28 @@ NOW = 1_800_000_000.0
         (5, 2, 1, True, LevelChange(FALL, 3)),
         (5, 0, 1, True, LevelChange(CLOSE, 5)),
         (5, 2, 3, True, LevelChange(CLOSE, 3)),  # below the threshold but not empty
-        (1, 2, 3, True, LevelChange(CLOSE, 0)),  # threshold raised since the restock opened
+        (1, 2, 3, True, LevelChange(CLOSE, -1)),  # threshold raised since: it rose a unit yet stays below
         (1, 4, 3, True, LevelChange(RISE, 3)),  # a crossing while one is open is a rise, never a second restock
         (3, 3, 1, True, LevelChange(NONE)),
     ],
 )
 def test_crossing_table(before: int | None, after: int, threshold: int, is_open: bool, expected: LevelChange) -> None:
     assert decide(before, after, threshold, restock_open=is_open) == expected
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "own_sales", "expected"),
+    [
+        (4, 2, 2, LevelChange(NONE)),  # the level fell by exactly our two sales: nothing else moved
+        (4, 1, 2, LevelChange(FALL, 1)),  # our two sales and one walk-in sale
+        (4, 5, 1, LevelChange(RISE, 2)),  # our sale and a delivery of two
+        (3, 0, 1, LevelChange(CLOSE, 2)),  # sold out: our sale and two others
+    ],
+)
+def test_our_own_sales_in_a_new_level_are_never_counted_as_a_fall(
+    before: int, after: int, own_sales: int, expected: LevelChange
+) -> None:
+    assert decide(before, after, 1, restock_open=True, own_sales=own_sales) == expected
 
 
 def replay(levels: list[int], threshold: int) -> list[str]:
@@ -81,12 +96,13 @@ def test_a_dip_that_stays_at_the_threshold_is_no_new_restock() -> None:
         (5, 5, 2, (3, 3)),
         (5, 3, 2, (3, 1)),  # two live offers: what is left to offer drops with the level
         (4, 1, 3, (1, -2)),  # three live offers, one unit left: two offers are stranded and owe it back
-        (2, 0, 3, (0, -2)),  # units_available never below zero; the holds already granted stand
-        (2, 2, 5, (0, 0)),
+        (2, 0, 3, (-1, -3)),  # the holds already granted stand: the shelf owes one of them a unit
+        (2, 2, 5, (-3, -3)),  # a debt that rises and expiring holds pay off before anyone holds again
+        (1, 1, -2, (3, 3)),  # a negative fall is a rise
         (1, 3, 0, (1, 1)),  # offerable never exceeds available
     ],
 )
-def test_a_fall_lowers_available_never_below_zero_and_keeps_offerable_net_of_live_offers(
+def test_a_fall_lowers_available_by_all_of_it_and_keeps_offerable_net_of_live_offers(
     available: int, offerable: int, fall: int, expected: tuple[int, int]
 ) -> None:
     assert lowered(available, offerable, fall) == expected
