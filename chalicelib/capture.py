@@ -12,8 +12,9 @@ from chalicelib.clock import Clock
 from chalicelib.config import Settings
 from chalicelib.contacts import Contact, contact_key, normalise_contact
 from chalicelib.errors import BadRequest, Discontinued, RateLimited, UnknownSku
+from chalicelib.jobs import Job, JobQueue
 from chalicelib.tables.audit import AuditTable
-from chalicelib.tables.base import TransactionCancelled, transact
+from chalicelib.tables.base import TransactionCancelled, TxItem, transact
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.optout import OptoutTable
 from chalicelib.tables.requests import RequestsTable, new_joined_ts
@@ -102,6 +103,7 @@ class CaptureService:
         throttle: ThrottleTable,
         audit: AuditTable,
         alerts: StaffAlerts,
+        jobs: JobQueue,
         clock: Clock,
         hash_key: str,
         manage_link: Callable[[str], str] | None = None,
@@ -113,6 +115,7 @@ class CaptureService:
         self.throttle = throttle
         self.audit = audit
         self.alerts = alerts
+        self.jobs = jobs
         self.clock = clock
         self.hash_key = hash_key
         self.manage_link = manage_link
@@ -144,19 +147,42 @@ class CaptureService:
             "ttl": ttl,
             "now": now,
         }
+
         # The steady-state tap is this one transaction: rate limit, catalogue, opt-out and the
         # uniqueness item are all conditions on it, so nothing is read first and nothing half-written.
-        items = [
-            self.throttle.charge_item(rate_key, self.settings.rate_limit_per_minute, rate_expires),
-            self.catalog.join_item(tap.sku),
-            self.optout.not_suppressed_item(key),
-            *self.requests.join_items(**fields),
-        ]
+        def items(quiet: bool) -> list[TxItem]:
+            return [
+                self.throttle.charge_item(rate_key, self.settings.rate_limit_per_minute, rate_expires),
+                self.catalog.join_item(tap.sku, unless_idle=quiet),
+                self.optout.not_suppressed_item(key),
+                *self.requests.join_items(**fields),
+            ]
+
         try:
-            transact(self.requests.table.meta.client, items)
+            self._join(tap.sku, items, catalog_index=1)
         except TransactionCancelled as cancelled:
             return self._refused(cancelled, tap, key, fields, source, now, retry_after)
         return CaptureOutcome("queued", self.requests.position(tap.sku, joined_ts), joined_ts, self._manage_url(key))
+
+    def _join(self, sku: str, items: Callable[[bool], list[TxItem]], *, catalog_index: int) -> None:
+        """Write a new place. The catalogue's condition also asks that the open restock has no idle units (units
+        nobody eligible waited for when the notifier last looked): then the place is written anyway and the
+        notifier is asked to walk again, so a late joiner is never left untold (invariant 7).
+
+        The notifier marks idle units before its last look at the queue, and the mark is read here in the same
+        transaction that writes the place: one of the two always sees the other.
+        """
+        client = self.requests.table.meta.client
+        try:
+            transact(client, items(True))
+            return
+        except TransactionCancelled as cancelled:
+            product = cancelled.old(catalog_index) if cancelled.failed(catalog_index) else None
+            if not product or not product.get("idle_restock_ts") or product.get("discontinued"):
+                raise
+        transact(client, items(False))
+        if product.get("idle_restock_ts") == product.get("open_restock_ts") and product.get("idle_restock_id"):
+            self.jobs.send(Job(sku, str(product["idle_restock_id"]), str(product["idle_restock_ts"]), kind="topup"))
 
     def _refused(
         self,
@@ -192,11 +218,21 @@ class CaptureService:
         refreshed = self.requests.refresh(tap.sku, ref, name=tap.name, ttl=fields["ttl"], now=now) if ref else None
         if refreshed is not None:
             return CaptureOutcome("already_queued", self.requests.position(tap.sku, ref), ref, self._manage_url(key))
-        # The old place is finished (bought, or expired and not yet tidied): join again at the back.
-        items = [self.catalog.join_item(tap.sku), self.optout.not_suppressed_item(key)]
-        items += self.requests.rejoin_items(old_ref=ref, **fields)
+        # The old place is finished (bought, or left: then the item names no place): join again at the back,
+        # never to be told again about the restock the old place was told about (exactly once per person).
+        told = unique.get("told_restock")
+        if ref:
+            told = (self.requests.get(tap.sku, ref) or {}).get("last_notified_restock")
+
+        def items(quiet: bool) -> list[TxItem]:
+            return [
+                self.catalog.join_item(tap.sku, unless_idle=quiet),
+                self.optout.not_suppressed_item(key),
+                *self.requests.rejoin_items(old_ref=ref, **fields, told=told),
+            ]
+
         try:
-            transact(self.requests.table.meta.client, items)
+            self._join(tap.sku, items, catalog_index=0)
         except TransactionCancelled as cancelled:
             if cancelled.failed(1):
                 return CaptureOutcome("acknowledged")

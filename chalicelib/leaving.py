@@ -11,7 +11,10 @@ erasure by staff) goes through `QueueExits`, so each of them keeps the same prom
   told. The lapsed row stays in the sweep's due-time index until the job is on the queue, so a crash
   between the two is finished by the sweep (promise 7);
 - a unit the shopper already holds is theirs until it is bought or the hold expires; leaving never
-  takes it away, and the caller says so.
+  takes it away, and the caller says so. The request is marked, and the sweep takes the place off the list
+  when the hold expires unbought (a purchase ends it anyway);
+- a place that was told about a restock leaves the memory of that behind (its uniqueness item, naming no
+  place), so joining again later never brings a second notice for that restock.
 """
 
 from __future__ import annotations
@@ -122,7 +125,7 @@ class QueueExits:
                 if state == OFFERED:
                     return self._leave_offered(current, reason)
                 if state == RESERVED:
-                    return self._holding(current)
+                    return self._holding(current, reason)
                 if state == CONVERTED and erase_finished:
                     return self._erase_finished(current, reason)
                 return Exit(sku, joined_ts, GONE)
@@ -137,7 +140,9 @@ class QueueExits:
         sku, joined_ts, key = str(request["sku"]), str(request["joined_ts"]), str(request["contact_key"])
         return [
             self.requests.remove_item(sku, joined_ts, contact_key=key, state=state, token_id=token_id),
-            self.requests.remove_unique_item(sku, key, joined_ts),
+            self.requests.remove_unique_item(
+                sku, key, joined_ts, told=request.get("last_notified_restock"), ttl=request.get("ttl")
+            ),
         ]
 
     def _leave_waiting(self, request: dict[str, Any], reason: str) -> Exit:
@@ -183,8 +188,11 @@ class QueueExits:
         self.reservations.clear_due(token_id, LAPSED)
         return Exit(sku, joined_ts, RELEASED, restock_id=restock_id)
 
-    def _holding(self, request: dict[str, Any]) -> Exit:
+    def _holding(self, request: dict[str, Any], reason: str) -> Exit:
         token_id = str(request.get("offer_token", ""))
+        sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
+        if not self.requests.request_leave(sku, joined_ts, token_id=token_id, reason=reason):
+            raise _Moved(token_id)  # bought or expired this instant: look again
         hold = self.reservations.get(token_id) if token_id else None
         expires = int(hold["hold_expires_at"]) if hold and hold.get("hold_expires_at") is not None else None
         return Exit(str(request["sku"]), str(request["joined_ts"]), HOLDING, hold_expires_at=expires)

@@ -9,6 +9,7 @@ redelivered after success finds everyone already told and sends nothing.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 from collections import Counter
@@ -17,7 +18,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from chalicelib.clock import Clock
+from chalicelib.clock import Clock, iso, parse_iso
 from chalicelib.config import Settings
 from chalicelib.copywriter import Copy, Copywriter, Facts, compose_email, compose_sms, facts_for
 from chalicelib.errors import NotFound
@@ -53,6 +54,7 @@ HOLDING_OFFER = "holding_offer"
 HOLDING_UNIT = "holding_unit"
 NOT_WAITING = "not_waiting"
 NO_CONTACT = "no_contact"
+LEAVING = "leaving"  # asked to leave while holding a unit; the place goes when the hold ends
 
 # Why a walk ended.
 QUEUE_END = "queue_end"
@@ -69,6 +71,19 @@ OFFER_BATCH = 25
 MAX_OFFER_BATCH = 49
 # Queue pages follow the units still to offer: one read covers a big restock, a small one reads little.
 MAX_PAGE = 1000
+
+
+# How far before the walk's last place a second look at the end of the queue starts: a join stamp is taken by
+# the joining Lambda before its write commits, on its own clock, so a place may sort a little before places
+# the walk has already read.
+REWALK_MARGIN_S = 60
+
+
+def rewalk_from(cursor: str) -> str:
+    """Where a second look at the end of the queue starts: REWALK_MARGIN_S before the join stamp `cursor`."""
+    if not cursor:
+        return ""
+    return iso(parse_iso(cursor.split("#", 1)[0]) - REWALK_MARGIN_S)
 
 
 class UnknownRestock(NotFound):
@@ -96,6 +111,8 @@ def skip_reason(request: dict[str, Any], restock_id: str, suppressed: set[str]) 
         return HOLDING_UNIT
     if state != WAITING:
         return NOT_WAITING
+    if request.get("leave_requested"):
+        return LEAVING
     if request.get("channel") not in (SMS, EMAIL) or not request.get("contact"):
         return NO_CONTACT
     return None
@@ -143,7 +160,9 @@ class _Walk:
         self.offer_window_s = int(product.get("offer_window_s") or 3600)
         self.left = int(restock.get("units_offerable", 0))
         self.position = job.passed
+        self.start = job.after
         self.cursor = job.after
+        self.seen_up_to = ""  # join stamps up to here were looked at by this job already
         self.examined = 0
         self.pages = 0
         self.notices = 0
@@ -154,6 +173,12 @@ class _Walk:
         self.pending: dict[Future[str], _Pending] = {}
         # `notice_sent` facts not yet written: appended a batch at a time, so the walk pays one call per batch.
         self.sent_facts: list[dict[str, Any]] = []
+
+    def restart(self, *, after: str) -> None:
+        """Walk again from `after`: places up to the cursor were counted (and passed over with a reason) already."""
+        self.seen_up_to = self.cursor
+        self.start = after
+        self.pages = 0
 
 
 class Notifier:
@@ -230,17 +255,32 @@ class Notifier:
         restock = self.restocks.get(job.sku, job.restock_ts)
         if restock is None or restock.get("restock_id") != job.restock_id:
             raise UnknownRestock(f"no restock {job.restock_id} at {job.sku}/{job.restock_ts}")
+        if restock.get("state") == CLOSED:
+            # Someone freed from this restock (a lapse, an expiry, a leave) may be owed a notice of the one open
+            # now, which passed them over while they held this restock's offer (invariant 7).
+            forwarded = self._open_restock_instead(job)
+            if forwarded is None:
+                return Outcome(job.restock_id, job.kind, RESTOCK_CLOSED)
+            job, restock = forwarded
         metrics.gauge(UNITS_TOTAL, int(restock.get("units_total", 0)))
         metrics.gauge(UNITS_OFFERABLE, int(restock.get("units_offerable", 0)))
-        if restock.get("state") == CLOSED:
-            return Outcome(job.restock_id, job.kind, RESTOCK_CLOSED)
-        if int(restock.get("units_offerable", 0)) <= 0:
-            return Outcome(job.restock_id, job.kind, NO_UNITS)
         product = self.catalog.get_cached(job.sku) or with_defaults({"sku": job.sku})
+        if int(restock.get("units_offerable", 0)) <= 0:
+            self._clear_idle(job, product)
+            return Outcome(job.restock_id, job.kind, NO_UNITS)
         walk = _Walk(job, restock, product, self.settings.shop_name, metrics)
         # Keep back enough time to let the sends in flight finish and to queue the continuation.
         reserve_ms = min(self.deadline_margin_ms, max(0, remaining_ms()) // 4)
         stopped = self._walk(walk, remaining_ms, reserve_ms)
+        if stopped == QUEUE_END and walk.left > 0 and not walk.failures and self._mark_idle(walk):
+            # Units are left and nobody eligible waits: say so on the product, where every new place looks
+            # (capture sends a job when it sees it), then read the end of the queue once more, so a place
+            # that joined before the mark was visible is walked here instead (one of the two always sees the
+            # other). Join stamps come from the joining Lambda's clock, so look a little before the cursor.
+            walk.restart(after=rewalk_from(walk.cursor))
+            stopped = self._walk(walk, remaining_ms, reserve_ms)
+        if stopped == UNITS_EXHAUSTED:
+            self._clear_idle(job, product)
         if walk.failures:
             raise SendFailed(f"{walk.failures} notice(s) for restock {job.restock_id} could not be sent; retrying")
         outcome = Outcome(job.restock_id, job.kind, stopped, notices=walk.notices, skipped=walk.skipped)
@@ -252,6 +292,33 @@ class Notifier:
             outcome.continued = True
         return outcome
 
+    def _open_restock_instead(self, job: Job) -> tuple[Job, dict[str, Any]] | None:
+        """The SKU's open restock, when it is not the (closed) one the job names: the job's work goes to it."""
+        product = self.catalog.get(job.sku, consistent=True) or {}
+        restock_ts = product.get("open_restock_ts")
+        if not restock_ts or restock_ts == job.restock_ts:
+            return None
+        restock = self.restocks.get(job.sku, str(restock_ts))
+        if restock is None or restock.get("state") == CLOSED:
+            return None
+        return Job(job.sku, str(restock["restock_id"]), str(restock_ts), kind="topup"), restock
+
+    def _mark_idle(self, walk: _Walk) -> bool:
+        """Mark the product as having units nobody eligible waits for; False when the restock has none left."""
+        job = walk.job
+        try:
+            transact(self._client, self.catalog.idle_items(job.sku, job.restock_ts, job.restock_id, self.restocks))
+        except TransactionCancelled:
+            return False
+        return True
+
+    def _clear_idle(self, job: Job, product: dict[str, Any]) -> None:
+        """Take the idle mark off once every unit of the restock is promised (it stays if one is freed meanwhile)."""
+        if product.get("idle_restock_ts") != job.restock_ts:
+            return  # not marked as far as we know (the product is cached; a stale mark costs one empty job)
+        with contextlib.suppress(TransactionCancelled):
+            transact(self._client, self.catalog.clear_idle_items(job.sku, job.restock_ts, self.restocks))
+
     def _walk(self, walk: _Walk, remaining_ms: Callable[[], int], reserve_ms: int) -> str:
         """Go down the queue until the units, the queue or the time run out; returns why it stopped."""
         # Offers run at most four rounds of sends ahead of them: enough to keep every sender busy while the walk
@@ -259,9 +326,7 @@ class Notifier:
         max_in_flight = self.settings.sends_concurrency * 4
         with ThreadPoolExecutor(max_workers=self.settings.sends_concurrency, thread_name_prefix="send") as pool:
             try:
-                pages = self.requests.queue_pages(
-                    walk.job.sku, after=walk.job.after, page_size=lambda: self._page(walk)
-                )
+                pages = self.requests.queue_pages(walk.job.sku, after=walk.start, page_size=lambda: self._page(walk))
                 for page in pages:
                     suppressed = self.optout.suppressed_among(
                         [str(r["contact_key"]) for r in page if r.get("contact_key")]
@@ -277,11 +342,14 @@ class Notifier:
                         if not batch and walk.left <= 0 and not self._units_left(walk):
                             return UNITS_EXHAUSTED
                         walk.examined += 1
-                        if request.get("state") in ACTIVE_STATES:
+                        # A second look passes places this job already counted and audited again: once each.
+                        again = str(request["joined_ts"]) <= walk.seen_up_to
+                        if request.get("state") in ACTIVE_STATES and not again:
                             walk.position += 1
                         reason = skip_reason(request, walk.job.restock_id, suppressed)
                         if reason:
-                            self._skip(walk, request, reason, walk.position)
+                            if not again:
+                                self._skip(walk, request, reason, walk.position)
                         else:
                             batch.append(_Candidate(request, walk.position))
                         walk.cursor = str(request["joined_ts"])

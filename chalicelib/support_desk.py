@@ -48,6 +48,7 @@ SKIP_VERDICTS = {
     "converted": (BOUGHT, "skipped: they had already bought it"),
     "not_waiting": (OTHER, "skipped: their place was not waiting"),
     "no_contact": (OTHER, "skipped: no usable contact on their place"),
+    "leaving": (NOT_ON_LIST, "skipped: they had asked to leave this list once their hold ended"),
 }
 PASS_NOTES = {
     "topup": " (on a top-up pass, when a unit came back)",

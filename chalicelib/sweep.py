@@ -120,30 +120,31 @@ class SweepService:
                 return
             summary["expired"] += 1
             self.faults("sweep.after_expiry")
-            self._leave_if_opted_out(row)
             state = EXPIRED
         elif state not in (LAPSED, EXPIRED):
             # Not yet past its own expiry (the row is authoritative), or already final elsewhere.
             return
+        if state == EXPIRED:
+            # Before the top-up, so a crash after the expiry is finished here by the next run (invariant 3).
+            self._leave_if_asked(row)
         # Lapsed or expired and still in the index: its top-up is owed (this run's, or one a crash cut short).
         key = (str(row["sku"]), str(row["restock_ts"]))
         entry = owed.setdefault(key, _Owed(key[0], str(row["restock_id"]), key[1]))
         entry.rows.append((str(row["token_id"]), str(state)))
 
-    def _leave_if_opted_out(self, row: dict[str, Any]) -> None:
-        """A hold outlived its owner's opt-out: with the unit back, their place leaves the list (invariant 3).
-
-        Opting out keeps a held unit its holder's until bought or expired; the expiry puts the request back
-        to waiting, so here it goes, as it would have had it been waiting when they opted out.
+    def _leave_if_asked(self, row: dict[str, Any]) -> None:
+        """A hold ended unbought whose owner asked to leave while holding (the manage page's "leave this list",
+        or opting out): with the unit back, their place leaves the list, as it would have had they been waiting.
         """
-        if self.optout is None or self.exits is None:
-            return
-        record = self.optout.get(str(row.get("contact_key", "")))
-        if record is None:
-            return
         request = self.requests.get(str(row["sku"]), str(row["request_joined_ts"]))
-        if request is not None and request.get("contact_key") == row.get("contact_key"):
-            self.exits.leave(request, reason=str(record.get("source") or "unsubscribe"))
+        if request is None or request.get("contact_key") != row.get("contact_key"):
+            return
+        reason = request.get("leave_requested")
+        if reason is None and self.optout is not None:
+            record = self.optout.get(str(row.get("contact_key", "")))
+            reason = (record.get("source") or "unsubscribe") if record is not None else None
+        if reason is not None and self.exits is not None:
+            self.exits.leave(request, reason=str(reason))
 
     def _top_up(self, owed: dict[tuple[str, str], _Owed]) -> int:
         """One top-up job per restock that freed units, then the rows leave the index.
@@ -174,7 +175,12 @@ class SweepService:
                 continue
             sku, joined_ts = str(item["sku"]), str(item["joined_ts"])
             request, unique = self.requests.expire_items(
-                sku, joined_ts, state=str(state), contact_key=str(item["contact_key"]), cutoff=cutoff
+                sku,
+                joined_ts,
+                state=str(state),
+                contact_key=str(item["contact_key"]),
+                cutoff=cutoff,
+                told=item.get("last_notified_restock"),
             )
             # A converted request already left the waiting count when it converted.
             items = [request, *([self.catalog.leave_item(sku)] if state == WAITING else [])]

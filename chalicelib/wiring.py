@@ -219,6 +219,7 @@ class Services:
             throttle=self.throttle,
             audit=self.audit,
             alerts=self.alerts,
+            jobs=self.jobs,
             clock=self.clock,
             hash_key=self.hash_key,
             manage_link=self.links.manage,

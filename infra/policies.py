@@ -79,7 +79,8 @@ NEEDS: dict[str, Needs] = {
             "restocks": TableAccess((GET, PUT, UPDATE)),
             "reservations": TableAccess((GET, UPDATE)),
             "optout": TableAccess((GET, PUT, CHECK)),
-            "throttle": TableAccess((UPDATE,)),
+            # Rate limits; inventory webhook ids remembered, so a late retry is known.
+            "throttle": TableAccess((GET, PUT, UPDATE)),
             "audit": TableAccess((PUT,)),
         },
         queue=PRODUCE,  # a restock's first job; top-ups for places given up
@@ -88,9 +89,10 @@ NEEDS: dict[str, Needs] = {
     ),
     "notifier": Needs(
         tables={
-            "catalog": TableAccess((GET,)),
+            # UPDATE: the mark of units nobody eligible waits for, which a new place reads.
+            "catalog": TableAccess((GET, UPDATE)),
             "requests": TableAccess((GET, QUERY, UPDATE)),
-            "restocks": TableAccess((GET, UPDATE)),
+            "restocks": TableAccess((GET, UPDATE, CHECK)),
             "reservations": TableAccess((GET, PUT, DELETE)),
             "optout": TableAccess((GET, BATCH_GET)),
             "audit": TableAccess((PUT,)),
@@ -105,7 +107,8 @@ NEEDS: dict[str, Needs] = {
         tables={
             "catalog": TableAccess((GET, UPDATE)),
             # by-contact: a number that replied STOP leaves every list it was on.
-            "requests": TableAccess((GET, UPDATE, DELETE), ("by-expiry", "by-contact")),
+            # PUT: a place told about a restock leaves its memory behind when it goes.
+            "requests": TableAccess((GET, PUT, UPDATE, DELETE), ("by-expiry", "by-contact")),
             "restocks": TableAccess((GET, UPDATE), ("by-pending",)),
             "reservations": TableAccess((GET, UPDATE), ("by-due",)),
             "optout": TableAccess((GET, BATCH_GET, PUT)),
@@ -116,7 +119,14 @@ NEEDS: dict[str, Needs] = {
         sms_optouts=True,
     ),
     "catalog_sync": Needs(
-        tables={"catalog": TableAccess((GET, SCAN, UPDATE))},
+        tables={
+            "catalog": TableAccess((GET, SCAN, UPDATE)),
+            # A lowered threshold that the level on hand meets opens a restock and queues its job.
+            "restocks": TableAccess((GET, PUT, UPDATE)),
+            "throttle": TableAccess((GET, PUT)),
+            "audit": TableAccess((PUT,)),
+        },
+        queue=PRODUCE,
         optional_secrets=("CATALOG_TOKEN",),
     ),
 }

@@ -92,15 +92,23 @@ class CatalogTable:
                 return sorted(items, key=lambda i: i["sku"])
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def join_item(self, sku: str) -> TxItem:
-        """Transaction item: count one more shopper waiting, only for a product that is sold."""
+    def join_item(self, sku: str, *, unless_idle: bool = False) -> TxItem:
+        """Transaction item: count one more shopper waiting, only for a product that is sold.
+
+        With `unless_idle`, it is also refused while the open restock has idle units, so the caller learns of
+        them (the refusal hands back the product) in the very transaction that writes the place.
+        """
+        # Nobody joins a list for a SKU we do not sell (no ghost queues).
+        condition = "attribute_exists(sku) AND (attribute_not_exists(discontinued) OR discontinued = :no)"
+        if unless_idle:
+            # Nothing lost (invariant 7): a place joining while units wait for nobody must be told of them.
+            condition += " AND attribute_not_exists(idle_restock_ts)"
         return {
             "Update": {
                 "TableName": self.name,
                 "Key": {"sku": sku},
                 "UpdateExpression": "ADD waiting_count :one",
-                # Nobody joins a list for a SKU we do not sell (no ghost queues).
-                "ConditionExpression": "attribute_exists(sku) AND (attribute_not_exists(discontinued) OR discontinued = :no)",
+                "ConditionExpression": condition,
                 "ExpressionAttributeValues": {":one": 1, ":no": False},
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
@@ -162,7 +170,7 @@ class CatalogTable:
             sets += ["open_restock_ts = :rts", "open_restock_id = :rid"]
             values[":rts"], values[":rid"] = open_restock
         if close_restock:
-            removes += ["open_restock_ts", "open_restock_id"]
+            removes += ["open_restock_ts", "open_restock_id", "idle_restock_ts", "idle_restock_id"]
         expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
         if seen_version:
             values[":seen"] = seen_version
@@ -181,6 +189,41 @@ class CatalogTable:
                 "ExpressionAttributeValues": values,
             }
         }
+
+    # --- Idle units: the open restock has units to offer and nobody eligible waits. A new place reads the mark
+    # --- (capture) and asks the notifier to walk again, so nobody who joins later waits untold (invariant 7).
+
+    def idle_items(self, sku: str, restock_ts: str, restock_id: str, restocks: Any) -> list[TxItem]:
+        """Transaction items: mark `restock_ts` idle, only while it is still the open restock with units to offer."""
+        return [
+            restocks.has_units_check(sku, restock_ts),
+            {
+                "Update": {
+                    "TableName": self.name,
+                    "Key": {"sku": sku},
+                    "UpdateExpression": "SET idle_restock_ts = :rts, idle_restock_id = :rid",
+                    # Only the restock still open: a closed one's mark would send jobs for nothing.
+                    "ConditionExpression": "open_restock_ts = :rts",
+                    "ExpressionAttributeValues": {":rts": restock_ts, ":rid": restock_id},
+                }
+            },
+        ]
+
+    def clear_idle_items(self, sku: str, restock_ts: str, restocks: Any) -> list[TxItem]:
+        """Transaction items: take the idle mark off, only while the restock has nothing left to offer."""
+        return [
+            restocks.no_units_check(sku, restock_ts),
+            {
+                "Update": {
+                    "TableName": self.name,
+                    "Key": {"sku": sku},
+                    "UpdateExpression": "REMOVE idle_restock_ts, idle_restock_id",
+                    # Only this restock's mark; a unit freed meanwhile keeps it (the check above refuses).
+                    "ConditionExpression": "idle_restock_ts = :rts",
+                    "ExpressionAttributeValues": {":rts": restock_ts},
+                }
+            },
+        ]
 
     # --- Catalogue sync.
 

@@ -59,8 +59,29 @@ class RequestsTable:
         name: str,
         ttl: int,
         now: float,
+        told: str | None = None,
     ) -> list[TxItem]:
-        """Transaction items for a new place: the uniqueness item first, then the request itself."""
+        """Transaction items for a new place: the uniqueness item first, then the request itself.
+
+        `told` is the restock this person was already told about at an earlier place for this SKU (one they
+        bought from or left): the new place is never told about it again (invariant 6 is per person).
+        """
+        request: dict[str, Any] = {
+            "sku": sku,
+            "joined_ts": joined_ts,
+            "channel": channel,
+            "contact": contact,
+            "contact_key": contact_key,
+            "name": name,
+            "state": WAITING,
+            "created_at": int(now),
+            "updated_at": int(now),
+            "ttl": ttl,
+            # Only requests (not uniqueness items) carry it, so the sweep finds stale places by day.
+            "expiry_day": expiry_day(ttl),
+        }
+        if told:
+            request["last_notified_restock"] = told
         return [
             {
                 "Put": {
@@ -74,20 +95,7 @@ class RequestsTable:
             {
                 "Put": {
                     "TableName": self.name,
-                    "Item": {
-                        "sku": sku,
-                        "joined_ts": joined_ts,
-                        "channel": channel,
-                        "contact": contact,
-                        "contact_key": contact_key,
-                        "name": name,
-                        "state": WAITING,
-                        "created_at": int(now),
-                        "updated_at": int(now),
-                        "ttl": ttl,
-                        # Only requests (not uniqueness items) carry it, so the sweep finds stale places by day.
-                        "expiry_day": expiry_day(ttl),
-                    },
+                    "Item": request,
                     # A join stamp is never reused, so an existing one means a bug, not a retry.
                     "ConditionExpression": "attribute_not_exists(joined_ts)",
                 }
@@ -95,13 +103,17 @@ class RequestsTable:
         ]
 
     def rejoin_items(self, *, old_ref: str, **fields: Any) -> list[TxItem]:
-        """Transaction items that replace a finished place (bought, or gone) with a new one at the back."""
+        """Transaction items that replace a finished place (bought, or left: `old_ref` "") with a new one at the back."""
         items = self.join_items(**fields)
         unique = items[0]["Put"]
-        # Only the place we saw finish is replaced, so two simultaneous re-joins still make one place.
-        unique["ConditionExpression"] = "#ref = :old"
+        # Only the place (or the memory of a place left) we saw is replaced, so two simultaneous re-joins
+        # still make one place (invariant 2).
         unique["ExpressionAttributeNames"] = {"#ref": "ref"}
-        unique["ExpressionAttributeValues"] = {":old": old_ref}
+        if old_ref:
+            unique["ConditionExpression"] = "#ref = :old"
+            unique["ExpressionAttributeValues"] = {":old": old_ref}
+        else:
+            unique["ConditionExpression"] = "attribute_exists(joined_ts) AND attribute_not_exists(#ref)"
         return items
 
     def get(self, sku: str, joined_ts: str, *, consistent: bool = True) -> dict[str, Any] | None:
@@ -117,8 +129,10 @@ class RequestsTable:
         try:
             result = self.table.update_item(
                 Key={"sku": sku, "joined_ts": joined_ts},
+                # Asking again while a leave waits for a hold to end means staying: the leave is called off.
                 UpdateExpression="SET #ttl = :ttl, expiry_day = :day, updated_at = :now"
-                + (", #name = :name" if name else ""),
+                + (", #name = :name" if name else "")
+                + " REMOVE leave_requested",
                 # Only a live place is refreshed; a finished one is replaced by a new join instead.
                 ConditionExpression="attribute_exists(joined_ts) AND #state IN (:w, :o, :r)",
                 ExpressionAttributeNames={"#ttl": "ttl", "#state": "state", **({"#name": "name"} if name else {})},
@@ -285,8 +299,11 @@ class RequestsTable:
                 Limit=page_size,
             )
 
-    def expire_items(self, sku: str, joined_ts: str, *, state: str, contact_key: str, cutoff: float) -> list[TxItem]:
-        """Transaction items removing a stale place: the request, then the uniqueness item that names it."""
+    def expire_items(
+        self, sku: str, joined_ts: str, *, state: str, contact_key: str, cutoff: float, told: Any = None
+    ) -> list[TxItem]:
+        """Transaction items removing a stale place: the request, then the uniqueness item that names it
+        (kept as the memory of the restock the place was told about, if any, for a while longer)."""
         return [
             {
                 "Delete": {
@@ -299,16 +316,8 @@ class RequestsTable:
                     "ExpressionAttributeValues": {":state": state, ":cutoff": int(cutoff)},
                 }
             },
-            {
-                "Delete": {
-                    "TableName": self.name,
-                    "Key": {"sku": sku, "joined_ts": unique_sk(contact_key)},
-                    # One place per person (invariant 2): a newer place after a re-join keeps its item.
-                    "ConditionExpression": "#ref = :joined",
-                    "ExpressionAttributeNames": {"#ref": "ref"},
-                    "ExpressionAttributeValues": {":joined": joined_ts},
-                }
-            },
+            # One place per person (invariant 2): a newer place after a re-join keeps its item.
+            self._release_unique(sku, contact_key, joined_ts, "#ref = :joined", told, int(cutoff) + 30 * 86400),
         ]
 
     # --- Leaving and erasure (the unsubscribe link, STOP, the manage page, staff tools).
@@ -348,14 +357,36 @@ class RequestsTable:
             }
         }
 
-    def remove_unique_item(self, sku: str, contact_key: str, joined_ts: str) -> TxItem:
-        """Transaction item: delete the uniqueness item that names this place (a missing one is fine)."""
+    def remove_unique_item(
+        self, sku: str, contact_key: str, joined_ts: str, *, told: Any = None, ttl: Any = None
+    ) -> TxItem:
+        """Transaction item: release the uniqueness item that names this place (a missing one is fine)."""
+        # One place per person (invariant 2): only the item naming this very place goes.
+        condition = "attribute_not_exists(#ref) OR #ref = :joined"
+        return self._release_unique(sku, contact_key, joined_ts, condition, told, ttl)
+
+    def _release_unique(
+        self, sku: str, contact_key: str, joined_ts: str, condition: str, told: Any, ttl: Any
+    ) -> TxItem:
+        """Delete a uniqueness item, or, when its place was told about a restock (`told`), keep it naming no
+        place as the memory of that until `ttl`: a later re-join by the same person is then never told about
+        that restock again (exactly once per person, invariant 6)."""
+        key = {"sku": sku, "joined_ts": unique_sk(contact_key)}
+        if told:
+            return {
+                "Put": {
+                    "TableName": self.name,
+                    "Item": {**key, "told_restock": str(told), "ttl": int(ttl or 0)},
+                    "ConditionExpression": condition,
+                    "ExpressionAttributeNames": {"#ref": "ref"},
+                    "ExpressionAttributeValues": {":joined": joined_ts},
+                }
+            }
         return {
             "Delete": {
                 "TableName": self.name,
-                "Key": {"sku": sku, "joined_ts": unique_sk(contact_key)},
-                # One place per person (invariant 2): only the item naming this very place goes.
-                "ConditionExpression": "attribute_not_exists(#ref) OR #ref = :joined",
+                "Key": key,
+                "ConditionExpression": condition,
                 "ExpressionAttributeNames": {"#ref": "ref"},
                 "ExpressionAttributeValues": {":joined": joined_ts},
             }
@@ -378,6 +409,21 @@ class RequestsTable:
             put["ExpressionAttributeNames"] = {"#ref": "ref"}
             put["ExpressionAttributeValues"] = {":old": replacing_ref}
         return {"Put": put}
+
+    def request_leave(self, sku: str, joined_ts: str, *, token_id: str, reason: str) -> bool:
+        """The holder of a unit asked to leave: their place goes when the hold ends unbought. False if it moved."""
+        try:
+            self.table.update_item(
+                Key={"sku": sku, "joined_ts": joined_ts},
+                UpdateExpression="SET leave_requested = :reason",
+                # Only while they still hold this very unit; otherwise the caller looks again and leaves now.
+                ConditionExpression="#state = :reserved AND offer_token = :tok",
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues={":reason": reason, ":reserved": RESERVED, ":tok": token_id},
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
 
     def switch_contact_item(
         self, sku: str, joined_ts: str, *, old_key: str, contact: str, contact_key: str, channel: str, now: float

@@ -308,6 +308,32 @@ class RestocksTable:
             }
         }
 
+    def has_units_check(self, sku: str, restock_ts: str) -> dict:
+        """Transaction item: go on only while the restock is open with a unit to offer."""
+        return {
+            "ConditionCheck": {
+                "TableName": self.name,
+                "Key": {"sku": sku, "restock_ts": restock_ts},
+                # Idle units are marked only while they exist, so a new place is sent a job only for them.
+                "ConditionExpression": "#state <> :closed AND units_offerable >= :one",
+                "ExpressionAttributeNames": {"#state": "state"},
+                "ExpressionAttributeValues": {":closed": CLOSED, ":one": 1},
+            }
+        }
+
+    def no_units_check(self, sku: str, restock_ts: str) -> dict:
+        """Transaction item: go on only while the restock has no unit to offer (or is closed)."""
+        return {
+            "ConditionCheck": {
+                "TableName": self.name,
+                "Key": {"sku": sku, "restock_ts": restock_ts},
+                # Nothing lost (invariant 7): a unit freed after the walk keeps the idle mark standing.
+                "ConditionExpression": "#state = :closed OR units_offerable < :one",
+                "ExpressionAttributeNames": {"#state": "state"},
+                "ExpressionAttributeValues": {":closed": CLOSED, ":one": 1},
+            }
+        }
+
     def claim_enqueue(self, sku: str, restock_ts: str, *, now: float, lease_s: int) -> dict[str, Any] | None:
         """Take the right to send the owed job for `lease_s` seconds; the restock as claimed, or None."""
         try:

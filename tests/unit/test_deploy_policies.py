@@ -32,7 +32,7 @@ TABLES_PER_FUNCTION = {
     "api_handler": {"catalog", "requests", "restocks", "reservations", "optout", "throttle", "audit"},
     "notifier": {"catalog", "requests", "optout", "restocks", "reservations", "audit"},
     "sweep": {"catalog", "reservations", "restocks", "requests", "optout", "audit"},
-    "catalog_sync": {"catalog"},
+    "catalog_sync": {"catalog", "restocks", "throttle", "audit"},
 }
 SECRETS_PER_FUNCTION = {
     "api_handler": {"webhook-secret", "token-key", "contact-hash-key"},
