@@ -64,6 +64,23 @@ class Aws:
         """SES v2 client (email)."""
         return self._client("sesv2")
 
+    def _sending_client(self, service: str) -> Any:
+        # One attempt per call: an SMS or email whose answer was lost may have been sent, and botocore would
+        # send it again on a read timeout. The senders retry only answers that prove nothing was sent.
+        config = self._config.merge(Config(retries={"mode": "standard", "total_max_attempts": 1}))
+        with self._lock:
+            return self.session.client(service, region_name=self.region, config=config)
+
+    @cached_property
+    def sns_sends(self) -> Any:
+        """SNS client for notices by SMS: no automatic retries."""
+        return self._sending_client("sns")
+
+    @cached_property
+    def sesv2_sends(self) -> Any:
+        """SES v2 client for notices by email: no automatic retries."""
+        return self._sending_client("sesv2")
+
     @cached_property
     def bedrock_runtime(self) -> Any:
         """Bedrock runtime client (one Converse call per restock)."""

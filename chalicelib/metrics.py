@@ -11,6 +11,7 @@ NOTICES_SENT = "NoticesSent"
 UNITS_TOTAL = "UnitsTotal"
 UNITS_OFFERABLE = "UnitsOfferableAtStart"
 SEND_FAILURES = "SendFailures"
+NOTICES_UNCONFIRMED = "NoticesUnconfirmed"  # the provider may have sent it; its answer was lost
 FALLBACK_COPY = "FallbackCopyUsed"
 CONTINUATIONS = "ContinuationsQueued"
 

@@ -28,6 +28,7 @@ from chalicelib.links import Links
 from chalicelib.metrics import (
     CONTINUATIONS,
     NOTICES_SENT,
+    NOTICES_UNCONFIRMED,
     SEND_FAILURES,
     UNITS_OFFERABLE,
     UNITS_TOTAL,
@@ -35,7 +36,8 @@ from chalicelib.metrics import (
     MetricsFactory,
     skip_metric,
 )
-from chalicelib.senders import EMAIL, SMS, Notice, Senders
+from chalicelib.optout_gate import OptoutGate
+from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent
 from chalicelib.tables.audit import FACTS_PER_TRANSACTION, AuditTable
 from chalicelib.tables.base import TransactionCancelled, transact
 from chalicelib.tables.catalog import CatalogTable, with_defaults
@@ -90,6 +92,10 @@ class UnknownRestock(NotFound):
     """A job names a restock that does not exist (or another restock's id): it goes to the DLQ for a person."""
 
     code = "unknown_restock"
+
+
+class Suppressed(Exception):
+    """The contact is on the suppression list at the moment of sending: the notice must not go."""
 
 
 class SendFailed(RuntimeError):
@@ -167,6 +173,8 @@ class _Walk:
         self.pages = 0
         self.notices = 0
         self.failures = 0
+        self.withdrawn = 0  # offers undone because the contact opted out just before the send
+        self.unconfirmed = 0  # notices the provider may have taken, whose answer was lost
         self.skipped: Counter[str] = Counter()
         self.copy: Copy | None = None
         self.facts: Facts = facts_for(product, shop)
@@ -224,6 +232,7 @@ class Notifier:
         self.page_size = page_size
         self.deadline_margin_ms = deadline_margin_ms
         self.offer_batch = offer_batch
+        self.gate = OptoutGate(optout)
 
     @property
     def _client(self) -> Any:
@@ -281,6 +290,9 @@ class Notifier:
             stopped = self._walk(walk, remaining_ms, reserve_ms)
         if stopped == UNITS_EXHAUSTED:
             self._clear_idle(job, product)
+        if walk.withdrawn and stopped != DEADLINE and not walk.failures:
+            # Units came back from offers withdrawn at the last moment: the next walk hands them on.
+            self.jobs.send(Job(job.sku, job.restock_id, job.restock_ts, kind="topup"))
         if walk.failures:
             raise SendFailed(f"{walk.failures} notice(s) for restock {job.restock_id} could not be sent; retrying")
         outcome = Outcome(job.restock_id, job.kind, stopped, notices=walk.notices, skipped=walk.skipped)
@@ -404,7 +416,7 @@ class Notifier:
             self.faults(AFTER_OFFER_COMMITTED)
             for candidate, token_id in zip(chosen, tokens, strict=True):
                 notice = self._notice(walk.copy, walk.facts, candidate.request, token_id)
-                future = pool.submit(self.senders.send, notice)
+                future = pool.submit(self._deliver, notice, str(candidate.request["contact_key"]))
                 walk.pending[future] = _Pending(token_id, candidate.request, candidate.position, notice.channel)
         return True
 
@@ -477,6 +489,15 @@ class Notifier:
             unsubscribe_url=self.links.unsubscribe(contact_key),
         )
 
+    def _deliver(self, notice: Notice, contact_key: str) -> str:
+        """Send one notice, unless its contact opted out since the queue page was read (invariant 3)."""
+
+        def still_allowed() -> None:
+            if self.gate.suppressed(contact_key):
+                raise Suppressed(contact_key)
+
+        return self.senders.send(notice, just_before=still_allowed)
+
     def _collect(self, walk: _Walk, *, block: bool) -> None:
         """Account for finished sends: audit the sent ones, roll back the failed ones."""
         if not walk.pending:
@@ -487,6 +508,10 @@ class Notifier:
             error = future.exception()
             if error is None:
                 self._sent(walk, pending, future.result())
+            elif isinstance(error, Suppressed):
+                self._withdraw(walk, pending)
+            elif maybe_sent(error):
+                self._unconfirmed(walk, pending, error)
             else:
                 self._send_failed(walk, pending, error)
 
@@ -515,13 +540,13 @@ class Notifier:
             self.audit.record_many(walk.sent_facts)
             walk.sent_facts = []
 
-    def _send_failed(self, walk: _Walk, pending: _Pending, error: BaseException) -> None:
-        """Undo the offer of a notice that did not go: unit back, row gone, request waiting and untold."""
-        walk.failures += 1
-        walk.metrics.count(SEND_FAILURES)
+    def _roll_back(self, walk: _Walk, pending: _Pending) -> bool:
+        """Undo the offer of a notice that did not go: unit back, row gone, request waiting and untold.
+
+        False when it could not be undone (the shopper's opt-out lapsed it first, or a write failed): the offer
+        then stays and lapses at its due time, and the sweep returns the unit.
+        """
         job, request = walk.job, pending.request
-        log.warning("send failed for restock %s (%s): %r", job.restock_id, pending.channel, error)
-        rolled_back = True
         try:
             transact(
                 self._client,
@@ -536,19 +561,56 @@ class Notifier:
                     ),
                 ],
             )
-        except Exception:  # the offer stays and lapses at its due time; the sweep returns the unit
+        except Exception:
             log.exception("rolling back the offer %s failed; the sweep will lapse it", pending.token_id)
-            rolled_back = False
+            return False
+        return True
+
+    def _send_failed(self, walk: _Walk, pending: _Pending, error: BaseException) -> None:
+        """A provider refused or could not be reached: roll the offer back; the job fails, so its retry tells them."""
+        walk.failures += 1
+        walk.metrics.count(SEND_FAILURES)
+        job = walk.job
+        log.warning("send failed for restock %s (%s): %s", job.restock_id, pending.channel, error_code(error))
+        rolled_back = self._roll_back(walk, pending)
         self.audit.record(
             job.sku,
             "send_failed",
             self.clock.now(),
             restock_id=job.restock_id,
             channel=pending.channel,
-            contact_key=request.get("contact_key"),
+            contact_key=pending.request.get("contact_key"),
             token_id=pending.token_id,
-            error=getattr(error, "response", {}).get("Error", {}).get("Code") or type(error).__name__,
+            error=error_code(error),
             rolled_back=rolled_back,
+        )
+
+    def _withdraw(self, walk: _Walk, pending: _Pending) -> None:
+        """The contact opted out after the page was read and before the send: nothing went; the unit comes back."""
+        if self._roll_back(walk, pending):
+            walk.withdrawn += 1
+        self._skip(walk, pending.request, OPTED_OUT, pending.position)
+
+    def _unconfirmed(self, walk: _Walk, pending: _Pending, error: BaseException) -> None:
+        """The provider may have accepted the notice and its answer was lost: the offer stands as if sent (its
+        link works, or lapses unused), and nothing is sent again (invariant 6)."""
+        walk.unconfirmed += 1
+        walk.metrics.count(NOTICES_UNCONFIRMED)
+        log.warning("send of offer %s unconfirmed (%s); kept, never resent", pending.token_id, error_code(error))
+        walk.sent_facts.append(
+            self.audit.fact(
+                walk.job.sku,
+                "notice_unconfirmed",
+                self.clock.now(),
+                restock_id=walk.job.restock_id,
+                position=pending.position,
+                channel=pending.channel,
+                contact_key=pending.request.get("contact_key"),
+                token_id=pending.token_id,
+                request_joined_ts=pending.request.get("joined_ts"),
+                job_kind=walk.job.kind,
+                error=error_code(error),
+            )
         )
 
     def _skip(self, walk: _Walk, request: dict[str, Any], reason: str, position: int) -> None:

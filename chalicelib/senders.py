@@ -8,11 +8,48 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from botocore.exceptions import ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as NoConnection
+
 from chalicelib.config import ConfigError
 
 SMS = "sms"
 EMAIL = "email"
 STOP_LINE = "Reply STOP to opt out"
+
+# Answers that prove the provider refused the request before doing anything: safe to ask again.
+THROTTLED = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "Throttled",
+        "ThrottledException",
+        "TooManyRequestsException",
+        "RequestLimitExceeded",
+    }
+)
+ATTEMPTS = 3  # tries per notice for answers that prove nothing was sent
+
+
+def maybe_sent(error: BaseException) -> bool:
+    """True when the request may have reached the provider and been accepted, with the answer lost on the way
+    back (a read timeout, a connection closed mid-answer). Such a notice is never sent again automatically:
+    a second message would reach the shopper twice and the first link would be dead (invariant 6)."""
+    return isinstance(error, HTTPClientError) and not isinstance(error, NoConnection)
+
+
+def error_code(error: BaseException) -> str:
+    """The provider's error code, or the exception's name when there was no answer at all."""
+    response = getattr(error, "response", None)
+    code = response.get("Error", {}).get("Code") if isinstance(response, dict) else None
+    return str(code or type(error).__name__)
+
+
+def _never_reached(error: BaseException) -> bool:
+    """No connection was made, or the provider answered that it is throttling: nothing was sent."""
+    if isinstance(error, NoConnection):
+        return True
+    return isinstance(error, ClientError) and error_code(error) in THROTTLED
 
 
 @dataclass(frozen=True)
@@ -113,16 +150,42 @@ class EmailSender:
 
 
 class Senders:
-    """Routes a notice to its channel's sender, after waiting for that channel's rate limit."""
+    """Routes a notice to its channel's sender, after waiting for that channel's rate limit.
 
-    def __init__(self, sms: SmsSender, email: EmailSender, *, sms_per_second: float, email_per_second: float) -> None:
+    The providers' clients never retry on their own (a retry after a lost answer would send twice); this
+    asks again, up to ATTEMPTS times, only after answers that prove nothing was sent.
+    """
+
+    def __init__(
+        self,
+        sms: SmsSender,
+        email: EmailSender,
+        *,
+        sms_per_second: float,
+        email_per_second: float,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self._senders: dict[str, SmsSender | EmailSender] = {SMS: sms, EMAIL: email}
         self._limits = {SMS: RateLimiter(sms_per_second), EMAIL: RateLimiter(email_per_second)}
+        self._sleep = sleep
 
-    def send(self, notice: Notice) -> str:
-        """Deliver one notice; returns the provider's message id. Raises whatever the provider raised."""
+    def send(self, notice: Notice, *, just_before: Callable[[], None] | None = None) -> str:
+        """Deliver one notice; returns the provider's message id. Raises whatever the provider raised.
+
+        `just_before` runs after the rate limit's wait, right before each call to the provider (the last look
+        at the suppression list); whatever it raises stops the send.
+        """
         sender = self._senders.get(notice.channel)
         if sender is None:
             raise ValueError(f"no sender for channel {notice.channel!r}")
-        self._limits[notice.channel].acquire()
-        return sender.send(notice)
+        for attempt in range(1, ATTEMPTS + 1):
+            self._limits[notice.channel].acquire()
+            if just_before is not None:
+                just_before()
+            try:
+                return sender.send(notice)
+            except Exception as error:
+                if attempt == ATTEMPTS or not _never_reached(error):
+                    raise
+                self._sleep(0.2 * 2**attempt)
+        raise AssertionError("unreachable")

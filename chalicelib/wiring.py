@@ -178,8 +178,8 @@ class Services:
         from chalicelib.senders import EmailSender, Senders, SmsSender
 
         return Senders(
-            SmsSender(self.aws.sns),
-            EmailSender(self.aws.sesv2, self.settings.ses_from),
+            SmsSender(self.aws.sns_sends),
+            EmailSender(self.aws.sesv2_sends, self.settings.ses_from),
             sms_per_second=self.settings.sms_per_second,
             email_per_second=self.settings.email_per_second,
         )

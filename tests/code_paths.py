@@ -3,8 +3,9 @@
 The reading follows `self.<attribute>.<method>(...)` through the types that constructors and
 `Services` properties declare, so it sees what a code path may call without running it. It
 over-approximates within one method (every branch counts), follows module-level helpers through
-their parameters' declared types, and follows callables that `Services` wires as
-`self.<service>.<method>` references; a callable handed over any other way is not followed.
+their parameters' declared types, its own methods handed on as `self.<method>`, and callables that
+`Services` wires as `self.<service>.<method>` references; a callable handed over any other way is not
+followed.
 """
 
 from __future__ import annotations
@@ -264,11 +265,10 @@ class Reader:
                 reach.add(need, here)
         for name in _self_calls(node):
             self.reach(cls, name, reach, here, seen)
+        # A property runs when read; a method read without a call is handed on to run later (a thread pool's
+        # task, say): both are followed.
         for name in set(_self_properties(node)):
-            target = info.methods.get(name)
-            if target is not None and any(
-                ast.unparse(d) in ("cached_property", "property") for d in target.decorator_list
-            ):
+            if name in info.methods:
                 self.reach(cls, name, reach, here, seen)
         for attribute, name in _self_attribute_calls(node):
             kind = info.attribute_types.get(attribute, "")

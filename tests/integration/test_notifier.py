@@ -50,7 +50,7 @@ from tests.notices import (
     sms_outbox,
     verify_sender,
 )
-from tests.support import CHAIR, CrashAt, InjectedCrash, make_offer
+from tests.support import CHAIR, CrashAt, InjectedCrash, make_offer, queued_jobs
 
 SKU = "CHAIR-WALNUT"
 
@@ -541,3 +541,61 @@ def test_a_closed_restock_tells_nobody(shop: Services, clock: FixedClock) -> Non
 def test_a_job_for_an_unknown_restock_fails_so_it_reaches_the_dead_letter_queue(shop: Services) -> None:
     with pytest.raises(UnknownRestock):
         shop.notifier.handle(Job(SKU, "rs_000000000000000000000000", "2026-01-01T00:00:00.000000Z#00000000"), plenty)
+
+
+class AnswerLost:
+    """An SMS provider that accepts chosen numbers and then loses the answer (a read timeout on the way back)."""
+
+    def __init__(self, real: Any, lost: set[str]) -> None:
+        self.real = real
+        self.lost = set(lost)
+        self.calls: list[str] = []
+
+    def publish(self, **kwargs: Any) -> dict[str, Any]:
+        from botocore.exceptions import ReadTimeoutError
+
+        number = kwargs.get("PhoneNumber", "")
+        self.calls.append(number)
+        answer = dict(self.real.publish(**kwargs))
+        if number in self.lost:
+            raise ReadTimeoutError(endpoint_url="https://sns.eu-west-2.amazonaws.com/")
+        return answer
+
+
+def test_a_send_whose_answer_was_lost_is_kept_and_never_sent_again(shop: Services, clock: FixedClock) -> None:
+    numbers = line_up(shop, clock, 3)
+    provider = AnswerLost(shop.aws.sns, {numbers[1]})
+    shop.senders = Senders(
+        SmsSender(provider), EmailSender(shop.aws.sesv2, shop.settings.ses_from), sms_per_second=50, email_per_second=50
+    )
+    job = add_restock(shop, SKU, 3, clock.now())
+
+    outcome = shop.notifier.handle(job, plenty)  # no failure: the job is done
+    shop.notifier.handle(job, plenty)  # and a redelivery of it sends nothing more
+
+    assert provider.calls.count(numbers[1]) == 1
+    assert Counter(told()) == Counter(numbers)
+    assert outcome.notices == 2
+    row = next(r for r in offers(shop, job) if r["contact_key"] == key_of(shop, numbers[1]))
+    assert row["state"] == "offered", "the link that may have reached the shopper still works"
+    [fact] = audit(shop, "notice_unconfirmed")
+    assert (fact["token_id"], fact["error"]) == (row["token_id"], "ReadTimeoutError")
+    assert audit(shop, "send_failed") == []
+    assert int(restock_item(shop, job)["units_offerable"]) == 0
+
+
+def test_someone_who_opts_out_after_their_offer_was_made_is_not_messaged(shop: Services, clock: FixedClock) -> None:
+    numbers = line_up(shop, clock, 4)
+    job = add_restock(shop, SKU, 3, clock.now())
+
+    def unsubscribe_in_flight(point: str) -> None:
+        if point == AFTER_OFFER_COMMITTED:
+            # The shopper unsubscribes after the queue page was read, while their notice waits its turn.
+            shop.optouts.opt_out(key_of(shop, numbers[1]), "unsubscribe")
+
+    shop.notifier.faults = unsubscribe_in_flight
+    shop.notifier.handle(job, plenty)
+    assert numbers[1] not in told()
+    for queued in queued_jobs(shop):  # the unit comes back, and its top-up tells the next person
+        shop.notifier.handle(queued, plenty)
+    assert Counter(told()) == Counter([numbers[0], numbers[2], numbers[3]])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from unittest.mock import Mock
 
 import boto3
@@ -145,3 +146,137 @@ def test_disabled_metrics_print_nothing(capsys: pytest.CaptureFixture[str]) -> N
     metrics.count("NoticesSent")
     assert metrics.flush() == {"NoticesSent": 1}
     assert capsys.readouterr().out == ""
+
+
+# --- Sending exactly once: what is retried, what is "maybe sent", and the last look at the suppression list.
+
+
+def sms_notice() -> Notice:
+    return Notice(channel=SMS, to="+447400123456", text="It's back: https://n.example/reserve/abc")
+
+
+def senders_over(sns: Mock) -> tuple[Senders, list[float]]:
+    slept: list[float] = []
+    ses = client_double("sesv2", "send_email", {"MessageId": "e"})
+    senders = Senders(
+        SmsSender(sns), EmailSender(ses, SES_FROM), sms_per_second=1000, email_per_second=1000, sleep=slept.append
+    )
+    return senders, slept
+
+
+def test_a_throttled_or_unreachable_provider_is_asked_again_because_nothing_was_sent() -> None:
+    from botocore.exceptions import ClientError, EndpointConnectionError
+
+    sns = client_double("sns", "publish", {"MessageId": "sms-1"})
+    sns.publish.side_effect = [
+        ClientError({"Error": {"Code": "Throttling", "Message": "slow down"}}, "Publish"),
+        EndpointConnectionError(endpoint_url="https://sns.eu-west-2.amazonaws.com/"),
+        {"MessageId": "sms-1"},
+    ]
+    senders, slept = senders_over(sns)
+    assert senders.send(sms_notice()) == "sms-1"
+    assert sns.publish.call_count == 3
+    assert len(slept) == 2
+
+
+def test_a_lost_answer_is_never_sent_again_and_says_it_may_have_gone() -> None:
+    from botocore.exceptions import ConnectionClosedError, ReadTimeoutError
+
+    from chalicelib.senders import error_code, maybe_sent
+
+    for lost in (
+        ReadTimeoutError(endpoint_url="https://sns.eu-west-2.amazonaws.com/"),
+        ConnectionClosedError(endpoint_url="https://sns.eu-west-2.amazonaws.com/"),
+    ):
+        sns = client_double("sns", "publish", {"MessageId": "sms-1"})
+        sns.publish.side_effect = lost
+        senders, _ = senders_over(sns)
+        with pytest.raises(type(lost)):
+            senders.send(sms_notice())
+        assert sns.publish.call_count == 1
+        assert maybe_sent(lost)
+        assert error_code(lost) == type(lost).__name__  # no answer, so no provider code: never a crash
+
+
+def test_a_refusal_is_not_retried_here_and_is_not_maybe_sent() -> None:
+    from botocore.exceptions import ClientError
+
+    from chalicelib.senders import error_code, maybe_sent
+
+    refused = ClientError({"Error": {"Code": "InvalidParameter", "Message": "bad number"}}, "Publish")
+    sns = client_double("sns", "publish", {"MessageId": "sms-1"})
+    sns.publish.side_effect = refused
+    senders, _ = senders_over(sns)
+    with pytest.raises(ClientError):
+        senders.send(sms_notice())
+    assert sns.publish.call_count == 1
+    assert not maybe_sent(refused)
+    assert error_code(refused) == "InvalidParameter"
+
+
+def test_the_check_just_before_the_call_can_stop_the_send() -> None:
+    sns = client_double("sns", "publish", {"MessageId": "sms-1"})
+    senders, _ = senders_over(sns)
+
+    def opted_out() -> None:
+        raise LookupError("suppressed")
+
+    with pytest.raises(LookupError):
+        senders.send(sms_notice(), just_before=opted_out)
+    sns.publish.assert_not_called()
+
+
+def test_the_sending_clients_never_retry_on_their_own() -> None:
+    from chalicelib.aws import Aws
+
+    aws = Aws(
+        REGION, session=boto3.session.Session(region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x")
+    )
+    for client in (aws.sns_sends, aws.sesv2_sends):
+        assert client.meta.config.retries["total_max_attempts"] == 1
+
+
+def test_senders_asking_at_once_share_one_read_of_the_suppression_list() -> None:
+    from chalicelib.optout_gate import OptoutGate
+
+    reads: list[list[str]] = []
+    first_read_started = threading.Event()
+    release_first_read = threading.Event()
+
+    class Optout:
+        def suppressed_among(self, keys: list[str]) -> set[str]:
+            reads.append(keys)
+            if len(reads) == 1:
+                first_read_started.set()
+                release_first_read.wait(5)
+            return {"k-opted-out"} & set(keys)
+
+    gate = OptoutGate(Optout())
+    answers: dict[str, bool] = {}
+
+    def ask(key: str) -> None:
+        answers[key] = gate.suppressed(key)
+
+    first = threading.Thread(target=ask, args=("k-first",))
+    first.start()
+    assert first_read_started.wait(5)
+    # While the first read is under way, five more senders ask: they wait and share the next read.
+    others = [threading.Thread(target=ask, args=(k,)) for k in ("k1", "k2", "k3", "k4", "k-opted-out")]
+    for thread in others:
+        thread.start()
+    for _ in range(5000):  # until all five have joined the next round (at most about five seconds)
+        if all_waiting(gate, 5):
+            break
+        time.sleep(0.001)
+    release_first_read.set()
+    for thread in [first, *others]:
+        thread.join(5)
+    assert reads[0] == ["k-first"]
+    assert len(reads) == 2 and sorted(reads[1]) == ["k-opted-out", "k1", "k2", "k3", "k4"]
+    assert answers == {"k-first": False, "k1": False, "k2": False, "k3": False, "k4": False, "k-opted-out": True}
+
+
+def all_waiting(gate: object, count: int) -> bool:
+    """Whether `count` senders have joined the round that waits for the next read."""
+    forming = getattr(gate, "_forming", None)
+    return forming is not None and len(forming.keys) == count
