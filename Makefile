@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test test-slow test-browser lint format bench package clean cfn-lint policies
+.PHONY: dev test test-unit test-slow test-browser lint format bench package clean cfn-lint policies
 
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ dev: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -m "not slow and not browser"; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$rc
+
+# The quick loop while changing rules: the unit tests alone, which make no AWS call.
+test-unit: $(STAMP)
+	$(PY) -m pytest tests/unit -q -m "not slow and not browser"
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -m "slow"; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; fi; exit $$rc

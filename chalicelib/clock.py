@@ -23,21 +23,6 @@ class SystemClock:
         return time.time()
 
 
-class OffsetClock:
-    """The wall clock shifted by an adjustable offset (the dev console's 'advance the clock')."""
-
-    def __init__(self, offset_s: float = 0.0) -> None:
-        self.offset_s = offset_s
-
-    def now(self) -> float:
-        """Current time plus the offset."""
-        return time.time() + self.offset_s
-
-    def advance(self, seconds: float) -> None:
-        """Move this clock forward."""
-        self.offset_s += seconds
-
-
 class FixedClock:
     """A clock that only moves when told to (tests)."""
 

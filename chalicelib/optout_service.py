@@ -12,7 +12,7 @@ from typing import Any
 
 from chalicelib.clock import Clock
 from chalicelib.contacts import contact_key
-from chalicelib.leaving import HOLDING, RELEASED, Exit, QueueExits
+from chalicelib.leaving import HOLDING, Exit, QueueExits
 from chalicelib.tables.optout import SOURCES, OptoutTable
 
 MAX_SYNC_PAGES = 200  # 200 pages of up to 100 numbers each minute; far beyond a shop's opt-outs
@@ -34,11 +34,6 @@ class OptOutResult:
     def holding(self) -> list[Exit]:
         """Units the shopper already holds: theirs to buy until the hold expires."""
         return [e for e in self.exits if e.outcome == HOLDING]
-
-    @property
-    def released(self) -> list[Exit]:
-        """Live offers passed on to the next person."""
-        return [e for e in self.exits if e.outcome == RELEASED]
 
 
 @dataclass(frozen=True)
@@ -84,10 +79,6 @@ class OptoutService:
         # interrupted opt-out instead of trusting that it completed.
         exits = self.exits.leave_all(key, reason=source)
         return OptOutResult(newly=newly, exits=exits)
-
-    def is_opted_out(self, key: str) -> dict[str, Any] | None:
-        """The opt-out record of a contact, or None."""
-        return self.optout.get(key)
 
     def sync_sms_optouts(self, *, max_pages: int = MAX_SYNC_PAGES) -> SyncReport:
         """Copy the SNS account's opted-out numbers (STOP replies) into bisn-optout, source 'stop'.

@@ -113,7 +113,7 @@ def make_offer(
     transact(
         services.restocks.table.meta.client,
         [
-            services.restocks.take_offer_item(sku, restock_ts),
+            services.restocks.take_offers_item(sku, restock_ts, 1),
             services.reservations.offer_put_item(
                 token_id=token_id,
                 sku=sku,

@@ -53,11 +53,6 @@ def error_code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
-def is_condition_failure(exc: ClientError) -> bool:
-    """True when a single-item write was refused by its ConditionExpression."""
-    return error_code(exc) == "ConditionalCheckFailedException"
-
-
 def update_alone(table: Any, item: TxItem) -> bool:
     """Apply a transaction item's Update as a single write; False when its condition refuses it."""
     update = {k: v for k, v in item["Update"].items() if k != "TableName"}

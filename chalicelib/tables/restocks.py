@@ -71,17 +71,6 @@ class RestocksTable:
             update["ConditionExpression"] = condition
         return {"Update": update}
 
-    def take_offer_item(self, sku: str, restock_ts: str) -> dict:
-        """Notice sent: units_offerable - 1, only while at least one unit is neither held nor promised."""
-        return self._counter_item(
-            sku,
-            restock_ts,
-            "ADD units_offerable :minus",
-            # Never over-promise (invariant 5): live offers never exceed units_available.
-            "units_offerable >= :one",
-            {":minus": -1, ":one": 1},
-        )
-
     def take_offers_item(self, sku: str, restock_ts: str, count: int) -> dict:
         """Notices sent in one batch: units_offerable - count, only while that many are neither held nor promised."""
         item = self._counter_item(

@@ -502,7 +502,7 @@ def take_units(services: Services, restock: dict[str, Any], *, offers: int, hold
     table = services.restocks
     client = table.table.meta.client
     for _ in range(offers):
-        transact(client, [table.take_offer_item(restock["sku"], restock["restock_ts"])])
+        transact(client, [table.take_offers_item(restock["sku"], restock["restock_ts"], 1)])
     for _ in range(holds):
         transact(client, [table.hold_item(restock["sku"], restock["restock_ts"])])
 
