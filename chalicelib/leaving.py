@@ -1,7 +1,7 @@
 """Leaving a waiting list: one request out, its uniqueness item with it, and any live offer passed on.
 
 Every way a shopper leaves (the unsubscribe link, an SMS STOP, the manage page, an opt-out or
-erasure by staff) goes through `QueueExits`, so each of them keeps the same promises:
+erasure by staff) goes through `QueueExits`, so each of them keeps the same invariants:
 
 - the request, its uniqueness item, the catalogue's `waiting_count` and an audit fact change in ONE
   transaction, conditional on the state the request was seen in (a racing offer or click wins, and
@@ -9,7 +9,7 @@ erasure by staff) goes through `QueueExits`, so each of them keeps the same prom
 - a live offer is released as the counters table of DESIGN §4 says (offer `offered` → `lapsed`,
   `units_offerable` + 1, unless a fall in stock already took that promise back) in that same transaction, and a top-up job is queued so the next person is
   told. The lapsed row stays in the sweep's due-time index until the job is on the queue, so a crash
-  between the two is finished by the sweep (promise 7);
+  between the two is finished by the sweep (invariant 7);
 - a unit the shopper already holds is theirs until it is bought or the hold expires; leaving never
   takes it away, and the caller says so. The request is marked, and the sweep takes the place off the list
   when the hold expires unbought (a purchase ends it anyway);
@@ -165,7 +165,7 @@ class QueueExits:
         restock_ts, restock_id = str(offer["restock_ts"]), str(offer["restock_id"])
         items = [
             # Kept in the sweep's due-time index (due now) until the top-up is on the queue: if we stop
-            # before sending it, the sweep sees a lapsed row and queues it (promise 7).
+            # before sending it, the sweep sees a lapsed row and queues it (invariant 7).
             self.reservations.transition_item(
                 token_id, OFFERED, LAPSED, due_at=int(now), lapsed_at=int(now), lapse_reason=reason
             ),
