@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chalicelib.clock import Clock, iso, parse_iso
+from chalicelib.compose import Copy, Facts, compose_email, compose_sms, facts_for
 from chalicelib.config import Settings
-from chalicelib.copywriter import Copy, Copywriter, Facts, compose_email, compose_sms, facts_for
+from chalicelib.copywriter import Copywriter
 from chalicelib.errors import NotFound
 from chalicelib.faults import FaultHook
 from chalicelib.jobs import Job, JobQueue

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from chalicelib.clock import FixedClock
-from chalicelib.copywriter import FakeBedrock, sms_segments
+from chalicelib.copywriter import FakeBedrock
 from chalicelib.jobs import Job
 from chalicelib.metrics import (
     NOTICES_SENT,
@@ -37,6 +37,7 @@ from chalicelib.notifier import (
     UnknownRestock,
 )
 from chalicelib.senders import EmailSender, Senders, SmsSender
+from chalicelib.sms import sms_segments
 from chalicelib.wiring import Services
 from tests.notices import (
     FlakySns,

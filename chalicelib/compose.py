@@ -1,0 +1,127 @@
+"""Message composition: the facts a restock's copy is written from, the copy itself, and the whole SMS and
+email each recipient gets. The same functions build what the copy rules check and what is sent."""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from chalicelib.senders import EMAIL, STOP_LINE, Notice
+
+LINK = "{link}"
+MANAGE_LABEL = "Manage alerts: "
+
+
+@dataclass(frozen=True)
+class Copy:
+    """The text of one restock's notices, with LINK where each recipient's reserve link goes."""
+
+    sms: str
+    email_subject: str
+    email_text: str
+    email_html: str
+    source: str
+
+    def to_item(self) -> dict[str, str]:
+        """The map cached on the restock item."""
+        return asdict(self)
+
+    @classmethod
+    def from_item(cls, item: Any) -> Copy | None:
+        """A cached copy, or None when the stored map is incomplete."""
+        if not isinstance(item, dict):
+            return None
+        fields = ("sms", "email_subject", "email_text", "email_html", "source")
+        if not all(isinstance(item.get(k), str) and item.get(k) for k in fields):
+            return None
+        return cls(**{k: str(item[k]) for k in fields})
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the copy may say: names and the two time windows, in words."""
+
+    product: str
+    shop: str
+    voice: str
+    offer_window: str
+    hold_window: str
+
+
+def window_words(seconds: int) -> str:
+    """A duration as a shopper reads it: 3600 -> '1 hour', 900 -> '15 minutes'."""
+    seconds = max(60, int(seconds))
+    if seconds % 3600 == 0:
+        hours = seconds // 3600
+        return f"{hours} hour" + ("s" if hours != 1 else "")
+    minutes = -(-seconds // 60)
+    return f"{minutes} minute" + ("s" if minutes != 1 else "")
+
+
+def facts_for(product: dict[str, Any], shop: str) -> Facts:
+    """The facts of a catalogue product the copy is written from."""
+    return Facts(
+        product=str(product.get("name") or product.get("sku") or "your item").strip(),
+        shop=shop,
+        voice=str(product.get("voice") or "friendly"),
+        offer_window=window_words(int(product.get("offer_window_s") or 3600)),
+        hold_window=window_words(int(product.get("hold_window_s") or 900)),
+    )
+
+
+def fill(text: str, url: str) -> str:
+    """Put a recipient's link where the placeholder is."""
+    return text.replace(LINK, url)
+
+
+def compose_sms(copy_sms: str, reserve_url: str, manage_url: str) -> str:
+    """The whole SMS: the copy with its link, the manage link, and the STOP line last."""
+    return f"{fill(copy_sms, reserve_url)}\n{MANAGE_LABEL}{manage_url}\n{STOP_LINE}"
+
+
+def email_html(text: str) -> str:
+    """HTML for an email body written as plain paragraphs (the model never writes markup)."""
+    parts = []
+    for para in re.split(r"\n\s*\n", text.strip()):
+        para = para.strip()
+        if para == LINK:
+            parts.append(
+                f'<p><a href="{LINK}" style="display:inline-block;padding:10px 18px;background:#1f2937;'
+                f'color:#ffffff;text-decoration:none;border-radius:6px">Hold one for me</a></p>'
+            )
+            continue
+        escaped = html.escape(para).replace("\n", "<br>")
+        parts.append("<p>" + escaped.replace(LINK, f'<a href="{LINK}">this link</a>') + "</p>")
+    return "\n".join(parts)
+
+
+def compose_email(
+    copy: Copy,
+    *,
+    to: str,
+    name: str,
+    facts: Facts,
+    reserve_url: str,
+    manage_url: str,
+    unsubscribe_url: str,
+) -> Notice:
+    """The whole email for one recipient: greeting, the copy with their link, and a footer with their links."""
+    greeting = f"Hi {name}," if name else "Hello,"
+    why = f"You asked {facts.shop} to tell you when {facts.product} was back in stock."
+    text = (
+        f"{greeting}\n\n{fill(copy.email_text, reserve_url)}\n\n--\n{why}\n"
+        f"Manage your alerts: {manage_url}\nUnsubscribe: {unsubscribe_url}\n"
+    )
+    safe = {k: html.escape(v, quote=True) for k, v in (("r", reserve_url), ("m", manage_url), ("u", unsubscribe_url))}
+    body_html = (
+        '<!doctype html><html><body style="font-family:sans-serif;line-height:1.5;color:#111827">'
+        f"<p>{html.escape(greeting)}</p>\n{fill(copy.email_html, safe['r'])}\n"
+        f'<hr><p style="font-size:12px;color:#6b7280">{html.escape(why)}<br>'
+        f'<a href="{safe["m"]}">Manage your alerts</a> · <a href="{safe["u"]}">Unsubscribe</a></p>'
+        "</body></html>"
+    )
+    return Notice(
+        channel=EMAIL, to=to, subject=copy.email_subject, text=text, html=body_html, unsubscribe_url=unsubscribe_url
+    )

@@ -1,0 +1,60 @@
+"""SMS arithmetic: GSM-7 and UCS-2 characters, septets and how many segments a message needs (pure)."""
+
+from __future__ import annotations
+
+import unicodedata
+
+# GSM 03.38: the basic set costs one septet a character, the extension set two. Anything else forces UCS-2,
+# which shrinks a segment from 153 to 67 characters, so it is translated or refused.
+GSM_BASIC = frozenset(
+    "@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !\"#¤%&'()*+,-./0123456789:;<=>?"
+    "¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà"
+)
+GSM_EXTENDED = frozenset("^{}\\[~]|€\f")
+TYPOGRAPHIC = str.maketrans(
+    {
+        "‘": "'",
+        "’": "'",
+        "‚": "'",
+        "“": '"',
+        "”": '"',
+        "„": '"',
+        "–": "-",
+        "—": "-",
+        "…": "...",
+        "\u00a0": " ",
+        "•": "-",
+    }
+)
+
+
+def to_gsm(text: str) -> str:
+    """Text with typographic characters and accents replaced by their GSM-7 forms where one exists."""
+    text = text.translate(TYPOGRAPHIC)
+    out = []
+    for char in text:
+        if char in GSM_BASIC or char in GSM_EXTENDED:
+            out.append(char)
+            continue
+        plain = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
+        out.append(plain if plain and all(c in GSM_BASIC for c in plain) else char)
+    return "".join(out)
+
+
+def is_gsm(text: str) -> bool:
+    """True when every character fits GSM-7 (so a segment holds 153 characters, not 67)."""
+    return all(c in GSM_BASIC or c in GSM_EXTENDED for c in text)
+
+
+def septets(text: str) -> int:
+    """GSM-7 length: extension characters count twice."""
+    return sum(2 if c in GSM_EXTENDED else 1 for c in text)
+
+
+def sms_segments(text: str) -> int:
+    """How many SMS parts a message needs (GSM-7: 160 alone, 153 each when split; UCS-2: 70 / 67)."""
+    if is_gsm(text):
+        length, single, part = septets(text), 160, 153
+    else:
+        length, single, part = len(text.encode("utf-16-le")) // 2, 70, 67
+    return 1 if length <= single else -(-length // part)
