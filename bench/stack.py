@@ -85,6 +85,7 @@ def stack(stage_overrides: dict[str, str] | None = None) -> Iterator[Stack]:
     from chalicelib.config import settings_from_env
     from chalicelib.wiring import Services
     from devstack.emulator import prepare_dynamodb
+    from devstack.fake_model import model_for
     from devstack.provision import provision
 
     prepare_dynamodb()
@@ -96,7 +97,9 @@ def stack(stage_overrides: dict[str, str] | None = None) -> Iterator[Stack]:
         log = CallLog(settings.name_prefix)
         # Registered before the services build a client, so every client they build carries the hook.
         log.register(session)
-        services = Services(settings, Aws(REGION, session=session), FixedClock(float(int(time.time()))))
+        services = Services(
+            settings, Aws(REGION, session=session), FixedClock(float(int(time.time()))), model=model_for(settings)
+        )
         domain = parseaddr(settings.ses_from)[1].split("@", 1)[1]
         services.aws.sesv2.create_email_identity(EmailIdentity=domain)
         yield Stack(services, services.clock, log, sqs)

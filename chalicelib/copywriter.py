@@ -7,7 +7,6 @@ prices, guarantees, invented times) is replaced by a plain template, and a metri
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 import uuid
@@ -42,53 +41,6 @@ def user_prompt(facts: Facts) -> str:
         "while the reader checks out. If unused it passes to the next person waiting.\n"
         "Write the notice."
     )
-
-
-class FakeBedrock:
-    """A stand-in for the Bedrock runtime client (local stage and tests): fixed text, or a given failure.
-
-    Without fixed text it answers the way a model asked by user_prompt would, naming the product, so the
-    local demo's notices read like real ones.
-    """
-
-    def __init__(self, text: str | None = None, error: Exception | None = None, stop_reason: str = "end_turn") -> None:
-        self.text = text
-        self.error = error
-        self.stop_reason = stop_reason
-        self.calls: list[dict[str, Any]] = []
-
-    @staticmethod
-    def written_for(prompt: str) -> str:
-        """The fake's notice for one prompt: the product by name, the link once."""
-        fields = dict(line.split(": ", 1) for line in prompt.splitlines() if ": " in line)
-        product = fields.get("Product", "The item you asked us to watch")
-        return json.dumps(
-            {
-                "sms": f"Good news: {product} is back! Tap soon to hold one while you check out: {LINK}",
-                "email_subject": f"{product} is back in stock",
-                "email_body": (
-                    f"{product} is back in stock, and you asked to be told first.\n\n"
-                    f"Tap the link to hold one while you check out:\n\n{LINK}\n\n"
-                    "If you don't use it in time, it passes to the next person waiting."
-                ),
-            }
-        )
-
-    def converse(self, **kwargs: Any) -> dict[str, Any]:
-        """Answer like Converse does."""
-        self.calls.append(kwargs)
-        if self.error is not None:
-            raise self.error
-        text = self.text
-        if text is None:
-            prompt = "".join(str(b.get("text", "")) for m in kwargs.get("messages", []) for b in m.get("content", []))
-            text = self.written_for(prompt)
-        content = [{"text": text}] if text else []
-        return {
-            "output": {"message": {"role": "assistant", "content": content}},
-            "stopReason": self.stop_reason,
-            "usage": {"inputTokens": 200, "outputTokens": 120, "totalTokens": 320},
-        }
 
 
 def converse_text(response: dict[str, Any]) -> str:

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from chalicelib.aws import Aws
 from chalicelib.clock import Clock, SystemClock
-from chalicelib.config import Settings, load_settings
+from chalicelib.config import ConfigError, Settings, load_settings
 from chalicelib.faults import FaultHook, no_faults
 
 if TYPE_CHECKING:
@@ -54,11 +54,14 @@ class Services:
         aws: Aws | None = None,
         clock: Clock | None = None,
         faults: FaultHook = no_faults,
+        model: Any | None = None,
     ) -> None:
         self.settings = settings
         self.aws = aws or Aws(settings.aws_region)
         self.clock: Clock = clock or SystemClock()
         self.faults = faults
+        # A Converse-shaped client the caller brings (the local stack's and the tests' fake model).
+        self.model = model
 
     @cached_property
     def secrets(self) -> Secrets:
@@ -156,14 +159,18 @@ class Services:
 
     @cached_property
     def bedrock(self) -> Any | None:
-        """The model client for copy: Bedrock, the in-repo fake (local stage), or none (template only)."""
-        if self.settings.copy_mode == "bedrock":
-            return self.aws.bedrock_runtime
-        if self.settings.copy_mode == "fake":
-            from chalicelib.copywriter import FakeBedrock
+        """The model client for copy: none with COPY_MODE=template, else the one passed in, else Bedrock.
 
-            return FakeBedrock()
-        return None
+        COPY_MODE=fake (the local stage) has no client of its own: the local stack and the tests pass the fake.
+        """
+        mode = self.settings.copy_mode
+        if mode == "template":
+            return None
+        if self.model is not None:
+            return self.model
+        if mode == "fake":
+            raise ConfigError("COPY_MODE=fake needs the model client passed to Services (devstack/fake_model.py)")
+        return self.aws.bedrock_runtime
 
     @cached_property
     def copywriter(self) -> Copywriter:

@@ -70,9 +70,11 @@ def _follow_stack_clock(path: Path) -> None:
     from chalicelib import wiring
     from chalicelib.config import load_settings
     from chalicelib.wiring import Services
+    from devstack.fake_model import model_for
     from devstack.stack import SharedClock, SharedOffset
 
-    wiring.install(Services(load_settings(), clock=SharedClock(SharedOffset(path))))
+    settings = load_settings()
+    wiring.install(Services(settings, clock=SharedClock(SharedOffset(path)), model=model_for(settings)))
 
 
 def _interrupt(signum: int, frame: object) -> None:

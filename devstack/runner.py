@@ -156,6 +156,7 @@ class LocalStack:
         from chalicelib.aws import Aws
         from chalicelib.wiring import Services
         from devstack import demo, outbox
+        from devstack.fake_model import model_for
         from devstack.provision import provision
         from devstack.stack import ConsoleClock, HttpApi, SharedOffset, Stack, verify_sender
         from devstack.stage import local_settings
@@ -169,7 +170,7 @@ class LocalStack:
         session = boto3.session.Session(region_name=REGION)
         created = provision(session, settings.name_prefix)
         log.info("provisioned %d tables, queues and topics from infra/template.json", len(created))
-        services = Services(settings, Aws(REGION, session=session), clock)
+        services = Services(settings, Aws(REGION, session=session), clock, model=model_for(settings))
         wiring.install(services)
         sender = verify_sender(services)
         log.info("verified the sending address %s in the emulator's SES", sender)

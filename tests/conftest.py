@@ -16,6 +16,7 @@ from chalicelib.clock import FixedClock
 from chalicelib.config import settings_from_env
 from chalicelib.wiring import Services
 from devstack.emulator import prepare_dynamodb
+from devstack.fake_model import FakeBedrock
 from devstack.provision import provision
 from tests.support import CHAIR, REGION, app_client, stage_env
 
@@ -51,7 +52,7 @@ def clock() -> FixedClock:
 @pytest.fixture
 def services(session: boto3.session.Session, clock: FixedClock, env: dict[str, str]) -> Services:
     """The app's services wired to the emulator and the test clock."""
-    return Services(settings_from_env(env), Aws(REGION, session=session), clock)
+    return Services(settings_from_env(env), Aws(REGION, session=session), clock, model=FakeBedrock())
 
 
 @pytest.fixture

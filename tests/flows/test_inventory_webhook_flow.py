@@ -13,6 +13,7 @@ from chalicelib.aws import Aws
 from chalicelib.clock import FixedClock
 from chalicelib.config import settings_from_env
 from chalicelib.wiring import Services
+from devstack.fake_model import FakeBedrock
 from tests.inventory import body, queued, restocks, signed
 from tests.support import REGION, app_client
 
@@ -113,7 +114,12 @@ def test_the_catalog_sync_schedule_loads_the_feed(
         "checkout_url": "https://shop.example/c?r={reservation_id}",
     }
     feed.write_text(json.dumps({"products": [mug]}))
-    services = Services(settings_from_env({**env, "CATALOG_URL": feed.as_uri()}), Aws(REGION, session=session), clock)
+    services = Services(
+        settings_from_env({**env, "CATALOG_URL": feed.as_uri()}),
+        Aws(REGION, session=session),
+        clock,
+        model=FakeBedrock(),
+    )
     with app_client(services) as client:
         event = client.events.generate_cw_event(
             source="aws.events", detail_type="Scheduled Event", detail={}, resources=["catalog_sync"]

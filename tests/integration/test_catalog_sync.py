@@ -19,6 +19,7 @@ from chalicelib.clock import FixedClock
 from chalicelib.config import settings_from_env
 from chalicelib.errors import Discontinued
 from chalicelib.wiring import Services
+from devstack.fake_model import FakeBedrock
 from tests.inventory import deliver
 from tests.support import CHAIR, REGION, ROOT
 
@@ -251,7 +252,7 @@ def deployed(session: boto3.session.Session, clock: FixedClock, env: dict[str, s
             "CATALOG_TOKEN_SECRET_ID": "bisn/catalog-token",
         }
     )
-    return Services(settings, Aws(REGION, session=session), clock)
+    return Services(settings, Aws(REGION, session=session), clock, model=FakeBedrock())
 
 
 def test_an_https_feed_is_fetched_with_the_bearer_token_from_secrets_manager(deployed: Services) -> None:

@@ -23,6 +23,7 @@ from chalicelib.webhooks import verify
 from chalicelib.wiring import Services
 from devstack import demo, outbox
 from devstack.console import create_console
+from devstack.fake_model import FakeBedrock
 from devstack.stack import ApiAnswer, ConsoleClock, InProcessApi, Stack, verify_sender
 from tests.support import REGION, app_client
 
@@ -47,7 +48,7 @@ def stack_clock(clock: FixedClock) -> ConsoleClock:
 @pytest.fixture
 def stack_services(session: boto3.session.Session, env: dict[str, str], stack_clock: ConsoleClock) -> Services:
     """Services as the local stack builds them: on the stack's clock, sender verified, sends stamped."""
-    services = Services(settings_from_env(env), Aws(REGION, session=session), stack_clock)
+    services = Services(settings_from_env(env), Aws(REGION, session=session), stack_clock, model=FakeBedrock())
     verify_sender(services)
     outbox.record_sends(stack_clock)
     return services

@@ -19,6 +19,7 @@ from chalicelib.jobs import Job, JobQueue
 from chalicelib.tables.base import TransactionCancelled, transact
 from chalicelib.webhooks import sign
 from chalicelib.wiring import Services
+from devstack.fake_model import FakeBedrock
 from tests.inventory import body, deliver, queued, restocks, signed
 from tests.support import CHAIR, REGION, CrashAt, InjectedCrash
 
@@ -142,7 +143,7 @@ def rotating(session: boto3.session.Session, clock: FixedClock, env: dict[str, s
     """Services during a secret rotation: the old and the new webhook secret are both configured."""
     old = env["WEBHOOK_SECRET"]
     rotated = {**env, "WEBHOOK_SECRET": f"{old} {NEW_SECRET}"}
-    services = Services(settings_from_env(rotated), Aws(REGION, session=session), clock)
+    services = Services(settings_from_env(rotated), Aws(REGION, session=session), clock, model=FakeBedrock())
     services.catalog.upsert("CHAIR-WALNUT", dict(CHAIR))
     return services
 

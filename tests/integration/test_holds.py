@@ -13,6 +13,7 @@ from chalicelib.clock import FixedClock
 from chalicelib.orders import Order
 from chalicelib.tables.base import TransactionCancelled
 from chalicelib.wiring import Services
+from devstack.fake_model import FakeBedrock
 from tests.scenes import Scene, level_falls_to, scene
 from tests.support import CHAIR, join_request
 
@@ -362,7 +363,9 @@ def test_crash_after_the_hold_commits_is_answered_by_the_next_tap(s: Scene) -> N
     from tests.support import CrashAt, InjectedCrash
 
     token_id = s.offer()
-    crashing = Services(s.services.settings, s.services.aws, s.clock, faults=CrashAt("reserve.after_hold"))
+    crashing = Services(
+        s.services.settings, s.services.aws, s.clock, faults=CrashAt("reserve.after_hold"), model=FakeBedrock()
+    )
     with pytest.raises(InjectedCrash):
         crashing.holds.reserve(s.services.tokens.reserve(token_id))
     # The hold stands (one transaction), so tapping again goes straight to checkout on the same unit.

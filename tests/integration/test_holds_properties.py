@@ -27,6 +27,7 @@ from chalicelib.errors import Conflict
 from chalicelib.orders import Order
 from chalicelib.tables.base import TransactionCancelled
 from chalicelib.wiring import Services
+from devstack.fake_model import FakeBedrock
 from tests.support import CHAIR, join_request, make_offer, put_restock
 
 ACTIVE = {"waiting", "offered", "reserved"}
@@ -41,7 +42,7 @@ def machine_for(base: Services) -> type[RuleBasedStateMachine]:
         def __init__(self) -> None:
             super().__init__()
             self.clock = FixedClock(float(int(time.time())))
-            self.services = Services(base.settings, base.aws, self.clock)
+            self.services = Services(base.settings, base.aws, self.clock, model=FakeBedrock())
             self.sku = f"PROP-{next(_skus)}"
             self.services.catalog.upsert(self.sku, dict(CHAIR))
             self.requests: list[dict[str, Any]] = []

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from chalicelib.clock import FixedClock
-from chalicelib.copywriter import FakeBedrock
 from chalicelib.jobs import Job
 from chalicelib.metrics import (
     NOTICES_SENT,
@@ -39,6 +38,7 @@ from chalicelib.notifier import (
 from chalicelib.senders import EmailSender, Senders, SmsSender
 from chalicelib.sms import sms_segments
 from chalicelib.wiring import Services
+from devstack.fake_model import FakeBedrock
 from tests.notices import (
     FlakySns,
     add_many_requests,
@@ -285,7 +285,7 @@ def test_a_crash_between_transaction_and_send_sends_nothing_and_leaves_the_offer
 ) -> None:
     numbers = line_up(shop, clock, 3)
     job = add_restock(shop, SKU, 2, clock.now())
-    crashing = Services(shop.settings, shop.aws, clock, faults=CrashAt(AFTER_OFFER_COMMITTED))
+    crashing = Services(shop.settings, shop.aws, clock, faults=CrashAt(AFTER_OFFER_COMMITTED), model=FakeBedrock())
 
     with pytest.raises(InjectedCrash):
         crashing.notifier.handle(job, plenty)
@@ -414,7 +414,9 @@ def test_a_request_told_meanwhile_by_another_notifier_is_skipped_and_the_rest_of
     def other_notifier_tells_late() -> None:
         make_offer(shop, restock, shop.requests.get(SKU, joined(late, clock.now())), clock.now())
 
-    notifier = Services(shop.settings, shop.aws, clock, faults=AfterFirstCommit(other_notifier_tells_late)).notifier
+    notifier = Services(
+        shop.settings, shop.aws, clock, faults=AfterFirstCommit(other_notifier_tells_late), model=FakeBedrock()
+    ).notifier
 
     outcome = notifier.handle(job, plenty)
 
@@ -446,7 +448,9 @@ def test_a_batch_larger_than_the_units_left_offers_exactly_those_units_oldest_fi
             ExpressionAttributeValues={":minus": -3},
         )
 
-    notifier = Services(shop.settings, shop.aws, clock, faults=AfterFirstCommit(units_taken_elsewhere)).notifier
+    notifier = Services(
+        shop.settings, shop.aws, clock, faults=AfterFirstCommit(units_taken_elsewhere), model=FakeBedrock()
+    ).notifier
 
     outcome = notifier.handle(job, plenty)
 

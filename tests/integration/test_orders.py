@@ -11,6 +11,7 @@ from chalicelib.errors import BadRequest, Conflict, InvalidSignature, NotFound
 from chalicelib.orders import Order, parse_order
 from chalicelib.webhooks import sign
 from chalicelib.wiring import Services
+from devstack.fake_model import FakeBedrock
 from tests.scenes import Scene, scene
 from tests.support import CHAIR, queued_jobs
 
@@ -157,7 +158,9 @@ def test_crash_after_conversion_is_answered_by_the_redelivery(s: Scene) -> None:
     from tests.support import CrashAt, InjectedCrash
 
     token_id = held(s)
-    crashing = Services(s.services.settings, s.services.aws, s.clock, faults=CrashAt("orders.after_convert"))
+    crashing = Services(
+        s.services.settings, s.services.aws, s.clock, faults=CrashAt("orders.after_convert"), model=FakeBedrock()
+    )
     with pytest.raises(InjectedCrash):
         crashing.orders.record(Order(token_id, "order-1"))
     assert s.services.orders.record(Order(token_id, "order-1")).status == "already_converted"

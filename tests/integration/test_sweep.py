@@ -12,6 +12,7 @@ from chalicelib.clock import FixedClock
 from chalicelib.sweep import STALE_LEAD_S, SweepService
 from chalicelib.tables.requests import unique_sk
 from chalicelib.wiring import Services
+from devstack.fake_model import FakeBedrock
 from tests.scenes import Scene, scene
 from tests.support import CHAIR, CrashAt, InjectedCrash, join_request, queued_jobs
 
@@ -23,7 +24,7 @@ def s(services: Services, clock: FixedClock) -> Scene:
 
 def with_faults(services: Services, faults: Any) -> Services:
     """The same emulator and clock, with a fault hook."""
-    return Services(services.settings, services.aws, services.clock, faults=faults)
+    return Services(services.settings, services.aws, services.clock, faults=faults, model=FakeBedrock())
 
 
 def scans(services: Services) -> list[str]:

@@ -31,6 +31,7 @@ from chalicelib.jobs import Job
 from chalicelib.tables.base import query_all
 from chalicelib.webhooks import sign
 from chalicelib.wiring import Services
+from devstack.fake_model import FakeBedrock
 from tests.support import CHAIR, REGION, InjectedCrash
 
 PLENTY_MS = 60_000
@@ -143,7 +144,9 @@ class World:
         sqs = session.client("sqs", region_name=REGION)
         # Registered on the session before the services build their clients, so every client carries it.
         session.events.register("before-call", faults.before_call)
-        services = Services(settings_from_env(env), Aws(REGION, session=session), clock, faults=faults)
+        services = Services(
+            settings_from_env(env), Aws(REGION, session=session), clock, faults=faults, model=FakeBedrock()
+        )
         world = cls(services, clock, faults, observer, sqs, session)
         domain = parseaddr(services.settings.ses_from)[1].split("@", 1)[1]
         services.aws.sesv2.create_email_identity(EmailIdentity=domain)
@@ -155,7 +158,13 @@ class World:
         Threads that stand for separate invocations each take their own: boto3 clients are shared safely,
         but a DynamoDB resource's condition builder is not, and no two Lambda processes share one anyway.
         """
-        return Services(self.services.settings, Aws(REGION, session=self.session), self.clock, faults=self.faults)
+        return Services(
+            self.services.settings,
+            Aws(REGION, session=self.session),
+            self.clock,
+            faults=self.faults,
+            model=FakeBedrock(),
+        )
 
     def product(self, sku: str | None = None, **settings: Any) -> str:
         """A sold-out product in the catalogue."""

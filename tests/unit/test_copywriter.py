@@ -11,13 +11,14 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 from chalicelib.compose import LINK, Copy, Facts, compose_sms, facts_for, fill, window_words
 from chalicelib.config import settings_from_env
 from chalicelib.copy_rules import SMS_COPY_SEGMENTS, SMS_TOTAL_SEGMENTS, template_copy
-from chalicelib.copywriter import Copywriter, FakeBedrock
+from chalicelib.copywriter import Copywriter
 from chalicelib.links import Links
 from chalicelib.metrics import FALLBACK_COPY, Metrics
 from chalicelib.senders import STOP_LINE
 from chalicelib.sms import septets, sms_segments, to_gsm
 from chalicelib.tables.restocks import RestocksTable
 from chalicelib.tokens import Tokens
+from devstack.fake_model import FakeBedrock
 from tests.support import CHAIR, stage_env
 
 SETTINGS = settings_from_env({**stage_env("local"), "AWS_DEFAULT_REGION": "eu-west-2"})
