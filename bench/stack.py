@@ -81,9 +81,9 @@ def stack(stage_overrides: dict[str, str] | None = None) -> Iterator[Stack]:
     from moto import mock_aws
 
     from chalicelib.aws import Aws
-    from chalicelib.clock import FixedClock
     from chalicelib.config import settings_from_env
     from chalicelib.wiring import Services
+    from devstack.clocks import FixedClock
     from devstack.emulator import prepare_dynamodb
     from devstack.fake_model import model_for
     from devstack.provision import provision

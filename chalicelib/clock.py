@@ -23,21 +23,6 @@ class SystemClock:
         return time.time()
 
 
-class FixedClock:
-    """A clock that only moves when told to (tests)."""
-
-    def __init__(self, at: float) -> None:
-        self.at = at
-
-    def now(self) -> float:
-        """The set time."""
-        return self.at
-
-    def advance(self, seconds: float) -> None:
-        """Move this clock forward."""
-        self.at += seconds
-
-
 def iso(ts: float) -> str:
     """Unix seconds as ISO-8601 UTC with microseconds, sortable as text."""
     return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -12,9 +12,9 @@ from chalice.test import Client
 from moto import mock_aws
 
 from chalicelib.aws import Aws
-from chalicelib.clock import FixedClock
 from chalicelib.config import settings_from_env
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 from devstack.emulator import prepare_dynamodb
 from devstack.fake_model import FakeBedrock
 from devstack.provision import provision

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib import holds
-from chalicelib.clock import FixedClock
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 from tests.support import CHAIR, join_request, make_offer, put_restock
 
 

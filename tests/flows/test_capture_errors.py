@@ -9,8 +9,8 @@ import boto3
 import pytest
 from chalice.test import Client
 
-from chalicelib.clock import FixedClock
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 
 JSON = {"Content-Type": "application/json"}
 GOOD = {"sku": "CHAIR-WALNUT", "channel": "sms", "contact": "07400 123456"}

@@ -8,9 +8,9 @@ from typing import Any
 
 from chalice.test import Client
 
-from chalicelib.clock import FixedClock
 from chalicelib.contacts import contact_key
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 
 JSON = {"Content-Type": "application/json"}
 

@@ -7,9 +7,9 @@ from typing import Any
 
 from chalice.test import Client
 
-from chalicelib.clock import FixedClock
 from chalicelib.webhooks import sign
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 from tests.scenes import level_falls_to, scene
 from tests.support import CHAIR, queued_jobs
 

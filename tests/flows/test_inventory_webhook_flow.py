@@ -10,9 +10,9 @@ import boto3
 from chalice.test import Client
 
 from chalicelib.aws import Aws
-from chalicelib.clock import FixedClock
 from chalicelib.config import settings_from_env
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
 from tests.inventory import body, queued, restocks, signed
 from tests.support import REGION, app_client

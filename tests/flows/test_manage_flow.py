@@ -11,9 +11,9 @@ import pytest
 from chalice.test import Client
 from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 
-from chalicelib.clock import FixedClock
 from chalicelib.contacts import contact_key
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 from tests.scenes import Scene, scene
 from tests.support import join_request
 

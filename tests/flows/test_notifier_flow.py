@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from chalice.test import Client
 
-from chalicelib.clock import FixedClock
 from chalicelib.errors import BadRequest
 from chalicelib.jobs import Job
 from chalicelib.notifier import UnknownRestock
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 from tests.notices import add_restock, drain, email_outbox, sms_outbox, verify_sender
 
 JSON = {"Content-Type": "application/json"}

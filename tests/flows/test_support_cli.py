@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from chalicelib.clock import FixedClock
 from chalicelib.jobs import Job
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 from support.cli import cli, stage_env
 from tests.scenes import scene
 from tests.support import CHAIR

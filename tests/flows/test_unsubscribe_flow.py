@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from chalice.test import Client
 
-from chalicelib.clock import FixedClock
 from chalicelib.jobs import Job
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 from tests.scenes import Scene, scene
 from tests.support import join_request, queued_jobs
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from chalicelib.clock import FixedClock
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 
 TAP = {"sku": "CHAIR-WALNUT", "channel": "sms", "contact": "07400 123456"}
 

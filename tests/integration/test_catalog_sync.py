@@ -15,10 +15,10 @@ import pytest
 
 from chalicelib.aws import Aws
 from chalicelib.catalog_sync import CatalogSync, FeedReader, SyncReport
-from chalicelib.clock import FixedClock
 from chalicelib.config import settings_from_env
 from chalicelib.errors import Discontinued
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
 from tests.inventory import deliver
 from tests.support import CHAIR, REGION, ROOT

@@ -16,12 +16,12 @@ from flask.testing import FlaskClient
 
 from chalicelib import wiring
 from chalicelib.aws import Aws
-from chalicelib.clock import FixedClock
 from chalicelib.config import settings_from_env
 from chalicelib.jobs import Job
 from chalicelib.webhooks import verify
 from chalicelib.wiring import Services
 from devstack import demo, outbox
+from devstack.clocks import FixedClock
 from devstack.console import create_console
 from devstack.fake_model import FakeBedrock
 from devstack.stack import ApiAnswer, ConsoleClock, InProcessApi, Stack, verify_sender

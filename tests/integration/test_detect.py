@@ -11,7 +11,7 @@ import pytest
 from boto3.dynamodb.conditions import Key
 
 from chalicelib.aws import Aws
-from chalicelib.clock import FixedClock, iso
+from chalicelib.clock import iso
 from chalicelib.config import settings_from_env
 from chalicelib.detect import ENQUEUE_LEASE_S, DetectOutcome, DetectService, restock_id_for
 from chalicelib.errors import InvalidSignature
@@ -19,6 +19,7 @@ from chalicelib.jobs import Job, JobQueue
 from chalicelib.tables.base import TransactionCancelled, transact
 from chalicelib.webhooks import sign
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
 from tests.inventory import body, deliver, queued, restocks, signed
 from tests.support import CHAIR, REGION, CrashAt, InjectedCrash

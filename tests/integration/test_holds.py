@@ -9,10 +9,10 @@ from collections.abc import Callable
 import pytest
 
 from chalicelib import holds
-from chalicelib.clock import FixedClock
 from chalicelib.orders import Order
 from chalicelib.tables.base import TransactionCancelled
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
 from tests.scenes import Scene, level_falls_to, scene
 from tests.support import CHAIR, join_request

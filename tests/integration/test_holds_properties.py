@@ -22,11 +22,11 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from chalicelib.clock import FixedClock
 from chalicelib.errors import Conflict
 from chalicelib.orders import Order
 from chalicelib.tables.base import TransactionCancelled
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
 from tests.support import CHAIR, join_request, make_offer, put_restock
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from chalicelib.clock import FixedClock
 from chalicelib.leaving import GONE, HOLDING, LEFT, RELEASED
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 from tests.scenes import scene
 from tests.support import CrashAt, InjectedCrash, queued_jobs
 

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from chalicelib.clock import FixedClock
 from chalicelib.jobs import Job
 from chalicelib.metrics import (
     NOTICES_SENT,
@@ -38,6 +37,7 @@ from chalicelib.notifier import (
 from chalicelib.senders import EmailSender, Senders, SmsSender
 from chalicelib.sms import sms_segments
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
 from tests.notices import (
     FlakySns,

@@ -7,9 +7,9 @@ from collections import Counter
 
 import pytest
 
-from chalicelib.clock import FixedClock
 from chalicelib.senders import EmailSender, Senders, SmsSender
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 from tests.notices import add_many_requests, add_restock, drain, key_of, sms_outbox, verify_sender
 from tests.support import CHAIR
 

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from chalicelib.clock import FixedClock
 from chalicelib.errors import BadRequest, Conflict, InvalidSignature, NotFound
 from chalicelib.orders import Order, parse_order
 from chalicelib.webhooks import sign
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
 from tests.scenes import Scene, scene
 from tests.support import CHAIR, queued_jobs

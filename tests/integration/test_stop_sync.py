@@ -9,10 +9,10 @@ from chalice.test import Client
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.sns.models import sns_backends
 
-from chalicelib.clock import FixedClock
 from chalicelib.contacts import contact_key
 from chalicelib.optout_service import OptoutService
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 from tests.scenes import scene
 from tests.support import REGION
 

@@ -8,7 +8,6 @@ from typing import Any
 import boto3
 import pytest
 
-from chalicelib.clock import FixedClock
 from chalicelib.jobs import Job
 from chalicelib.support_desk import (
     ALREADY_NOTIFIED,
@@ -23,6 +22,7 @@ from chalicelib.support_desk import (
     StillHolding,
 )
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 from tests.scenes import Scene, scene
 from tests.support import CHAIR, join_request, put_restock, queued_jobs
 

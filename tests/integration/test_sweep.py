@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from chalicelib.clock import FixedClock
 from chalicelib.sweep import STALE_LEAD_S, SweepService
 from chalicelib.tables.requests import unique_sk
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
 from tests.scenes import Scene, scene
 from tests.support import CHAIR, CrashAt, InjectedCrash, join_request, queued_jobs

@@ -6,10 +6,10 @@ import threading
 
 import pytest
 
-from chalicelib.clock import FixedClock
 from chalicelib.tables.base import TransactionCancelled, transact
 from chalicelib.tables.requests import new_joined_ts
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 from tests.support import CHAIR
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import boto3
 import pytest
 
-from chalicelib.clock import FixedClock
+from devstack.clocks import FixedClock
 from tests.reliability.world import World
 
 

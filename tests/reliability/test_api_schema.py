@@ -30,9 +30,9 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from chalicelib.capture import SKU_PATTERN
-from chalicelib.clock import FixedClock
 from chalicelib.webhooks import sign
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 from tests.reliability.tally import count
 from tests.reliability.wsgi import ChaliceWsgi
 from tests.support import CHAIR, ROOT, installed

@@ -21,7 +21,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from chalicelib.clock import FixedClock
+from devstack.clocks import FixedClock
 from devstack.provision import provision
 from tests.reliability.invariants import Tables, assert_invariants
 from tests.reliability.journey import STEPS, Step, play

@@ -24,13 +24,13 @@ from moto.ses.models import ses_backends
 from moto.sns.models import sns_backends
 
 from chalicelib.aws import Aws
-from chalicelib.clock import FixedClock
 from chalicelib.config import settings_from_env
 from chalicelib.contacts import contact_key
 from chalicelib.jobs import Job
 from chalicelib.tables.base import query_all
 from chalicelib.webhooks import sign
 from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
 from tests.support import CHAIR, REGION, InjectedCrash
 

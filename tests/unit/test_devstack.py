@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from chalicelib.clock import FixedClock
 from devstack import demo
 from devstack.api import parse_overrides
+from devstack.clocks import FixedClock
 from devstack.outbox import Sent, html_to_text
 from devstack.runner import api_overrides, parse_args
 from devstack.stack import ConsoleClock, LocalContext, SharedClock, SharedOffset, scheduled_event, sqs_event
