@@ -21,6 +21,21 @@ FORM_TYPES = ["application/json", "application/x-www-form-urlencoded", "text/pla
 # RFC 8058 one-click POSTs are multipart/form-data or form-encoded; some clients send text/plain.
 UNSUBSCRIBE_TYPES = ["application/x-www-form-urlencoded", "multipart/form-data", "text/plain"]
 
+# HTTP belongs here, not to the domain: the status each outcome's kind is answered with (docs/openapi.yaml).
+# The keys are the services' outcome kinds, written out so that loading the app imports no service module.
+CAPTURE_STATUS = {"queued": 201, "already_queued": 200, "acknowledged": 202}  # CaptureOutcome.status
+# 202 when a restock was recorded, 200 otherwise (the platform must not retry either).
+DETECT_STATUS = {"restock": 202, "no_restock": 200, "ignored": 200}  # DetectOutcome.status
+RESERVE_STATUS = {  # ReserveOutcome.kind (chalicelib/holds.py)
+    "held": 302,  # a unit is now held
+    "held_again": 302,  # a second tap on one's own live hold
+    "just_gone": 410,  # no unit left; the shopper keeps their place
+    "expired": 410,  # lapsed offer, expired hold, used or too-old link
+    "invalid": 400,  # tampered, truncated or foreign token
+    "unknown": 404,  # a genuine token naming no row
+    "unavailable": 409,  # the product has no usable checkout URL; nothing is held
+}
+
 
 @app.middleware("http")
 def refusals_as_json(event: Request, get_response: Callable[[Request], Response]) -> Response:
@@ -53,7 +68,7 @@ def notify_me() -> Response:
         body["position"] = outcome.position
     if outcome.manage_url:
         body["manage_url"] = outcome.manage_url
-    return json_response(outcome.http_status, body, cors)
+    return json_response(CAPTURE_STATUS[outcome.status], body, cors)
 
 
 @app.route("/notify-me", methods=["OPTIONS"])
@@ -80,7 +95,7 @@ def inventory_webhook() -> Response:
         outcome = wiring.current().detector.handle(request.raw_body, request.headers)
     except DomainError as error:
         return error_response(error)
-    return json_response(outcome.http_status, outcome.body())
+    return json_response(DETECT_STATUS[outcome.status], outcome.body())
 
 
 @app.schedule(Rate(15, unit=Rate.MINUTES))
@@ -111,7 +126,8 @@ def reserve(token: str) -> Response:
     from chalicelib.holds import reserve_response
 
     services = wiring.current()
-    return reserve_response(services.holds.reserve(token), services.settings.shop_name)
+    outcome = services.holds.reserve(token)
+    return reserve_response(outcome, RESERVE_STATUS[outcome.kind], services.settings.shop_name)
 
 
 @app.route("/webhooks/orders", methods=["POST"], content_types=["application/json"])

@@ -35,17 +35,12 @@ class NotifyMe:
 
 @dataclass(frozen=True)
 class CaptureOutcome:
-    """What capture decided: 'queued' (201), 'already_queued' (200) or 'acknowledged' (202)."""
+    """What capture decided: 'queued', 'already_queued' or 'acknowledged' (app.py picks the HTTP status)."""
 
     status: str
     position: int | None = None
     joined_ts: str | None = None
-    manage_url: str | None = None  # the shopper's "see or change your requests" link (never for 202)
-
-    @property
-    def http_status(self) -> int:
-        """The HTTP status this outcome is answered with."""
-        return {"queued": 201, "already_queued": 200, "acknowledged": 202}[self.status]
+    manage_url: str | None = None  # the shopper's "see or change your requests" link (never for acknowledged)
 
 
 def _text(data: Mapping[str, Any], field: str, *, required: bool, max_len: int) -> str:

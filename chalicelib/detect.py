@@ -71,17 +71,12 @@ class LevelChange:
 
 @dataclass(frozen=True)
 class DetectOutcome:
-    """The answer to the platform: restock (202), no_restock or ignored (200)."""
+    """The answer to the platform: restock, no_restock or ignored (app.py picks the HTTP status)."""
 
     status: str
     reason: str | None = None
     restock_id: str | None = None
     adjusted: str | None = None
-
-    @property
-    def http_status(self) -> int:
-        """202 when a restock was recorded, 200 otherwise (the platform must not retry either)."""
-        return 202 if self.status == "restock" else 200
 
     def body(self) -> dict[str, Any]:
         """The JSON body."""

@@ -196,24 +196,14 @@ class UnitMoves:
         return self._outcome(self._commit(items, request))
 
 
-# What a tap on a reserve link came to.
-HELD_NOW = "held"  # 302: a unit is now held
-HELD_AGAIN = "held_again"  # 302: a second tap on one's own live hold
-JUST_GONE_PAGE = "just_gone"  # 410: no unit left; the shopper keeps their place
-EXPIRED_LINK = "expired"  # 410: lapsed offer, expired hold, used or too-old link
-INVALID_LINK = "invalid"  # 400: tampered, truncated or foreign token
-UNKNOWN_LINK = "unknown"  # 404: a genuine token naming no row
-UNAVAILABLE = "unavailable"  # 409: the product has no usable checkout URL; nothing is held
-
-STATUS = {
-    HELD_NOW: 302,
-    HELD_AGAIN: 302,
-    JUST_GONE_PAGE: 410,
-    EXPIRED_LINK: 410,
-    INVALID_LINK: 400,
-    UNKNOWN_LINK: 404,
-    UNAVAILABLE: 409,
-}
+# What a tap on a reserve link came to (app.py answers each kind with its HTTP status).
+HELD_NOW = "held"  # a unit is now held
+HELD_AGAIN = "held_again"  # a second tap on one's own live hold
+JUST_GONE_PAGE = "just_gone"  # no unit left; the shopper keeps their place
+EXPIRED_LINK = "expired"  # lapsed offer, expired hold, used or too-old link
+INVALID_LINK = "invalid"  # tampered, truncated or foreign token
+UNKNOWN_LINK = "unknown"  # a genuine token naming no row
+UNAVAILABLE = "unavailable"  # the product has no usable checkout URL; nothing is held
 
 
 @dataclass(frozen=True)
@@ -224,11 +214,6 @@ class ReserveOutcome:
     location: str | None = None
     reason: str | None = None
     hold_expires_at: int | None = None
-
-    @property
-    def http_status(self) -> int:
-        """The HTTP status this outcome is answered with."""
-        return STATUS[self.kind]
 
 
 def link_lifetime_s(row: dict[str, Any], product: dict[str, Any]) -> int:
@@ -377,12 +362,12 @@ EXPIRED_MESSAGES: dict[str, str] = {
 EXPIRED_DEFAULT = "This reservation link is no longer valid. You keep your place in line for next time."
 
 
-def reserve_response(outcome: ReserveOutcome, shop_name: str) -> Response:
-    """The HTTP answer to a tap: a redirect to checkout, or a small honest page."""
+def reserve_response(outcome: ReserveOutcome, status: int, shop_name: str) -> Response:
+    """The HTTP answer to a tap, with the status the entry point chose: a redirect to checkout, or a small page."""
     if outcome.location is not None:
         return Response(
             body=f'<!doctype html><p><a href="{html.escape(outcome.location)}">Continue to checkout</a></p>',
-            status_code=outcome.http_status,
+            status_code=status,
             headers={
                 "Location": outcome.location,
                 "Content-Type": "text/html; charset=utf-8",
@@ -396,4 +381,4 @@ def reserve_response(outcome: ReserveOutcome, shop_name: str) -> Response:
         message = EXPIRED_MESSAGES.get(outcome.reason or "", EXPIRED_DEFAULT)
     else:
         title, message = PAGES[outcome.kind]
-    return html_page(outcome.http_status, title, message, shop_name)
+    return html_page(status, title, message, shop_name)

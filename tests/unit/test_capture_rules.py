@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from app import CAPTURE_STATUS
 from chalicelib.capture import CaptureOutcome, parse_notify_me
 from chalicelib.errors import BadRequest
 
@@ -63,4 +64,4 @@ def test_a_body_that_is_not_an_object_is_refused(body: Any) -> None:
 
 @pytest.mark.parametrize(("status", "http"), [("queued", 201), ("already_queued", 200), ("acknowledged", 202)])
 def test_outcomes_map_to_their_status_codes(status: str, http: int) -> None:
-    assert CaptureOutcome(status).http_status == http
+    assert CAPTURE_STATUS[CaptureOutcome(status).status] == http
