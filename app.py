@@ -123,7 +123,7 @@ def notifier(event: SQSEvent) -> None:
 def reserve(token: str) -> Response:
     """A notified shopper taps their link: hold one unit and go to checkout, or an honest page."""
     # Imported here, like every service module (wiring.py): only the API function ever loads it.
-    from chalicelib.holds import reserve_response
+    from chalicelib.pages import reserve_response
 
     services = wiring.current()
     outcome = services.holds.reserve(token)

@@ -8,13 +8,10 @@ sweep all move units only through it.
 
 from __future__ import annotations
 
-import html
 import logging
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
-
-from chalice import Response
 
 from chalicelib.clock import Clock
 from chalicelib.faults import FaultHook, no_faults
@@ -26,7 +23,6 @@ from chalicelib.tables.requests import RESERVED, RequestsTable
 from chalicelib.tables.reservations import CONVERTED, EXPIRED, HELD, LAPSED, OFFERED, ReservationsTable
 from chalicelib.tables.restocks import RestocksTable
 from chalicelib.tokens import TokenExpired, TokenInvalid, Tokens
-from chalicelib.web import html_page
 
 log = logging.getLogger(__name__)
 
@@ -330,55 +326,3 @@ class HoldsService:
             log.error("product %s has no usable checkout URL; held shopper cannot be sent on", row["sku"])
             return ReserveOutcome(UNAVAILABLE)
         return ReserveOutcome(kind, location, hold_expires_at=_int(row.get("hold_expires_at")))
-
-
-PAGES: dict[str, tuple[str, str]] = {
-    JUST_GONE_PAGE: (
-        "Just gone — you keep your place for next time",
-        "Sorry, the last one went moments before you tapped. You have not lost your place in line: "
-        "we will tell you when it is back in stock.",
-    ),
-    INVALID_LINK: (
-        "This link is not complete",
-        "It may have been cut short when it was copied. Please open it straight from your message.",
-    ),
-    UNKNOWN_LINK: (
-        "We cannot find this reservation",
-        "This link does not match any reservation we have. Please open it straight from your message.",
-    ),
-    UNAVAILABLE: (
-        "Checkout is not available right now",
-        "We could not take you to checkout, so nothing has been reserved yet. Please try your link again shortly.",
-    ),
-}
-
-EXPIRED_MESSAGES: dict[str, str] = {
-    "offer_lapsed": "The time to reserve this item has passed, so it went to the next person in line. "
-    "You keep your place, and we will tell you when it is back in stock.",
-    "hold_expired": "The item was held for you for a while and that time is up, so it went to the next person in "
-    "line. You keep your place, and we will tell you when it is back in stock.",
-    "used": "This link has already been used to place an order, so there is nothing more to reserve with it.",
-}
-EXPIRED_DEFAULT = "This reservation link is no longer valid. You keep your place in line for next time."
-
-
-def reserve_response(outcome: ReserveOutcome, status: int, shop_name: str) -> Response:
-    """The HTTP answer to a tap, with the status the entry point chose: a redirect to checkout, or a small page."""
-    if outcome.location is not None:
-        return Response(
-            body=f'<!doctype html><p><a href="{html.escape(outcome.location)}">Continue to checkout</a></p>',
-            status_code=status,
-            headers={
-                "Location": outcome.location,
-                "Content-Type": "text/html; charset=utf-8",
-                "Cache-Control": "no-store",
-                # The link is a bearer token: keep it out of the checkout's Referer.
-                "Referrer-Policy": "no-referrer",
-            },
-        )
-    if outcome.kind == EXPIRED_LINK:
-        title = "This link has expired"
-        message = EXPIRED_MESSAGES.get(outcome.reason or "", EXPIRED_DEFAULT)
-    else:
-        title, message = PAGES[outcome.kind]
-    return html_page(status, title, message, shop_name)

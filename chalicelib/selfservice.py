@@ -19,10 +19,10 @@ from chalicelib.errors import DomainError
 from chalicelib.leaving import GONE, HOLDING, Exit
 from chalicelib.manage import ACTIONS, FormRefused, ManageService, ManageView, Place, product_name
 from chalicelib.optout_service import OptoutService
+from chalicelib.pages import LINK_INCOMPLETE, OWN_LINK_EXPIRED, html_page
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.requests import OFFERED, RESERVED
 from chalicelib.tokens import TokenExpired, TokenInvalid, Tokens
-from chalicelib.web import html_page
 
 MAX_FORM_BYTES = 4096
 ONE_CLICK = ("List-Unsubscribe", "One-Click")  # RFC 8058 §3.1: the body a mail client POSTs
@@ -128,16 +128,8 @@ class SelfService:
 
     def _bad_link(self, expired: bool) -> Response:
         if expired:
-            return self._page(
-                410,
-                "This link has expired",
-                "For your privacy, this link only works for a while. Use the link in your most recent message.",
-            )
-        return self._page(
-            400,
-            "This link is not complete",
-            "It may have been cut short when it was copied. Please open it straight from your message.",
-        )
+            return self._page(410, OWN_LINK_EXPIRED.title, OWN_LINK_EXPIRED.message)
+        return self._page(400, LINK_INCOMPLETE.title, LINK_INCOMPLETE.message)
 
     # --- Unsubscribe
 

@@ -1,8 +1,7 @@
-"""HTTP plumbing shared by the entry points: body parsing, JSON errors, CORS, small HTML pages."""
+"""HTTP plumbing shared by the entry points: body parsing, JSON errors, CORS (HTML pages are in pages.py)."""
 
 from __future__ import annotations
 
-import html
 import json
 from typing import Any
 from urllib.parse import parse_qs
@@ -90,17 +89,3 @@ def cors_headers(origin: str | None, allowed: tuple[str, ...]) -> dict[str, str]
         "Access-Control-Max-Age": "600",
         "Vary": "Origin",
     }
-
-
-def html_page(status: int, title: str, message: str, shop_name: str, extra_html: str = "") -> Response:
-    """A small, accessible HTML page carrying the shop's name."""
-    body = f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{html.escape(title)} · {html.escape(shop_name)}</title>
-<style>body{{font-family:system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;line-height:1.5;color:#1a1a1a}}
-h1{{font-size:1.5rem}}button{{font-size:1rem;padding:.6rem 1.2rem}}.shop{{color:#555;font-size:.9rem}}</style></head>
-<body><main><p class="shop">{html.escape(shop_name)}</p><h1>{html.escape(title)}</h1><p>{html.escape(message)}</p>{extra_html}</main></body></html>
-"""
-    return Response(
-        body=body, status_code=status, headers={"Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store"}
-    )

@@ -7,8 +7,9 @@ import pytest
 from app import RESERVE_STATUS
 from chalicelib import holds
 from chalicelib.errors import BadRequest
-from chalicelib.holds import ReserveOutcome, checkout_location, reserve_response
+from chalicelib.holds import ReserveOutcome, checkout_location
 from chalicelib.orders import Order, parse_order
+from chalicelib.pages import reserve_response
 
 
 def test_checkout_url_fills_sku_and_reservation_id_url_encoded() -> None:

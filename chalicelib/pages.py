@@ -1,0 +1,95 @@
+"""The HTML a shopper sees: one page frame, and the text of every page a reserve link or a shopper's own link
+answers with. Holds (reserve links) and self-service (unsubscribe, "my requests") both draw on it, so a text
+they share, such as a link cut short, is written once.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+from chalice import Response
+
+from chalicelib.holds import EXPIRED_LINK, INVALID_LINK, JUST_GONE_PAGE, UNAVAILABLE, UNKNOWN_LINK, ReserveOutcome
+
+
+@dataclass(frozen=True)
+class PageText:
+    """A page's heading and its one-paragraph message."""
+
+    title: str
+    message: str
+
+
+LINK_INCOMPLETE = PageText(
+    "This link is not complete",
+    "It may have been cut short when it was copied. Please open it straight from your message.",
+)
+EXPIRED_TITLE = "This link has expired"
+# A shopper's own (manage) link outlived its age limit.
+OWN_LINK_EXPIRED = PageText(
+    EXPIRED_TITLE,
+    "For your privacy, this link only works for a while. Use the link in your most recent message.",
+)
+
+# Reserve links: the page for each outcome that is not a redirect to checkout.
+RESERVE_PAGES: dict[str, PageText] = {
+    JUST_GONE_PAGE: PageText(
+        "Just gone — you keep your place for next time",
+        "Sorry, the last one went moments before you tapped. You have not lost your place in line: "
+        "we will tell you when it is back in stock.",
+    ),
+    INVALID_LINK: LINK_INCOMPLETE,
+    UNKNOWN_LINK: PageText(
+        "We cannot find this reservation",
+        "This link does not match any reservation we have. Please open it straight from your message.",
+    ),
+    UNAVAILABLE: PageText(
+        "Checkout is not available right now",
+        "We could not take you to checkout, so nothing has been reserved yet. Please try your link again shortly.",
+    ),
+}
+# An expired reserve link: why it expired, in words.
+RESERVE_EXPIRED_MESSAGES: dict[str, str] = {
+    "offer_lapsed": "The time to reserve this item has passed, so it went to the next person in line. "
+    "You keep your place, and we will tell you when it is back in stock.",
+    "hold_expired": "The item was held for you for a while and that time is up, so it went to the next person in "
+    "line. You keep your place, and we will tell you when it is back in stock.",
+    "used": "This link has already been used to place an order, so there is nothing more to reserve with it.",
+}
+RESERVE_EXPIRED_DEFAULT = "This reservation link is no longer valid. You keep your place in line for next time."
+
+
+def html_page(status: int, title: str, message: str, shop_name: str, extra_html: str = "") -> Response:
+    """A small, accessible HTML page carrying the shop's name."""
+    body = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(title)} · {html.escape(shop_name)}</title>
+<style>body{{font-family:system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;line-height:1.5;color:#1a1a1a}}
+h1{{font-size:1.5rem}}button{{font-size:1rem;padding:.6rem 1.2rem}}.shop{{color:#555;font-size:.9rem}}</style></head>
+<body><main><p class="shop">{html.escape(shop_name)}</p><h1>{html.escape(title)}</h1><p>{html.escape(message)}</p>{extra_html}</main></body></html>
+"""
+    return Response(
+        body=body, status_code=status, headers={"Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store"}
+    )
+
+
+def reserve_response(outcome: ReserveOutcome, status: int, shop_name: str) -> Response:
+    """The HTTP answer to a tap, with the status the entry point chose: a redirect to checkout, or a small page."""
+    if outcome.location is not None:
+        return Response(
+            body=f'<!doctype html><p><a href="{html.escape(outcome.location)}">Continue to checkout</a></p>',
+            status_code=status,
+            headers={
+                "Location": outcome.location,
+                "Content-Type": "text/html; charset=utf-8",
+                "Cache-Control": "no-store",
+                # The link is a bearer token: keep it out of the checkout's Referer.
+                "Referrer-Policy": "no-referrer",
+            },
+        )
+    if outcome.kind == EXPIRED_LINK:
+        text = PageText(EXPIRED_TITLE, RESERVE_EXPIRED_MESSAGES.get(outcome.reason or "", RESERVE_EXPIRED_DEFAULT))
+    else:
+        text = RESERVE_PAGES[outcome.kind]
+    return html_page(status, text.title, text.message, shop_name)
