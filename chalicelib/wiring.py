@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from chalicelib.secrets import Secrets
     from chalicelib.selfservice import SelfService
     from chalicelib.senders import Senders
-    from chalicelib.support_desk import SupportDesk
     from chalicelib.sweep import SweepService
     from chalicelib.tables.audit import AuditTable
     from chalicelib.tables.catalog import CatalogTable
@@ -330,7 +329,7 @@ class Services:
             exits=self.exits,
         )
 
-    # --- Opt-out everywhere, the shopper's own pages, and the support desk.
+    # --- Opt-out everywhere and the shopper's own pages.
 
     @cached_property
     def links(self) -> Links:
@@ -398,27 +397,6 @@ class Services:
             catalog=self.catalog,
             clock=self.clock,
             allowed_origin=origin_of(self.settings.public_base_url),
-        )
-
-    @cached_property
-    def support(self) -> SupportDesk:
-        """What the support CLI (`bisn`) does: explain, queue, demand, opt-outs, export, forget, DLQ redrive."""
-        from chalicelib.support_desk import SupportDesk
-
-        return SupportDesk(
-            settings=self.settings,
-            catalog=self.catalog,
-            requests=self.requests,
-            restocks=self.restocks,
-            reservations=self.reservations,
-            optout=self.optout,
-            audit=self.audit,
-            exits=self.exits,
-            optouts=self.optouts,
-            sns=self.aws.sns,
-            sqs=self.aws.sqs,
-            clock=self.clock,
-            hash_key=self.hash_key,
         )
 
 

@@ -1,6 +1,6 @@
 """`bisn`: answer "why was I (not) told?", see demand, and honour shoppers' data requests.
 
-A thin click layer over chalicelib/support_desk.py. It runs against a deployed stage with your own AWS
+A thin click layer over support/desk.py. It runs against a deployed stage with your own AWS
 credentials (`--stage prod`: names and secrets come from .chalice/config.json and Secrets Manager), or
 against the local emulator (`--stage local`, the default, on http://127.0.0.1:4566; or any
 `--endpoint-url` / AWS_ENDPOINT_URL).
@@ -19,7 +19,7 @@ import click
 from chalicelib.clock import iso
 from chalicelib.config import ConfigError, settings_from_env
 from chalicelib.errors import DomainError
-from chalicelib.support_desk import Explanation, SupportDesk
+from support.desk import Explanation, SupportDesk, desk_for
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / ".chalice" / "config.json"
@@ -59,7 +59,7 @@ def build_desk(stage: str, endpoint_url: str | None, region: str | None) -> tupl
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from exc
     services = Services(settings, Aws(chosen, session=boto3.session.Session(region_name=chosen)))
-    return services.support, bool(endpoint)
+    return desk_for(services), bool(endpoint)
 
 
 def _desk(ctx: click.Context) -> SupportDesk:

@@ -12,12 +12,13 @@ from chalicelib.jobs import Job
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from support.cli import cli, stage_env
+from support.desk import desk_for
 from tests.scenes import scene
 from tests.support import CHAIR
 
 
 def bisn(services: Services, *args: str, input: str | None = None) -> Result:
-    result = CliRunner().invoke(cli, list(args), obj={"desk": services.support, "emulated": True}, input=input)
+    result = CliRunner().invoke(cli, list(args), obj={"desk": desk_for(services), "emulated": True}, input=input)
     return result
 
 

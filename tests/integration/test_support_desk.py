@@ -9,7 +9,9 @@ import boto3
 import pytest
 
 from chalicelib.jobs import Job
-from chalicelib.support_desk import (
+from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
+from support.desk import (
     ALREADY_NOTIFIED,
     BEHIND_CAP,
     BOUGHT,
@@ -20,9 +22,8 @@ from chalicelib.support_desk import (
     OPTED_OUT,
     TOLD,
     StillHolding,
+    desk_for,
 )
-from chalicelib.wiring import Services
-from devstack.clocks import FixedClock
 from tests.scenes import Scene, scene
 from tests.support import CHAIR, join_request, put_restock, queued_jobs
 
@@ -34,7 +35,7 @@ def notify(s: Scene, restock: dict[str, Any], kind: str = "restock") -> None:
 
 
 def verdicts(services: Services, sku: str, contact: str) -> list[str]:
-    return [r.verdict for r in services.support.explain(sku, contact).restocks]
+    return [r.verdict for r in desk_for(services).explain(sku, contact).restocks]
 
 
 def test_explain_told_with_what_happened_next(services: Services, clock: FixedClock) -> None:
@@ -45,7 +46,7 @@ def test_explain_told_with_what_happened_next(services: Services, clock: FixedCl
     s.tap(token)
     clock.advance(MINUTE)
     services.moves.convert(s.row(token), "order-7", clock.now())
-    found = services.support.explain(s.sku, "07400 100000")  # typed as the shopper would say it
+    found = desk_for(services).explain(s.sku, "07400 100000")  # typed as the shopper would say it
     assert (found.state, found.position) == ("converted", None)
     [r] = found.restocks
     assert (r.verdict, r.position, r.channel) == (TOLD, 1, "sms")
@@ -55,7 +56,7 @@ def test_explain_told_with_what_happened_next(services: Services, clock: FixedCl
 def test_explain_behind_the_cap(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=2)
     notify(s, s.restock)
-    found = services.support.explain(s.sku, s.requests[1]["contact"])
+    found = desk_for(services).explain(s.sku, s.requests[1]["contact"])
     assert found.position == 2
     [r] = found.restocks
     assert r.verdict == BEHIND_CAP
@@ -73,7 +74,7 @@ def test_explain_opted_out(services: Services, clock: FixedClock) -> None:
     clock.advance(MINUTE)
     later = put_restock(services, s.sku, 1, clock.now(), webhook_id="wh_later")
     notify(s, later)
-    found = services.support.explain(s.sku, s.requests[1]["contact"])
+    found = desk_for(services).explain(s.sku, s.requests[1]["contact"])
     assert found.opted_out is not None and found.opted_out["source"] == "stop"
     assert found.state is None
     assert [r.verdict for r in found.restocks][-1] == OPTED_OUT
@@ -118,7 +119,7 @@ def test_explain_already_notified_on_a_later_pass(services: Services, clock: Fix
     services.sweep.run()
     [topup] = queued_jobs(services)
     notify(s, s.restock, kind=topup.kind)
-    [r] = services.support.explain(s.sku, s.requests[0]["contact"]).restocks
+    [r] = desk_for(services).explain(s.sku, s.requests[0]["contact"]).restocks
     assert r.verdict == TOLD
     assert any(f.startswith("lapse at") for f in r.follow_ups)
     assert any("already told about this restock" in f for f in r.follow_ups)
@@ -143,7 +144,7 @@ def test_explain_not_yet_joined(services: Services, clock: FixedClock) -> None:
     early = put_restock(services, "LAMP", 1, clock.now(), webhook_id="wh_early")
     clock.advance(MINUTE)
     join_request(services, "LAMP", "+447400100050", clock.now())
-    found = services.support.explain("LAMP", "+447400100050")
+    found = desk_for(services).explain("LAMP", "+447400100050")
     assert [(r.restock_id, r.verdict) for r in found.restocks] == [(early["restock_id"], NOT_YET_JOINED)]
     assert found.position == 1
 
@@ -154,14 +155,14 @@ def test_explain_not_on_the_list_after_leaving(services: Services, clock: FixedC
     clock.advance(MINUTE)
     later = put_restock(services, s.sku, 1, clock.now(), webhook_id="wh_after_leaving")
     notify(s, later)
-    found = services.support.explain(s.sku, s.requests[1]["contact"])
+    found = desk_for(services).explain(s.sku, s.requests[1]["contact"])
     assert [r.verdict for r in found.restocks][-1] == NOT_ON_LIST
 
 
 def test_queue_lists_live_places_in_order_masked(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=3)
     s.offer(0)
-    rows = services.support.queue(s.sku)
+    rows = desk_for(services).queue(s.sku)
     assert [(r.position, r.state) for r in rows] == [(1, "offered"), (2, "waiting"), (3, "waiting")]
     assert rows[0].contact == "+4474•••••000"
     assert all(r.contact not in {q["contact"] for q in s.requests} for r in rows)
@@ -173,7 +174,7 @@ def out_of_stock(services: Services, sku: str, name: str, clock: FixedClock) -> 
 
 
 def ranking(services: Services) -> list[tuple[str, int]]:
-    return [(r.sku, r.waiting) for r in services.support.demand()]
+    return [(r.sku, r.waiting) for r in desk_for(services).demand()]
 
 
 def test_demand_ranking_follows_joins_serves_and_leaves(services: Services, clock: FixedClock) -> None:
@@ -192,7 +193,7 @@ def test_demand_ranking_follows_joins_serves_and_leaves(services: Services, cloc
     assert ranking(services) == [("LAMP", 3), ("CHAIR", 2), ("RUG", 1)]
     # Two LAMP shoppers leave; one CHAIR shopper is served (told, holds, buys).
     for n in range(2):
-        services.exits.leave_sku(services.support.contact(f"+4474001002{n:02d}")[1], "LAMP", reason="manage")
+        services.exits.leave_sku(desk_for(services).contact(f"+4474001002{n:02d}")[1], "LAMP", reason="manage")
     chair = put_restock(services, "CHAIR", 1, clock.now())
     services.notifier.handle(Job("CHAIR", chair["restock_id"], chair["restock_ts"]), lambda: 60_000)
     [first] = [r for r in services.requests.queue("CHAIR") if r["state"] == "offered"]
@@ -209,23 +210,23 @@ def test_demand_ranking_follows_joins_serves_and_leaves(services: Services, cloc
 
 def test_optout_add_and_remove(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=1)
-    result = services.support.optout_add("07400 100000")
+    result = desk_for(services).optout_add("07400 100000")
     assert result.newly and [e.sku for e in result.left] == [s.sku]
     assert services.optout.get(s.requests[0]["contact_key"])["source"] == "admin"
-    assert services.support.optout_add("+447400100000").newly is False
-    removal = services.support.optout_remove("+447400100000")
+    assert desk_for(services).optout_add("+447400100000").newly is False
+    removal = desk_for(services).optout_remove("+447400100000")
     assert (removal.removed, removal.sms_still_opted_out) == (True, False)
     assert services.optout.get(s.requests[0]["contact_key"]) is None
     # The emulator reports numbers ending in 99 as opted out at SNS (a STOP reply).
-    services.support.optout_add("+447400100099")
-    assert services.support.optout_remove("+447400100099").sms_still_opted_out is True
-    assert services.support.optout_remove("ada@example.com").sms_still_opted_out is None
+    desk_for(services).optout_add("+447400100099")
+    assert desk_for(services).optout_remove("+447400100099").sms_still_opted_out is True
+    assert desk_for(services).optout_remove("ada@example.com").sms_still_opted_out is None
 
 
 def test_export_holds_everything_about_them(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=2)
     notify(s, s.restock)
-    data = services.support.export("+447400100000")
+    data = desk_for(services).export("+447400100000")
     assert data["contact"] == "+447400100000"
     assert [r["sku"] for r in data["requests"]] == [s.sku]
     assert [u["ref"] for u in data["uniqueness_items"]] == [s.requests[0]["joined_ts"]]
@@ -258,14 +259,14 @@ def test_forget_leaves_no_personal_data_readable(
         services.optout.add(s.requests[0]["contact_key"], "unsubscribe", clock.now())
     forms = ["+447400100000", "07400100000", "7400100000", "Ada@Example.com", "ada@example.com", "Ada"]
     assert any(f in everything_stored(session) for f in forms)
-    phone = services.support.forget("07400 100000")
-    email = services.support.forget("ada@example.com")
+    phone = desk_for(services).forget("07400 100000")
+    email = desk_for(services).forget("ada@example.com")
     stored = everything_stored(session)
     assert [f for f in forms if f in stored] == []
     assert (phone.requests_erased, phone.offers_released, email.requests_erased) == (2, 1, 1)
     assert phone.kept_optout is opted_out_first
     assert (services.optout.get(s.requests[0]["contact_key"]) is not None) is opted_out_first
-    assert services.support.export("+447400100000")["requests"] == []
+    assert desk_for(services).export("+447400100000")["requests"] == []
     assert services.requests.get(s.sku, s.requests[1]["joined_ts"])["state"] == "waiting"
     [topup] = queued_jobs(services)
     assert topup.kind == "topup"
@@ -276,7 +277,7 @@ def test_forget_waits_for_a_hold_to_end(services: Services, clock: FixedClock) -
     token = s.offer(0)
     s.tap(token)
     with pytest.raises(StillHolding):
-        services.support.forget(s.requests[0]["contact"])
+        desk_for(services).forget(s.requests[0]["contact"])
     assert s.request(0)["contact"] == s.requests[0]["contact"]
 
 
@@ -286,7 +287,7 @@ def test_dlq_redrive_moves_dead_letters_back(services: Services) -> None:
     bodies = [Job("CHAIR", f"rs_{i}", "2026-01-01T00:00:00.000000Z#x", kind="topup").to_json() for i in range(12)]
     for body in bodies:
         sqs.send_message(QueueUrl=dlq, MessageBody=body)
-    report = services.support.dlq_redrive(emulated=True)
+    report = desk_for(services).dlq_redrive(emulated=True)
     assert (report.method, report.waiting_before, report.moved) == ("receive-and-resend", 12, 12)
     assert sorted(j.to_json() for j in queued_jobs(services)) == sorted(bodies)
     assert sqs.receive_message(QueueUrl=dlq).get("Messages", []) == []

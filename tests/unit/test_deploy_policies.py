@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 from typing import Any
@@ -195,12 +196,25 @@ def test_every_aws_call_the_shipped_code_makes_is_granted_to_some_function(stage
     granted = set().union(*(actions(policy(stage, f)) for f in FUNCTIONS))
     missing = []
     for path in sorted((ROOT / "chalicelib").rglob("*.py")):
-        if path.name in STAFF_ONLY:
-            continue
         for action, where in aws_calls_in(path.read_text()).items():
             if action not in granted:
                 missing.append(f"{path.relative_to(ROOT)} {where} needs {action}")
     assert missing == []
+
+
+def test_staff_only_code_is_not_shipped_and_no_shipped_code_imports_it() -> None:
+    for staff in STAFF_ONLY:
+        assert (ROOT / staff).is_file() and not staff.startswith("chalicelib/")
+    importers = [
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / "chalicelib").rglob("*.py"))
+        if any(
+            (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "support")
+            or (isinstance(node, ast.Import) and any(a.name.split(".")[0] == "support" for a in node.names))
+            for node in ast.walk(ast.parse(path.read_text()))
+        )
+    ]
+    assert importers == []
 
 
 def test_the_call_scanner_sees_clients_paginators_and_transaction_items() -> None:

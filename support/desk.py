@@ -1,5 +1,8 @@
 """What a shop's support staff can ask and do (the `bisn` CLI is only a thin layer over this).
 
+No Lambda runs this: staff run it with their own AWS credentials, so it lives here, outside chalicelib/, and
+never ships. It is built from the app's services (`desk_for`), so it reads and writes exactly as they do.
+
 Answers come from the facts the app keeps: the waiting lists, the restocks and their counters, the
 opt-out table, and the append-only audit, where contacts appear only as keyed hashes. Staff type a
 contact as the shopper gives it; it is normalised and hashed the way capture does, so the same
@@ -26,6 +29,7 @@ from chalicelib.tables.optout import OptoutTable
 from chalicelib.tables.requests import ACTIVE_STATES, RESERVED, RequestsTable
 from chalicelib.tables.reservations import ReservationsTable
 from chalicelib.tables.restocks import RestocksTable
+from chalicelib.wiring import Services
 
 # Verdicts of `explain`, one per restock.
 TOLD = "told"
@@ -511,3 +515,22 @@ def _at(stamp: str) -> float:
 
 def _int(value: Any) -> int | None:
     return int(value) if value is not None else None
+
+
+def desk_for(services: Services) -> SupportDesk:
+    """The support desk on a stage's services: explain, queue, demand, opt-outs, export, forget, DLQ redrive."""
+    return SupportDesk(
+        settings=services.settings,
+        catalog=services.catalog,
+        requests=services.requests,
+        restocks=services.restocks,
+        reservations=services.reservations,
+        optout=services.optout,
+        audit=services.audit,
+        exits=services.exits,
+        optouts=services.optouts,
+        sns=services.aws.sns,
+        sqs=services.aws.sqs,
+        clock=services.clock,
+        hash_key=services.hash_key,
+    )
