@@ -83,12 +83,13 @@ def stack(stage_overrides: dict[str, str] | None = None) -> Iterator[Stack]:
     from chalicelib.aws import Aws
     from chalicelib.config import settings_from_env
     from chalicelib.wiring import Services
+    from devstack import moto_patches
     from devstack.clocks import FixedClock
-    from devstack.emulator import prepare_dynamodb
     from devstack.fake_model import model_for
     from devstack.provision import provision
 
-    prepare_dynamodb()
+    # Faithful always; `make bench` adds the speed patches itself (bench/__main__.py), the tests never do.
+    moto_patches.install(fidelity=True)
     with mock_aws():
         session = boto3.session.Session(region_name=REGION)
         provision(session)

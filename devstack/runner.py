@@ -142,9 +142,9 @@ class LocalStack:
     def _start_emulator(self) -> None:
         from moto.server import ThreadedMotoServer
 
-        from devstack.emulator import prepare_dynamodb
+        from devstack import moto_patches
 
-        prepare_dynamodb()
+        moto_patches.install(fidelity=True, speed=True)
         self.moto = ThreadedMotoServer(ip_address=HOST, port=self.args.moto_port, verbose=False)
         self.moto.start()
         log.info("AWS emulator (moto) on %s", self.moto_base)

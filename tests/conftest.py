@@ -14,8 +14,8 @@ from moto import mock_aws
 from chalicelib.aws import Aws
 from chalicelib.config import settings_from_env
 from chalicelib.wiring import Services
+from devstack import moto_patches
 from devstack.clocks import FixedClock
-from devstack.emulator import prepare_dynamodb
 from devstack.fake_model import FakeBedrock
 from devstack.provision import provision
 from tests.support import CHAIR, REGION, app_client, stage_env
@@ -25,7 +25,8 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.pop("AWS_PROFILE", None)
 os.environ.pop("AWS_ENDPOINT_URL", None)
 os.environ["AWS_DEFAULT_REGION"] = REGION
-prepare_dynamodb()
+# The correctness suite runs on the emulator made faithful, never on the speed patches (devstack/moto_patches/).
+moto_patches.install(fidelity=True, speed=False)
 
 
 @pytest.fixture

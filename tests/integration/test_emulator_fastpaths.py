@@ -1,7 +1,11 @@
-"""The emulator's fast paths change how much work it does, never what it answers."""
+"""The emulator's fast paths change how much work it does, never what it answers.
+
+The correctness suite runs without them; this module puts them in for its own tests and takes them out after.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -9,9 +13,17 @@ import moto
 import pytest
 from botocore.exceptions import ClientError
 
-from devstack import fastpaths
+from devstack import moto_patches
 
 TABLE = "bisn-requests"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def speed_patches() -> Iterator[None]:
+    """The speed patches, in place for this module's tests only."""
+    moto_patches.install(fidelity=True, speed=True)
+    yield
+    moto_patches.uninstall_speed()
 
 
 def key(joined_ts: str) -> dict[str, Any]:
@@ -24,8 +36,8 @@ def error_code(raised: pytest.ExceptionInfo[ClientError]) -> str:
 
 def test_every_fast_path_is_in_place_on_the_pinned_emulator() -> None:
     # A moto upgrade turns them all off (slower, never wrong): this says it is time to look at them again.
-    assert moto.__version__ == fastpaths.PINNED_MOTO
-    assert len(fastpaths.installed()) == 6
+    assert moto.__version__ == moto_patches.PINNED_MOTO
+    assert len(moto_patches.install(fidelity=True, speed=True)) == 6
 
 
 def test_scalar_values_of_every_kind_come_back_as_written(session: boto3.session.Session) -> None:

@@ -73,3 +73,9 @@ def test_a_table_copied_outside_a_transaction_is_a_full_independent_copy(session
     clone = copy.deepcopy(table)
     ddb.put_item(TableName="bisn-optout", Item={"contact": {"S": "k2"}})
     assert len(clone.items) == 1 and len(table.items) == 2
+
+
+def test_the_correctness_suite_runs_without_the_speed_patches() -> None:
+    from devstack import moto_patches
+
+    assert moto_patches.install(fidelity=True, speed=False) == []

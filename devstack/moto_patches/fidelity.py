@@ -1,4 +1,4 @@
-"""Makes the embedded emulator behave like DynamoDB under concurrency.
+"""Fidelity patches: make the embedded emulator behave like DynamoDB under concurrency.
 
 moto evaluates a condition and then writes without holding a lock, so two threads can both pass
 `attribute_not_exists`. Real DynamoDB serialises writes to an item and runs transactions atomically.
@@ -42,12 +42,10 @@ def _locked(fn: Any) -> Any:
     return locked
 
 
-def prepare_dynamodb() -> None:
-    """Wrap the emulator's DynamoDB operations in one lock and take out its extra work (idempotent)."""
+def install() -> None:
+    """Wrap the emulator's DynamoDB operations in one lock, and copy only named items for rollback (idempotent)."""
     from moto.dynamodb.models import DynamoDBBackend
     from moto.dynamodb.responses import DynamoHandler
-
-    from devstack import fastpaths
 
     for name in _OPERATIONS:
         original = getattr(DynamoDBBackend, name)
@@ -58,7 +56,6 @@ def prepare_dynamodb() -> None:
     if not getattr(DynamoHandler.call_action, "_bisn_serialised", False):
         DynamoHandler.call_action = _locked(DynamoHandler.call_action)
     _snapshot_only_named_items()
-    fastpaths.install()
 
 
 _TRANSACTION = threading.local()

@@ -1,13 +1,16 @@
-"""Takes out work the embedded emulator does that DynamoDB does not, so its costs look more like DynamoDB's.
+"""Speed patches: take out work the embedded emulator does that DynamoDB does not, so its costs look more like
+DynamoDB's. Some change how conditions are evaluated (cached parses, a transaction item's condition checked once),
+so the correctness suite (`make test`) runs without them; `make dev` and `make bench` use them, and
+tests/integration/test_emulator_fastpaths.py installs them to check they answer exactly as moto does.
 
 moto spends most of its time on bookkeeping rather than on the data: it re-serialises every attribute value
 of a response against the service model, re-parses the same expression text on every call, checks a
 transaction item's condition twice, and copies an update expression's syntax tree through the pickle
 protocol. On a 1,000-unit restock that bookkeeping, not the app, set the notifier's pace (docs/BENCHMARKS.md).
 
-Each fast path here keeps moto's answers exactly as they were (the whole test suite runs on them) and is
-written against the moto version pinned in requirements-dev.txt; on any other version none is installed, so
-an upgrade makes the emulator slower, never wrong. Everything runs under the emulator's one lock except the
+Each fast path here is meant to keep moto's answers exactly as they were and is written against the moto
+version pinned in requirements-dev.txt (PINNED_MOTO in this package's __init__); on any other version none
+is installed, so an upgrade makes the emulator slower, never wrong. Everything runs under the emulator's one lock except the
 response serialiser and the request-side expression checks, which only read what they share.
 """
 
@@ -20,22 +23,28 @@ import re
 import threading
 from typing import Any
 
-PINNED_MOTO = "5.2.5"
 _CACHE_LIMIT = 4096
 _STATE = threading.local()
 _installed: list[str] = []
+_MISSING = object()
+# (owner, attribute, what the owner's own __dict__ held before) for every attribute a fast path replaced.
+_replaced: list[tuple[Any, str, Any]] = []
+
+
+def _set(owner: Any, name: str, value: Any) -> None:
+    """Replace one attribute of a class, remembering what was there so that uninstall() can put it back."""
+    _replaced.append((owner, name, vars(owner).get(name, _MISSING)))
+    setattr(owner, name, value)
 
 
 def installed() -> list[str]:
-    """Names of the fast paths in place (empty on an unpinned moto)."""
+    """Names of the fast paths in place (empty when none are, or on an unpinned moto)."""
     return list(_installed)
 
 
 def install() -> None:
-    """Put every fast path in place, once (idempotent); nothing on a moto other than the pinned one."""
-    import moto
-
-    if _installed or moto.__version__ != PINNED_MOTO:
+    """Put every fast path in place, once (idempotent). The caller checks the moto version."""
+    if _installed:
         return
     _attribute_values_pass_through()
     _transaction_conditions_checked_once()
@@ -43,6 +52,17 @@ def install() -> None:
     _update_expressions_parsed_once()
     _syntax_trees_copied_directly()
     _item_size_checked_once()
+
+
+def uninstall() -> None:
+    """Take every fast path out again, newest first, leaving moto (and any fidelity patch) as it was."""
+    while _replaced:
+        owner, name, before = _replaced.pop()
+        if before is _MISSING:
+            delattr(owner, name)
+        else:
+            setattr(owner, name, before)
+    _installed.clear()
 
 
 _PLAIN = {"S": str, "N": str, "BOOL": bool, "NULL": bool}
@@ -76,8 +96,8 @@ def _attribute_values_pass_through() -> None:
     def parse(self: Any, shape: Any, value: Any) -> Any:
         return dict(value) if _plain(shape, value) else parse_structure(self, shape, value)
 
-    BaseJSONSerializer._serialize_type_structure = serialise
-    BaseJSONParser._parse_structure = parse
+    _set(BaseJSONSerializer, "_serialize_type_structure", serialise)
+    _set(BaseJSONParser, "_parse_structure", parse)
     _installed.append("attribute values pass through")
 
 
@@ -108,9 +128,9 @@ def _transaction_conditions_checked_once() -> None:
 
         return wrapper
 
-    DynamoDBBackend.transact_write_items = transact_write_items
+    _set(DynamoDBBackend, "transact_write_items", transact_write_items)
     for name in ("put_item", "update_item", "delete_item"):
-        setattr(DynamoDBBackend, name, checked_already(getattr(DynamoDBBackend, name)))
+        _set(DynamoDBBackend, name, checked_already(getattr(DynamoDBBackend, name)))
     _installed.append("transaction conditions checked once")
 
 
@@ -149,7 +169,7 @@ def _condition_parses_cached() -> None:
         self.expr_attr_values_found = list(hit[2])
         return hit[0]
 
-    ConditionExpressionParser.parse = cached_parse
+    _set(ConditionExpressionParser, "parse", cached_parse)
     _installed.append("condition parses cached")
 
 
@@ -169,7 +189,7 @@ def _update_expressions_parsed_once() -> None:
     def parsed(text: str) -> Any:
         return make(UpdateExpressionParser, text)
 
-    UpdateExpressionParser.make = classmethod(lambda cls, text: parsed(text))
+    _set(UpdateExpressionParser, "make", classmethod(lambda cls, text: parsed(text)))
 
     # Keyed by the parsed tree's id; the tree is held as the value so that id is never reused while cached.
     validated: dict[tuple[int, str, tuple[str, ...]], Any] = {}
@@ -202,9 +222,9 @@ def _update_expressions_parsed_once() -> None:
         validated[self._checked_key] = self._expression
         return tree
 
-    UpdateExpressionValidator.__init__ = validator_init
-    UpdateExpressionValidator.get_ast_processors = get_ast_processors
-    UpdateExpressionValidator.validate = checked_validate
+    _set(UpdateExpressionValidator, "__init__", validator_init)
+    _set(UpdateExpressionValidator, "get_ast_processors", get_ast_processors)
+    _set(UpdateExpressionValidator, "validate", checked_validate)
     _installed.append("update expressions parsed once")
 
 
@@ -219,7 +239,7 @@ def _syntax_trees_copied_directly() -> None:
             clone.__dict__[name] = value if isinstance(value, str | int | None) else copy.deepcopy(value, memo)
         return clone
 
-    Node.__deepcopy__ = deepcopy_node
+    _set(Node, "__deepcopy__", deepcopy_node)
     _installed.append("syntax trees copied directly")
 
 
@@ -244,5 +264,5 @@ def _item_size_checked_once() -> None:
             dict.__setitem__(built, name, typed)
         self.attrs = built
 
-    Item.__init__ = build
+    _set(Item, "__init__", build)
     _installed.append("item size checked once")
