@@ -56,11 +56,10 @@ class Metrics:
     def document(self) -> dict[str, Any]:
         """The EMF document for what was counted (no dimensions beyond the service: restocks are metadata)."""
         # Imported here, not at the top: a cold start pays for it only on the paths that use it.
-        from aws_lambda_powertools.metrics import MetricUnit
-        from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
+        from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
-        # A provider of its own per invocation: Powertools' Metrics class keeps process-wide state.
-        provider = AmazonCloudWatchEMFProvider(
+        # A metric set of its own per invocation: Powertools' Metrics class keeps process-wide state.
+        provider = EphemeralMetrics(
             namespace=self.namespace, service=self.service, metric_set={}, dimension_set={}, metadata_set={}
         )
         with self._lock:
