@@ -6,7 +6,8 @@ STAMP := $(VENV)/.installed
 
 .PHONY: dev test test-unit test-slow test-browser lint format bench package clean cfn-lint policies
 
-$(STAMP): requirements.txt requirements-dev.txt
+# pyproject.toml too: the packages the `bisn` command imports are listed there.
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt

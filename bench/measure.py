@@ -9,7 +9,8 @@ import time
 import uuid
 from typing import Any
 
-from bench.stack import PRODUCT, Stack, stack, stage_env, waiting_list
+from bench.stack import PRODUCT, Stack, stack, waiting_list
+from infra.stages import stage_env
 
 SKU = "CHAIR-WALNUT"
 

@@ -12,17 +12,16 @@ from dataclasses import dataclass
 from email.utils import parseaddr
 from typing import Any
 
-from bench.calls import ROOT, CallLog
+from bench.calls import CallLog
+from infra.stages import stage_env
 
 REGION = "eu-west-2"
 PLENTY_MS = 60_000
 
 
-def stage_env(stage: str, **overrides: str) -> dict[str, str]:
-    """A stage's environment from .chalice/config.json, as the function would see it."""
-    config = json.loads((ROOT / ".chalice" / "config.json").read_text())
-    env = dict(config.get("environment_variables", {}))
-    env.update(config["stages"][stage].get("environment_variables", {}))
+def bench_env(stage: str, **overrides: str) -> dict[str, str]:
+    """A stage's environment from .chalice/config.json, as the function would see it, with overrides."""
+    env = stage_env(stage)
     env.update(overrides)
     env["AWS_DEFAULT_REGION"] = REGION
     return env
@@ -94,7 +93,7 @@ def stack(stage_overrides: dict[str, str] | None = None) -> Iterator[Stack]:
         session = boto3.session.Session(region_name=REGION)
         provision(session)
         sqs = session.client("sqs", region_name=REGION)
-        settings = settings_from_env(stage_env("local", **(stage_overrides or {})))
+        settings = settings_from_env(bench_env("local", **(stage_overrides or {})))
         log = CallLog(settings.name_prefix)
         # Registered before the services build a client, so every client they build carries the hook.
         log.register(session)

@@ -1,31 +1,16 @@
-"""The local stage's settings, read from .chalice/config.json as Chalice would, with the stack's overrides."""
+"""The local stage's settings, read from .chalice/config.json (infra/stages.py) as Chalice would, with the stack's overrides."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from chalicelib.config import Settings, settings_from_env
+from infra.stages import load_config, stage_env
 
 ROOT = Path(__file__).resolve().parent.parent
-CONFIG = ROOT / ".chalice" / "config.json"
 REGION = "eu-west-2"
 ACCOUNT_ID = "123456789012"  # the emulator's account; the local stage's ARNs name it
-
-
-def config() -> dict[str, Any]:
-    """The parsed .chalice/config.json."""
-    return json.loads(CONFIG.read_text())
-
-
-def stage_env(stage: str = "local") -> dict[str, str]:
-    """The environment variables .chalice/config.json gives a stage (top level first, then the stage's)."""
-    data = config()
-    env = dict(data.get("environment_variables", {}))
-    env.update(data["stages"][stage].get("environment_variables", {}))
-    return env
 
 
 def local_settings(overrides: Mapping[str, str] | None = None, region: str = REGION) -> Settings:
@@ -35,7 +20,7 @@ def local_settings(overrides: Mapping[str, str] | None = None, region: str = REG
 
 def lambda_timeout_s(function: str, stage: str = "local") -> int:
     """The configured timeout of one Lambda function (per-function, per-stage, then app-wide; 60 s if unset)."""
-    data = config()
+    data = load_config()
     stage_cfg = data["stages"].get(stage, {})
     for scope in (stage_cfg.get("lambda_functions", {}).get(function, {}), stage_cfg):
         if "lambda_timeout" in scope:

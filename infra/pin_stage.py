@@ -21,7 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from infra.policies import DEPLOY_REGION, load_config, stage_settings
+from infra.policies import DEPLOY_REGION, stage_settings
+from infra.stages import load_config
 
 
 class PackageError(RuntimeError):

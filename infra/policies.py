@@ -22,8 +22,9 @@ from email.utils import parseaddr
 from pathlib import Path
 from typing import Any
 
+from infra.stages import load_config, stage_env
+
 ROOT = Path(__file__).resolve().parent.parent
-CONFIG = ROOT / ".chalice" / "config.json"
 POLICY_DIR = ROOT / ".chalice" / "policies"
 
 DEPLOY_REGION = "eu-west-2"
@@ -145,18 +146,6 @@ class Stage:
     region: str = DEPLOY_REGION
 
 
-def load_config(path: Path = CONFIG) -> dict[str, Any]:
-    """The parsed .chalice/config.json."""
-    return json.loads(path.read_text())
-
-
-def stage_env(config: dict[str, Any], stage: str) -> dict[str, str]:
-    """The environment variables a stage sets (global ones overridden by the stage's)."""
-    env = dict(config.get("environment_variables", {}))
-    env.update(config["stages"][stage].get("environment_variables", {}))
-    return env
-
-
 def deployed_stages(config: dict[str, Any]) -> list[str]:
     """Every stage that is packaged for AWS."""
     return [name for name in config["stages"] if name not in LOCAL_STAGES]
@@ -164,7 +153,7 @@ def deployed_stages(config: dict[str, Any]) -> list[str]:
 
 def stage_settings(config: dict[str, Any], name: str) -> Stage:
     """Read what the policies need from a stage's environment, refusing anything incomplete."""
-    env = stage_env(config, name)
+    env = stage_env(name, config)
     secret_ids = {key[: -len("_SECRET_ID")]: value for key, value in env.items() if key.endswith("_SECRET_ID")}
     for key in ("NAME_PREFIX", "SES_FROM"):
         if not env.get(key):

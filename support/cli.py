@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, is_dataclass
-from pathlib import Path
 from typing import Any
 
 import click
@@ -19,22 +18,11 @@ import click
 from chalicelib.clock import iso
 from chalicelib.config import ConfigError, settings_from_env
 from chalicelib.errors import DomainError
+from infra.stages import UnknownStage, stage_env
 from support.desk import Explanation, SupportDesk, desk_for
 
-ROOT = Path(__file__).resolve().parent.parent
-CONFIG = ROOT / ".chalice" / "config.json"
 LOCAL_ENDPOINT = f"http://127.0.0.1:{os.environ.get('DEVSTACK_MOTO_PORT', '4566')}"
 LOCAL_REGION = "eu-west-2"
-
-
-def stage_env(stage: str, config_path: Path = CONFIG) -> dict[str, str]:
-    """The environment variables .chalice/config.json gives a stage."""
-    config = json.loads(config_path.read_text())
-    if stage not in config.get("stages", {}):
-        raise click.UsageError(f"no stage {stage!r} in {config_path} (stages: {', '.join(config['stages'])})")
-    env = dict(config.get("environment_variables", {}))
-    env.update(config["stages"][stage].get("environment_variables", {}))
-    return env
 
 
 def build_desk(stage: str, endpoint_url: str | None, region: str | None) -> tuple[SupportDesk, bool]:
@@ -56,7 +44,7 @@ def build_desk(stage: str, endpoint_url: str | None, region: str | None) -> tupl
         raise click.UsageError("no AWS region: pass --region or set AWS_REGION")
     try:
         settings = settings_from_env({**stage_env(stage), "AWS_REGION": chosen})
-    except ConfigError as exc:
+    except (ConfigError, UnknownStage) as exc:
         raise click.UsageError(str(exc)) from exc
     services = Services(settings, Aws(chosen, session=boto3.session.Session(region_name=chosen)))
     return desk_for(services), bool(endpoint)

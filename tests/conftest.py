@@ -18,7 +18,8 @@ from devstack import moto_patches
 from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
 from devstack.provision import provision
-from tests.support import CHAIR, REGION, app_client, stage_env
+from infra.stages import stage_env
+from tests.support import CHAIR, REGION, app_client
 
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,14 +10,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 REGION = "eu-west-2"
-
-
-def stage_env(stage: str = "local") -> dict[str, str]:
-    """The environment variables .chalice/config.json sets for a stage."""
-    config = json.loads((ROOT / ".chalice" / "config.json").read_text())
-    env = dict(config.get("environment_variables", {}))
-    env.update(config["stages"][stage].get("environment_variables", {}))
-    return env
 
 
 class InjectedCrash(RuntimeError):

@@ -11,7 +11,8 @@ from click.testing import CliRunner, Result
 from chalicelib.jobs import Job
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
-from support.cli import cli, stage_env
+from infra.stages import stage_env
+from support.cli import cli
 from support.desk import desk_for
 from tests.scenes import scene
 from tests.support import CHAIR

@@ -16,11 +16,12 @@ import pytest
 from infra import policies
 from infra.pin_stage import PackageError, pin
 from infra.policies import DEPLOY_REGION, FUNCTIONS
+from infra.stages import load_config, stage_env
 from tests.iam_rules import violations
 from tests.support import ROOT
 
 BIN = Path(sys.executable).parent
-STAGES = policies.deployed_stages(policies.load_config())
+STAGES = policies.deployed_stages(load_config())
 LOGICAL = {"api_handler": "APIHandler", "notifier": "Notifier", "sweep": "Sweep", "catalog_sync": "CatalogSync"}
 TOPIC = {"Ref": "AlertsTopic"}
 
@@ -59,7 +60,7 @@ def build(stage: str, out: Path) -> Package:
     ):
         done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, f"{' '.join(command[:3])} failed:\n{done.stdout}\n{done.stderr}"
-    prefix = policies.stage_env(policies.load_config(), stage)["NAME_PREFIX"]
+    prefix = stage_env(stage, load_config())["NAME_PREFIX"]
     template = json.loads((out / "sam.json").read_text())
     return Package(stage, prefix, template, out / "sam.json", out / "deployment.zip")
 

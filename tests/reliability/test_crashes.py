@@ -23,12 +23,13 @@ from moto import mock_aws
 
 from devstack.clocks import FixedClock
 from devstack.provision import provision
+from infra.stages import stage_env
 from tests.reliability.invariants import Tables, assert_invariants
 from tests.reliability.journey import STEPS, Step, play
 from tests.reliability.points import fault_points
 from tests.reliability.tally import count
 from tests.reliability.world import World
-from tests.support import REGION, stage_env
+from tests.support import REGION
 
 POINTS = sorted(fault_points())
 CUT_AREAS = ("detect", "notifier", "reserve", "sweep")

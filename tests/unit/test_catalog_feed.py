@@ -10,7 +10,8 @@ import pytest
 from chalicelib.catalog_sync import FeedError, parse_feed, parse_product
 from chalicelib.config import ConfigError, settings_from_env
 from chalicelib.errors import BadRequest
-from tests.support import ROOT, stage_env
+from infra.stages import stage_env
+from tests.support import ROOT
 
 CHECKOUT = "https://shop.example/checkout?sku={sku}&reservation={reservation_id}"
 

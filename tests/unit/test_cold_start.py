@@ -6,7 +6,8 @@ import json
 import subprocess
 import sys
 
-from tests.support import ROOT, stage_env
+from infra.stages import stage_env
+from tests.support import ROOT
 
 # What every function needs to declare its entry points and build services on demand.
 AT_LOAD = {

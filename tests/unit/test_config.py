@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chalicelib.config import ConfigError, settings_from_env
-from tests.support import stage_env
+from infra.stages import stage_env
 
 
 def local() -> dict[str, str]:

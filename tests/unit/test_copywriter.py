@@ -19,7 +19,8 @@ from chalicelib.sms import septets, sms_segments, to_gsm
 from chalicelib.tables.restocks import RestocksTable
 from chalicelib.tokens import Tokens
 from devstack.fake_model import FakeBedrock
-from tests.support import CHAIR, stage_env
+from infra.stages import stage_env
+from tests.support import CHAIR
 
 SETTINGS = settings_from_env({**stage_env("local"), "AWS_DEFAULT_REGION": "eu-west-2"})
 PRODUCT = {"sku": "CHAIR-WALNUT", **CHAIR}

@@ -11,6 +11,7 @@ import pytest
 
 from infra import policies
 from infra.policies import DEPLOY_REGION, FUNCTIONS
+from infra.stages import load_config, stage_env
 from tests.iam_rules import (
     ANY_RESOURCE_ALLOWED,
     STAFF_ONLY,
@@ -23,7 +24,7 @@ from tests.iam_rules import (
 )
 from tests.support import ROOT
 
-CONFIG = policies.load_config()
+CONFIG = load_config()
 STAGES = policies.deployed_stages(CONFIG)
 TEMPLATE = json.loads((ROOT / "infra" / "template.json").read_text())
 
@@ -49,7 +50,7 @@ def policy(stage: str, function: str) -> dict[str, Any]:
 
 def prefix(stage: str) -> str:
     """The stage's name prefix."""
-    return policies.stage_env(CONFIG, stage)["NAME_PREFIX"]
+    return stage_env(stage, CONFIG)["NAME_PREFIX"]
 
 
 def template_tables() -> dict[str, dict[str, Any]]:
@@ -121,8 +122,8 @@ def test_each_function_reads_only_its_own_secrets(stage: str) -> None:
             arn.split(":secret:", 1)[1].removeprefix(f"{prefix(stage)}/").removesuffix("-??????") for arn in granted
         }
         expected = set(SECRETS_PER_FUNCTION.get(function, set()))
-        if function == "catalog_sync" and "CATALOG_TOKEN_SECRET_ID" in policies.stage_env(CONFIG, stage):
-            expected.add(policies.stage_env(CONFIG, stage)["CATALOG_TOKEN_SECRET_ID"].split("/", 1)[1])
+        if function == "catalog_sync" and "CATALOG_TOKEN_SECRET_ID" in stage_env(stage, CONFIG):
+            expected.add(stage_env(stage, CONFIG)["CATALOG_TOKEN_SECRET_ID"].split("/", 1)[1])
         assert names == expected, function
 
 
@@ -138,7 +139,7 @@ def test_only_the_notifier_texts_emails_or_writes_copy(stage: str) -> None:
 
 @pytest.mark.parametrize("stage", STAGES)
 def test_email_is_sent_only_from_the_stages_sender(stage: str) -> None:
-    env = policies.stage_env(CONFIG, stage)
+    env = stage_env(stage, CONFIG)
     address = env["SES_FROM"].split("<")[-1].rstrip(">")
     (statement,) = [s for s in statements(policy(stage, "notifier")) if "ses:SendEmail" in s["Action"]]
     assert statement["Condition"] == {"StringEquals": {"ses:FromAddress": address}}

@@ -9,11 +9,12 @@ import pytest
 
 from infra import policies
 from infra.policies import FUNCTIONS
+from infra.stages import load_config, stage_env
 from tests.code_paths import Need, Reader, entry_points, function_needs
 from tests.iam_rules import actions, as_list, statements
 from tests.support import ROOT
 
-CONFIG = policies.load_config()
+CONFIG = load_config()
 STAGES = policies.deployed_stages(CONFIG)
 APP = (ROOT / "app.py").read_text()
 
@@ -48,7 +49,7 @@ def test_every_function_of_the_app_has_a_policy_and_every_policy_a_function() ->
 @pytest.mark.parametrize("function", FUNCTIONS)
 def test_the_policy_grants_what_the_functions_code_may_call(needs: dict[str, Any], stage: str, function: str) -> None:
     document = json.loads(policies.policy_path(stage, function).read_text())
-    prefix = policies.stage_env(CONFIG, stage)["NAME_PREFIX"]
+    prefix = stage_env(stage, CONFIG)["NAME_PREFIX"]
     reach = needs[function]
     assert reach.needs, f"no AWS call found on {function}'s paths: the reader lost its way"
     missing = [
