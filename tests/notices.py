@@ -1,5 +1,5 @@
-"""Test helpers for the notifier: restocks and queues written per the shared contract, the emulator's outbox,
-a deterministic Lambda deadline, a job pump, and an SNS client that fails on demand."""
+"""Test helpers for the notifier: the emulator's outbox, a deterministic Lambda deadline, a job pump, and an SNS
+client that fails on demand (restocks and places are written by tests/builders.py)."""
 
 from __future__ import annotations
 
@@ -12,103 +12,12 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ses.models import ses_backends
 from moto.sns.models import sns_backends
 
-from chalicelib.clock import iso
-from chalicelib.contacts import contact_key
-from chalicelib.detect import restock_id_for, restock_ts_for
 from chalicelib.jobs import Job
 from chalicelib.notifier import Outcome
-from chalicelib.tables.base import transact
 from chalicelib.wiring import Services
 from tests.support import REGION
 
 PLENTY_MS = 60_000
-
-
-def add_restock(
-    services: Services, sku: str, units: int, now: float, *, webhook_id: str = "wh_1", state: str = "queued"
-) -> Job:
-    """A restock exactly as detection opens it (its ids and table moves), and the job detection sends for it."""
-    restock_id = restock_id_for(sku, webhook_id)
-    restock_ts = restock_ts_for(now, restock_id)
-    opened = services.restocks.open_item(
-        sku=sku,
-        restock_ts=restock_ts,
-        restock_id=restock_id,
-        webhook_id=webhook_id,
-        units=units,
-        level_before=0,
-        level_after=units,
-        threshold=1,
-        now=now,
-    )
-    transact(services.restocks.table.meta.client, [opened])
-    if state == "queued":
-        assert services.restocks.mark_enqueued(sku, restock_ts, token=webhook_id, now=now)
-    elif state == "closed":
-        seen = services.restocks.get(sku, restock_ts) or {}
-        closed = services.restocks.close_item(sku, restock_ts, seen=seen, available=units, offerable=units, now=now)
-        transact(services.restocks.table.meta.client, [closed])
-    return Job(sku, restock_id, restock_ts)
-
-
-def match_form(contact: str) -> str:
-    """The form a contact is recognised by (emails lower-cased), as capture hashes it."""
-    return contact.lower() if "@" in contact else contact
-
-
-def key_of(services: Services, contact: str) -> str:
-    """The keyed hash that stands for a contact in rows and audit facts."""
-    return contact_key(match_form(contact), services.hash_key)
-
-
-def request_items(
-    services: Services, sku: str, contact: str, joined_ts: str, now: float, *, name: str = ""
-) -> list[dict[str, Any]]:
-    """The items capture writes for one new place (uniqueness item, request), from the table class itself."""
-    return services.requests.join_items(
-        sku=sku,
-        joined_ts=joined_ts,
-        channel="email" if "@" in contact else "sms",
-        contact=contact,
-        contact_key=key_of(services, contact),
-        name=name,
-        ttl=int(now) + 90 * 86400,
-        now=now,
-    )
-
-
-def add_request(
-    services: Services, sku: str, contact: str, joined_ts: str, now: float, *, name: str = "", **fields: Any
-) -> dict[str, Any]:
-    """One waiting place, written as capture writes it; `fields` then set state or history directly."""
-    transact(services.requests.table.meta.client, request_items(services, sku, contact, joined_ts, now, name=name))
-    if fields:
-        names = {f"#f{i}": k for i, k in enumerate(fields)}
-        values = {f":f{i}": v for i, v in enumerate(fields.values())}
-        services.requests.table.update_item(
-            Key={"sku": sku, "joined_ts": joined_ts},
-            UpdateExpression="SET " + ", ".join(f"#f{i} = :f{i}" for i in range(len(fields))),
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
-        )
-    return services.requests.get(sku, joined_ts) or {}
-
-
-def add_many_requests(services: Services, sku: str, count: int, now: float) -> list[str]:
-    """`count` waiting SMS places, one second apart, written in batches; returns their numbers in queue order."""
-    numbers = []
-    with services.requests.table.batch_writer() as batch:
-        for i in range(count):
-            number = f"+4477009{i:05d}"
-            for item in request_items(services, sku, number, f"{iso(now + i)}#{i:06x}", now):
-                batch.put_item(Item=item["Put"]["Item"])
-            numbers.append(number)
-    return numbers
-
-
-def joined(i: int, now: float, suffix: str = "000000") -> str:
-    """A join stamp i seconds after `now`."""
-    return f"{iso(now + i)}#{suffix}"
 
 
 # --- What the emulator accepted.

@@ -9,7 +9,8 @@ from typing import Any
 from chalicelib import holds
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
-from tests.support import CHAIR, join_request, make_offer, put_restock
+from tests.builders import join_request, make_offer, put_restock
+from tests.support import CHAIR
 
 
 @dataclass

@@ -1,8 +1,9 @@
-"""Test helpers shared by the suites: crash injection, a local-stage environment, sample data."""
+"""Test helpers shared by the suites: crash injection, sample product data, the queue, the app's test client.
+
+Restocks, places and offers are written by tests/builders.py; stage settings come from infra/stages.py."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,89 +40,6 @@ CHAIR: dict[str, Any] = {
     "voice": "warm and plain",
     "checkout_url": "https://shop.example/checkout?sku={sku}&reservation={reservation_id}",
 }
-
-
-# --- Restocks, places and offers written exactly as detection, capture and the notifier write them.
-
-
-def restock_key(sku: str, webhook_id: str, event_ts: float) -> tuple[str, str]:
-    """(restock_id, restock_ts) exactly as detection derives them."""
-    from chalicelib.detect import restock_id_for, restock_ts_for
-
-    restock_id = restock_id_for(sku, webhook_id)
-    return restock_id, restock_ts_for(event_ts, restock_id)
-
-
-def put_restock(services: Any, sku: str, units: int, now: float, *, webhook_id: str = "wh_restock") -> dict[str, Any]:
-    """A queued restock of `units` units, both counters full."""
-    restock_id, restock_ts = restock_key(sku, webhook_id, now)
-    item = {
-        "sku": sku,
-        "restock_ts": restock_ts,
-        "restock_id": restock_id,
-        "webhook_id": webhook_id,
-        "units_total": units,
-        "units_available": units,
-        "units_offerable": units,
-        "state": "queued",
-        "created_at": int(now),
-        "level_before": 0,
-        "level_after": units,
-    }
-    services.restocks.table.put_item(Item=item)
-    return item
-
-
-def join_request(services: Any, sku: str, contact: str, now: float, *, ttl: int | None = None) -> dict[str, Any]:
-    """A waiting place for `contact`, counted in the catalogue's waiting_count, as capture writes it."""
-    from chalicelib.contacts import contact_key
-    from chalicelib.tables.base import transact
-    from chalicelib.tables.requests import new_joined_ts
-
-    fields: dict[str, Any] = {
-        "sku": sku,
-        "joined_ts": new_joined_ts(now),
-        "channel": "sms",
-        "contact": contact,
-        "contact_key": contact_key(contact, services.hash_key),
-        "name": "",
-        "ttl": ttl if ttl is not None else int(now) + 90 * 86400,
-        "now": now,
-    }
-    items = [services.catalog.join_item(sku), *services.requests.join_items(**fields)]
-    transact(services.requests.table.meta.client, items)
-    return services.requests.get(sku, fields["joined_ts"])
-
-
-def make_offer(
-    services: Any, restock: dict[str, Any], request: dict[str, Any], now: float, *, offer_window_s: int = 3600
-) -> str:
-    """Offer one unit to `request`: exactly the notifier's transaction. Returns the offer's token_id."""
-    from chalicelib.tables.base import transact
-
-    token_id = uuid.uuid4().hex
-    sku, restock_ts = restock["sku"], restock["restock_ts"]
-    transact(
-        services.restocks.table.meta.client,
-        [
-            services.restocks.take_offers_item(sku, restock_ts, 1),
-            services.reservations.offer_put_item(
-                token_id=token_id,
-                sku=sku,
-                restock_ts=restock_ts,
-                restock_id=restock["restock_id"],
-                request_joined_ts=request["joined_ts"],
-                contact_key=request["contact_key"],
-                channel=request["channel"],
-                now=now,
-                offer_window_s=offer_window_s,
-            ),
-            services.requests.mark_offered_item(
-                sku, request["joined_ts"], restock_id=restock["restock_id"], token_id=token_id
-            ),
-        ],
-    )
-    return token_id
 
 
 def queued_jobs(services: Any) -> list[Any]:

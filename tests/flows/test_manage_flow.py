@@ -14,8 +14,8 @@ from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 from chalicelib.contacts import contact_key
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
+from tests.builders import join_request
 from tests.scenes import Scene, scene
-from tests.support import join_request
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 

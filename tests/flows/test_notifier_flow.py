@@ -13,7 +13,8 @@ from chalicelib.jobs import Job
 from chalicelib.notifier import UnknownRestock
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
-from tests.notices import add_restock, drain, email_outbox, sms_outbox, verify_sender
+from tests.builders import add_restock
+from tests.notices import drain, email_outbox, sms_outbox, verify_sender
 
 JSON = {"Content-Type": "application/json"}
 

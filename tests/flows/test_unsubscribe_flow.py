@@ -10,8 +10,9 @@ from chalice.test import Client
 from chalicelib.jobs import Job
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
+from tests.builders import join_request
 from tests.scenes import Scene, scene
-from tests.support import join_request, queued_jobs
+from tests.support import queued_jobs
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 

@@ -14,8 +14,9 @@ from chalicelib.tables.base import TransactionCancelled
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
+from tests.builders import join_request
 from tests.scenes import Scene, level_falls_to, scene
-from tests.support import CHAIR, join_request
+from tests.support import CHAIR
 
 
 @pytest.fixture

@@ -28,7 +28,8 @@ from chalicelib.tables.base import TransactionCancelled
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
-from tests.support import CHAIR, join_request, make_offer, put_restock
+from tests.builders import join_request, make_offer, put_restock
+from tests.support import CHAIR
 
 ACTIVE = {"waiting", "offered", "reserved"}
 ROW_TO_REQUEST = {"offered": "offered", "held": "reserved", "converted": "converted"}

@@ -108,7 +108,7 @@ def test_leaving_twice_changes_nothing_more(services: Services, clock: FixedCloc
 
 
 def test_leave_all_covers_every_sku(services: Services, clock: FixedClock) -> None:
-    from tests.support import join_request
+    from tests.builders import join_request
 
     s = scene(services, clock, units=1, people=1)
     services.catalog.upsert("LAMP", {"name": "Brass lamp"})

@@ -39,19 +39,9 @@ from chalicelib.sms import sms_segments
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
-from tests.notices import (
-    FlakySns,
-    add_many_requests,
-    add_request,
-    add_restock,
-    email_outbox,
-    joined,
-    key_of,
-    plenty,
-    sms_outbox,
-    verify_sender,
-)
-from tests.support import CHAIR, CrashAt, InjectedCrash, make_offer, queued_jobs
+from tests.builders import add_many_requests, add_request, add_restock, joined, key_of, make_offer
+from tests.notices import FlakySns, email_outbox, plenty, sms_outbox, verify_sender
+from tests.support import CHAIR, CrashAt, InjectedCrash, queued_jobs
 
 SKU = "CHAIR-WALNUT"
 

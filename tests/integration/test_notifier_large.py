@@ -10,7 +10,8 @@ import pytest
 from chalicelib.senders import EmailSender, Senders, SmsSender
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
-from tests.notices import add_many_requests, add_restock, drain, key_of, sms_outbox, verify_sender
+from tests.builders import add_many_requests, add_restock, key_of
+from tests.notices import drain, sms_outbox, verify_sender
 from tests.support import CHAIR
 
 SKU = "CHAIR-WALNUT"

@@ -24,8 +24,9 @@ from support.desk import (
     StillHolding,
     desk_for,
 )
+from tests.builders import join_request, put_restock
 from tests.scenes import Scene, scene
-from tests.support import CHAIR, join_request, put_restock, queued_jobs
+from tests.support import CHAIR, queued_jobs
 
 MINUTE = 60.0
 

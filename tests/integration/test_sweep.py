@@ -13,8 +13,9 @@ from chalicelib.tables.requests import unique_sk
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
+from tests.builders import join_request
 from tests.scenes import Scene, scene
-from tests.support import CHAIR, CrashAt, InjectedCrash, join_request, queued_jobs
+from tests.support import CHAIR, CrashAt, InjectedCrash, queued_jobs
 
 
 @pytest.fixture

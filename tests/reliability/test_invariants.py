@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from chalicelib.tables.reservations import OFFERED
+from tests.builders import join_request
 from tests.reliability.invariants import violations
 from tests.reliability.world import World
-from tests.support import join_request
 
 
 def told(world: World) -> World:
