@@ -74,6 +74,31 @@ h1{{font-size:1.5rem}}button{{font-size:1rem;padding:.6rem 1.2rem}}.shop{{color:
     )
 
 
+# --- The shopper's own pages (unsubscribe, "my requests"): the frame with what every tokenised page needs.
+
+SECURITY_HEADERS = {
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "X-Robots-Tag": "noindex",
+}
+
+
+def page(status: int, title: str, message: str, shop_name: str, extra_html: str = "") -> Response:
+    """A shopper page with the security headers every tokenised page needs."""
+    response = html_page(status, title, message, shop_name, extra_html)
+    response.headers.update(SECURITY_HEADERS)
+    return response
+
+
+def redirect(location: str) -> Response:
+    """303 See Other back to a page (POST, then redirect, then GET: a reload never re-submits)."""
+    return Response(body="", status_code=303, headers={"Location": location, **SECURITY_HEADERS})
+
+
 def reserve_response(outcome: ReserveOutcome, status: int, shop_name: str) -> Response:
     """The HTTP answer to a tap, with the status the entry point chose: a redirect to checkout, or a small page."""
     if outcome.location is not None:

@@ -19,23 +19,13 @@ from chalicelib.errors import DomainError
 from chalicelib.leaving import GONE, HOLDING, Exit
 from chalicelib.manage import ACTIONS, FormRefused, ManageService, ManageView, Place, product_name
 from chalicelib.optout_service import OptoutService
-from chalicelib.pages import LINK_INCOMPLETE, OWN_LINK_EXPIRED, html_page
+from chalicelib.pages import LINK_INCOMPLETE, OWN_LINK_EXPIRED, page, redirect
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.requests import OFFERED, RESERVED
 from chalicelib.tokens import TokenExpired, TokenInvalid, Tokens
 
 MAX_FORM_BYTES = 4096
 ONE_CLICK = ("List-Unsubscribe", "One-Click")  # RFC 8058 §3.1: the body a mail client POSTs
-
-SECURITY_HEADERS = {
-    "Referrer-Policy": "no-referrer",
-    "X-Frame-Options": "DENY",
-    "Content-Security-Policy": (
-        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-    ),
-    "X-Content-Type-Options": "nosniff",
-    "X-Robots-Tag": "noindex",
-}
 
 DONE_MESSAGES = {
     "left": "You have left that list.",
@@ -87,18 +77,6 @@ def is_one_click(raw: bytes | None, content_type: str) -> bool:
         return False
     fields = parse_qs(text.strip(), keep_blank_values=True, max_num_fields=10)
     return ONE_CLICK[1] in [v.strip() for v in fields.get(ONE_CLICK[0], [])]
-
-
-def page(status: int, title: str, message: str, shop_name: str, extra_html: str = "") -> Response:
-    """A shopper page with the security headers every tokenised page needs."""
-    response = html_page(status, title, message, shop_name, extra_html)
-    response.headers.update(SECURITY_HEADERS)
-    return response
-
-
-def redirect(location: str) -> Response:
-    """303 See Other back to a page (POST, then redirect, then GET: a reload never re-submits)."""
-    return Response(body="", status_code=303, headers={"Location": location, **SECURITY_HEADERS})
 
 
 class SelfService:
