@@ -8,12 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from chalicelib.config import ConfigError
+from chalicelib.wiring import Services
 from devstack import demo
 from devstack.api import parse_overrides
 from devstack.clocks import FixedClock
+from devstack.fake_model import FakeBedrock, model_for
 from devstack.outbox import Sent, html_to_text
 from devstack.runner import api_overrides, parse_args
 from devstack.stack import ConsoleClock, LocalContext, SharedClock, SharedOffset, scheduled_event, sqs_event
+from devstack.stage import local_settings
 
 
 def test_default_ports_are_the_documented_ones(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -126,3 +130,14 @@ def test_the_api_process_keeps_the_time_the_console_sets(tmp_path: Path) -> None
 
 def test_a_stack_clock_that_was_never_published_is_the_wall_clock(tmp_path: Path) -> None:
     assert abs(SharedClock(SharedOffset(tmp_path / "none.json")).now() - time.time()) < 1
+
+
+def test_the_fake_model_comes_from_the_local_stack_never_from_the_shipped_code() -> None:
+    settings = local_settings()
+    assert settings.copy_mode == "fake"
+    with pytest.raises(ConfigError, match="COPY_MODE=fake"):
+        _ = Services(settings).bedrock
+    assert isinstance(Services(settings, model=model_for(settings)).bedrock, FakeBedrock)
+    template = local_settings({"COPY_MODE": "template"})
+    assert model_for(template) is None
+    assert Services(template, model=FakeBedrock()).bedrock is None
