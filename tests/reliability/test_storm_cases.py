@@ -215,3 +215,22 @@ def test_tapping_notify_me_again_while_a_leave_waits_for_the_hold_keeps_the_plac
     assert [p["state"] for p in places_of(world, A)] == ["waiting"]
     world.settle()
     assert_invariants(world.services, settled=True)
+
+
+def test_a_place_can_switch_onto_a_contact_that_left_after_being_told_and_keeps_that_memory(world: World) -> None:
+    email = "ada@example.com"
+    world.product()
+    world.tap(A)
+    world.inventory(1)
+    world.pump()
+    [restock] = world.restocks()
+    world.services.exits.leave_sku(world.key_of(A), world.sku, reason="manage")  # A was told, then left
+    world.pump()
+    world.tap(email)
+    switched = world.services.manage.switch(world.key_of(email), A)  # the email's place moves onto A's number
+    assert switched.moved == [world.sku]
+    [place] = places_of(world, A)
+    assert place["last_notified_restock"] == restock["restock_id"]
+    world.settle()
+    assert notices_to(world, A, restock["restock_id"]) == 1
+    assert_invariants(world.services, settled=True)
