@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -12,12 +13,13 @@ from chalicelib.clock import Clock
 from chalicelib.config import Settings
 from chalicelib.contacts import Contact, contact_key, normalise_contact
 from chalicelib.errors import BadRequest, Discontinued, RateLimited, UnknownSku
-from chalicelib.jobs import Job, JobQueue
+from chalicelib.owed import OwedJobs
 from chalicelib.tables.audit import AuditTable
 from chalicelib.tables.base import TransactionCancelled, TxItem, transact
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.optout import OptoutTable
 from chalicelib.tables.requests import RequestsTable, new_joined_ts
+from chalicelib.tables.restocks import RestocksTable
 from chalicelib.tables.throttle import ThrottleTable
 
 SKU_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}$")
@@ -103,7 +105,8 @@ class CaptureService:
         throttle: ThrottleTable,
         audit: AuditTable,
         alerts: StaffAlerts,
-        jobs: JobQueue,
+        restocks: RestocksTable,
+        owed: OwedJobs,
         clock: Clock,
         hash_key: str,
         manage_link: Callable[[str], str] | None = None,
@@ -115,7 +118,8 @@ class CaptureService:
         self.throttle = throttle
         self.audit = audit
         self.alerts = alerts
-        self.jobs = jobs
+        self.restocks = restocks
+        self.owed = owed
         self.clock = clock
         self.hash_key = hash_key
         self.manage_link = manage_link
@@ -159,15 +163,16 @@ class CaptureService:
             ]
 
         try:
-            self._join(tap.sku, items, catalog_index=1)
+            self._join(tap.sku, items, catalog_index=1, now=now)
         except TransactionCancelled as cancelled:
             return self._refused(cancelled, tap, key, fields, source, now, retry_after)
         return CaptureOutcome("queued", self.requests.position(tap.sku, joined_ts), joined_ts, self._manage_url(key))
 
-    def _join(self, sku: str, items: Callable[[bool], list[TxItem]], *, catalog_index: int) -> None:
+    def _join(self, sku: str, items: Callable[[bool], list[TxItem]], *, catalog_index: int, now: float) -> None:
         """Write a new place. The catalogue's condition also asks that the open restock has no idle units (units
-        nobody eligible waited for when the notifier last looked): then the place is written anyway and the
-        notifier is asked to walk again, so a late joiner is never left untold (invariant 7).
+        nobody eligible waited for when the notifier last looked): then the place is written anyway, together
+        with a top-up job owed by that restock, and the job is sent, so a late joiner is never left untold
+        (invariant 7). A crash before the send leaves the job owed, and the sweep sends it.
 
         The notifier marks idle units before its last look at the queue, and the mark is read here in the same
         transaction that writes the place: one of the two always sees the other.
@@ -180,9 +185,13 @@ class CaptureService:
             product = cancelled.old(catalog_index) if cancelled.failed(catalog_index) else None
             if not product or not product.get("idle_restock_ts") or product.get("discontinued"):
                 raise
-        transact(client, items(False))
-        if product.get("idle_restock_ts") == product.get("open_restock_ts") and product.get("idle_restock_id"):
-            self.jobs.send(Job(sku, str(product["idle_restock_id"]), str(product["idle_restock_ts"]), kind="topup"))
+        restock_ts = str(product["idle_restock_ts"])
+        owe = self.restocks.owe_topup_item(sku, restock_ts, token=f"join#{uuid.uuid4().hex}", now=now)
+        try:
+            transact(client, [*items(False), owe])
+        finally:
+            # Sent even when the place already existed (a repeat tap after a crash that cut the first short).
+            self.owed.send(sku, restock_ts, now)
 
     def _refused(
         self,
@@ -232,7 +241,7 @@ class CaptureService:
             ]
 
         try:
-            self._join(tap.sku, items, catalog_index=0)
+            self._join(tap.sku, items, catalog_index=0, now=now)
         except TransactionCancelled as cancelled:
             if cancelled.failed(1):
                 return CaptureOutcome("acknowledged")

@@ -22,7 +22,7 @@ from chalicelib.capture import parse_sku
 from chalicelib.clock import Clock, iso, parse_iso
 from chalicelib.errors import BadRequest, Busy
 from chalicelib.faults import FaultHook, no_faults
-from chalicelib.jobs import Job, JobQueue
+from chalicelib.owed import OwedJobs
 from chalicelib.tables.audit import AuditTable
 from chalicelib.tables.base import TransactionCancelled, TxItem, transact
 from chalicelib.tables.catalog import CatalogTable
@@ -33,9 +33,6 @@ from chalicelib.webhooks import verify
 
 logger = logging.getLogger(__name__)
 
-# Longest an enqueuer may hold the right to send a job. It equals the Lambda timeout, so a holder still
-# silent after it is dead and anyone (a retry, the sweep) may take over; a double job is harmless anyway.
-ENQUEUE_LEASE_S = 30
 STUCK_AFTER_S = 60  # the sweep re-enqueues restocks owed a job for longer than this
 # How long a webhook id is remembered, so a platform's retry is recognised however late it comes: longer than
 # any platform retries (Standard Webhooks senders about a day, Shopify 48 hours, WooCommerce five attempts).
@@ -233,7 +230,7 @@ class DetectService:
         restocks: RestocksTable,
         throttle: ThrottleTable,
         audit: AuditTable,
-        jobs: JobQueue,
+        owed: OwedJobs,
         clock: Clock,
         secrets: Callable[[], Sequence[str]],
         faults: FaultHook = no_faults,
@@ -242,7 +239,7 @@ class DetectService:
         self.restocks = restocks
         self.throttle = throttle
         self.audit = audit
-        self.jobs = jobs
+        self.owed = owed
         self.clock = clock
         self.secrets = secrets
         self.faults = faults
@@ -272,7 +269,7 @@ class DetectService:
         at = self.clock.now() if now is None else now
         sent = 0
         for restock in self.restocks.owed_since(int(at) - STUCK_AFTER_S):
-            if self._send_owed(str(restock["sku"]), str(restock["restock_ts"]), at):
+            if self.owed.send(str(restock["sku"]), str(restock["restock_ts"]), at):
                 logger.warning("re-enqueued restock %s stuck before its job was sent", restock.get("restock_id"))
                 sent += 1
         return sent
@@ -373,7 +370,7 @@ class DetectService:
     def _duplicate(self, sku: str, seen: _Seen, now: float) -> DetectOutcome:
         # A redelivery: finish whatever job the open restock is still owed (a crash may have left it).
         if seen.open_restock_ts:
-            self._send_owed(sku, seen.open_restock_ts, now)
+            self.owed.send(sku, seen.open_restock_ts, now)
         return DetectOutcome("no_restock", "duplicate")
 
     def _open(
@@ -408,7 +405,7 @@ class DetectService:
         self._write(items, sku, level["webhook_id"], now)
         logger.info("restock %s of %s: %s units", restock_id, sku, change.amount)
         self.faults("detect.after_restock_written")
-        self._send_owed(sku, restock_ts, now)
+        self.owed.send(sku, restock_ts, now)
         return DetectOutcome("restock", restock_id=restock_id)
 
     def _adjust(
@@ -463,23 +460,5 @@ class DetectService:
         )
         if change.kind == RISE:
             self.faults("detect.after_topup_written")
-            self._send_owed(sku, restock_ts, now)
+            self.owed.send(sku, restock_ts, now)
         return DetectOutcome("no_restock", "no_crossing", restock_id=restock_id, adjusted=adjusted)
-
-    def _send_owed(self, sku: str, restock_ts: str, now: float) -> bool:
-        """Send the job a restock is owed, if nobody else is sending it; True when this call sent it."""
-        claimed = self.restocks.claim_enqueue(sku, restock_ts, now=now, lease_s=ENQUEUE_LEASE_S)
-        if claimed is None:
-            return False
-        token = str(claimed["pending_token"])
-        self.faults("detect.after_enqueue_claimed")
-        job = Job(sku, str(claimed["restock_id"]), restock_ts, kind=str(claimed.get("pending_kind", "restock")))
-        try:
-            self.jobs.send(job)
-        except Exception:
-            # Hand the lease back so the platform's retry can send it now rather than after the lease.
-            self.restocks.release_enqueue(sku, restock_ts, token=token)
-            raise
-        self.faults("detect.after_job_sent")
-        self.restocks.mark_enqueued(sku, restock_ts, token=token, now=now)
-        return True

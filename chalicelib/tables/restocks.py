@@ -200,6 +200,25 @@ class RestocksTable:
             }
         }
 
+    def owe_topup_item(self, sku: str, restock_ts: str, *, token: str, now: float) -> dict:
+        """Transaction item: the restock owes a top-up job (a place joined while its units waited for nobody)."""
+        return {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"sku": sku, "restock_ts": restock_ts},
+                # A first job still owed stays the first job (it walks the whole queue anyway).
+                "UpdateExpression": (
+                    "SET pending_key = :pk, pending_since = if_not_exists(pending_since, :now), "
+                    "pending_kind = if_not_exists(pending_kind, :topup), pending_token = :tok "
+                    "REMOVE enqueue_lease_until"
+                ),
+                # Nothing lost (invariant 7): owed with the place, so the sweep sends it if we stop here.
+                # attribute_exists keeps a stray key from creating a restock.
+                "ConditionExpression": "attribute_exists(restock_id)",
+                "ExpressionAttributeValues": {":pk": PENDING_KEY, ":now": int(now), ":topup": "topup", ":tok": token},
+            }
+        }
+
     def _sales_update(self, seen: dict[str, Any], names: dict[str, str], values: dict[str, Any]) -> tuple[str, str]:
         """The `, unseen_sales = 0` to append to a SET clause and the ` AND …` to append to a condition: the level
         being recorded includes the sales we read. Empty when there were none."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from chalicelib import holds
 from chalicelib.leaving import HOLDING, RELEASED
 from tests.reliability.invariants import Tables, assert_invariants
@@ -233,4 +235,27 @@ def test_a_place_can_switch_onto_a_contact_that_left_after_being_told_and_keeps_
     assert place["last_notified_restock"] == restock["restock_id"]
     world.settle()
     assert notices_to(world, A, restock["restock_id"]) == 1
+    assert_invariants(world.services, settled=True)
+
+
+def test_a_late_joiner_whose_tap_died_before_its_job_went_is_told_after_the_sweep(world: World) -> None:
+    from tests.reliability.world import PowerCut
+
+    world.product()
+    world.tap(A)
+    world.inventory(3)
+    world.pump()  # two units wait for nobody
+    # B's tap: the refused first try, then the place with its owed job, then the Lambda dies.
+    world.faults.cut_before_call(3)
+    with pytest.raises(PowerCut):
+        world.services.capture.capture("198.51.100.7", {"sku": world.sku, "channel": "sms", "contact": B})
+    world.faults.restore()
+    assert [p["state"] for p in places_of(world, B)] == ["waiting"]
+    world.pump()
+    assert offers_to(world, B) == []
+    world.clock.advance(61)
+    world.sweep()  # finds the restock still owed its job and sends it
+    world.pump()
+    assert len(offers_to(world, B)) == 1
+    world.settle()
     assert_invariants(world.services, settled=True)
