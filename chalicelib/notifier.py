@@ -518,20 +518,25 @@ class Notifier:
     def _sent(self, walk: _Walk, pending: _Pending, message_id: str) -> None:
         walk.notices += 1
         walk.metrics.count(NOTICES_SENT)
-        fact = self.audit.fact(
-            walk.job.sku,
-            "notice_sent",
-            self.clock.now(),
-            restock_id=walk.job.restock_id,
-            position=pending.position,
-            channel=pending.channel,
-            message_id=message_id,
-            contact_key=pending.request.get("contact_key"),
-            token_id=pending.token_id,
-            request_joined_ts=pending.request.get("joined_ts"),
-            job_kind=walk.job.kind,
+        self._notice_fact(walk, pending, "notice_sent", message_id=message_id)
+
+    def _notice_fact(self, walk: _Walk, pending: _Pending, kind: str, **extra: Any) -> None:
+        """Keep the fact of a notice that went (or may have), written with the next batch of them."""
+        walk.sent_facts.append(
+            self.audit.fact(
+                walk.job.sku,
+                kind,
+                self.clock.now(),
+                restock_id=walk.job.restock_id,
+                position=pending.position,
+                channel=pending.channel,
+                contact_key=pending.request.get("contact_key"),
+                token_id=pending.token_id,
+                request_joined_ts=pending.request.get("joined_ts"),
+                job_kind=walk.job.kind,
+                **extra,
+            )
         )
-        walk.sent_facts.append(fact)
         if len(walk.sent_facts) >= FACTS_PER_TRANSACTION:
             self._write_sent_facts(walk)
 
@@ -597,21 +602,7 @@ class Notifier:
         walk.unconfirmed += 1
         walk.metrics.count(NOTICES_UNCONFIRMED)
         log.warning("send of offer %s unconfirmed (%s); kept, never resent", pending.token_id, error_code(error))
-        walk.sent_facts.append(
-            self.audit.fact(
-                walk.job.sku,
-                "notice_unconfirmed",
-                self.clock.now(),
-                restock_id=walk.job.restock_id,
-                position=pending.position,
-                channel=pending.channel,
-                contact_key=pending.request.get("contact_key"),
-                token_id=pending.token_id,
-                request_joined_ts=pending.request.get("joined_ts"),
-                job_kind=walk.job.kind,
-                error=error_code(error),
-            )
-        )
+        self._notice_fact(walk, pending, "notice_unconfirmed", error=error_code(error))
 
     def _skip(self, walk: _Walk, request: dict[str, Any], reason: str, position: int) -> None:
         walk.skipped[reason] += 1

@@ -318,25 +318,20 @@ class RestocksTable:
 
     def has_units_check(self, sku: str, restock_ts: str) -> dict:
         """Transaction item: go on only while the restock is open with a unit to offer."""
-        return {
-            "ConditionCheck": {
-                "TableName": self.name,
-                "Key": {"sku": sku, "restock_ts": restock_ts},
-                # Idle units are marked only while they exist, so a new place is sent a job only for them.
-                "ConditionExpression": "#state <> :closed AND units_offerable >= :one",
-                "ExpressionAttributeNames": {"#state": "state"},
-                "ExpressionAttributeValues": {":closed": CLOSED, ":one": 1},
-            }
-        }
+        # Idle units are marked only while they exist, so a new place is sent a job only for them.
+        return self._units_check(sku, restock_ts, "#state <> :closed AND units_offerable >= :one")
 
     def no_units_check(self, sku: str, restock_ts: str) -> dict:
         """Transaction item: go on only while the restock has no unit to offer (or is closed)."""
+        # Nothing lost (invariant 7): a unit freed after the walk keeps the idle mark standing.
+        return self._units_check(sku, restock_ts, "#state = :closed OR units_offerable < :one")
+
+    def _units_check(self, sku: str, restock_ts: str, condition: str) -> dict:
         return {
             "ConditionCheck": {
                 "TableName": self.name,
                 "Key": {"sku": sku, "restock_ts": restock_ts},
-                # Nothing lost (invariant 7): a unit freed after the walk keeps the idle mark standing.
-                "ConditionExpression": "#state = :closed OR units_offerable < :one",
+                "ConditionExpression": condition,
                 "ExpressionAttributeNames": {"#state": "state"},
                 "ExpressionAttributeValues": {":closed": CLOSED, ":one": 1},
             }
