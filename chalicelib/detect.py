@@ -24,7 +24,7 @@ from chalicelib.errors import BadRequest, Busy
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.owed import OwedJobs
 from chalicelib.tables.audit import AuditTable
-from chalicelib.tables.base import TransactionCancelled, TxItem, transact
+from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.restocks import CLOSED, RestocksTable, unseen_sales
 from chalicelib.tables.throttle import ThrottleTable
@@ -349,11 +349,11 @@ class DetectService:
             if change.kind == CROSSING:
                 return self._open(sku, event_ts, change, threshold, level, facts, now)
             if restock is None or (change.kind == NONE and not included):
-                self._write([self.catalog.level_item(sku, **level)], sku, webhook_id, now)
+                self._write(Tx().add("product", self.catalog.level_item(sku, **level)), sku, webhook_id, now)
                 return DetectOutcome("no_restock", "no_crossing")
             return self._adjust(sku, restock, change, level, {**facts, "own_sales": included}, now)
         except TransactionCancelled as cancelled:
-            if cancelled.failed(0):
+            if cancelled.failed("memory"):
                 # Another delivery of this very webhook was recorded between our look and our write.
                 return self._duplicate(sku, seen, now)
             return None
@@ -362,10 +362,10 @@ class DetectService:
     def _memory_key(sku: str, webhook_id: str) -> str:
         return f"webhook#{sku}#{webhook_id}"
 
-    def _write(self, items: list[TxItem], sku: str, webhook_id: str, now: float) -> None:
-        """One transaction: the webhook remembered (first, so a redelivery is told by item 0), then `items`."""
+    def _write(self, tx: Tx, sku: str, webhook_id: str, now: float) -> None:
+        """Run `tx` with the webhook remembered in it (refused as "memory" when it was already)."""
         memory = self.throttle.remember_item(self._memory_key(sku, webhook_id), int(now) + WEBHOOK_MEMORY_S)
-        transact(self.catalog.table.meta.client, [memory, *items])
+        tx.add("memory", memory).run(self.catalog.table.meta.client)
 
     def _duplicate(self, sku: str, seen: _Seen, now: float) -> DetectOutcome:
         # A redelivery: finish whatever job the open restock is still owed (a crash may have left it).
@@ -385,8 +385,9 @@ class DetectService:
     ) -> DetectOutcome:
         restock_id = restock_id_for(sku, level["webhook_id"])
         restock_ts = restock_ts_for(event_ts, restock_id)
-        items = [
-            self.catalog.level_item(sku, **level, open_restock=(restock_ts, restock_id)),
+        tx = Tx().add("product", self.catalog.level_item(sku, **level, open_restock=(restock_ts, restock_id)))
+        tx.add(
+            "restock",
             self.restocks.open_item(
                 sku=sku,
                 restock_ts=restock_ts,
@@ -398,11 +399,14 @@ class DetectService:
                 threshold=threshold,
                 now=now,
             ),
+        )
+        tx.add(
+            "fact",
             self.audit.record_item(
                 sku, "restock_detected", now, restock_id=restock_id, units=change.amount, threshold=threshold, **facts
             ),
-        ]
-        self._write(items, sku, level["webhook_id"], now)
+        )
+        self._write(tx, sku, level["webhook_id"], now)
         logger.info("restock %s of %s: %s units", restock_id, sku, change.amount)
         self.faults("detect.after_restock_written")
         self.owed.send(sku, restock_ts, now)
@@ -455,9 +459,13 @@ class DetectService:
             # The level moved by exactly our own sales: only the record of which sales it includes changes.
             restock_item = self.restocks.sales_seen_item(sku, restock_ts, seen=restock)
             kind, adjusted = "own_sales_seen", None
-        self._write(
-            [catalog_item, restock_item, self.audit.record_item(sku, kind, now, **facts)], sku, level["webhook_id"], now
+        tx = (
+            Tx()
+            .add("product", catalog_item)
+            .add("restock", restock_item)
+            .add("fact", self.audit.record_item(sku, kind, now, **facts))
         )
+        self._write(tx, sku, level["webhook_id"], now)
         if change.kind == RISE:
             self.faults("detect.after_topup_written")
             self.owed.send(sku, restock_ts, now)

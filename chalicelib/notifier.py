@@ -39,7 +39,7 @@ from chalicelib.metrics import (
 from chalicelib.optout_gate import OptoutGate
 from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent
 from chalicelib.tables.audit import FACTS_PER_TRANSACTION, AuditTable
-from chalicelib.tables.base import TransactionCancelled, transact
+from chalicelib.tables.base import TransactionCancelled, Tx, transact
 from chalicelib.tables.catalog import CatalogTable, with_defaults
 from chalicelib.tables.optout import OptoutTable
 from chalicelib.tables.requests import ACTIVE_STATES, CONVERTED, OFFERED, RESERVED, WAITING, RequestsTable
@@ -405,7 +405,7 @@ class Notifier:
             chosen = batch[: min(len(batch), walk.left)]
             tokens = [uuid.uuid4().hex for _ in chosen]
             try:
-                transact(self._client, self._offer_items(walk, chosen, tokens))
+                self._offers(walk, chosen, tokens).run(self._client)
             except TransactionCancelled as cancelled:
                 self._after_cancel(walk, batch, chosen, cancelled)
                 continue
@@ -420,14 +420,15 @@ class Notifier:
                 walk.pending[future] = _Pending(token_id, candidate.request, candidate.position, notice.channel)
         return True
 
-    def _offer_items(self, walk: _Walk, chosen: list[_Candidate], tokens: list[str]) -> list[dict[str, Any]]:
+    def _offers(self, walk: _Walk, chosen: list[_Candidate], tokens: list[str]) -> Tx:
         """One transaction: k units from units_offerable, then each offer row and its request marked told."""
         job, now = walk.job, self.clock.now()
-        items = [self.restocks.take_offers_item(job.sku, job.restock_ts, len(chosen))]
-        for candidate, token_id in zip(chosen, tokens, strict=True):
+        tx = Tx().add("units", self.restocks.take_offers_item(job.sku, job.restock_ts, len(chosen)))
+        for i, (candidate, token_id) in enumerate(zip(chosen, tokens, strict=True)):
             request = candidate.request
             joined_ts = str(request["joined_ts"])
-            items.append(
+            tx.add(
+                f"offer {i}",
                 self.reservations.offer_put_item(
                     token_id=token_id,
                     sku=job.sku,
@@ -438,12 +439,13 @@ class Notifier:
                     channel=str(request["channel"]),
                     now=now,
                     offer_window_s=walk.offer_window_s,
-                )
+                ),
             )
-            items.append(
-                self.requests.mark_offered_item(job.sku, joined_ts, restock_id=job.restock_id, token_id=token_id)
+            tx.add(
+                f"told {i}",
+                self.requests.mark_offered_item(job.sku, joined_ts, restock_id=job.restock_id, token_id=token_id),
             )
-        return items
+        return tx
 
     def _after_cancel(
         self, walk: _Walk, batch: list[_Candidate], chosen: list[_Candidate], cancelled: TransactionCancelled
@@ -453,7 +455,7 @@ class Notifier:
         understood = False
         dropped: list[_Candidate] = []
         for i, candidate in enumerate(chosen):
-            if cancelled.failed(2 + 2 * i):
+            if cancelled.failed(f"told {i}"):
                 # Another invocation told them first, or their state moved: say which, from a fresh read.
                 joined_ts = str(candidate.request["joined_ts"])
                 fresh = self.requests.get(job.sku, joined_ts) or {}
@@ -461,10 +463,10 @@ class Notifier:
                 self._skip(walk, candidate.request, reason, candidate.position)
                 dropped.append(candidate)
                 understood = True
-            elif cancelled.failed(1 + 2 * i):
+            elif cancelled.failed(f"offer {i}"):
                 understood = True  # a token id already taken: the retry draws new ones
         batch[:] = [c for c in batch if all(c is not d for d in dropped)]
-        if cancelled.failed(0):
+        if cancelled.failed("units"):
             # Fewer units than last read (holds or another invocation took some): read again, retry with fewer.
             self._units_left(walk)
             understood = True

@@ -60,8 +60,8 @@ class RequestsTable:
         ttl: int,
         now: float,
         told: str | None = None,
-    ) -> list[TxItem]:
-        """Transaction items for a new place: the uniqueness item first, then the request itself.
+    ) -> tuple[TxItem, TxItem]:
+        """Transaction items for a new place: (the uniqueness item, the request itself).
 
         `told` is the restock this person was already told about at an earlier place for this SKU (one they
         bought from or left): the new place is never told about it again (invariant 6 is per person).
@@ -82,7 +82,7 @@ class RequestsTable:
         }
         if told:
             request["last_notified_restock"] = told
-        return [
+        return (
             {
                 "Put": {
                     "TableName": self.name,
@@ -100,9 +100,9 @@ class RequestsTable:
                     "ConditionExpression": "attribute_not_exists(joined_ts)",
                 }
             },
-        ]
+        )
 
-    def rejoin_items(self, *, old_ref: str, **fields: Any) -> list[TxItem]:
+    def rejoin_items(self, *, old_ref: str, **fields: Any) -> tuple[TxItem, TxItem]:
         """Transaction items that replace a finished place (bought, or left: `old_ref` "") with a new one at the back."""
         items = self.join_items(**fields)
         unique = items[0]["Put"]
