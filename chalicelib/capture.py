@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -12,12 +13,13 @@ from chalicelib.clock import Clock
 from chalicelib.config import Settings
 from chalicelib.contacts import Contact, contact_key, normalise_contact
 from chalicelib.errors import BadRequest, Discontinued, RateLimited, UnknownSku
-from chalicelib.jobs import Job, JobQueue
+from chalicelib.owed import OwedJobs
 from chalicelib.tables.audit import AuditTable
-from chalicelib.tables.base import TransactionCancelled, TxItem, transact
+from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.optout import OptoutTable
 from chalicelib.tables.requests import RequestsTable, new_joined_ts
+from chalicelib.tables.restocks import RestocksTable
 from chalicelib.tables.throttle import ThrottleTable
 
 SKU_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}$")
@@ -98,7 +100,8 @@ class CaptureService:
         throttle: ThrottleTable,
         audit: AuditTable,
         alerts: StaffAlerts,
-        jobs: JobQueue,
+        restocks: RestocksTable,
+        owed: OwedJobs,
         clock: Clock,
         hash_key: str,
         manage_link: Callable[[str], str] | None = None,
@@ -110,7 +113,8 @@ class CaptureService:
         self.throttle = throttle
         self.audit = audit
         self.alerts = alerts
-        self.jobs = jobs
+        self.restocks = restocks
+        self.owed = owed
         self.clock = clock
         self.hash_key = hash_key
         self.manage_link = manage_link
@@ -145,39 +149,47 @@ class CaptureService:
 
         # The steady-state tap is this one transaction: rate limit, catalogue, opt-out and the
         # uniqueness item are all conditions on it, so nothing is read first and nothing half-written.
-        def items(quiet: bool) -> list[TxItem]:
-            return [
-                self.throttle.charge_item(rate_key, self.settings.rate_limit_per_minute, rate_expires),
-                self.catalog.join_item(tap.sku, unless_idle=quiet),
-                self.optout.not_suppressed_item(key),
-                *self.requests.join_items(**fields),
-            ]
+        def join(quiet: bool) -> Tx:
+            unique, request = self.requests.join_items(**fields)
+            return (
+                Tx()
+                .add("rate", self.throttle.charge_item(rate_key, self.settings.rate_limit_per_minute, rate_expires))
+                .add("product", self.catalog.join_item(tap.sku, unless_idle=quiet))
+                .add("optout", self.optout.not_suppressed_item(key))
+                .add("unique", unique)
+                .add("request", request)
+            )
 
         try:
-            self._join(tap.sku, items, catalog_index=1)
+            self._join(tap.sku, join, now=now)
         except TransactionCancelled as cancelled:
             return self._refused(cancelled, tap, key, fields, source, now, retry_after)
         return CaptureOutcome("queued", self.requests.position(tap.sku, joined_ts), joined_ts, self._manage_url(key))
 
-    def _join(self, sku: str, items: Callable[[bool], list[TxItem]], *, catalog_index: int) -> None:
+    def _join(self, sku: str, join: Callable[[bool], Tx], *, now: float) -> None:
         """Write a new place. The catalogue's condition also asks that the open restock has no idle units (units
-        nobody eligible waited for when the notifier last looked): then the place is written anyway and the
-        notifier is asked to walk again, so a late joiner is never left untold (invariant 7).
+        nobody eligible waited for when the notifier last looked): then the place is written anyway, together
+        with a top-up job owed by that restock, and the job is sent, so a late joiner is never left untold
+        (invariant 7). A crash before the send leaves the job owed, and the sweep sends it.
 
         The notifier marks idle units before its last look at the queue, and the mark is read here in the same
         transaction that writes the place: one of the two always sees the other.
         """
         client = self.requests.table.meta.client
         try:
-            transact(client, items(True))
+            join(True).run(client)
             return
         except TransactionCancelled as cancelled:
-            product = cancelled.old(catalog_index) if cancelled.failed(catalog_index) else None
+            product = cancelled.old("product") if cancelled.failed("product") else None
             if not product or not product.get("idle_restock_ts") or product.get("discontinued"):
                 raise
-        transact(client, items(False))
-        if product.get("idle_restock_ts") == product.get("open_restock_ts") and product.get("idle_restock_id"):
-            self.jobs.send(Job(sku, str(product["idle_restock_id"]), str(product["idle_restock_ts"]), kind="topup"))
+        restock_ts = str(product["idle_restock_ts"])
+        owe = self.restocks.owe_topup_item(sku, restock_ts, token=f"join#{uuid.uuid4().hex}", now=now)
+        try:
+            join(False).add("owed job", owe).run(client)
+        finally:
+            # Sent even when the place already existed (a repeat tap after a crash that cut the first short).
+            self.owed.send(sku, restock_ts, now)
 
     def _refused(
         self,
@@ -189,21 +201,20 @@ class CaptureService:
         now: float,
         retry_after: int,
     ) -> CaptureOutcome:
-        if cancelled.failed(0):
+        if cancelled.failed("rate"):
             raise RateLimited("Too many requests from this address; try again in a minute.", retry_after)
         # The transaction was rolled back, so this tap has not been counted yet.
         self._charge(source, now)
-        if cancelled.failed(1):
-            product = cancelled.old(1)
-            if product:
+        if cancelled.failed("product"):
+            if cancelled.old("product"):
                 raise Discontinued("This product is no longer sold, so there is no list to join.")
             self._record_unknown(tap, key, source, now)
             raise UnknownSku(f"We do not sell a product with SKU {tap.sku!r}.")
-        if cancelled.failed(2):
+        if cancelled.failed("optout"):
             # Opted out: acknowledged politely, nothing stored, nothing ever sent.
             return CaptureOutcome("acknowledged")
-        if cancelled.failed(3):
-            return self._repeat(tap, key, fields, cancelled.old(3) or {}, now)
+        if cancelled.failed("unique"):
+            return self._repeat(tap, key, fields, cancelled.old("unique") or {}, now)
         raise RuntimeError(f"capture transaction cancelled unexpectedly: {cancelled}")
 
     def _repeat(
@@ -219,19 +230,22 @@ class CaptureService:
         if ref:
             told = (self.requests.get(tap.sku, ref) or {}).get("last_notified_restock")
 
-        def items(quiet: bool) -> list[TxItem]:
-            return [
-                self.catalog.join_item(tap.sku, unless_idle=quiet),
-                self.optout.not_suppressed_item(key),
-                *self.requests.rejoin_items(old_ref=ref, **fields, told=told),
-            ]
+        def rejoin(quiet: bool) -> Tx:
+            unique, request = self.requests.rejoin_items(old_ref=ref, **fields, told=told)
+            return (
+                Tx()
+                .add("product", self.catalog.join_item(tap.sku, unless_idle=quiet))
+                .add("optout", self.optout.not_suppressed_item(key))
+                .add("unique", unique)
+                .add("request", request)
+            )
 
         try:
-            self._join(tap.sku, items, catalog_index=0)
+            self._join(tap.sku, rejoin, now=now)
         except TransactionCancelled as cancelled:
-            if cancelled.failed(1):
+            if cancelled.failed("optout"):
                 return CaptureOutcome("acknowledged")
-            if cancelled.failed(2):
+            if cancelled.failed("unique"):
                 # Someone else's simultaneous re-join won; theirs is this person's one place.
                 current = self.requests.get_unique(tap.sku, key) or {}
                 ref = str(current.get("ref", ""))

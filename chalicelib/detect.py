@@ -22,9 +22,9 @@ from chalicelib.capture import parse_sku
 from chalicelib.clock import Clock, iso, parse_iso
 from chalicelib.errors import BadRequest, Busy
 from chalicelib.faults import FaultHook, no_faults
-from chalicelib.jobs import Job, JobQueue
+from chalicelib.owed import OwedJobs
 from chalicelib.tables.audit import AuditTable
-from chalicelib.tables.base import TransactionCancelled, TxItem, transact
+from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.restocks import CLOSED, RestocksTable, unseen_sales
 from chalicelib.tables.throttle import ThrottleTable
@@ -33,9 +33,6 @@ from chalicelib.webhooks import verify
 
 logger = logging.getLogger(__name__)
 
-# Longest an enqueuer may hold the right to send a job. It equals the Lambda timeout, so a holder still
-# silent after it is dead and anyone (a retry, the sweep) may take over; a double job is harmless anyway.
-ENQUEUE_LEASE_S = 30
 STUCK_AFTER_S = 60  # the sweep re-enqueues restocks owed a job for longer than this
 # How long a webhook id is remembered, so a platform's retry is recognised however late it comes: longer than
 # any platform retries (Standard Webhooks senders about a day, Shopify 48 hours, WooCommerce five attempts).
@@ -228,7 +225,7 @@ class DetectService:
         restocks: RestocksTable,
         throttle: ThrottleTable,
         audit: AuditTable,
-        jobs: JobQueue,
+        owed: OwedJobs,
         clock: Clock,
         secrets: Callable[[], Sequence[str]],
         faults: FaultHook = no_faults,
@@ -237,7 +234,7 @@ class DetectService:
         self.restocks = restocks
         self.throttle = throttle
         self.audit = audit
-        self.jobs = jobs
+        self.owed = owed
         self.clock = clock
         self.secrets = secrets
         self.faults = faults
@@ -267,7 +264,7 @@ class DetectService:
         at = self.clock.now() if now is None else now
         sent = 0
         for restock in self.restocks.owed_since(int(at) - STUCK_AFTER_S):
-            if self._send_owed(str(restock["sku"]), str(restock["restock_ts"]), at):
+            if self.owed.send(str(restock["sku"]), str(restock["restock_ts"]), at):
                 logger.warning("re-enqueued restock %s stuck before its job was sent", restock.get("restock_id"))
                 sent += 1
         return sent
@@ -347,11 +344,11 @@ class DetectService:
             if change.kind == CROSSING:
                 return self._open(sku, event_ts, change, threshold, level, facts, now)
             if restock is None or (change.kind == NONE and not included):
-                self._write([self.catalog.level_item(sku, **level)], sku, webhook_id, now)
+                self._write(Tx().add("product", self.catalog.level_item(sku, **level)), sku, webhook_id, now)
                 return DetectOutcome("no_restock", "no_crossing")
             return self._adjust(sku, restock, change, level, {**facts, "own_sales": included}, now)
         except TransactionCancelled as cancelled:
-            if cancelled.failed(0):
+            if cancelled.failed("memory"):
                 # Another delivery of this very webhook was recorded between our look and our write.
                 return self._duplicate(sku, seen, now)
             return None
@@ -360,15 +357,15 @@ class DetectService:
     def _memory_key(sku: str, webhook_id: str) -> str:
         return f"webhook#{sku}#{webhook_id}"
 
-    def _write(self, items: list[TxItem], sku: str, webhook_id: str, now: float) -> None:
-        """One transaction: the webhook remembered (first, so a redelivery is told by item 0), then `items`."""
+    def _write(self, tx: Tx, sku: str, webhook_id: str, now: float) -> None:
+        """Run `tx` with the webhook remembered in it (refused as "memory" when it was already)."""
         memory = self.throttle.remember_item(self._memory_key(sku, webhook_id), int(now) + WEBHOOK_MEMORY_S)
-        transact(self.catalog.table.meta.client, [memory, *items])
+        tx.add("memory", memory).run(self.catalog.table.meta.client)
 
     def _duplicate(self, sku: str, seen: _Seen, now: float) -> DetectOutcome:
         # A redelivery: finish whatever job the open restock is still owed (a crash may have left it).
         if seen.open_restock_ts:
-            self._send_owed(sku, seen.open_restock_ts, now)
+            self.owed.send(sku, seen.open_restock_ts, now)
         return DetectOutcome("no_restock", "duplicate")
 
     def _open(
@@ -383,8 +380,9 @@ class DetectService:
     ) -> DetectOutcome:
         restock_id = restock_id_for(sku, level["webhook_id"])
         restock_ts = restock_ts_for(event_ts, restock_id)
-        items = [
-            self.catalog.level_item(sku, **level, open_restock=(restock_ts, restock_id)),
+        tx = Tx().add("product", self.catalog.level_item(sku, **level, open_restock=(restock_ts, restock_id)))
+        tx.add(
+            "restock",
             self.restocks.open_item(
                 sku=sku,
                 restock_ts=restock_ts,
@@ -396,14 +394,17 @@ class DetectService:
                 threshold=threshold,
                 now=now,
             ),
+        )
+        tx.add(
+            "fact",
             self.audit.record_item(
                 sku, "restock_detected", now, restock_id=restock_id, units=change.amount, threshold=threshold, **facts
             ),
-        ]
-        self._write(items, sku, level["webhook_id"], now)
+        )
+        self._write(tx, sku, level["webhook_id"], now)
         logger.info("restock %s of %s: %s units", restock_id, sku, change.amount)
         self.faults("detect.after_restock_written")
-        self._send_owed(sku, restock_ts, now)
+        self.owed.send(sku, restock_ts, now)
         return DetectOutcome("restock", restock_id=restock_id)
 
     def _adjust(
@@ -453,28 +454,14 @@ class DetectService:
             # The level moved by exactly our own sales: only the record of which sales it includes changes.
             restock_item = self.restocks.sales_seen_item(sku, restock_ts, seen=restock)
             kind, adjusted = "own_sales_seen", None
-        self._write(
-            [catalog_item, restock_item, self.audit.record_item(sku, kind, now, **facts)], sku, level["webhook_id"], now
+        tx = (
+            Tx()
+            .add("product", catalog_item)
+            .add("restock", restock_item)
+            .add("fact", self.audit.record_item(sku, kind, now, **facts))
         )
+        self._write(tx, sku, level["webhook_id"], now)
         if change.kind == RISE:
             self.faults("detect.after_topup_written")
-            self._send_owed(sku, restock_ts, now)
+            self.owed.send(sku, restock_ts, now)
         return DetectOutcome("no_restock", "no_crossing", restock_id=restock_id, adjusted=adjusted)
-
-    def _send_owed(self, sku: str, restock_ts: str, now: float) -> bool:
-        """Send the job a restock is owed, if nobody else is sending it; True when this call sent it."""
-        claimed = self.restocks.claim_enqueue(sku, restock_ts, now=now, lease_s=ENQUEUE_LEASE_S)
-        if claimed is None:
-            return False
-        token = str(claimed["pending_token"])
-        self.faults("detect.after_enqueue_claimed")
-        job = Job(sku, str(claimed["restock_id"]), restock_ts, kind=str(claimed.get("pending_kind", "restock")))
-        try:
-            self.jobs.send(job)
-        except Exception:
-            # Hand the lease back so the platform's retry can send it now rather than after the lease.
-            self.restocks.release_enqueue(sku, restock_ts, token=token)
-            raise
-        self.faults("detect.after_job_sent")
-        self.restocks.mark_enqueued(sku, restock_ts, token=token, now=now)
-        return True

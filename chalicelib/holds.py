@@ -16,7 +16,7 @@ from urllib.parse import quote
 from chalicelib.clock import Clock
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.tables.audit import AuditTable
-from chalicelib.tables.base import TransactionCancelled, TxItem, transact
+from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.catalog import CatalogTable, with_defaults
 from chalicelib.tables.requests import OFFERED as REQUEST_OFFERED
 from chalicelib.tables.requests import RESERVED, RequestsTable
@@ -74,8 +74,9 @@ class UnitMoves:
             "channel": row.get("channel"),
         }
 
-    def _commit(self, items: list[TxItem], request_items: list[TxItem]) -> TransactionCancelled | None:
-        """Run the row, counter and audit items with the request's items; None when it committed.
+    def _commit(self, tx: Tx, *request: str) -> TransactionCancelled | None:
+        """Run the row's move (its "row", counter and "fact" items) with the request's items (`request`
+        names them); None when it committed.
 
         When only the request's items are refused, the request no longer owns this offer (DynamoDB's
         TTL tidied it, or the shopper left the list): the unit must still move (invariant 7), so the
@@ -83,26 +84,25 @@ class UnitMoves:
         """
         client = self.reservations.table.meta.client
         try:
-            transact(client, items + request_items)
+            tx.run(client)
             return None
         except TransactionCancelled as cancelled:
-            base_failed = any(cancelled.failed(i) for i in range(len(items)))
-            request_failed = any(cancelled.failed(i) for i in range(len(items), len(items) + len(request_items)))
-            if base_failed or not request_failed:
+            request_failed = any(cancelled.failed(name) for name in request)
+            if cancelled.failed_other_than(*request) or not request_failed:
                 return cancelled
         try:
-            transact(client, items)
+            tx.without(*request).run(client)
             return None
         except TransactionCancelled as cancelled:
             return cancelled
 
     @staticmethod
-    def _outcome(cancelled: TransactionCancelled | None, counter_index: int | None = None) -> Move:
+    def _outcome(cancelled: TransactionCancelled | None, *, counter: str | None = None) -> Move:
         if cancelled is None:
             return Move(DONE)
-        if cancelled.failed(0):
-            return Move(MOVED, cancelled.old(0))
-        if counter_index is not None and cancelled.failed(counter_index):
+        if cancelled.failed("row"):
+            return Move(MOVED, cancelled.old("row"))
+        if counter is not None and cancelled.failed(counter):
             return Move(NO_UNIT)
         # Neither condition failed: conflicts outlasted the retries. Nothing was written; let it surface.
         raise cancelled
@@ -111,15 +111,19 @@ class UnitMoves:
         """Link tapped: offered → held, units_available − 1 (only if ≥ 1), request reserved."""
         sku, token_id = str(row["sku"]), str(row["token_id"])
         expires = int(now) + int(hold_window_s)
-        items = [
-            self.reservations.transition_item(
-                token_id, OFFERED, HELD, due_at=expires, held_at=int(now), hold_expires_at=expires
-            ),
-            self.restocks.hold_item(sku, str(row["restock_ts"])),
-            self.audit.record_item(sku, "hold", now, hold_expires_at=expires, **self._facts(row)),
-        ]
-        request = [self.requests.mark_reserved_item(sku, str(row["request_joined_ts"]), token_id=token_id)]
-        return self._outcome(self._commit(items, request), counter_index=1)
+        tx = (
+            Tx()
+            .add(
+                "row",
+                self.reservations.transition_item(
+                    token_id, OFFERED, HELD, due_at=expires, held_at=int(now), hold_expires_at=expires
+                ),
+            )
+            .add("units", self.restocks.hold_item(sku, str(row["restock_ts"])))
+            .add("fact", self.audit.record_item(sku, "hold", now, hold_expires_at=expires, **self._facts(row)))
+            .add("request", self.requests.mark_reserved_item(sku, str(row["request_joined_ts"]), token_id=token_id))
+        )
+        return self._outcome(self._commit(tx, "request"), counter="units")
 
     def lapse(self, row: dict[str, Any], now: float, *, reason: str = UNUSED) -> Move:
         """Offer unused (or its unit just gone): offered → lapsed, units_offerable + 1, request back to waiting.
@@ -127,27 +131,35 @@ class UnitMoves:
         The row stays in the sweep's index, due now, until a top-up for the freed promise is queued.
         """
         sku, token_id = str(row["sku"]), str(row["token_id"])
-        items = [
-            self.reservations.transition_item(
-                token_id,
-                OFFERED,
-                LAPSED,
-                due_at=min(_int(row.get("due_at")) or int(now), int(now)),
-                lapsed_at=int(now),
-                lapse_reason=reason,
-            ),
-            self.restocks.release_lapsed_offer_item(sku, str(row["restock_ts"])),
-            self.audit.record_item(sku, JUST_GONE if reason == JUST_GONE else "lapse", now, **self._facts(row)),
-        ]
-        request = [
-            self.requests.back_to_waiting_item(
-                sku, str(row["request_joined_ts"]), token_id=token_id, from_state=REQUEST_OFFERED
+        tx = (
+            Tx()
+            .add(
+                "row",
+                self.reservations.transition_item(
+                    token_id,
+                    OFFERED,
+                    LAPSED,
+                    due_at=min(_int(row.get("due_at")) or int(now), int(now)),
+                    lapsed_at=int(now),
+                    lapse_reason=reason,
+                ),
             )
-        ]
-        cancelled = self._commit(items, request)
-        if cancelled is not None and not cancelled.failed(0) and cancelled.failed(1):
+            .add("units", self.restocks.release_lapsed_offer_item(sku, str(row["restock_ts"])))
+            .add(
+                "fact",
+                self.audit.record_item(sku, JUST_GONE if reason == JUST_GONE else "lapse", now, **self._facts(row)),
+            )
+            .add(
+                "request",
+                self.requests.back_to_waiting_item(
+                    sku, str(row["request_joined_ts"]), token_id=token_id, from_state=REQUEST_OFFERED
+                ),
+            )
+        )
+        cancelled = self._commit(tx, "request")
+        if cancelled is not None and not cancelled.failed("row") and cancelled.failed("units"):
             # A level fall already took this promise off the counters: the row still lapses, once.
-            cancelled = self._commit([items[0], items[2]], request)
+            cancelled = self._commit(tx.without("units"), "request")
         return self._outcome(cancelled)
 
     def expire(self, row: dict[str, Any], now: float) -> Move:
@@ -156,19 +168,28 @@ class UnitMoves:
         The row stays in the sweep's index until a top-up for the returned unit is queued.
         """
         sku, token_id = str(row["sku"]), str(row["token_id"])
-        items = [
-            self.reservations.transition_item(
-                token_id, HELD, EXPIRED, due_at=min(_int(row.get("due_at")) or int(now), int(now)), expired_at=int(now)
-            ),
-            self.restocks.return_hold_item(sku, str(row["restock_ts"])),
-            self.audit.record_item(sku, "expiry", now, **self._facts(row)),
-        ]
-        request = [
-            self.requests.back_to_waiting_item(
-                sku, str(row["request_joined_ts"]), token_id=token_id, from_state=RESERVED
+        tx = (
+            Tx()
+            .add(
+                "row",
+                self.reservations.transition_item(
+                    token_id,
+                    HELD,
+                    EXPIRED,
+                    due_at=min(_int(row.get("due_at")) or int(now), int(now)),
+                    expired_at=int(now),
+                ),
             )
-        ]
-        return self._outcome(self._commit(items, request))
+            .add("units", self.restocks.return_hold_item(sku, str(row["restock_ts"])))
+            .add("fact", self.audit.record_item(sku, "expiry", now, **self._facts(row)))
+            .add(
+                "request",
+                self.requests.back_to_waiting_item(
+                    sku, str(row["request_joined_ts"]), token_id=token_id, from_state=RESERVED
+                ),
+            )
+        )
+        return self._outcome(self._commit(tx, "request"))
 
     def convert(self, row: dict[str, Any], order_id: str, now: float) -> Move:
         """Order placed: held → converted (leaves the sweep's index), request converted and off the list.
@@ -177,19 +198,21 @@ class UnitMoves:
         the platform reports next is known to include it and is not taken off the counters a second time.
         """
         sku, token_id = str(row["sku"]), str(row["token_id"])
-        items = [
-            self.reservations.transition_item(
-                token_id, HELD, CONVERTED, due_at=None, order_id=order_id, converted_at=int(now)
-            ),
-            self.restocks.sale_item(sku, str(row["restock_ts"])),
-            self.audit.record_item(sku, "conversion", now, order_id=order_id, **self._facts(row)),
-        ]
-        request = [
-            self.requests.mark_converted_item(sku, str(row["request_joined_ts"]), token_id=token_id),
+        tx = (
+            Tx()
+            .add(
+                "row",
+                self.reservations.transition_item(
+                    token_id, HELD, CONVERTED, due_at=None, order_id=order_id, converted_at=int(now)
+                ),
+            )
+            .add("sale", self.restocks.sale_item(sku, str(row["restock_ts"])))
+            .add("fact", self.audit.record_item(sku, "conversion", now, order_id=order_id, **self._facts(row)))
+            .add("request", self.requests.mark_converted_item(sku, str(row["request_joined_ts"]), token_id=token_id))
             # The waiting count moves with the request's state, so it is decremented only if that moved.
-            self.catalog.leave_item(sku),
-        ]
-        return self._outcome(self._commit(items, request))
+            .add("waiting", self.catalog.leave_item(sku))
+        )
+        return self._outcome(self._commit(tx, "request", "waiting"))
 
 
 # What a tap on a reserve link came to (app.py answers each kind with its HTTP status).

@@ -26,7 +26,7 @@ from chalicelib.clock import Clock
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.jobs import Job, JobQueue
 from chalicelib.tables.audit import AuditTable
-from chalicelib.tables.base import TransactionCancelled, TxItem, transact
+from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.requests import ACTIVE_STATES, CONVERTED, OFFERED, RESERVED, WAITING, RequestsTable
 from chalicelib.tables.reservations import LAPSED, ReservationsTable
@@ -136,22 +136,27 @@ class QueueExits:
 
     # --- One transaction per state the request can be left from.
 
-    def _remove_items(self, request: dict[str, Any], state: str, token_id: str | None = None) -> list[TxItem]:
+    def _remove(self, tx: Tx, request: dict[str, Any], state: str, token_id: str | None = None) -> Tx:
+        """Add the items that take the place off its list: the request, its uniqueness item, the count."""
         sku, joined_ts, key = str(request["sku"]), str(request["joined_ts"]), str(request["contact_key"])
-        return [
-            self.requests.remove_item(sku, joined_ts, contact_key=key, state=state, token_id=token_id),
-            self.requests.remove_unique_item(
-                sku, key, joined_ts, told=request.get("last_notified_restock"), ttl=request.get("ttl")
-            ),
-        ]
+        return (
+            tx.add(
+                "request", self.requests.remove_item(sku, joined_ts, contact_key=key, state=state, token_id=token_id)
+            )
+            .add(
+                "unique",
+                self.requests.remove_unique_item(
+                    sku, key, joined_ts, told=request.get("last_notified_restock"), ttl=request.get("ttl")
+                ),
+            )
+            .add("waiting", self.catalog.leave_item(sku))
+        )
 
     def _leave_waiting(self, request: dict[str, Any], reason: str) -> Exit:
         now = self.clock.now()
         sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
-        items = self._remove_items(request, WAITING)
-        items.append(self.catalog.leave_item(sku))
-        items.append(self._fact(request, reason, now))
-        transact(self.requests.table.meta.client, items)
+        tx = self._remove(Tx(), request, WAITING).add("fact", self._fact(request, reason, now))
+        tx.run(self.requests.table.meta.client)
         return Exit(sku, joined_ts, LEFT)
 
     def _leave_offered(self, request: dict[str, Any], reason: str) -> Exit:
@@ -163,25 +168,26 @@ class QueueExits:
             # The request says offered but its row moved on (clicked, or lapsed by the sweep this instant).
             raise _Moved(token_id)
         restock_ts, restock_id = str(offer["restock_ts"]), str(offer["restock_id"])
-        items = [
+        tx = Tx().add(
             # Kept in the sweep's due-time index (due now) until the top-up is on the queue: if we stop
             # before sending it, the sweep sees a lapsed row and queues it (invariant 7).
+            "row",
             self.reservations.transition_item(
                 token_id, OFFERED, LAPSED, due_at=int(now), lapsed_at=int(now), lapse_reason=reason
             ),
-            self.restocks.release_lapsed_offer_item(sku, restock_ts),
-            *self._remove_items(request, OFFERED, token_id),
-            self.catalog.leave_item(sku),
-            self._fact(request, reason, now, restock_id=restock_id, token_id=token_id),
-        ]
+        )
+        tx.add("units", self.restocks.release_lapsed_offer_item(sku, restock_ts))
+        self._remove(tx, request, OFFERED, token_id)
+        tx.add("fact", self._fact(request, reason, now, restock_id=restock_id, token_id=token_id))
+        client = self.requests.table.meta.client
         try:
-            transact(self.requests.table.meta.client, items)
+            tx.run(client)
         except TransactionCancelled as cancelled:
-            if not cancelled.failed(1) or any(cancelled.failed(i) for i in range(len(items)) if i != 1):
+            if not cancelled.failed("units") or cancelled.failed_other_than("units"):
                 raise
-            # A fall in the stock level already took this promise off the counters (units_offerable was
-            # floored at units_available): the offer still ends and the place still goes, once.
-            transact(self.requests.table.meta.client, [items[0], *items[2:]])
+            # The counters no longer hold this promise (a fall took it first): the offer still ends and the
+            # place still goes, once.
+            tx.without("units").run(client)
         self.faults("leave.after_release")
         self.jobs.send(Job(sku=sku, restock_id=restock_id, restock_ts=restock_ts, kind="topup"))
         self.faults("leave.after_topup")
@@ -202,11 +208,12 @@ class QueueExits:
         sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
         # A bought place no longer counts as waiting, so the catalogue's count is left alone.
         key = str(request["contact_key"])
-        items = [
-            self.requests.remove_item(sku, joined_ts, contact_key=key, state=CONVERTED),
-            self._fact(request, reason, now),
-        ]
-        transact(self.requests.table.meta.client, items)
+        tx = (
+            Tx()
+            .add("request", self.requests.remove_item(sku, joined_ts, contact_key=key, state=CONVERTED))
+            .add("fact", self._fact(request, reason, now))
+        )
+        tx.run(self.requests.table.meta.client)
         # After a purchase the shopper may have joined again; that newer place keeps its uniqueness item.
         self.requests.drop_unique(sku, key, only_ref=joined_ts)
         return Exit(sku, joined_ts, ERASED)

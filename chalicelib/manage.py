@@ -255,14 +255,25 @@ class ManageService:
         return "unchanged"
 
     def _switch_items(
-        self, request: dict[str, Any], key: str, address: str, new_key: str, channel: str, now: float
+        self,
+        request: dict[str, Any],
+        key: str,
+        address: str,
+        new_key: str,
+        channel: str,
+        now: float,
+        theirs: dict[str, Any] | None = None,
     ) -> list[TxItem]:
         sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
+        told = (theirs or {}).get("told_restock")
         return [
             self.requests.switch_contact_item(
-                sku, joined_ts, old_key=key, contact=address, contact_key=new_key, channel=channel, now=now
+                sku, joined_ts, old_key=key, contact=address, contact_key=new_key, channel=channel, now=now, told=told
             ),
-            self.requests.remove_unique_item(sku, key, joined_ts),
+            # The old contact leaves this place; what it was told about stays remembered for it.
+            self.requests.remove_unique_item(
+                sku, key, joined_ts, told=request.get("last_notified_restock"), ttl=request.get("ttl")
+            ),
             self.optout.not_suppressed_item(new_key),
             self.audit.record_item(sku, "switch", now, contact_key=new_key, previous_key=key, channel=channel),
         ]
@@ -279,9 +290,8 @@ class ManageService:
         now: float,
     ) -> None:
         sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
-        replacing = str(theirs["ref"]) if theirs else None
-        items = self._switch_items(request, key, address, new_key, channel, now)
-        items.append(self.requests.claim_unique_item(sku, new_key, joined_ts, ttl, replacing_ref=replacing))
+        items = self._switch_items(request, key, address, new_key, channel, now, theirs)
+        items.append(self.requests.claim_unique_item(sku, new_key, joined_ts, ttl, replacing=theirs))
         transact(self.requests.table.meta.client, items)
 
     def _merge(
@@ -307,7 +317,7 @@ class ManageService:
             items = self._switch_items(request, key, address, new_key, channel, now)
             items += [
                 self.requests.claim_unique_item(
-                    sku, new_key, str(request["joined_ts"]), ttl, replacing_ref=str(other["joined_ts"])
+                    sku, new_key, str(request["joined_ts"]), ttl, replacing={"ref": str(other["joined_ts"])}
                 ),
                 self.requests.remove_item(sku, str(other["joined_ts"]), contact_key=new_key, state=WAITING),
                 self.catalog.leave_item(sku),
@@ -316,7 +326,9 @@ class ManageService:
             # The new contact's place is better: this one is given up.
             items = [
                 self.requests.remove_item(sku, str(request["joined_ts"]), contact_key=key, state=WAITING),
-                self.requests.remove_unique_item(sku, key, str(request["joined_ts"])),
+                self.requests.remove_unique_item(
+                    sku, key, str(request["joined_ts"]), told=request.get("last_notified_restock"), ttl=ttl
+                ),
                 self.catalog.leave_item(sku),
                 self.audit.record_item(sku, "switch", now, contact_key=new_key, previous_key=key, channel=channel),
             ]

@@ -40,7 +40,7 @@ from chalicelib.metrics import (
 from chalicelib.optout_gate import OptoutGate
 from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent
 from chalicelib.tables.audit import FACTS_PER_TRANSACTION, AuditTable
-from chalicelib.tables.base import TransactionCancelled, transact
+from chalicelib.tables.base import TransactionCancelled, Tx, transact
 from chalicelib.tables.catalog import CatalogTable, with_defaults
 from chalicelib.tables.optout import OptoutTable
 from chalicelib.tables.requests import ACTIVE_STATES, CONVERTED, OFFERED, RESERVED, WAITING, RequestsTable
@@ -406,7 +406,7 @@ class Notifier:
             chosen = batch[: min(len(batch), walk.left)]
             tokens = [uuid.uuid4().hex for _ in chosen]
             try:
-                transact(self._client, self._offer_items(walk, chosen, tokens))
+                self._offers(walk, chosen, tokens).run(self._client)
             except TransactionCancelled as cancelled:
                 self._after_cancel(walk, batch, chosen, cancelled)
                 continue
@@ -421,14 +421,15 @@ class Notifier:
                 walk.pending[future] = _Pending(token_id, candidate.request, candidate.position, notice.channel)
         return True
 
-    def _offer_items(self, walk: _Walk, chosen: list[_Candidate], tokens: list[str]) -> list[dict[str, Any]]:
+    def _offers(self, walk: _Walk, chosen: list[_Candidate], tokens: list[str]) -> Tx:
         """One transaction: k units from units_offerable, then each offer row and its request marked told."""
         job, now = walk.job, self.clock.now()
-        items = [self.restocks.take_offers_item(job.sku, job.restock_ts, len(chosen))]
-        for candidate, token_id in zip(chosen, tokens, strict=True):
+        tx = Tx().add("units", self.restocks.take_offers_item(job.sku, job.restock_ts, len(chosen)))
+        for i, (candidate, token_id) in enumerate(zip(chosen, tokens, strict=True)):
             request = candidate.request
             joined_ts = str(request["joined_ts"])
-            items.append(
+            tx.add(
+                f"offer {i}",
                 self.reservations.offer_put_item(
                     token_id=token_id,
                     sku=job.sku,
@@ -439,12 +440,13 @@ class Notifier:
                     channel=str(request["channel"]),
                     now=now,
                     offer_window_s=walk.offer_window_s,
-                )
+                ),
             )
-            items.append(
-                self.requests.mark_offered_item(job.sku, joined_ts, restock_id=job.restock_id, token_id=token_id)
+            tx.add(
+                f"told {i}",
+                self.requests.mark_offered_item(job.sku, joined_ts, restock_id=job.restock_id, token_id=token_id),
             )
-        return items
+        return tx
 
     def _after_cancel(
         self, walk: _Walk, batch: list[_Candidate], chosen: list[_Candidate], cancelled: TransactionCancelled
@@ -454,7 +456,7 @@ class Notifier:
         understood = False
         dropped: list[_Candidate] = []
         for i, candidate in enumerate(chosen):
-            if cancelled.failed(2 + 2 * i):
+            if cancelled.failed(f"told {i}"):
                 # Another invocation told them first, or their state moved: say which, from a fresh read.
                 joined_ts = str(candidate.request["joined_ts"])
                 fresh = self.requests.get(job.sku, joined_ts) or {}
@@ -462,10 +464,10 @@ class Notifier:
                 self._skip(walk, candidate.request, reason, candidate.position)
                 dropped.append(candidate)
                 understood = True
-            elif cancelled.failed(1 + 2 * i):
+            elif cancelled.failed(f"offer {i}"):
                 understood = True  # a token id already taken: the retry draws new ones
         batch[:] = [c for c in batch if all(c is not d for d in dropped)]
-        if cancelled.failed(0):
+        if cancelled.failed("units"):
             # Fewer units than last read (holds or another invocation took some): read again, retry with fewer.
             self._units_left(walk)
             understood = True
@@ -519,20 +521,25 @@ class Notifier:
     def _sent(self, walk: _Walk, pending: _Pending, message_id: str) -> None:
         walk.notices += 1
         walk.metrics.count(NOTICES_SENT)
-        fact = self.audit.fact(
-            walk.job.sku,
-            "notice_sent",
-            self.clock.now(),
-            restock_id=walk.job.restock_id,
-            position=pending.position,
-            channel=pending.channel,
-            message_id=message_id,
-            contact_key=pending.request.get("contact_key"),
-            token_id=pending.token_id,
-            request_joined_ts=pending.request.get("joined_ts"),
-            job_kind=walk.job.kind,
+        self._notice_fact(walk, pending, "notice_sent", message_id=message_id)
+
+    def _notice_fact(self, walk: _Walk, pending: _Pending, kind: str, **extra: Any) -> None:
+        """Keep the fact of a notice that went (or may have), written with the next batch of them."""
+        walk.sent_facts.append(
+            self.audit.fact(
+                walk.job.sku,
+                kind,
+                self.clock.now(),
+                restock_id=walk.job.restock_id,
+                position=pending.position,
+                channel=pending.channel,
+                contact_key=pending.request.get("contact_key"),
+                token_id=pending.token_id,
+                request_joined_ts=pending.request.get("joined_ts"),
+                job_kind=walk.job.kind,
+                **extra,
+            )
         )
-        walk.sent_facts.append(fact)
         if len(walk.sent_facts) >= FACTS_PER_TRANSACTION:
             self._write_sent_facts(walk)
 
@@ -598,21 +605,7 @@ class Notifier:
         walk.unconfirmed += 1
         walk.metrics.count(NOTICES_UNCONFIRMED)
         log.warning("send of offer %s unconfirmed (%s); kept, never resent", pending.token_id, error_code(error))
-        walk.sent_facts.append(
-            self.audit.fact(
-                walk.job.sku,
-                "notice_unconfirmed",
-                self.clock.now(),
-                restock_id=walk.job.restock_id,
-                position=pending.position,
-                channel=pending.channel,
-                contact_key=pending.request.get("contact_key"),
-                token_id=pending.token_id,
-                request_joined_ts=pending.request.get("joined_ts"),
-                job_kind=walk.job.kind,
-                error=error_code(error),
-            )
-        )
+        self._notice_fact(walk, pending, "notice_unconfirmed", error=error_code(error))
 
     def _skip(self, walk: _Walk, request: dict[str, Any], reason: str, position: int) -> None:
         walk.skipped[reason] += 1

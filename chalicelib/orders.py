@@ -12,7 +12,7 @@ from chalicelib.errors import BadRequest, Conflict, NotFound
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.holds import DONE, UnitMoves
 from chalicelib.tables.audit import AuditTable
-from chalicelib.tables.base import TransactionCancelled, transact
+from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.reservations import CONVERTED, EXPIRED, HELD, LAPSED, OFFERED, ReservationsTable
 from chalicelib.tables.restocks import RestocksTable
 from chalicelib.webhooks import parse_json_body, verify
@@ -132,23 +132,27 @@ class OrdersService:
     def _record_late(self, row: dict[str, Any], order: Order, now: float) -> None:
         """An order on a lapsed offer or expired hold: audit and count it once per order id."""
         sku = str(row["sku"])
-        items = [
-            self.reservations.late_order_item(str(row["token_id"]), order.order_id, now),
-            self.restocks.count_late_order_item(sku, str(row["restock_ts"])),
-            self.audit.record_item(
-                sku,
-                "order_on_expired_hold",
-                now,
-                token_id=row["token_id"],
-                restock_id=row.get("restock_id"),
-                contact_key=row.get("contact_key"),
-                order_id=order.order_id,
-                hold_state=row.get("state"),
-            ),
-        ]
+        tx = (
+            Tx()
+            .add("row", self.reservations.late_order_item(str(row["token_id"]), order.order_id, now))
+            .add("tally", self.restocks.count_late_order_item(sku, str(row["restock_ts"])))
+            .add(
+                "fact",
+                self.audit.record_item(
+                    sku,
+                    "order_on_expired_hold",
+                    now,
+                    token_id=row["token_id"],
+                    restock_id=row.get("restock_id"),
+                    contact_key=row.get("contact_key"),
+                    order_id=order.order_id,
+                    hold_state=row.get("state"),
+                ),
+            )
+        )
         try:
-            transact(self.reservations.table.meta.client, items)
+            tx.run(self.reservations.table.meta.client)
         except TransactionCancelled as cancelled:
-            if not cancelled.failed(0):
+            if not cancelled.failed("row"):
                 raise
             # Already recorded for this order id: a redelivery counts nothing twice.

@@ -19,7 +19,7 @@ from chalicelib.faults import FaultHook, no_faults
 from chalicelib.holds import DONE, UnitMoves
 from chalicelib.jobs import Job, JobQueue
 from chalicelib.leaving import QueueExits
-from chalicelib.tables.base import TransactionCancelled, transact
+from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.optout import OptoutTable
 from chalicelib.tables.requests import CONVERTED, WAITING, RequestsTable
@@ -182,20 +182,21 @@ class SweepService:
                 cutoff=cutoff,
                 told=item.get("last_notified_restock"),
             )
-            # A converted request already left the waiting count when it converted.
-            items = [request, *([self.catalog.leave_item(sku)] if state == WAITING else [])]
+            tx = Tx().add("request", request).add("unique", unique)
+            if state == WAITING:  # a converted request already left the waiting count when it converted
+                tx.add("waiting", self.catalog.leave_item(sku))
             try:
-                transact(client, [*items, unique])
+                tx.run(client)
             except TransactionCancelled as cancelled:
-                if cancelled.failed(0):
+                if cancelled.failed("request"):
                     continue  # refreshed by a repeat tap, or offered meanwhile: no longer stale
-                if not cancelled.failed(len(items)):
+                if not cancelled.failed("unique"):
                     raise
                 # The uniqueness item names a newer place (or is gone): remove this request alone.
                 try:
-                    transact(client, items)
+                    tx.without("unique").run(client)
                 except TransactionCancelled as again:
-                    if again.failed(0):
+                    if again.failed("request"):
                         continue
                     raise
             removed += 1

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from chalicelib.notifier import Notifier
     from chalicelib.optout_service import OptoutService
     from chalicelib.orders import OrdersService
+    from chalicelib.owed import OwedJobs
     from chalicelib.secrets import Secrets
     from chalicelib.selfservice import SelfService
     from chalicelib.senders import Senders
@@ -150,6 +151,13 @@ class Services:
         return JobQueue(self.aws.sqs, self.settings.jobs_queue_name)
 
     @cached_property
+    def owed(self) -> OwedJobs:
+        """Sends the notifier job a restock owes (detection, capture, and the sweep's re-send)."""
+        from chalicelib.owed import OwedJobs
+
+        return OwedJobs(restocks=self.restocks, jobs=self.jobs, faults=self.faults)
+
+    @cached_property
     def metrics(self) -> MetricsFactory:
         """Per-invocation EMF metrics in the stage's namespace."""
         from chalicelib.metrics import MetricsFactory
@@ -225,7 +233,8 @@ class Services:
             throttle=self.throttle,
             audit=self.audit,
             alerts=self.alerts,
-            jobs=self.jobs,
+            restocks=self.restocks,
+            owed=self.owed,
             clock=self.clock,
             hash_key=self.hash_key,
             manage_link=self.links.manage,
@@ -241,7 +250,7 @@ class Services:
             restocks=self.restocks,
             throttle=self.throttle,
             audit=self.audit,
-            jobs=self.jobs,
+            owed=self.owed,
             clock=self.clock,
             secrets=self.webhook_secrets,
             faults=self.faults,

@@ -138,13 +138,41 @@ def _self_calls(body: ast.AST) -> list[str]:
     ]
 
 
+# Builders of transaction items: calls on them build a request, they reach no collaborator.
+BUILDERS = {"Tx"}
+
+
+def _root_call(node: ast.expr) -> str:
+    """The name of the call a chain of calls starts from (`Tx().add(...).add(...)` -> "Tx")."""
+    while isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Name):
+            return func.id
+        if not isinstance(func, ast.Attribute):
+            return ""
+        node = func.value
+    return ""
+
+
+def _builders(body: ast.AST) -> set[str]:
+    """Local names that hold a transaction builder: parameters annotated as one, or names assigned one."""
+    names = set()
+    if isinstance(body, ast.FunctionDef):
+        names |= {a.arg for a in body.args.args + body.args.kwonlyargs if _annotation_name(a.annotation) in BUILDERS}
+    for node in ast.walk(body):
+        if isinstance(node, ast.Assign) and _root_call(node.value) in BUILDERS:
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return names
+
+
 def _other_calls(body: ast.AST) -> list[str]:
     """Method names called on a local value rather than on `self` or `self.<attribute>`."""
+    builders = _builders(body)
     names = []
     for node in ast.walk(body):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             target = node.func.value
-            if isinstance(target, ast.Name) and target.id != "self":
+            if isinstance(target, ast.Name) and target.id != "self" and target.id not in builders:
                 names.append(node.func.attr)
     return names
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -28,24 +28,84 @@ class Reason:
 
 
 class TransactionCancelled(Exception):
-    """A TransactWriteItems was cancelled; `reasons` lines up with the items sent."""
+    """A TransactWriteItems was cancelled; `reasons` lines up with the items sent.
 
-    def __init__(self, reasons: Sequence[Reason]) -> None:
+    A transaction built with `Tx` is read back by the names its items were added under (`failed("catalog")`,
+    `old("unique")`), never by position, so adding an item never changes what another one means.
+    """
+
+    def __init__(self, reasons: Sequence[Reason], names: Mapping[str, Sequence[int]] | None = None) -> None:
         super().__init__(", ".join(r.code for r in reasons))
         self.reasons = list(reasons)
+        self._names = {name: list(slots) for name, slots in (names or {}).items()}
 
-    def failed(self, index: int) -> bool:
-        """True when the item at `index` failed its condition."""
-        return index < len(self.reasons) and self.reasons[index].code == CONDITION_FAILED
+    def _slots(self, which: int | str) -> list[int]:
+        if isinstance(which, int):
+            return [which]
+        if which not in self._names:
+            raise KeyError(f"no item named {which!r} in this transaction ({', '.join(self._names)})")
+        return self._names[which]
 
-    def old(self, index: int) -> dict[str, Any] | None:
-        """The old image of the item at `index`, when it failed and one was returned."""
-        return self.reasons[index].item if index < len(self.reasons) else None
+    def failed(self, which: int | str) -> bool:
+        """True when the item (or any item of the group) named `which` failed its condition."""
+        return any(i < len(self.reasons) and self.reasons[i].code == CONDITION_FAILED for i in self._slots(which))
+
+    def failed_other_than(self, *names: str) -> bool:
+        """True when any item outside the named ones failed its condition."""
+        skip = {i for name in names for i in self._slots(name)}
+        return any(r.code == CONDITION_FAILED for i, r in enumerate(self.reasons) if i not in skip)
+
+    def old(self, which: int | str) -> dict[str, Any] | None:
+        """The old image of the item named `which`, when it failed and one was returned."""
+        for i in self._slots(which):
+            if i < len(self.reasons) and self.reasons[i].item is not None:
+                return self.reasons[i].item
+        return None
 
     @property
     def conflicted(self) -> bool:
         """True when another transaction touched the same items at the same moment."""
         return any(r.code == TRANSACTION_CONFLICT for r in self.reasons)
+
+
+class Tx:
+    """One TransactWriteItems, built item by item under names the caller reads a cancellation back by.
+
+    A name may stand for a group of items (a place and its uniqueness item are both "place"). `without`
+    gives the same transaction less some names, for the retry that leaves out what was refused.
+    """
+
+    def __init__(self) -> None:
+        self.items: list[TxItem] = []
+        self._names: dict[str, list[int]] = {}
+
+    def add(self, name: str, *items: TxItem) -> Tx:
+        """Add `items` under `name` (a name is used once per transaction)."""
+        if name in self._names:
+            raise ValueError(f"{name!r} is already in this transaction")
+        start = len(self.items)
+        self.items.extend(items)
+        self._names[name] = list(range(start, len(self.items)))
+        return self
+
+    def has(self, name: str) -> bool:
+        """Whether an item was added under `name`."""
+        return name in self._names
+
+    def without(self, *names: str) -> Tx:
+        """A copy of this transaction with the named items left out."""
+        copy = Tx()
+        for name, slots in self._names.items():
+            if name not in names:
+                copy.add(name, *(self.items[i] for i in slots))
+        return copy
+
+    def run(self, client: Any, *, attempts: int = 6) -> None:
+        """Run it (see `transact`); a cancellation is raised with this transaction's names."""
+        try:
+            transact(client, self.items, attempts=attempts)
+        except TransactionCancelled as cancelled:
+            raise TransactionCancelled(cancelled.reasons, self._names) from cancelled
 
 
 def error_code(exc: ClientError) -> str:
@@ -74,11 +134,12 @@ def _reasons(exc: ClientError, count: int) -> list[Reason]:
     return reasons
 
 
-def transact(client: Any, items: list[TxItem], *, attempts: int = 6) -> None:
+def transact(client: Any, items: Sequence[TxItem], *, attempts: int = 6) -> None:
     """Run TransactWriteItems, retrying only on conflicts with other transactions; raise TransactionCancelled."""
     for attempt in range(attempts):
         try:
-            client.transact_write_items(TransactItems=items)
+            # A list: boto3 serialises plain values in place only inside lists, never tuples.
+            client.transact_write_items(TransactItems=list(items))
             return
         except ClientError as exc:
             if error_code(exc) != "TransactionCanceledException":

@@ -60,8 +60,8 @@ class RequestsTable:
         ttl: int,
         now: float,
         told: str | None = None,
-    ) -> list[TxItem]:
-        """Transaction items for a new place: the uniqueness item first, then the request itself.
+    ) -> tuple[TxItem, TxItem]:
+        """Transaction items for a new place: (the uniqueness item, the request itself).
 
         `told` is the restock this person was already told about at an earlier place for this SKU (one they
         bought from or left): the new place is never told about it again (invariant 6 is per person).
@@ -82,7 +82,7 @@ class RequestsTable:
         }
         if told:
             request["last_notified_restock"] = told
-        return [
+        return (
             {
                 "Put": {
                     "TableName": self.name,
@@ -100,9 +100,9 @@ class RequestsTable:
                     "ConditionExpression": "attribute_not_exists(joined_ts)",
                 }
             },
-        ]
+        )
 
-    def rejoin_items(self, *, old_ref: str, **fields: Any) -> list[TxItem]:
+    def rejoin_items(self, *, old_ref: str, **fields: Any) -> tuple[TxItem, TxItem]:
         """Transaction items that replace a finished place (bought, or left: `old_ref` "") with a new one at the back."""
         items = self.join_items(**fields)
         unique = items[0]["Put"]
@@ -393,21 +393,29 @@ class RequestsTable:
         }
 
     def claim_unique_item(
-        self, sku: str, contact_key: str, joined_ts: str, ttl: int, *, replacing_ref: str | None
+        self, sku: str, contact_key: str, joined_ts: str, ttl: int, *, replacing: dict[str, Any] | None
     ) -> TxItem:
-        """Transaction item: make `joined_ts` this contact's one place for the SKU (a channel switch)."""
+        """Transaction item: make `joined_ts` this contact's one place for the SKU (a channel switch).
+
+        `replacing` is the contact's uniqueness item as read (None when there was none): a finished place's,
+        or the memory of a place that left (no `ref`).
+        """
         put: dict[str, Any] = {
             "TableName": self.name,
             "Item": {"sku": sku, "joined_ts": unique_sk(contact_key), "ref": joined_ts, "ttl": ttl},
         }
-        if replacing_ref is None:
+        if replacing is None:
             # One place per person (invariant 2): nobody else's place for this contact is overwritten.
             put["ConditionExpression"] = "attribute_not_exists(joined_ts)"
-        else:
+        elif replacing.get("ref"):
             # Only the place we saw (and chose to replace) is replaced, never one made meanwhile.
             put["ConditionExpression"] = "#ref = :old"
             put["ExpressionAttributeNames"] = {"#ref": "ref"}
-            put["ExpressionAttributeValues"] = {":old": replacing_ref}
+            put["ExpressionAttributeValues"] = {":old": str(replacing["ref"])}
+        else:
+            # The memory of a place that left: replaced only while it still names no place.
+            put["ConditionExpression"] = "attribute_exists(joined_ts) AND attribute_not_exists(#ref)"
+            put["ExpressionAttributeNames"] = {"#ref": "ref"}
         return {"Put": put}
 
     def request_leave(self, sku: str, joined_ts: str, *, token_id: str, reason: str) -> bool:
@@ -426,14 +434,30 @@ class RequestsTable:
         return True
 
     def switch_contact_item(
-        self, sku: str, joined_ts: str, *, old_key: str, contact: str, contact_key: str, channel: str, now: float
+        self,
+        sku: str,
+        joined_ts: str,
+        *,
+        old_key: str,
+        contact: str,
+        contact_key: str,
+        channel: str,
+        now: float,
+        told: Any = None,
     ) -> TxItem:
-        """Transaction item: send this place's notices to a new contact; its place in line is unchanged."""
+        """Transaction item: send this place's notices to a new contact; its place in line is unchanged.
+
+        `told`: a restock the new contact was already told about at a place it left; a place told about
+        none takes that on, so the new contact is not told about it twice.
+        """
+        told_clause = ", last_notified_restock = if_not_exists(last_notified_restock, :told)" if told else ""
         return {
             "Update": {
                 "TableName": self.name,
                 "Key": {"sku": sku, "joined_ts": joined_ts},
-                "UpdateExpression": "SET contact = :contact, contact_key = :key, channel = :channel, updated_at = :now",
+                "UpdateExpression": (
+                    f"SET contact = :contact, contact_key = :key, channel = :channel, updated_at = :now{told_clause}"
+                ),
                 # Only a live place of the person asking (never someone else's, never a finished one).
                 "ConditionExpression": "contact_key = :old AND #state IN (:w, :o, :r)",
                 "ExpressionAttributeNames": {"#state": "state"},
@@ -446,6 +470,7 @@ class RequestsTable:
                     ":w": WAITING,
                     ":o": OFFERED,
                     ":r": RESERVED,
+                    **({":told": str(told)} if told else {}),
                 },
             }
         }

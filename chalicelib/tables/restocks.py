@@ -200,6 +200,25 @@ class RestocksTable:
             }
         }
 
+    def owe_topup_item(self, sku: str, restock_ts: str, *, token: str, now: float) -> dict:
+        """Transaction item: the restock owes a top-up job (a place joined while its units waited for nobody)."""
+        return {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"sku": sku, "restock_ts": restock_ts},
+                # A first job still owed stays the first job (it walks the whole queue anyway).
+                "UpdateExpression": (
+                    "SET pending_key = :pk, pending_since = if_not_exists(pending_since, :now), "
+                    "pending_kind = if_not_exists(pending_kind, :topup), pending_token = :tok "
+                    "REMOVE enqueue_lease_until"
+                ),
+                # Nothing lost (invariant 7): owed with the place, so the sweep sends it if we stop here.
+                # attribute_exists keeps a stray key from creating a restock.
+                "ConditionExpression": "attribute_exists(restock_id)",
+                "ExpressionAttributeValues": {":pk": PENDING_KEY, ":now": int(now), ":topup": "topup", ":tok": token},
+            }
+        }
+
     def _sales_update(self, seen: dict[str, Any], names: dict[str, str], values: dict[str, Any]) -> tuple[str, str]:
         """The `, unseen_sales = 0` to append to a SET clause and the ` AND …` to append to a condition: the level
         being recorded includes the sales we read. Empty when there were none."""
@@ -299,25 +318,20 @@ class RestocksTable:
 
     def has_units_check(self, sku: str, restock_ts: str) -> dict:
         """Transaction item: go on only while the restock is open with a unit to offer."""
-        return {
-            "ConditionCheck": {
-                "TableName": self.name,
-                "Key": {"sku": sku, "restock_ts": restock_ts},
-                # Idle units are marked only while they exist, so a new place is sent a job only for them.
-                "ConditionExpression": "#state <> :closed AND units_offerable >= :one",
-                "ExpressionAttributeNames": {"#state": "state"},
-                "ExpressionAttributeValues": {":closed": CLOSED, ":one": 1},
-            }
-        }
+        # Idle units are marked only while they exist, so a new place is sent a job only for them.
+        return self._units_check(sku, restock_ts, "#state <> :closed AND units_offerable >= :one")
 
     def no_units_check(self, sku: str, restock_ts: str) -> dict:
         """Transaction item: go on only while the restock has no unit to offer (or is closed)."""
+        # Nothing lost (invariant 7): a unit freed after the walk keeps the idle mark standing.
+        return self._units_check(sku, restock_ts, "#state = :closed OR units_offerable < :one")
+
+    def _units_check(self, sku: str, restock_ts: str, condition: str) -> dict:
         return {
             "ConditionCheck": {
                 "TableName": self.name,
                 "Key": {"sku": sku, "restock_ts": restock_ts},
-                # Nothing lost (invariant 7): a unit freed after the walk keeps the idle mark standing.
-                "ConditionExpression": "#state = :closed OR units_offerable < :one",
+                "ConditionExpression": condition,
                 "ExpressionAttributeNames": {"#state": "state"},
                 "ExpressionAttributeValues": {":closed": CLOSED, ":one": 1},
             }

@@ -14,9 +14,10 @@ from app import DETECT_STATUS
 from chalicelib.aws import Aws
 from chalicelib.clock import iso
 from chalicelib.config import settings_from_env
-from chalicelib.detect import ENQUEUE_LEASE_S, DetectOutcome, DetectService, restock_id_for
+from chalicelib.detect import DetectOutcome, DetectService, restock_id_for
 from chalicelib.errors import InvalidSignature
 from chalicelib.jobs import Job, JobQueue
+from chalicelib.owed import ENQUEUE_LEASE_S, OwedJobs
 from chalicelib.tables.base import TransactionCancelled, transact
 from chalicelib.webhooks import sign
 from chalicelib.wiring import Services
@@ -436,7 +437,7 @@ def test_a_failed_send_gives_the_lease_back_so_the_retry_sends_at_once(services:
         restocks=services.restocks,
         throttle=services.throttle,
         audit=services.audit,
-        jobs=FailingFirstSend(services.jobs),
+        owed=OwedJobs(restocks=services.restocks, jobs=FailingFirstSend(services.jobs)),
         clock=services.clock,
         secrets=services.webhook_secrets,
     )

@@ -298,9 +298,10 @@ def test_hold_refused_by_conflicts_writes_nothing(s: Scene) -> None:
 def test_transaction_cancelled_without_a_failed_condition_surfaces() -> None:
     from chalicelib.tables.base import Reason
 
-    cancelled = TransactionCancelled([Reason("TransactionConflict", None), Reason("None", None)])
+    names = {"row": [0], "units": [1]}
+    cancelled = TransactionCancelled([Reason("TransactionConflict", None), Reason("None", None)], names)
     with pytest.raises(TransactionCancelled):
-        holds.UnitMoves._outcome(cancelled, counter_index=1)
+        holds.UnitMoves._outcome(cancelled, counter="units")
 
 
 # --- Level changes through restock detection, as the shop platform reports them.

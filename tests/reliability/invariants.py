@@ -6,7 +6,17 @@ rows only, never the code's own opinion of them, so a bug anywhere shows up here
 
 With `settled=True` (after the queue was drained and the sweep ran past every window) it also checks
 that nothing is left half done: no restock still owed a job, no freed unit idle while someone eligible
-waits untold, no job left on the queue.
+waits untold, no job left on the queue. `store_levels` (SKU -> units on the store's shelf, after the
+platform's last report) checks that the catalogue's last level is the store's.
+
+The unit counters, after any move of the stock level:
+
+- `units_offerable == units_available - offers outstanding`, for every restock, open or closed, always;
+- `units_available` may be below zero only after a fall (holds already granted that the shelf no longer
+  covers), so never without a `restock_lowered` or `restock_closed` fact;
+- the open restock's `units_available == level - holds - sales no report has shown yet` (`unseen_sales`);
+- with no fall, holds + conversions never exceed `units_total`, and with no move at all
+  `units_available == units_total - holds - conversions` exactly.
 """
 
 from __future__ import annotations
@@ -21,7 +31,8 @@ from chalicelib.tables.restocks import CLOSED, PENDING
 from chalicelib.wiring import Services
 from tests.reliability.world import RESERVE_LINK, outbox_texts, scan
 
-# Audit kinds that mean the stock level moved under an open restock, so its counters were set, not counted.
+# Audit kinds that mean the stock level fell under an open restock (a close is a fall below the threshold),
+# so its counters were set, not only counted.
 LEVEL_MOVES = ("restock_lowered", "restock_closed")
 
 
@@ -60,7 +71,9 @@ def _int(value: Any) -> int:
     return int(value) if value is not None else 0
 
 
-def violations(services: Services, now: float, *, settled: bool = False) -> list[str]:
+def violations(
+    services: Services, now: float, *, settled: bool = False, store_levels: dict[str, int] | None = None
+) -> list[str]:
     """Every broken invariant, one line each (empty when all hold)."""
     t = Tables.read(services)
     found: list[str] = []
@@ -68,6 +81,7 @@ def violations(services: Services, now: float, *, settled: bool = False) -> list
     found += one_place_per_person(t)
     found += opt_out_at_both_ends(services, t)
     found += never_oversell(t)
+    found += store_counts(t, store_levels or {})
     found += never_over_promise(t, now)
     found += exactly_once(services, t)
     found += nothing_lost(services, t, settled=settled)
@@ -86,13 +100,16 @@ def assert_invariants(services: Services, now: float | None = None, *, settled: 
 def fair_order(t: Tables) -> list[str]:
     """Nobody was told about a restock while an older, eligible person still waits untold for it.
 
-    An older request counts as passed over fairly when the audit says why (`notice_skipped`), when it
-    joined no earlier than the younger one was told (a join stamp's time is the joining Lambda's clock, so
-    a tap landing while a walk is under way may sort just before people already told), or when its
-    owner opted out.
+    An older request with an offer row for the restock was told too (its request remembers only the last
+    restock it was told about). One counts as passed over fairly when the audit says why (`notice_skipped`),
+    when it joined no earlier than the younger one was told (a join stamp's time is the joining Lambda's
+    clock, so a tap landing while a walk is under way may sort just before people already told), or when
+    its owner opted out.
     """
     found = []
     skipped = {(f.get("restock_id"), f.get("request_joined_ts")) for f in t.facts("notice_skipped")}
+    told_for = {(row.get("restock_id"), str(row["request_joined_ts"])) for row in t.rows}
+    accounted = skipped | told_for
     by_sku: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for request in t.requests:
         by_sku[str(request["sku"])].append(request)
@@ -102,7 +119,7 @@ def fair_order(t: Tables) -> list[str]:
             joined = str(older["joined_ts"])
             if joined >= told or older.get("state") != WAITING:
                 continue
-            if older.get("last_notified_restock") == restock_id or (restock_id, joined) in skipped:
+            if older.get("last_notified_restock") == restock_id or (restock_id, joined) in accounted:
                 continue
             if _int(older.get("created_at")) >= _int(row.get("offered_at")) or older.get("contact_key") in t.optouts:
                 continue
@@ -175,20 +192,69 @@ def _level_moved(t: Tables, restock_id: str) -> bool:
     return any(f.get("restock_id") == restock_id for f in t.audit if f["kind"] in LEVEL_MOVES)
 
 
+def _unseen_sales(restock: dict[str, Any]) -> int:
+    """How many converted sales no inventory report has yet been seen to include: `unseen_sales` holds their
+    order times (a list or set), or just their number."""
+    value = restock.get("unseen_sales")
+    if value is None:
+        return 0
+    if isinstance(value, list | set | tuple):
+        return len(value)
+    return int(value)
+
+
+def open_restocks(t: Tables) -> dict[str, tuple[dict[str, Any], dict[str, Any] | None]]:
+    """The restock each product's catalogue item names as open: restock_id -> (product, restock or None)."""
+    restocks = {str(r["restock_id"]): r for r in t.restocks}
+    return {
+        str(p["open_restock_id"]): (p, restocks.get(str(p["open_restock_id"])))
+        for p in t.catalog
+        if p.get("open_restock_id")
+    }
+
+
 def never_oversell(t: Tables) -> list[str]:
-    """Holds + conversions never exceed units_total; units_available never below zero, and exact when counted."""
+    """Holds + conversions within the units; units_available below zero only as a fall's debt, and exact.
+
+    The open restock's units_available is checked against the shelf: the catalogue's last level, less the
+    units held, less the sales already converted that no inventory report has yet been seen to include.
+    """
     found = []
     states = _rows_by_restock(t)
     for restock in t.restocks:
         rid = str(restock["restock_id"])
         taken = states[rid][HELD] + states[rid][CONVERTED]
         total, available = _int(restock.get("units_total")), _int(restock.get("units_available"))
-        if taken > total:
+        fell = _level_moved(t, rid)
+        if not fell and taken > total:
             found.append(f"4 oversell: {rid} has {taken} holds+conversions for {total} units")
-        if available < 0:
-            found.append(f"4 oversell: {rid} units_available is {available}")
-        if not _level_moved(t, rid) and available != total - taken:
+        if available < 0 and not fell:
+            found.append(f"4 oversell: {rid} units_available is {available} and the level never fell")
+        if not fell and available != total - taken:
             found.append(f"4 oversell: {rid} units_available {available} != {total} - {taken} held or sold")
+    for rid, (product, restock) in open_restocks(t).items():
+        if restock is None:
+            continue  # named by nothing_lost
+        level = _int(product.get("level"))
+        held = states[rid][HELD]
+        unseen = _unseen_sales(restock)
+        available = _int(restock.get("units_available"))
+        if available != level - held - unseen:
+            found.append(
+                f"4 oversell: open {rid} units_available {available} != level {level} - {held} held"
+                f" - {unseen} unseen sales"
+            )
+    return found
+
+
+def store_counts(t: Tables, store_levels: dict[str, int]) -> list[str]:
+    """After the platform's last report, each product's last level is what the store has on its shelf."""
+    found = []
+    products = {str(p["sku"]): p for p in t.catalog}
+    for sku, shelf in sorted(store_levels.items()):
+        level = products.get(sku, {}).get("level")
+        if level is None or int(level) != shelf:
+            found.append(f"4 store level: {sku} has {shelf} on the shelf, the catalogue says {level}")
     return found
 
 
@@ -196,7 +262,11 @@ def never_oversell(t: Tables) -> list[str]:
 
 
 def never_over_promise(t: Tables, now: float) -> list[str]:
-    """Live offers never exceed units_available (a level drop may strand some: DESIGN), and the counter is exact."""
+    """units_offerable is always units_available less the offers outstanding; with no fall, live offers fit.
+
+    A fall may strand offers already sent (DESIGN): then units_offerable goes below zero and the offers are
+    told "just gone" when tapped, but the counter still says exactly that.
+    """
     found = []
     states = _rows_by_restock(t)
     live: Counter[str] = Counter(
@@ -205,16 +275,16 @@ def never_over_promise(t: Tables, now: float) -> list[str]:
     for restock in t.restocks:
         rid = str(restock["restock_id"])
         available, offerable = _int(restock.get("units_available")), _int(restock.get("units_offerable"))
-        if _level_moved(t, rid):
-            continue  # stranded offers after a fall are documented; invariant 4 still bounds the holds
-        if live[rid] > available:
-            found.append(f"5 over-promise: {rid} has {live[rid]} live offers for {available} units")
-        if offerable < 0:
-            found.append(f"5 over-promise: {rid} units_offerable is {offerable}")
         if offerable != available - states[rid][OFFERED]:
             found.append(
                 f"5 over-promise: {rid} units_offerable {offerable} != {available} - {states[rid][OFFERED]} offered"
             )
+        if _level_moved(t, rid):
+            continue  # stranded offers after a fall are documented; the counter above still binds
+        if live[rid] > available:
+            found.append(f"5 over-promise: {rid} has {live[rid]} live offers for {available} units")
+        if offerable < 0:
+            found.append(f"5 over-promise: {rid} units_offerable is {offerable}")
     return found
 
 
@@ -230,6 +300,12 @@ def exactly_once(services: Services, t: Tables) -> list[str]:
     found += [f"6 exactly once: {j} got {n} offers for {rid}" for (rid, j), n in offers.items() if n > 1]
     notices = Counter((str(f.get("restock_id")), str(f.get("request_joined_ts"))) for f in t.facts("notice_sent"))
     found += [f"6 exactly once: {j} recorded {n} notices for {rid}" for (rid, j), n in notices.items() if n > 1]
+    # One notice per person per restock, whatever place they hold: a person who bought or left and joined
+    # again has a new place, but the restock already told them.
+    people = Counter((str(f.get("restock_id")), str(f.get("contact_key"))) for f in t.facts("notice_sent"))
+    found += [
+        f"6 exactly once: contact {key[:8]} recorded {n} notices for {rid}" for (rid, key), n in people.items() if n > 1
+    ]
     for kind in ("lapse", "expiry", "hold", "conversion"):
         per_token = Counter(str(f.get("token_id")) for f in t.facts(kind))
         found += [f"6 exactly once: offer {tok[:8]} has {n} '{kind}' facts" for tok, n in per_token.items() if n > 1]
@@ -244,6 +320,14 @@ def exactly_once(services: Services, t: Tables) -> list[str]:
         (str(rows[tok].get("restock_id")), str(rows[tok]["request_joined_ts"])) for tok in sent if tok in rows
     )
     found += [f"6 exactly once: {j} was messaged {n} times for {rid}" for (rid, j), n in per_place.items() if n > 1]
+    per_person = Counter(
+        (str(rows[tok].get("restock_id")), str(rows[tok].get("contact_key"))) for tok in sent if tok in rows
+    )
+    found += [
+        f"6 exactly once: contact {key[:8]} was messaged {n} times for {rid}"
+        for (rid, key), n in per_person.items()
+        if n > 1
+    ]
     return found
 
 
@@ -271,11 +355,21 @@ def nothing_lost(services: Services, t: Tables, *, settled: bool) -> list[str]:
             found.append(f"7 nothing lost: {row['state']} offer {str(row['token_id'])[:8]} still owes its top-up")
     if not settled:
         return found
+    named = open_restocks(t)
+    for rid, (product, restock) in named.items():
+        if restock is None:
+            found.append(f"7 nothing lost: {product['sku']} names open restock {rid}, which does not exist")
+        elif restock.get("state") == CLOSED:
+            found.append(f"7 nothing lost: {product['sku']} names restock {rid} open, but it is closed")
     for restock in t.restocks:
         rid = str(restock["restock_id"])
         if restock.get("state") == PENDING or restock.get("pending_key"):
             found.append(f"7 nothing lost: restock {rid} still owed its job after the sweep")
-        if restock.get("state") == CLOSED or _int(restock.get("units_offerable")) <= 0:
+        if restock.get("state") != CLOSED and rid not in named:
+            found.append(f"7 nothing lost: restock {rid} is {restock.get('state')} but not its product's open restock")
+        # Open: the catalogue names it, or it was never closed.
+        is_open = rid in named or restock.get("state") != CLOSED
+        if not is_open or _int(restock.get("units_offerable")) <= 0:
             continue
         idle = [
             r

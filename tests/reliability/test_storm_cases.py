@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from chalicelib import holds
 from chalicelib.leaving import HOLDING, RELEASED
 from tests.reliability.invariants import Tables, assert_invariants
@@ -213,5 +215,47 @@ def test_tapping_notify_me_again_while_a_leave_waits_for_the_hold_keeps_the_plac
     world.clock.advance(901)
     world.sweep()
     assert [p["state"] for p in places_of(world, A)] == ["waiting"]
+    world.settle()
+    assert_invariants(world.services, settled=True)
+
+
+def test_a_place_can_switch_onto_a_contact_that_left_after_being_told_and_keeps_that_memory(world: World) -> None:
+    email = "ada@example.com"
+    world.product()
+    world.tap(A)
+    world.inventory(1)
+    world.pump()
+    [restock] = world.restocks()
+    world.services.exits.leave_sku(world.key_of(A), world.sku, reason="manage")  # A was told, then left
+    world.pump()
+    world.tap(email)
+    switched = world.services.manage.switch(world.key_of(email), A)  # the email's place moves onto A's number
+    assert switched.moved == [world.sku]
+    [place] = places_of(world, A)
+    assert place["last_notified_restock"] == restock["restock_id"]
+    world.settle()
+    assert notices_to(world, A, restock["restock_id"]) == 1
+    assert_invariants(world.services, settled=True)
+
+
+def test_a_late_joiner_whose_tap_died_before_its_job_went_is_told_after_the_sweep(world: World) -> None:
+    from tests.reliability.world import PowerCut
+
+    world.product()
+    world.tap(A)
+    world.inventory(3)
+    world.pump()  # two units wait for nobody
+    # B's tap: the refused first try, then the place with its owed job, then the Lambda dies.
+    world.faults.cut_before_call(3)
+    with pytest.raises(PowerCut):
+        world.services.capture.capture("198.51.100.7", {"sku": world.sku, "channel": "sms", "contact": B})
+    world.faults.restore()
+    assert [p["state"] for p in places_of(world, B)] == ["waiting"]
+    world.pump()
+    assert offers_to(world, B) == []
+    world.clock.advance(61)
+    world.sweep()  # finds the restock still owed its job and sends it
+    world.pump()
+    assert len(offers_to(world, B)) == 1
     world.settle()
     assert_invariants(world.services, settled=True)

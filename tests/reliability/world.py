@@ -85,6 +85,24 @@ class FaultPlan:
         with self._lock:
             self._cut_at, self._dead = None, False
 
+    def disarm(self) -> None:
+        """Forget a crash that was armed but never reached: the step it was meant for is over."""
+        with self._lock:
+            self._point, self._cut_at, self._dead = None, None, False
+
+    def reset(self) -> None:
+        """Forget everything seen, as a plan made anew."""
+        self.disarm()
+        with self._lock:
+            self.points_seen.clear()
+            self.crashes.clear()
+            self._calls = 0
+
+    @property
+    def armed(self) -> bool:
+        """Whether a crash is still waiting to happen."""
+        return self._point is not None or self._cut_at is not None
+
     @property
     def calls(self) -> int:
         """AWS calls seen since the last cut was armed."""
@@ -133,6 +151,9 @@ class World:
     webhooks_sent: int = 0
     retries: int = 0
     log: list[str] = field(default_factory=list)
+    # Bodies of the jobs the notifier finished, oldest first (a storm puts copies back, as SQS may).
+    handled_jobs: list[str] = field(default_factory=list)
+    _queue_url: str | None = None
 
     # --- building
 
@@ -151,6 +172,19 @@ class World:
         domain = parseaddr(services.settings.ses_from)[1].split("@", 1)[1]
         services.aws.sesv2.create_email_identity(EmailIdentity=domain)
         return world
+
+    def again(self, clock: FixedClock) -> World:
+        """A new World on the same emulator session, AWS clients and fault plan (emptied): new services, so
+        every cache starts empty, a new clock, no history (building the AWS clients again costs more than a short
+        story takes to play)."""
+        self.faults.reset()
+        services = Services(self.services.settings, self.services.aws, clock, faults=self.faults, model=FakeBedrock())
+        return World(services, clock, self.faults, self.observer, self.sqs, self.session, sku=self.sku)
+
+    def detach(self) -> None:
+        """Take the fault plan's hook off the session, so a later World on the same session starts clean."""
+        self.faults.disarm()
+        self.session.events.unregister("before-call", self.faults.before_call)
 
     def lambda_services(self) -> Services:
         """The services as another Lambda process would build them: own clients, same emulator, clock and faults.
@@ -174,7 +208,7 @@ class World:
 
     def key_of(self, contact: str) -> str:
         """The keyed hash that stands for a contact."""
-        return contact_key(contact.casefold() if "@" in contact else contact, self.services.hash_key)
+        return contact_key(contact.lower() if "@" in contact else contact, self.services.hash_key)
 
     # --- the platform's, the shoppers' and AWS's actions, each retried as production would retry it
 
@@ -253,7 +287,7 @@ class World:
     ) -> int:
         """Deliver every job on the queue to the notifier, as the SQS trigger does; a failed job comes back."""
         sqs = self.sqs
-        url = sqs.get_queue_url(QueueName=self.services.settings.jobs_queue_name)["QueueUrl"]
+        url = self.queue_url
         for handled in range(limit):
             messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1, VisibilityTimeout=0)
             if not messages.get("Messages"):
@@ -268,6 +302,7 @@ class World:
                 self.retries += 1
                 self.log.append(f"notifier job {job.kind} crashed ({crash}); redelivered")
             else:
+                self.handled_jobs.append(message["Body"])
                 # Another consumer may have received it meanwhile: then it is delivered again, as SQS would.
                 with contextlib.suppress(sqs.exceptions.ReceiptHandleIsInvalid):
                     sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
@@ -298,9 +333,17 @@ class World:
 
     def jobs_waiting(self) -> int:
         """How many jobs are on the queue."""
-        url = self.sqs.get_queue_url(QueueName=self.services.settings.jobs_queue_name)["QueueUrl"]
-        attributes = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+        attributes = self.sqs.get_queue_attributes(
+            QueueUrl=self.queue_url, AttributeNames=["ApproximateNumberOfMessages"]
+        )
         return int(attributes["Attributes"]["ApproximateNumberOfMessages"])
+
+    @property
+    def queue_url(self) -> str:
+        """The notifier's queue (looked up once: a queue's URL never changes)."""
+        if self._queue_url is None:
+            self._queue_url = self.sqs.get_queue_url(QueueName=self.services.settings.jobs_queue_name)["QueueUrl"]
+        return self._queue_url
 
     def row(self, token_id: str) -> dict[str, Any]:
         """One offer/hold row as it stands (empty when there is none)."""
