@@ -37,7 +37,7 @@ from chalicelib.metrics import (
     MetricsFactory,
     skip_metric,
 )
-from chalicelib.optout_gate import OptoutGate
+from chalicelib.optout_gate import BatchOptoutCheck
 from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent
 from chalicelib.tables.audit import FACTS_PER_TRANSACTION, AuditTable
 from chalicelib.tables.base import TransactionCancelled, Tx, transact
@@ -97,6 +97,10 @@ class UnknownRestock(NotFound):
 
 class Suppressed(Exception):
     """The contact is on the suppression list at the moment of sending: the notice must not go."""
+
+
+class SuppressionUnread(RuntimeError):
+    """The last look at the suppression list failed, so the notice was not sent."""
 
 
 class SendFailed(RuntimeError):
@@ -233,7 +237,6 @@ class Notifier:
         self.page_size = page_size
         self.deadline_margin_ms = deadline_margin_ms
         self.offer_batch = offer_batch
-        self.gate = OptoutGate(optout)
 
     @property
     def _client(self) -> Any:
@@ -415,9 +418,10 @@ class Notifier:
             # A crash here leaves offers nobody was told about; they lapse at their due time and the sweep passes
             # the units on. The retry of this job must not send them either: the requests are marked told already.
             self.faults(AFTER_OFFER_COMMITTED)
+            check = BatchOptoutCheck(self.optout, [str(c.request["contact_key"]) for c in chosen])
             for candidate, token_id in zip(chosen, tokens, strict=True):
                 notice = self._notice(walk.copy, walk.facts, candidate.request, token_id)
-                future = pool.submit(self._deliver, notice, str(candidate.request["contact_key"]))
+                future = pool.submit(self._deliver, notice, str(candidate.request["contact_key"]), check)
                 walk.pending[future] = _Pending(token_id, candidate.request, candidate.position, notice.channel)
         return True
 
@@ -492,11 +496,16 @@ class Notifier:
             unsubscribe_url=self.links.unsubscribe(contact_key),
         )
 
-    def _deliver(self, notice: Notice, contact_key: str) -> str:
+    def _deliver(self, notice: Notice, contact_key: str, check: BatchOptoutCheck) -> str:
         """Send one notice, unless its contact opted out since the queue page was read (invariant 3)."""
 
         def still_allowed() -> None:
-            if self.gate.suppressed(contact_key):
+            try:
+                suppressed = check.suppressed(contact_key)
+            except Exception as error:
+                # Nothing went to the provider: a failed send to roll back and retry, never "maybe sent".
+                raise SuppressionUnread(str(error)) from error
+            if suppressed:
                 raise Suppressed(contact_key)
 
         return self.senders.send(notice, just_before=still_allowed)

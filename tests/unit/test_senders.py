@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from unittest.mock import Mock
 
 import boto3
@@ -236,47 +235,27 @@ def test_the_sending_clients_never_retry_on_their_own() -> None:
         assert client.meta.config.retries["total_max_attempts"] == 1
 
 
-def test_senders_asking_at_once_share_one_read_of_the_suppression_list() -> None:
-    from chalicelib.optout_gate import OptoutGate
+def test_a_batch_reads_the_suppression_list_once_when_its_first_send_is_due() -> None:
+    from chalicelib.optout_gate import BatchOptoutCheck
 
     reads: list[list[str]] = []
-    first_read_started = threading.Event()
-    release_first_read = threading.Event()
 
     class Optout:
         def suppressed_among(self, keys: list[str]) -> set[str]:
             reads.append(keys)
-            if len(reads) == 1:
-                first_read_started.set()
-                release_first_read.wait(5)
             return {"k-opted-out"} & set(keys)
 
-    gate = OptoutGate(Optout())
+    check = BatchOptoutCheck(Optout(), ["k2", "k1", "k-opted-out", "k1"])
+    assert reads == [], "nothing is read before a send is due"
     answers: dict[str, bool] = {}
 
     def ask(key: str) -> None:
-        answers[key] = gate.suppressed(key)
+        answers[key] = check.suppressed(key)
 
-    first = threading.Thread(target=ask, args=("k-first",))
-    first.start()
-    assert first_read_started.wait(5)
-    # While the first read is under way, five more senders ask: they wait and share the next read.
-    others = [threading.Thread(target=ask, args=(k,)) for k in ("k1", "k2", "k3", "k4", "k-opted-out")]
-    for thread in others:
+    threads = [threading.Thread(target=ask, args=(k,)) for k in ("k1", "k2", "k-opted-out")]
+    for thread in threads:
         thread.start()
-    for _ in range(5000):  # until all five have joined the next round (at most about five seconds)
-        if all_waiting(gate, 5):
-            break
-        time.sleep(0.001)
-    release_first_read.set()
-    for thread in [first, *others]:
+    for thread in threads:
         thread.join(5)
-    assert reads[0] == ["k-first"]
-    assert len(reads) == 2 and sorted(reads[1]) == ["k-opted-out", "k1", "k2", "k3", "k4"]
-    assert answers == {"k-first": False, "k1": False, "k2": False, "k3": False, "k4": False, "k-opted-out": True}
-
-
-def all_waiting(gate: object, count: int) -> bool:
-    """Whether `count` senders have joined the round that waits for the next read."""
-    forming = getattr(gate, "_forming", None)
-    return forming is not None and len(forming.keys) == count
+    assert reads == [["k-opted-out", "k1", "k2"]]
+    assert answers == {"k1": False, "k2": False, "k-opted-out": True}
