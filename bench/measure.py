@@ -7,6 +7,7 @@ import json
 import statistics
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from bench.stack import PRODUCT, Stack, stack, waiting_list
@@ -157,8 +158,10 @@ class SlowSender:
         self.latency_s = latency_s
         self.sent = 0
 
-    def send(self, notice: Any) -> str:
-        """Wait out the latency; return a message id."""
+    def send(self, notice: Any, *, just_before: Callable[[], None] | None = None) -> str:
+        """Take the notifier's last look at the suppression list, as the real senders do; wait out the latency."""
+        if just_before is not None:
+            just_before()
         time.sleep(self.latency_s)
         self.sent += 1
         return uuid.uuid4().hex
