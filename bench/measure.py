@@ -35,7 +35,7 @@ def _tap(s: Stack, i: int) -> Any:
 def calls_per_tap(taps: int = 200, warm: int = 20) -> dict[str, Any]:
     """A new tap at steady state: the product exists, the list already has people, clients are warm."""
     with stack() as s:
-        s.services.catalog.upsert(SKU, dict(PRODUCT))
+        s.services.tables.catalog.upsert(SKU, dict(PRODUCT))
         for i in range(warm):
             _tap(s, i)
         _, counted = s.measure(lambda: [_tap(s, warm + i) for i in range(taps)])
@@ -48,7 +48,7 @@ def calls_per_detection(restocks: int = 10) -> dict[str, Any]:
     with stack() as s:
         for i in range(restocks + 1):
             sku = f"SKU-{i}"
-            s.services.catalog.upsert(sku, dict(PRODUCT))
+            s.services.tables.catalog.upsert(sku, dict(PRODUCT))
             if i == 0:
                 s.inventory(sku, 3)  # warms the clients and the secrets cache
                 continue
@@ -66,7 +66,7 @@ def _add(total: dict[str, Any], counted: dict[str, Any]) -> None:
 
 def _notifier_run(people: int) -> dict[str, Any]:
     with stack() as s:
-        s.services.catalog.upsert(SKU, dict(PRODUCT))
+        s.services.tables.catalog.upsert(SKU, dict(PRODUCT))
         waiting_list(s, SKU, people)
         s.inventory(SKU, people)
         _, counted = s.measure(s.deliver_jobs)
@@ -95,13 +95,13 @@ def calls_per_notice(small: int = 5, large: int = 25) -> dict[str, Any]:
 
 
 def _offers(s: Stack, people: int) -> list[str]:
-    s.services.catalog.upsert(SKU, dict(PRODUCT))
+    s.services.tables.catalog.upsert(SKU, dict(PRODUCT))
     waiting_list(s, SKU, people)
     s.inventory(SKU, people)
     s.deliver_jobs()
     from boto3.dynamodb.conditions import Attr
 
-    rows = s.services.reservations.table.scan(FilterExpression=Attr("state").eq("offered"))["Items"]
+    rows = s.services.tables.reservations.table.scan(FilterExpression=Attr("state").eq("offered"))["Items"]
     return [str(r["token_id"]) for r in rows]
 
 
@@ -178,12 +178,10 @@ def notifier_throughput(units: int = 1000, latency_s: float = 0.05, runs: int = 
 def one_restock(units: int = 1000, latency_s: float = 0.05) -> dict[str, Any]:
     """Notices per second on a `units`-unit restock with `units` people waiting, against concurrency/latency."""
     concurrency = stage_env("prod")["SENDS_CONCURRENCY"]
-    with stack({"SENDS_CONCURRENCY": concurrency}) as s:
-        s.services.catalog.upsert(SKU, dict(PRODUCT))
+    sender = SlowSender(latency_s)
+    with stack({"SENDS_CONCURRENCY": concurrency}, senders=sender) as s:
+        s.services.tables.catalog.upsert(SKU, dict(PRODUCT))
         waiting_list(s, SKU, units)
-        sender = SlowSender(latency_s)
-        # Injected through the services' seam before the notifier is built, as the tests inject theirs.
-        s.services.senders = sender  # type: ignore[assignment]
         s.inventory(SKU, units)
         s.log.reset()
         # The emulator keeps every table's data in this process, where in Lambda it lives in DynamoDB: the heap

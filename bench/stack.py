@@ -71,8 +71,10 @@ class Stack:
 
 
 @contextmanager
-def stack(stage_overrides: dict[str, str] | None = None) -> Iterator[Stack]:
-    """A fresh emulator with every resource of infra/template.json and the local stage's services."""
+def stack(stage_overrides: dict[str, str] | None = None, *, senders: Any = None) -> Iterator[Stack]:
+    """A fresh emulator with every resource of infra/template.json and the local stage's services.
+
+    `senders` stands in for SNS and SES (the throughput run's sender double)."""
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "bench")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bench")
     os.environ["AWS_DEFAULT_REGION"] = REGION
@@ -98,7 +100,11 @@ def stack(stage_overrides: dict[str, str] | None = None) -> Iterator[Stack]:
         # Registered before the services build a client, so every client they build carries the hook.
         log.register(session)
         services = Services(
-            settings, Aws(REGION, session=session), FixedClock(float(int(time.time()))), model=model_for(settings)
+            settings,
+            aws=Aws(REGION, session=session),
+            clock=FixedClock(float(int(time.time()))),
+            model=model_for(settings),
+            senders=senders,
         )
         domain = parseaddr(settings.ses_from)[1].split("@", 1)[1]
         services.aws.sesv2.create_email_identity(EmailIdentity=domain)
@@ -121,10 +127,10 @@ def waiting_list(s: Stack, sku: str, people: int, *, email_every: int = 2) -> No
     from chalicelib.contacts import contact_key
 
     services, now = s.services, s.clock.now() - people
-    with services.requests.table.batch_writer() as batch:
+    with services.tables.requests.table.batch_writer() as batch:
         for i in range(people):
             contact = f"shopper{i}@example.com" if i % email_every == 0 else f"+4474009{i:05d}"
-            items = services.requests.join_items(
+            items = services.tables.requests.join_items(
                 sku=sku,
                 joined_ts=f"{iso(now + i)}#{i:06x}",
                 channel="email" if "@" in contact else "sms",

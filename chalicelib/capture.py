@@ -14,13 +14,9 @@ from chalicelib.config import Settings
 from chalicelib.contacts import Contact, contact_key, normalise_contact
 from chalicelib.errors import BadRequest, Discontinued, RateLimited, UnknownSku
 from chalicelib.owed import OwedJobs
-from chalicelib.tables.audit import AuditTable
 from chalicelib.tables.base import TransactionCancelled, Tx
-from chalicelib.tables.catalog import CatalogTable
-from chalicelib.tables.optout import OptoutTable
-from chalicelib.tables.requests import RequestsTable, new_joined_ts
-from chalicelib.tables.restocks import RestocksTable
-from chalicelib.tables.throttle import ThrottleTable
+from chalicelib.tables.requests import new_joined_ts
+from chalicelib.tables.store import Tables
 
 SKU_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}$")
 MAX_NAME_LEN = 100
@@ -87,37 +83,17 @@ def parse_notify_me(data: Any, default_region: str) -> NotifyMe:
     return NotifyMe(sku=sku, contact=normalise_contact(channel, raw_contact, default_region), name=name)
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class CaptureService:
     """Rate limit, validate, check catalogue and opt-out, and join, in as few AWS calls as possible."""
 
-    def __init__(
-        self,
-        *,
-        settings: Settings,
-        catalog: CatalogTable,
-        requests: RequestsTable,
-        optout: OptoutTable,
-        throttle: ThrottleTable,
-        audit: AuditTable,
-        alerts: StaffAlerts,
-        restocks: RestocksTable,
-        owed: OwedJobs,
-        clock: Clock,
-        hash_key: str,
-        manage_link: Callable[[str], str] | None = None,
-    ) -> None:
-        self.settings = settings
-        self.catalog = catalog
-        self.requests = requests
-        self.optout = optout
-        self.throttle = throttle
-        self.audit = audit
-        self.alerts = alerts
-        self.restocks = restocks
-        self.owed = owed
-        self.clock = clock
-        self.hash_key = hash_key
-        self.manage_link = manage_link
+    settings: Settings
+    tables: Tables
+    alerts: StaffAlerts
+    owed: OwedJobs
+    clock: Clock
+    hash_key: str
+    manage_link: Callable[[str], str]
 
     def _rate_key(self, source: str, now: float) -> tuple[str, int, int]:
         minute = int(now // 60)
@@ -125,7 +101,7 @@ class CaptureService:
 
     def _charge(self, source: str, now: float) -> None:
         key, expires, retry_after = self._rate_key(source, now)
-        if not self.throttle.charge(key, self.settings.rate_limit_per_minute, expires):
+        if not self.tables.throttle.charge(key, self.settings.rate_limit_per_minute, expires):
             raise RateLimited("Too many requests from this address; try again in a minute.", retry_after)
 
     def capture(self, source: str, data: Any) -> CaptureOutcome:
@@ -150,12 +126,15 @@ class CaptureService:
         # The steady-state tap is this one transaction: rate limit, catalogue, opt-out and the
         # uniqueness item are all conditions on it, so nothing is read first and nothing half-written.
         def join(quiet: bool) -> Tx:
-            unique, request = self.requests.join_items(**fields)
+            unique, request = self.tables.requests.join_items(**fields)
             return (
                 Tx()
-                .add("rate", self.throttle.charge_item(rate_key, self.settings.rate_limit_per_minute, rate_expires))
-                .add("product", self.catalog.join_item(tap.sku, unless_idle=quiet))
-                .add("optout", self.optout.not_suppressed_item(key))
+                .add(
+                    "rate",
+                    self.tables.throttle.charge_item(rate_key, self.settings.rate_limit_per_minute, rate_expires),
+                )
+                .add("product", self.tables.catalog.join_item(tap.sku, unless_idle=quiet))
+                .add("optout", self.tables.optout.not_suppressed_item(key))
                 .add("unique", unique)
                 .add("request", request)
             )
@@ -164,7 +143,9 @@ class CaptureService:
             self._join(tap.sku, join, now=now)
         except TransactionCancelled as cancelled:
             return self._refused(cancelled, tap, key, fields, source, now, retry_after)
-        return CaptureOutcome("queued", self.requests.position(tap.sku, joined_ts), joined_ts, self._manage_url(key))
+        return CaptureOutcome(
+            "queued", self.tables.requests.position(tap.sku, joined_ts), joined_ts, self.manage_link(key)
+        )
 
     def _join(self, sku: str, join: Callable[[bool], Tx], *, now: float) -> None:
         """Write a new place. The catalogue's condition also asks that the open restock has no idle units (units
@@ -175,18 +156,17 @@ class CaptureService:
         The notifier marks idle units before its last look at the queue, and the mark is read here in the same
         transaction that writes the place: one of the two always sees the other.
         """
-        client = self.requests.table.meta.client
         try:
-            join(True).run(client)
+            self.tables.run(join(True))
             return
         except TransactionCancelled as cancelled:
             product = cancelled.old("product") if cancelled.failed("product") else None
             if not product or not product.get("idle_restock_ts") or product.get("discontinued"):
                 raise
         restock_ts = str(product["idle_restock_ts"])
-        owe = self.restocks.owe_topup_item(sku, restock_ts, token=f"join#{uuid.uuid4().hex}", now=now)
+        owe = self.tables.restocks.owe_topup_item(sku, restock_ts, token=f"join#{uuid.uuid4().hex}", now=now)
         try:
-            join(False).add("owed job", owe).run(client)
+            self.tables.run(join(False).add("owed job", owe))
         finally:
             # Sent even when the place already existed (a repeat tap after a crash that cut the first short).
             self.owed.send(sku, restock_ts, now)
@@ -221,21 +201,25 @@ class CaptureService:
         self, tap: NotifyMe, key: str, fields: dict[str, Any], unique: dict[str, Any], now: float
     ) -> CaptureOutcome:
         ref = str(unique.get("ref", ""))
-        refreshed = self.requests.refresh(tap.sku, ref, name=tap.name, ttl=fields["ttl"], now=now) if ref else None
+        refreshed = (
+            self.tables.requests.refresh(tap.sku, ref, name=tap.name, ttl=fields["ttl"], now=now) if ref else None
+        )
         if refreshed is not None:
-            return CaptureOutcome("already_queued", self.requests.position(tap.sku, ref), ref, self._manage_url(key))
+            return CaptureOutcome(
+                "already_queued", self.tables.requests.position(tap.sku, ref), ref, self.manage_link(key)
+            )
         # The old place is finished (bought, or left: then the item names no place): join again at the back,
         # never to be told again about the restock the old place was told about (exactly once per person).
         told = unique.get("told_restock")
         if ref:
-            told = (self.requests.get(tap.sku, ref) or {}).get("last_notified_restock")
+            told = (self.tables.requests.get(tap.sku, ref) or {}).get("last_notified_restock")
 
         def rejoin(quiet: bool) -> Tx:
-            unique, request = self.requests.rejoin_items(old_ref=ref, **fields, told=told)
+            unique, request = self.tables.requests.rejoin_items(old_ref=ref, **fields, told=told)
             return (
                 Tx()
-                .add("product", self.catalog.join_item(tap.sku, unless_idle=quiet))
-                .add("optout", self.optout.not_suppressed_item(key))
+                .add("product", self.tables.catalog.join_item(tap.sku, unless_idle=quiet))
+                .add("optout", self.tables.optout.not_suppressed_item(key))
                 .add("unique", unique)
                 .add("request", request)
             )
@@ -247,24 +231,22 @@ class CaptureService:
                 return CaptureOutcome("acknowledged")
             if cancelled.failed("unique"):
                 # Someone else's simultaneous re-join won; theirs is this person's one place.
-                current = self.requests.get_unique(tap.sku, key) or {}
+                current = self.tables.requests.get_unique(tap.sku, key) or {}
                 ref = str(current.get("ref", ""))
                 return CaptureOutcome(
-                    "already_queued", self.requests.position(tap.sku, ref), ref, self._manage_url(key)
+                    "already_queued", self.tables.requests.position(tap.sku, ref), ref, self.manage_link(key)
                 )
             raise
         joined = fields["joined_ts"]
-        return CaptureOutcome("queued", self.requests.position(tap.sku, joined), joined, self._manage_url(key))
-
-    def _manage_url(self, key: str) -> str | None:
-        """The shopper's manage link, when links are configured (they are wherever the app runs)."""
-        return self.manage_link(key) if self.manage_link is not None else None
+        return CaptureOutcome("queued", self.tables.requests.position(tap.sku, joined), joined, self.manage_link(key))
 
     def _record_unknown(self, tap: NotifyMe, key: str, source: str, now: float) -> None:
         window = self.settings.unknown_sku_window_s
         bucket = int(now // window)
-        self.audit.record(tap.sku, "unknown_sku", now, contact_key=key, channel=tap.contact.channel, source=source)
-        count = self.throttle.bump(f"unknown#{tap.sku}#{bucket}", (bucket + 2) * window)
+        self.tables.audit.record(
+            tap.sku, "unknown_sku", now, contact_key=key, channel=tap.contact.channel, source=source
+        )
+        count = self.tables.throttle.bump(f"unknown#{tap.sku}#{bucket}", (bucket + 2) * window)
         # Exactly at the threshold, so one burst of attempts alerts staff once per window, not per tap.
         if count == self.settings.unknown_sku_alert_threshold:
             self.alerts.send(

@@ -268,22 +268,15 @@ class FeedReader:
         return data
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class CatalogSync:
     """Upserts the feed's products and discontinues the ones it no longer lists."""
 
-    def __init__(
-        self,
-        *,
-        catalog: CatalogTable,
-        reader: FeedReader | None,
-        clock: Clock,
-        threshold_changed: Callable[[str], object],
-    ) -> None:
-        self.catalog = catalog
-        self.reader = reader
-        self.clock = clock
-        # Restock detection's re-evaluation: stock already on hand may meet a lowered threshold.
-        self.threshold_changed = threshold_changed
+    catalog: CatalogTable
+    reader: FeedReader | None  # None when the stage has no CATALOG_URL: the report says so
+    clock: Clock
+    # Restock detection's re-evaluation: stock already on hand may meet a lowered threshold.
+    threshold_changed: Callable[[str], object]
 
     def run(self) -> SyncReport:
         """One sync; the report says what changed and what was skipped. Never raises for a bad feed."""

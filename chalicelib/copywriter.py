@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import secrets
 import uuid
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from chalicelib.compose import LINK, Copy, Facts, facts_for
@@ -51,16 +53,25 @@ def converse_text(response: dict[str, Any]) -> str:
     return "".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict)).strip()
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class Copywriter:
     """Gets each restock's copy once: from the cache on the restock, else from the model, else the template."""
 
-    def __init__(self, *, settings: Settings, restocks: RestocksTable, links: Links, bedrock: Any | None) -> None:
-        self.settings = settings
-        self.restocks = restocks
-        self.bedrock = bedrock
-        # Realistic links (real token lengths) decide whether an SMS fits before any real link exists.
-        self.reserve_sample = links.reserve(uuid.uuid4().hex)
-        self.manage_sample = links.manage(secrets.token_hex(20))
+    settings: Settings
+    restocks: RestocksTable
+    links: Links
+    bedrock: Any | None  # None with COPY_MODE=template
+
+    # Realistic links (real token lengths) decide whether an SMS fits before any real link exists.
+    @cached_property
+    def reserve_sample(self) -> str:
+        """A reserve link as long as a real one."""
+        return self.links.reserve(uuid.uuid4().hex)
+
+    @cached_property
+    def manage_sample(self) -> str:
+        """A manage link as long as a real one."""
+        return self.links.manage(secrets.token_hex(20))
 
     def copy_for(self, restock: dict[str, Any], product: dict[str, Any], metrics: Metrics) -> Copy:
         """The copy of this restock; the first caller writes it onto the restock so later jobs reuse it."""

@@ -23,11 +23,9 @@ from chalicelib.clock import Clock, iso, parse_iso
 from chalicelib.errors import BadRequest, Busy
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.owed import OwedJobs
-from chalicelib.tables.audit import AuditTable
 from chalicelib.tables.base import TransactionCancelled, Tx
-from chalicelib.tables.catalog import CatalogTable
-from chalicelib.tables.restocks import CLOSED, RestocksTable, unseen_sales
-from chalicelib.tables.throttle import ThrottleTable
+from chalicelib.tables.restocks import CLOSED, unseen_sales
+from chalicelib.tables.store import Tables
 from chalicelib.web import json_object
 from chalicelib.webhooks import verify
 
@@ -215,29 +213,15 @@ class _Seen:
         )
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class DetectService:
     """Turns verified inventory webhooks into restocks and notifier jobs, exactly once each."""
 
-    def __init__(
-        self,
-        *,
-        catalog: CatalogTable,
-        restocks: RestocksTable,
-        throttle: ThrottleTable,
-        audit: AuditTable,
-        owed: OwedJobs,
-        clock: Clock,
-        secrets: Callable[[], Sequence[str]],
-        faults: FaultHook = no_faults,
-    ) -> None:
-        self.catalog = catalog
-        self.restocks = restocks
-        self.throttle = throttle
-        self.audit = audit
-        self.owed = owed
-        self.clock = clock
-        self.secrets = secrets
-        self.faults = faults
+    tables: Tables
+    owed: OwedJobs
+    clock: Clock
+    secrets: Callable[[], Sequence[str]]  # the webhook secrets accepted now (two during a rotation)
+    faults: FaultHook = no_faults
 
     def handle(self, raw: bytes | None, headers: Mapping[str, str]) -> DetectOutcome:
         """One delivery end to end: InvalidSignature (401) before anything is read, BadRequest (400) after."""
@@ -263,7 +247,7 @@ class DetectService:
         """The sweep's step: send the job of every restock owed one for over a minute; how many were sent."""
         at = self.clock.now() if now is None else now
         sent = 0
-        for restock in self.restocks.owed_since(int(at) - STUCK_AFTER_S):
+        for restock in self.tables.restocks.owed_since(int(at) - STUCK_AFTER_S):
             if self.owed.send(str(restock["sku"]), str(restock["restock_ts"]), at):
                 logger.warning("re-enqueued restock %s stuck before its job was sent", restock.get("restock_id"))
                 sent += 1
@@ -282,7 +266,7 @@ class DetectService:
             if attempt:
                 time.sleep(random.uniform(0.005, 0.03) * attempt)
             now = self.clock.now()
-            product = self.catalog.get(sku, consistent=True)
+            product = self.tables.catalog.get(sku, consistent=True)
             if product is None:
                 return DetectOutcome("ignored", "unknown_sku")
             seen = _Seen.of(product)
@@ -290,7 +274,7 @@ class DetectService:
             if seen.level is None or seen.level < threshold:
                 return DetectOutcome("no_restock", "below_threshold")
             if seen.open_restock_ts:
-                restock = self.restocks.get(sku, seen.open_restock_ts)
+                restock = self.tables.restocks.get(sku, seen.open_restock_ts)
                 if restock is not None and restock.get("state") != CLOSED:
                     return DetectOutcome("no_restock", "restock_open")
             webhook_id = f"threshold@{seen.version}"
@@ -315,17 +299,17 @@ class DetectService:
     def _attempt(self, webhook_id: str, event: InventoryEvent, event_ts: float) -> DetectOutcome | None:
         now = self.clock.now()
         sku = event.sku
-        product = self.catalog.get(sku, consistent=True)
+        product = self.tables.catalog.get(sku, consistent=True)
         if product is None:
-            self.audit.record(sku, "unknown_sku_webhook", now, webhook_id=webhook_id, available=event.available)
+            self.tables.audit.record(sku, "unknown_sku_webhook", now, webhook_id=webhook_id, available=event.available)
             return DetectOutcome("ignored", "unknown_sku")
         seen = _Seen.of(product)
-        if self.throttle.seen(self._memory_key(sku, webhook_id)):
+        if self.tables.throttle.seen(self._memory_key(sku, webhook_id)):
             return self._duplicate(sku, seen, now)
         stamp = _stamp(event_ts)
         if not is_newer(stamp, seen.level_ts):
             return DetectOutcome("no_restock", "stale")
-        restock = self.restocks.get(sku, seen.open_restock_ts) if seen.open_restock_ts else None
+        restock = self.tables.restocks.get(sku, seen.open_restock_ts) if seen.open_restock_ts else None
         if restock is not None and restock.get("state") == CLOSED:
             restock = None
         included = unseen_sales(restock)
@@ -344,7 +328,7 @@ class DetectService:
             if change.kind == CROSSING:
                 return self._open(sku, event_ts, change, threshold, level, facts, now)
             if restock is None or (change.kind == NONE and not included):
-                self._write(Tx().add("product", self.catalog.level_item(sku, **level)), sku, webhook_id, now)
+                self._write(Tx().add("product", self.tables.catalog.level_item(sku, **level)), sku, webhook_id, now)
                 return DetectOutcome("no_restock", "no_crossing")
             return self._adjust(sku, restock, change, level, {**facts, "own_sales": included}, now)
         except TransactionCancelled as cancelled:
@@ -359,8 +343,8 @@ class DetectService:
 
     def _write(self, tx: Tx, sku: str, webhook_id: str, now: float) -> None:
         """Run `tx` with the webhook remembered in it (refused as "memory" when it was already)."""
-        memory = self.throttle.remember_item(self._memory_key(sku, webhook_id), int(now) + WEBHOOK_MEMORY_S)
-        tx.add("memory", memory).run(self.catalog.table.meta.client)
+        memory = self.tables.throttle.remember_item(self._memory_key(sku, webhook_id), int(now) + WEBHOOK_MEMORY_S)
+        self.tables.run(tx.add("memory", memory))
 
     def _duplicate(self, sku: str, seen: _Seen, now: float) -> DetectOutcome:
         # A redelivery: finish whatever job the open restock is still owed (a crash may have left it).
@@ -380,10 +364,10 @@ class DetectService:
     ) -> DetectOutcome:
         restock_id = restock_id_for(sku, level["webhook_id"])
         restock_ts = restock_ts_for(event_ts, restock_id)
-        tx = Tx().add("product", self.catalog.level_item(sku, **level, open_restock=(restock_ts, restock_id)))
+        tx = Tx().add("product", self.tables.catalog.level_item(sku, **level, open_restock=(restock_ts, restock_id)))
         tx.add(
             "restock",
-            self.restocks.open_item(
+            self.tables.restocks.open_item(
                 sku=sku,
                 restock_ts=restock_ts,
                 restock_id=restock_id,
@@ -397,7 +381,7 @@ class DetectService:
         )
         tx.add(
             "fact",
-            self.audit.record_item(
+            self.tables.audit.record_item(
                 sku, "restock_detected", now, restock_id=restock_id, units=change.amount, threshold=threshold, **facts
             ),
         )
@@ -421,10 +405,10 @@ class DetectService:
         restock_id = str(restock["restock_id"])
         facts = {**facts, "restock_id": restock_id}
         available, offerable = int(restock["units_available"]), int(restock["units_offerable"])
-        catalog_item = self.catalog.level_item(sku, **level, close_restock=change.kind == CLOSE)
+        catalog_item = self.tables.catalog.level_item(sku, **level, close_restock=change.kind == CLOSE)
         adjusted: str | None
         if change.kind == RISE:
-            restock_item = self.restocks.rise_item(
+            restock_item = self.tables.restocks.rise_item(
                 sku, restock_ts, rise=change.amount, seen=restock, token=level["webhook_id"], now=now
             )
             kind, adjusted = "restock_topped_up", "topped_up"
@@ -432,14 +416,14 @@ class DetectService:
         elif change.kind in (FALL, CLOSE):
             new_available, new_offerable = lowered(available, offerable, change.amount)
             if change.kind == FALL:
-                restock_item = self.restocks.fall_item(
+                restock_item = self.tables.restocks.fall_item(
                     sku, restock_ts, seen=restock, available=new_available, offerable=new_offerable
                 )
                 kind, adjusted = "restock_lowered", "lowered"
             else:
                 # Closed: no more offers are made (the notifier and the offer's condition check the state), but the
                 # counters stay exact, so live offers and holds still settle against them.
-                restock_item = self.restocks.close_item(
+                restock_item = self.tables.restocks.close_item(
                     sku,
                     restock_ts,
                     seen=restock,
@@ -452,13 +436,13 @@ class DetectService:
             facts.update(units_available=new_available, units_offerable=new_offerable)
         else:
             # The level moved by exactly our own sales: only the record of which sales it includes changes.
-            restock_item = self.restocks.sales_seen_item(sku, restock_ts, seen=restock)
+            restock_item = self.tables.restocks.sales_seen_item(sku, restock_ts, seen=restock)
             kind, adjusted = "own_sales_seen", None
         tx = (
             Tx()
             .add("product", catalog_item)
             .add("restock", restock_item)
-            .add("fact", self.audit.record_item(sku, kind, now, **facts))
+            .add("fact", self.tables.audit.record_item(sku, kind, now, **facts))
         )
         self._write(tx, sku, level["webhook_id"], now)
         if change.kind == RISE:

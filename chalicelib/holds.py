@@ -15,13 +15,12 @@ from urllib.parse import quote
 
 from chalicelib.clock import Clock
 from chalicelib.faults import FaultHook, no_faults
-from chalicelib.tables.audit import AuditTable
 from chalicelib.tables.base import TransactionCancelled, Tx
-from chalicelib.tables.catalog import CatalogTable, with_defaults
+from chalicelib.tables.catalog import with_defaults
 from chalicelib.tables.requests import OFFERED as REQUEST_OFFERED
-from chalicelib.tables.requests import RESERVED, RequestsTable
-from chalicelib.tables.reservations import CONVERTED, EXPIRED, HELD, LAPSED, OFFERED, ReservationsTable
-from chalicelib.tables.restocks import RestocksTable
+from chalicelib.tables.requests import RESERVED
+from chalicelib.tables.reservations import CONVERTED, EXPIRED, HELD, LAPSED, OFFERED
+from chalicelib.tables.store import Tables
 from chalicelib.tokens import TokenExpired, TokenInvalid, Tokens
 
 log = logging.getLogger(__name__)
@@ -48,23 +47,11 @@ def _int(value: Any) -> int:
     return int(value) if value is not None else 0
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class UnitMoves:
     """The rows of DESIGN §4's counter table for an existing offer row, each one conditional transaction."""
 
-    def __init__(
-        self,
-        *,
-        reservations: ReservationsTable,
-        restocks: RestocksTable,
-        requests: RequestsTable,
-        catalog: CatalogTable,
-        audit: AuditTable,
-    ) -> None:
-        self.reservations = reservations
-        self.restocks = restocks
-        self.requests = requests
-        self.catalog = catalog
-        self.audit = audit
+    tables: Tables
 
     def _facts(self, row: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -82,16 +69,15 @@ class UnitMoves:
         TTL tidied it, or the shopper left the list): the unit must still move (invariant 7), so the
         row, counter and audit go on alone, still conditional on the row's state.
         """
-        client = self.reservations.table.meta.client
         try:
-            tx.run(client)
+            self.tables.run(tx)
             return None
         except TransactionCancelled as cancelled:
             request_failed = any(cancelled.failed(name) for name in request)
             if cancelled.failed_other_than(*request) or not request_failed:
                 return cancelled
         try:
-            tx.without(*request).run(client)
+            self.tables.run(tx.without(*request))
             return None
         except TransactionCancelled as cancelled:
             return cancelled
@@ -115,13 +101,16 @@ class UnitMoves:
             Tx()
             .add(
                 "row",
-                self.reservations.transition_item(
+                self.tables.reservations.transition_item(
                     token_id, OFFERED, HELD, due_at=expires, held_at=int(now), hold_expires_at=expires
                 ),
             )
-            .add("units", self.restocks.hold_item(sku, str(row["restock_ts"])))
-            .add("fact", self.audit.record_item(sku, "hold", now, hold_expires_at=expires, **self._facts(row)))
-            .add("request", self.requests.mark_reserved_item(sku, str(row["request_joined_ts"]), token_id=token_id))
+            .add("units", self.tables.restocks.hold_item(sku, str(row["restock_ts"])))
+            .add("fact", self.tables.audit.record_item(sku, "hold", now, hold_expires_at=expires, **self._facts(row)))
+            .add(
+                "request",
+                self.tables.requests.mark_reserved_item(sku, str(row["request_joined_ts"]), token_id=token_id),
+            )
         )
         return self._outcome(self._commit(tx, "request"), counter="units")
 
@@ -135,7 +124,7 @@ class UnitMoves:
             Tx()
             .add(
                 "row",
-                self.reservations.transition_item(
+                self.tables.reservations.transition_item(
                     token_id,
                     OFFERED,
                     LAPSED,
@@ -144,14 +133,16 @@ class UnitMoves:
                     lapse_reason=reason,
                 ),
             )
-            .add("units", self.restocks.release_lapsed_offer_item(sku, str(row["restock_ts"])))
+            .add("units", self.tables.restocks.release_lapsed_offer_item(sku, str(row["restock_ts"])))
             .add(
                 "fact",
-                self.audit.record_item(sku, JUST_GONE if reason == JUST_GONE else "lapse", now, **self._facts(row)),
+                self.tables.audit.record_item(
+                    sku, JUST_GONE if reason == JUST_GONE else "lapse", now, **self._facts(row)
+                ),
             )
             .add(
                 "request",
-                self.requests.back_to_waiting_item(
+                self.tables.requests.back_to_waiting_item(
                     sku, str(row["request_joined_ts"]), token_id=token_id, from_state=REQUEST_OFFERED
                 ),
             )
@@ -172,7 +163,7 @@ class UnitMoves:
             Tx()
             .add(
                 "row",
-                self.reservations.transition_item(
+                self.tables.reservations.transition_item(
                     token_id,
                     HELD,
                     EXPIRED,
@@ -180,11 +171,11 @@ class UnitMoves:
                     expired_at=int(now),
                 ),
             )
-            .add("units", self.restocks.return_hold_item(sku, str(row["restock_ts"])))
-            .add("fact", self.audit.record_item(sku, "expiry", now, **self._facts(row)))
+            .add("units", self.tables.restocks.return_hold_item(sku, str(row["restock_ts"])))
+            .add("fact", self.tables.audit.record_item(sku, "expiry", now, **self._facts(row)))
             .add(
                 "request",
-                self.requests.back_to_waiting_item(
+                self.tables.requests.back_to_waiting_item(
                     sku, str(row["request_joined_ts"]), token_id=token_id, from_state=RESERVED
                 ),
             )
@@ -202,15 +193,18 @@ class UnitMoves:
             Tx()
             .add(
                 "row",
-                self.reservations.transition_item(
+                self.tables.reservations.transition_item(
                     token_id, HELD, CONVERTED, due_at=None, order_id=order_id, converted_at=int(now)
                 ),
             )
-            .add("sale", self.restocks.sale_item(sku, str(row["restock_ts"])))
-            .add("fact", self.audit.record_item(sku, "conversion", now, order_id=order_id, **self._facts(row)))
-            .add("request", self.requests.mark_converted_item(sku, str(row["request_joined_ts"]), token_id=token_id))
+            .add("sale", self.tables.restocks.sale_item(sku, str(row["restock_ts"])))
+            .add("fact", self.tables.audit.record_item(sku, "conversion", now, order_id=order_id, **self._facts(row)))
+            .add(
+                "request",
+                self.tables.requests.mark_converted_item(sku, str(row["request_joined_ts"]), token_id=token_id),
+            )
             # The waiting count moves with the request's state, so it is decremented only if that moved.
-            .add("waiting", self.catalog.leave_item(sku))
+            .add("waiting", self.tables.catalog.leave_item(sku))
         )
         return self._outcome(self._commit(tx, "request", "waiting"))
 
@@ -257,25 +251,15 @@ def checkout_location(template: str, sku: str, reservation_id: str) -> str | Non
     return template.replace("{sku}", quote(sku, safe="")).replace("{reservation_id}", quote(reservation_id, safe=""))
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class HoldsService:
     """GET /reserve/{token}: verify the link, hold one unit in one transaction, send the shopper to checkout."""
 
-    def __init__(
-        self,
-        *,
-        tokens: Tokens,
-        catalog: CatalogTable,
-        reservations: ReservationsTable,
-        moves: UnitMoves,
-        clock: Clock,
-        faults: FaultHook = no_faults,
-    ) -> None:
-        self.tokens = tokens
-        self.catalog = catalog
-        self.reservations = reservations
-        self.moves = moves
-        self.clock = clock
-        self.faults = faults
+    tokens: Tokens
+    tables: Tables
+    moves: UnitMoves
+    clock: Clock
+    faults: FaultHook = no_faults
 
     def reserve(self, token: str) -> ReserveOutcome:
         """Handle one tap; every answer is an outcome (a refusal is an answer, not an error)."""
@@ -286,10 +270,10 @@ class HoldsService:
             return ReserveOutcome(EXPIRED_LINK, reason="link_too_old")
         except TokenInvalid:
             return ReserveOutcome(INVALID_LINK)
-        row = self.reservations.get(signed.value)
+        row = self.tables.reservations.get(signed.value)
         if row is None:
             return ReserveOutcome(UNKNOWN_LINK)
-        product = self.catalog.get_cached(str(row["sku"])) or with_defaults({"sku": row["sku"]})
+        product = self.tables.catalog.get_cached(str(row["sku"])) or with_defaults({"sku": row["sku"]})
         try:
             # The token's age is measured on the clock that signed it (wall time) against the windows the row
             # was given, never the product's current ones: a window shortened later must not refuse a live link.
@@ -328,7 +312,7 @@ class HoldsService:
         if move.result == NO_UNIT:
             return self._just_gone(row, now)
         # The row moved first (a simultaneous tap, or the sweep): answer for the state it is in now.
-        current = move.row or self.reservations.get(str(row["token_id"]))
+        current = move.row or self.tables.reservations.get(str(row["token_id"]))
         if current is None or current.get("state") == OFFERED:
             raise RuntimeError(f"offer {row['token_id']} refused a hold while still offered")
         return self._answer(current, product, now)
@@ -338,7 +322,7 @@ class HoldsService:
         move = self.moves.lapse(row, now, reason=JUST_GONE)
         if move.result != DONE:
             # A simultaneous tap or the sweep settled the row; the refusal is still a fact worth keeping.
-            self.moves.audit.record(
+            self.tables.audit.record(
                 str(row["sku"]), JUST_GONE, now, token_id=row["token_id"], contact_key=row.get("contact_key")
             )
         return ReserveOutcome(JUST_GONE_PAGE)

@@ -25,12 +25,10 @@ from typing import Any
 from chalicelib.clock import Clock
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.jobs import Job, JobQueue
-from chalicelib.tables.audit import AuditTable
 from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
-from chalicelib.tables.catalog import CatalogTable
-from chalicelib.tables.requests import ACTIVE_STATES, CONVERTED, OFFERED, RESERVED, WAITING, RequestsTable
-from chalicelib.tables.reservations import LAPSED, ReservationsTable
-from chalicelib.tables.restocks import RestocksTable
+from chalicelib.tables.requests import ACTIVE_STATES, CONVERTED, OFFERED, RESERVED, WAITING
+from chalicelib.tables.reservations import LAPSED
+from chalicelib.tables.store import Tables
 
 # Why someone left; recorded on the audit fact so "why was I not told?" has an answer.
 REASONS = ("unsubscribe", "stop", "manage", "admin", "forget", "switch")
@@ -59,36 +57,21 @@ class Exit:
     restock_id: str | None = None
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class QueueExits:
     """Takes people off waiting lists without losing a unit or a place that is not theirs."""
 
-    def __init__(
-        self,
-        *,
-        requests: RequestsTable,
-        catalog: CatalogTable,
-        reservations: ReservationsTable,
-        restocks: RestocksTable,
-        audit: AuditTable,
-        jobs: JobQueue,
-        clock: Clock,
-        faults: FaultHook = no_faults,
-    ) -> None:
-        self.requests = requests
-        self.catalog = catalog
-        self.reservations = reservations
-        self.restocks = restocks
-        self.audit = audit
-        self.jobs = jobs
-        self.clock = clock
-        self.faults = faults
+    tables: Tables
+    jobs: JobQueue
+    clock: Clock
+    faults: FaultHook = no_faults
 
     def places(self, contact_key: str) -> list[dict[str, Any]]:
         """Every request one person has (any state), each re-read strongly consistent, oldest SKU first."""
         found = []
-        for seen in self.requests.by_contact(contact_key):
+        for seen in self.tables.requests.by_contact(contact_key):
             # The by-contact index is eventually consistent; the table item is the truth.
-            current = self.requests.get(str(seen["sku"]), str(seen["joined_ts"]))
+            current = self.tables.requests.get(str(seen["sku"]), str(seen["joined_ts"]))
             if current is not None and current.get("contact_key") == contact_key:
                 found.append(current)
         return sorted(found, key=lambda r: (str(r["sku"]), str(r["joined_ts"])))
@@ -103,8 +86,8 @@ class QueueExits:
 
     def leave_sku(self, contact_key: str, sku: str, *, reason: str) -> Exit:
         """Take one person off one SKU's list (the manage page's 'leave this list')."""
-        unique = self.requests.get_unique(sku, contact_key)
-        request = self.requests.get(sku, str(unique["ref"])) if unique and unique.get("ref") else None
+        unique = self.tables.requests.get_unique(sku, contact_key)
+        request = self.tables.requests.get(sku, str(unique["ref"])) if unique and unique.get("ref") else None
         if request is None or request.get("contact_key") != contact_key:
             return Exit(sku, "", GONE)
         return self.leave(request, reason=reason)
@@ -131,7 +114,7 @@ class QueueExits:
                 return Exit(sku, joined_ts, GONE)
             except (TransactionCancelled, _Moved):
                 # An offer was made, a link clicked or an order placed meanwhile: look again and act on that.
-                current = self.requests.get(sku, joined_ts)
+                current = self.tables.requests.get(sku, joined_ts)
         raise RuntimeError(f"request {sku}/{joined_ts} kept changing; try again")
 
     # --- One transaction per state the request can be left from.
@@ -141,29 +124,30 @@ class QueueExits:
         sku, joined_ts, key = str(request["sku"]), str(request["joined_ts"]), str(request["contact_key"])
         return (
             tx.add(
-                "request", self.requests.remove_item(sku, joined_ts, contact_key=key, state=state, token_id=token_id)
+                "request",
+                self.tables.requests.remove_item(sku, joined_ts, contact_key=key, state=state, token_id=token_id),
             )
             .add(
                 "unique",
-                self.requests.remove_unique_item(
+                self.tables.requests.remove_unique_item(
                     sku, key, joined_ts, told=request.get("last_notified_restock"), ttl=request.get("ttl")
                 ),
             )
-            .add("waiting", self.catalog.leave_item(sku))
+            .add("waiting", self.tables.catalog.leave_item(sku))
         )
 
     def _leave_waiting(self, request: dict[str, Any], reason: str) -> Exit:
         now = self.clock.now()
         sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
         tx = self._remove(Tx(), request, WAITING).add("fact", self._fact(request, reason, now))
-        tx.run(self.requests.table.meta.client)
+        self.tables.run(tx)
         return Exit(sku, joined_ts, LEFT)
 
     def _leave_offered(self, request: dict[str, Any], reason: str) -> Exit:
         now = self.clock.now()
         sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
         token_id = str(request.get("offer_token", ""))
-        offer = self.reservations.get(token_id) if token_id else None
+        offer = self.tables.reservations.get(token_id) if token_id else None
         if offer is None or offer.get("state") != OFFERED:
             # The request says offered but its row moved on (clicked, or lapsed by the sweep this instant).
             raise _Moved(token_id)
@@ -172,34 +156,33 @@ class QueueExits:
             # Kept in the sweep's due-time index (due now) until the top-up is on the queue: if we stop
             # before sending it, the sweep sees a lapsed row and queues it (invariant 7).
             "row",
-            self.reservations.transition_item(
+            self.tables.reservations.transition_item(
                 token_id, OFFERED, LAPSED, due_at=int(now), lapsed_at=int(now), lapse_reason=reason
             ),
         )
-        tx.add("units", self.restocks.release_lapsed_offer_item(sku, restock_ts))
+        tx.add("units", self.tables.restocks.release_lapsed_offer_item(sku, restock_ts))
         self._remove(tx, request, OFFERED, token_id)
         tx.add("fact", self._fact(request, reason, now, restock_id=restock_id, token_id=token_id))
-        client = self.requests.table.meta.client
         try:
-            tx.run(client)
+            self.tables.run(tx)
         except TransactionCancelled as cancelled:
             if not cancelled.failed("units") or cancelled.failed_other_than("units"):
                 raise
             # The counters no longer hold this promise (a fall took it first): the offer still ends and the
             # place still goes, once.
-            tx.without("units").run(client)
+            self.tables.run(tx.without("units"))
         self.faults("leave.after_release")
         self.jobs.send(Job(sku=sku, restock_id=restock_id, restock_ts=restock_ts, kind="topup"))
         self.faults("leave.after_topup")
-        self.reservations.clear_due(token_id, LAPSED)
+        self.tables.reservations.clear_due(token_id, LAPSED)
         return Exit(sku, joined_ts, RELEASED, restock_id=restock_id)
 
     def _holding(self, request: dict[str, Any], reason: str) -> Exit:
         token_id = str(request.get("offer_token", ""))
         sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
-        if not self.requests.request_leave(sku, joined_ts, token_id=token_id, reason=reason):
+        if not self.tables.requests.request_leave(sku, joined_ts, token_id=token_id, reason=reason):
             raise _Moved(token_id)  # bought or expired this instant: look again
-        hold = self.reservations.get(token_id) if token_id else None
+        hold = self.tables.reservations.get(token_id) if token_id else None
         expires = int(hold["hold_expires_at"]) if hold and hold.get("hold_expires_at") is not None else None
         return Exit(str(request["sku"]), str(request["joined_ts"]), HOLDING, hold_expires_at=expires)
 
@@ -210,16 +193,16 @@ class QueueExits:
         key = str(request["contact_key"])
         tx = (
             Tx()
-            .add("request", self.requests.remove_item(sku, joined_ts, contact_key=key, state=CONVERTED))
+            .add("request", self.tables.requests.remove_item(sku, joined_ts, contact_key=key, state=CONVERTED))
             .add("fact", self._fact(request, reason, now))
         )
-        tx.run(self.requests.table.meta.client)
+        self.tables.run(tx)
         # After a purchase the shopper may have joined again; that newer place keeps its uniqueness item.
-        self.requests.drop_unique(sku, key, only_ref=joined_ts)
+        self.tables.requests.drop_unique(sku, key, only_ref=joined_ts)
         return Exit(sku, joined_ts, ERASED)
 
     def _fact(self, request: dict[str, Any], reason: str, now: float, **extra: Any) -> TxItem:
-        return self.audit.record_item(
+        return self.tables.audit.record_item(
             str(request["sku"]),
             "leave",
             now,

@@ -15,12 +15,10 @@ from chalicelib.clock import Clock
 from chalicelib.contacts import CHANNELS, contact_key, mask, normalise_contact
 from chalicelib.errors import BadRequest, DomainError
 from chalicelib.leaving import Exit, QueueExits
-from chalicelib.tables.audit import AuditTable
 from chalicelib.tables.base import TransactionCancelled, TxItem, transact
 from chalicelib.tables.catalog import CatalogTable
-from chalicelib.tables.optout import OptoutTable
-from chalicelib.tables.requests import ACTIVE_STATES, OFFERED, RESERVED, WAITING, RequestsTable
-from chalicelib.tables.reservations import ReservationsTable
+from chalicelib.tables.requests import ACTIVE_STATES, OFFERED, RESERVED, WAITING
+from chalicelib.tables.store import Tables
 from chalicelib.tokens import Tokens
 
 FORM_WINDOW_S = 3600  # a form token is good for the hour it was issued in and the next one
@@ -123,37 +121,18 @@ class SwitchResult:
     unchanged: list[str] = field(default_factory=list)  # SKUs left as they were (see the page)
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class ManageService:
     """Reads and changes one person's requests on their behalf."""
 
-    def __init__(
-        self,
-        *,
-        requests: RequestsTable,
-        catalog: CatalogTable,
-        reservations: ReservationsTable,
-        optout: OptoutTable,
-        audit: AuditTable,
-        exits: QueueExits,
-        tokens: Tokens,
-        guard: FormGuard,
-        clock: Clock,
-        hash_key: str,
-        default_region: str,
-        link_max_age_s: int,
-    ) -> None:
-        self.requests = requests
-        self.catalog = catalog
-        self.reservations = reservations
-        self.optout = optout
-        self.audit = audit
-        self.exits = exits
-        self.tokens = tokens
-        self.guard = guard
-        self.clock = clock
-        self.hash_key = hash_key
-        self.default_region = default_region
-        self.link_max_age_s = link_max_age_s
+    tables: Tables
+    exits: QueueExits
+    tokens: Tokens
+    guard: FormGuard
+    clock: Clock
+    hash_key: str
+    default_region: str
+    link_max_age_s: int  # a manage link lives as long as the places it shows
 
     def read_token(self, token: str) -> str:
         """The contact key a manage link names; TokenInvalid or TokenExpired otherwise."""
@@ -169,15 +148,15 @@ class ManageService:
             sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
             offer_expires = hold_expires = None
             if state in (OFFERED, RESERVED) and request.get("offer_token"):
-                row = self.reservations.get(str(request["offer_token"])) or {}
+                row = self.tables.reservations.get(str(request["offer_token"])) or {}
                 offer_expires = _int_or_none(row.get("offer_expires_at"))
                 hold_expires = _int_or_none(row.get("hold_expires_at"))
             places.append(
                 Place(
                     sku=sku,
-                    name=product_name(self.catalog, sku),
+                    name=product_name(self.tables.catalog, sku),
                     state=state,
-                    position=self.requests.position(sku, joined_ts),
+                    position=self.tables.requests.position(sku, joined_ts),
                     joined_ts=joined_ts,
                     channel=str(request.get("channel", "")),
                     contact=mask(str(request.get("contact", ""))),
@@ -190,7 +169,7 @@ class ManageService:
         return ManageView(
             contact_key=key,
             places=places,
-            opted_out=self.optout.get(key) is not None,
+            opted_out=self.tables.optout.get(key) is not None,
             channel=first.channel if first else None,
             contact=first.contact if first else None,
         )
@@ -223,7 +202,7 @@ class ManageService:
         new_key = contact_key(contact.match, self.hash_key)
         if new_key == key:
             raise BadRequest("That is the contact we already use.", code="same_contact")
-        if self.optout.get(new_key) is not None:
+        if self.tables.optout.get(new_key) is not None:
             # Invariant 3: a suppressed contact is never queued, even by moving a place onto it.
             raise BadRequest(
                 "That contact asked us not to send it messages, so we cannot switch to it.", code="contact_opted_out"
@@ -237,12 +216,12 @@ class ManageService:
     def _switch_one(self, key: str, place: Place, address: str, new_key: str, channel: str) -> str:
         now = self.clock.now()
         for _ in range(3):
-            request = self.requests.get(place.sku, place.joined_ts)
+            request = self.tables.requests.get(place.sku, place.joined_ts)
             if request is None or request.get("contact_key") != key or request.get("state") not in ACTIVE_STATES:
                 return "unchanged"
             ttl = int(request.get("ttl", int(now) + 86400))
-            theirs = self.requests.get_unique(place.sku, new_key)
-            other = self.requests.get(place.sku, str(theirs["ref"])) if theirs and theirs.get("ref") else None
+            theirs = self.tables.requests.get_unique(place.sku, new_key)
+            other = self.tables.requests.get(place.sku, str(theirs["ref"])) if theirs and theirs.get("ref") else None
             other_live = other is not None and other.get("state") in ACTIVE_STATES
             try:
                 if not other_live:
@@ -267,15 +246,15 @@ class ManageService:
         sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
         told = (theirs or {}).get("told_restock")
         return [
-            self.requests.switch_contact_item(
+            self.tables.requests.switch_contact_item(
                 sku, joined_ts, old_key=key, contact=address, contact_key=new_key, channel=channel, now=now, told=told
             ),
             # The old contact leaves this place; what it was told about stays remembered for it.
-            self.requests.remove_unique_item(
+            self.tables.requests.remove_unique_item(
                 sku, key, joined_ts, told=request.get("last_notified_restock"), ttl=request.get("ttl")
             ),
-            self.optout.not_suppressed_item(new_key),
-            self.audit.record_item(sku, "switch", now, contact_key=new_key, previous_key=key, channel=channel),
+            self.tables.optout.not_suppressed_item(new_key),
+            self.tables.audit.record_item(sku, "switch", now, contact_key=new_key, previous_key=key, channel=channel),
         ]
 
     def _move(
@@ -291,8 +270,8 @@ class ManageService:
     ) -> None:
         sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
         items = self._switch_items(request, key, address, new_key, channel, now, theirs)
-        items.append(self.requests.claim_unique_item(sku, new_key, joined_ts, ttl, replacing=theirs))
-        transact(self.requests.table.meta.client, items)
+        items.append(self.tables.requests.claim_unique_item(sku, new_key, joined_ts, ttl, replacing=theirs))
+        transact(self.tables.client, items)
 
     def _merge(
         self,
@@ -316,23 +295,25 @@ class ManageService:
             # This place moves onto the new contact; the new contact's later place is given up.
             items = self._switch_items(request, key, address, new_key, channel, now)
             items += [
-                self.requests.claim_unique_item(
+                self.tables.requests.claim_unique_item(
                     sku, new_key, str(request["joined_ts"]), ttl, replacing={"ref": str(other["joined_ts"])}
                 ),
-                self.requests.remove_item(sku, str(other["joined_ts"]), contact_key=new_key, state=WAITING),
-                self.catalog.leave_item(sku),
+                self.tables.requests.remove_item(sku, str(other["joined_ts"]), contact_key=new_key, state=WAITING),
+                self.tables.catalog.leave_item(sku),
             ]
         else:
             # The new contact's place is better: this one is given up.
             items = [
-                self.requests.remove_item(sku, str(request["joined_ts"]), contact_key=key, state=WAITING),
-                self.requests.remove_unique_item(
+                self.tables.requests.remove_item(sku, str(request["joined_ts"]), contact_key=key, state=WAITING),
+                self.tables.requests.remove_unique_item(
                     sku, key, str(request["joined_ts"]), told=request.get("last_notified_restock"), ttl=ttl
                 ),
-                self.catalog.leave_item(sku),
-                self.audit.record_item(sku, "switch", now, contact_key=new_key, previous_key=key, channel=channel),
+                self.tables.catalog.leave_item(sku),
+                self.tables.audit.record_item(
+                    sku, "switch", now, contact_key=new_key, previous_key=key, channel=channel
+                ),
             ]
-        transact(self.requests.table.meta.client, items)
+        transact(self.tables.client, items)
         return "merged"
 
 

@@ -23,7 +23,7 @@ from chalicelib.compose import Copy, Facts, compose_email, compose_sms, facts_fo
 from chalicelib.config import Settings
 from chalicelib.copywriter import Copywriter
 from chalicelib.errors import NotFound
-from chalicelib.faults import FaultHook
+from chalicelib.faults import FaultHook, no_faults
 from chalicelib.jobs import Job, JobQueue
 from chalicelib.links import Links
 from chalicelib.metrics import (
@@ -39,13 +39,12 @@ from chalicelib.metrics import (
 )
 from chalicelib.optout_gate import BatchOptoutCheck
 from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent
-from chalicelib.tables.audit import FACTS_PER_TRANSACTION, AuditTable
+from chalicelib.tables.audit import FACTS_PER_TRANSACTION
 from chalicelib.tables.base import TransactionCancelled, Tx, transact
-from chalicelib.tables.catalog import CatalogTable, with_defaults
-from chalicelib.tables.optout import OptoutTable
-from chalicelib.tables.requests import ACTIVE_STATES, CONVERTED, OFFERED, RESERVED, WAITING, RequestsTable
-from chalicelib.tables.reservations import ReservationsTable
-from chalicelib.tables.restocks import CLOSED, RestocksTable
+from chalicelib.tables.catalog import with_defaults
+from chalicelib.tables.requests import ACTIVE_STATES, CONVERTED, OFFERED, RESERVED, WAITING
+from chalicelib.tables.restocks import CLOSED
+from chalicelib.tables.store import Tables
 
 log = logging.getLogger(__name__)
 
@@ -194,53 +193,26 @@ class _Walk:
         self.pages = 0
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class Notifier:
     """Handles one notifier job at a time per call; safe to call from several threads at once."""
 
-    def __init__(
-        self,
-        *,
-        settings: Settings,
-        catalog: CatalogTable,
-        requests: RequestsTable,
-        restocks: RestocksTable,
-        reservations: ReservationsTable,
-        optout: OptoutTable,
-        audit: AuditTable,
-        jobs: JobQueue,
-        links: Links,
-        copywriter: Copywriter,
-        senders: Senders,
-        metrics: MetricsFactory,
-        clock: Clock,
-        faults: FaultHook,
-        page_size: int = 100,
-        deadline_margin_ms: int = 10_000,
-        offer_batch: int = OFFER_BATCH,
-    ) -> None:
-        if not 1 <= offer_batch <= MAX_OFFER_BATCH:
-            raise ValueError(f"offer_batch must be 1..{MAX_OFFER_BATCH}, got {offer_batch}")
-        self.settings = settings
-        self.catalog = catalog
-        self.requests = requests
-        self.restocks = restocks
-        self.reservations = reservations
-        self.optout = optout
-        self.audit = audit
-        self.jobs = jobs
-        self.links = links
-        self.copywriter = copywriter
-        self.senders = senders
-        self.metrics = metrics
-        self.clock = clock
-        self.faults = faults
-        self.page_size = page_size
-        self.deadline_margin_ms = deadline_margin_ms
-        self.offer_batch = offer_batch
+    settings: Settings
+    tables: Tables
+    jobs: JobQueue
+    links: Links
+    copywriter: Copywriter
+    senders: Senders
+    metrics: MetricsFactory
+    clock: Clock
+    faults: FaultHook = no_faults
+    page_size: int = 100
+    deadline_margin_ms: int = 10_000
+    offer_batch: int = OFFER_BATCH
 
-    @property
-    def _client(self) -> Any:
-        return self.requests.table.meta.client
+    def __post_init__(self) -> None:
+        if not 1 <= self.offer_batch <= MAX_OFFER_BATCH:
+            raise ValueError(f"offer_batch must be 1..{MAX_OFFER_BATCH}, got {self.offer_batch}")
 
     def handle(self, job: Job, remaining_ms: Callable[[], int]) -> Outcome:
         """Run one job; `remaining_ms` is the Lambda's time left. Raises so SQS retries (or dead-letters) it."""
@@ -265,7 +237,7 @@ class Notifier:
         return outcome
 
     def _run(self, job: Job, remaining_ms: Callable[[], int], metrics: Metrics) -> Outcome:
-        restock = self.restocks.get(job.sku, job.restock_ts)
+        restock = self.tables.restocks.get(job.sku, job.restock_ts)
         if restock is None or restock.get("restock_id") != job.restock_id:
             raise UnknownRestock(f"no restock {job.restock_id} at {job.sku}/{job.restock_ts}")
         if restock.get("state") == CLOSED:
@@ -277,7 +249,7 @@ class Notifier:
             job, restock = forwarded
         metrics.gauge(UNITS_TOTAL, int(restock.get("units_total", 0)))
         metrics.gauge(UNITS_OFFERABLE, int(restock.get("units_offerable", 0)))
-        product = self.catalog.get_cached(job.sku) or with_defaults({"sku": job.sku})
+        product = self.tables.catalog.get_cached(job.sku) or with_defaults({"sku": job.sku})
         if int(restock.get("units_offerable", 0)) <= 0:
             self._clear_idle(job, product)
             return Outcome(job.restock_id, job.kind, NO_UNITS)
@@ -310,11 +282,11 @@ class Notifier:
 
     def _open_restock_instead(self, job: Job) -> tuple[Job, dict[str, Any]] | None:
         """The SKU's open restock, when it is not the (closed) one the job names: the job's work goes to it."""
-        product = self.catalog.get(job.sku, consistent=True) or {}
+        product = self.tables.catalog.get(job.sku, consistent=True) or {}
         restock_ts = product.get("open_restock_ts")
         if not restock_ts or restock_ts == job.restock_ts:
             return None
-        restock = self.restocks.get(job.sku, str(restock_ts))
+        restock = self.tables.restocks.get(job.sku, str(restock_ts))
         if restock is None or restock.get("state") == CLOSED:
             return None
         return Job(job.sku, str(restock["restock_id"]), str(restock_ts), kind="topup"), restock
@@ -323,7 +295,10 @@ class Notifier:
         """Mark the product as having units nobody eligible waits for; False when the restock has none left."""
         job = walk.job
         try:
-            transact(self._client, self.catalog.idle_items(job.sku, job.restock_ts, job.restock_id, self.restocks))
+            transact(
+                self.tables.client,
+                self.tables.catalog.idle_items(job.sku, job.restock_ts, job.restock_id, self.tables.restocks),
+            )
         except TransactionCancelled:
             return False
         return True
@@ -333,7 +308,9 @@ class Notifier:
         if product.get("idle_restock_ts") != job.restock_ts:
             return  # not marked as far as we know (the product is cached; a stale mark costs one empty job)
         with contextlib.suppress(TransactionCancelled):
-            transact(self._client, self.catalog.clear_idle_items(job.sku, job.restock_ts, self.restocks))
+            transact(
+                self.tables.client, self.tables.catalog.clear_idle_items(job.sku, job.restock_ts, self.tables.restocks)
+            )
 
     def _walk(self, walk: _Walk, remaining_ms: Callable[[], int], reserve_ms: int) -> str:
         """Go down the queue until the units, the queue or the time run out; returns why it stopped."""
@@ -342,9 +319,11 @@ class Notifier:
         max_in_flight = self.settings.sends_concurrency * 4
         with ThreadPoolExecutor(max_workers=self.settings.sends_concurrency, thread_name_prefix="send") as pool:
             try:
-                pages = self.requests.queue_pages(walk.job.sku, after=walk.start, page_size=lambda: self._page(walk))
+                pages = self.tables.requests.queue_pages(
+                    walk.job.sku, after=walk.start, page_size=lambda: self._page(walk)
+                )
                 for page in pages:
-                    suppressed = self.optout.suppressed_among(
+                    suppressed = self.tables.optout.suppressed_among(
                         [str(r["contact_key"]) for r in page if r.get("contact_key")]
                     )
                     batch: list[_Candidate] = []
@@ -389,7 +368,7 @@ class Notifier:
 
     def _units_left(self, walk: _Walk) -> bool:
         """Re-read the counter once the local estimate reaches zero: lapses may have freed units meanwhile."""
-        fresh = self.restocks.get(walk.job.sku, walk.job.restock_ts) or {}
+        fresh = self.tables.restocks.get(walk.job.sku, walk.job.restock_ts) or {}
         walk.left = int(fresh.get("units_offerable", 0)) if fresh.get("state") != CLOSED else 0
         return walk.left > 0
 
@@ -409,7 +388,7 @@ class Notifier:
             chosen = batch[: min(len(batch), walk.left)]
             tokens = [uuid.uuid4().hex for _ in chosen]
             try:
-                self._offers(walk, chosen, tokens).run(self._client)
+                self.tables.run(self._offers(walk, chosen, tokens))
             except TransactionCancelled as cancelled:
                 self._after_cancel(walk, batch, chosen, cancelled)
                 continue
@@ -418,7 +397,7 @@ class Notifier:
             # A crash here leaves offers nobody was told about; they lapse at their due time and the sweep passes
             # the units on. The retry of this job must not send them either: the requests are marked told already.
             self.faults(AFTER_OFFER_COMMITTED)
-            check = BatchOptoutCheck(self.optout, [str(c.request["contact_key"]) for c in chosen])
+            check = BatchOptoutCheck(self.tables.optout, [str(c.request["contact_key"]) for c in chosen])
             for candidate, token_id in zip(chosen, tokens, strict=True):
                 notice = self._notice(walk.copy, walk.facts, candidate.request, token_id)
                 future = pool.submit(self._deliver, notice, str(candidate.request["contact_key"]), check)
@@ -428,13 +407,13 @@ class Notifier:
     def _offers(self, walk: _Walk, chosen: list[_Candidate], tokens: list[str]) -> Tx:
         """One transaction: k units from units_offerable, then each offer row and its request marked told."""
         job, now = walk.job, self.clock.now()
-        tx = Tx().add("units", self.restocks.take_offers_item(job.sku, job.restock_ts, len(chosen)))
+        tx = Tx().add("units", self.tables.restocks.take_offers_item(job.sku, job.restock_ts, len(chosen)))
         for i, (candidate, token_id) in enumerate(zip(chosen, tokens, strict=True)):
             request = candidate.request
             joined_ts = str(request["joined_ts"])
             tx.add(
                 f"offer {i}",
-                self.reservations.offer_put_item(
+                self.tables.reservations.offer_put_item(
                     token_id=token_id,
                     sku=job.sku,
                     restock_ts=job.restock_ts,
@@ -448,7 +427,9 @@ class Notifier:
             )
             tx.add(
                 f"told {i}",
-                self.requests.mark_offered_item(job.sku, joined_ts, restock_id=job.restock_id, token_id=token_id),
+                self.tables.requests.mark_offered_item(
+                    job.sku, joined_ts, restock_id=job.restock_id, token_id=token_id
+                ),
             )
         return tx
 
@@ -463,7 +444,7 @@ class Notifier:
             if cancelled.failed(f"told {i}"):
                 # Another invocation told them first, or their state moved: say which, from a fresh read.
                 joined_ts = str(candidate.request["joined_ts"])
-                fresh = self.requests.get(job.sku, joined_ts) or {}
+                fresh = self.tables.requests.get(job.sku, joined_ts) or {}
                 reason = skip_reason(fresh, job.restock_id, set()) or ALREADY_NOTIFIED
                 self._skip(walk, candidate.request, reason, candidate.position)
                 dropped.append(candidate)
@@ -535,7 +516,7 @@ class Notifier:
     def _notice_fact(self, walk: _Walk, pending: _Pending, kind: str, **extra: Any) -> None:
         """Keep the fact of a notice that went (or may have), written with the next batch of them."""
         walk.sent_facts.append(
-            self.audit.fact(
+            self.tables.audit.fact(
                 walk.job.sku,
                 kind,
                 self.clock.now(),
@@ -554,7 +535,7 @@ class Notifier:
 
     def _write_sent_facts(self, walk: _Walk) -> None:
         if walk.sent_facts:
-            self.audit.record_many(walk.sent_facts)
+            self.tables.audit.record_many(walk.sent_facts)
             walk.sent_facts = []
 
     def _roll_back(self, walk: _Walk, pending: _Pending) -> bool:
@@ -566,11 +547,11 @@ class Notifier:
         job, request = walk.job, pending.request
         try:
             transact(
-                self._client,
+                self.tables.client,
                 [
-                    self.reservations.delete_offer_item(pending.token_id),
-                    self.restocks.release_offer_item(job.sku, job.restock_ts),
-                    self.requests.unmark_offered_item(
+                    self.tables.reservations.delete_offer_item(pending.token_id),
+                    self.tables.restocks.release_offer_item(job.sku, job.restock_ts),
+                    self.tables.requests.unmark_offered_item(
                         job.sku,
                         str(request["joined_ts"]),
                         token_id=pending.token_id,
@@ -590,7 +571,7 @@ class Notifier:
         job = walk.job
         log.warning("send failed for restock %s (%s): %s", job.restock_id, pending.channel, error_code(error))
         rolled_back = self._roll_back(walk, pending)
-        self.audit.record(
+        self.tables.audit.record(
             job.sku,
             "send_failed",
             self.clock.now(),
@@ -620,7 +601,7 @@ class Notifier:
         walk.skipped[reason] += 1
         walk.metrics.count(skip_metric(reason))
         live = request.get("state") in ACTIVE_STATES
-        self.audit.record(
+        self.tables.audit.record(
             walk.job.sku,
             "notice_skipped",
             self.clock.now(),

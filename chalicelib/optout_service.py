@@ -58,15 +58,15 @@ def sms_match(number: str) -> str:
     return phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.E164)
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class OptoutService:
     """Suppresses contacts and takes them off every list."""
 
-    def __init__(self, *, optout: OptoutTable, exits: QueueExits, sns: Any, clock: Clock, hash_key: str) -> None:
-        self.optout = optout
-        self.exits = exits
-        self.sns = sns
-        self.clock = clock
-        self.hash_key = hash_key
+    optout: OptoutTable
+    exits: QueueExits
+    sns: Any
+    clock: Clock
+    hash_key: str
 
     def opt_out(self, key: str, source: str) -> OptOutResult:
         """Suppress one contact (by keyed hash) and take them off every list; safe to repeat."""

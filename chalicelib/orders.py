@@ -11,10 +11,9 @@ from chalicelib.clock import Clock
 from chalicelib.errors import BadRequest, Conflict, NotFound
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.holds import DONE, UnitMoves
-from chalicelib.tables.audit import AuditTable
 from chalicelib.tables.base import TransactionCancelled, Tx
-from chalicelib.tables.reservations import CONVERTED, EXPIRED, HELD, LAPSED, OFFERED, ReservationsTable
-from chalicelib.tables.restocks import RestocksTable
+from chalicelib.tables.reservations import CONVERTED, EXPIRED, HELD, LAPSED, OFFERED
+from chalicelib.tables.store import Tables
 from chalicelib.webhooks import parse_json_body, verify
 
 RESERVATION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -70,27 +69,15 @@ def parse_order(data: Any) -> Order:
     return Order(reservation_id, text)
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class OrdersService:
     """Marks holds converted. Idempotent: a redelivered webhook finds the work done and says so."""
 
-    def __init__(
-        self,
-        *,
-        reservations: ReservationsTable,
-        restocks: RestocksTable,
-        moves: UnitMoves,
-        audit: AuditTable,
-        clock: Clock,
-        webhook_secrets: Callable[[], Sequence[str]],
-        faults: FaultHook = no_faults,
-    ) -> None:
-        self.reservations = reservations
-        self.restocks = restocks
-        self.moves = moves
-        self.audit = audit
-        self.clock = clock
-        self.webhook_secrets = webhook_secrets
-        self.faults = faults
+    tables: Tables
+    moves: UnitMoves
+    clock: Clock
+    webhook_secrets: Callable[[], Sequence[str]]
+    faults: FaultHook = no_faults
 
     def receive(self, raw: bytes | None, headers: Mapping[str, str]) -> OrderOutcome:
         """Verify a delivery's signature, parse it, and record the order; DomainError for anything refused."""
@@ -99,7 +86,7 @@ class OrdersService:
 
     def record(self, order: Order) -> OrderOutcome:
         """Convert the order's hold, or record why it could not be."""
-        row = self.reservations.get(order.reservation_id)
+        row = self.tables.reservations.get(order.reservation_id)
         if row is None:
             raise NotFound("No reservation has this id.", code="unknown_reservation")
         return self._settle(row, order, self.clock.now())
@@ -113,7 +100,7 @@ class OrdersService:
             if move.result == DONE:
                 self.faults("orders.after_convert")
                 return OrderOutcome(CONVERTED_NOW, order.reservation_id, order.order_id)
-            current = move.row or self.reservations.get(order.reservation_id)
+            current = move.row or self.tables.reservations.get(order.reservation_id)
             if current is None or current.get("state") == HELD:
                 raise RuntimeError(f"hold {order.reservation_id} refused conversion while still held")
             return self._settle(current, order, now)
@@ -134,11 +121,11 @@ class OrdersService:
         sku = str(row["sku"])
         tx = (
             Tx()
-            .add("row", self.reservations.late_order_item(str(row["token_id"]), order.order_id, now))
-            .add("tally", self.restocks.count_late_order_item(sku, str(row["restock_ts"])))
+            .add("row", self.tables.reservations.late_order_item(str(row["token_id"]), order.order_id, now))
+            .add("tally", self.tables.restocks.count_late_order_item(sku, str(row["restock_ts"])))
             .add(
                 "fact",
-                self.audit.record_item(
+                self.tables.audit.record_item(
                     sku,
                     "order_on_expired_hold",
                     now,
@@ -151,7 +138,7 @@ class OrdersService:
             )
         )
         try:
-            tx.run(self.reservations.table.meta.client)
+            self.tables.run(tx)
         except TransactionCancelled as cancelled:
             if not cancelled.failed("row"):
                 raise

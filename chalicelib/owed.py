@@ -9,6 +9,8 @@ time send it; a double job is harmless anyway (the notifier tells nobody twice).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.jobs import Job, JobQueue
 from chalicelib.tables.restocks import RestocksTable
@@ -18,13 +20,13 @@ from chalicelib.tables.restocks import RestocksTable
 ENQUEUE_LEASE_S = 30
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class OwedJobs:
     """Sends the job a restock owes, once, if nobody else is sending it."""
 
-    def __init__(self, *, restocks: RestocksTable, jobs: JobQueue, faults: FaultHook = no_faults) -> None:
-        self.restocks = restocks
-        self.jobs = jobs
-        self.faults = faults
+    restocks: RestocksTable
+    jobs: JobQueue
+    faults: FaultHook = no_faults
 
     def send(self, sku: str, restock_ts: str, now: float) -> bool:
         """Send the job `restock_ts` owes, if nobody else is sending it; True when this call sent it."""

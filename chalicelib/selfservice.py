@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import parse_qs
 
@@ -79,27 +80,17 @@ def is_one_click(raw: bytes | None, content_type: str) -> bool:
     return ONE_CLICK[1] in [v.strip() for v in fields.get(ONE_CLICK[0], [])]
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class SelfService:
     """Answers the shopper's links with pages."""
 
-    def __init__(
-        self,
-        *,
-        shop_name: str,
-        tokens: Tokens,
-        optouts: OptoutService,
-        manage: ManageService,
-        catalog: CatalogTable,
-        clock: Clock,
-        allowed_origin: str,
-    ) -> None:
-        self.shop_name = shop_name
-        self.tokens = tokens
-        self.optouts = optouts
-        self.manage = manage
-        self.catalog = catalog
-        self.clock = clock
-        self.allowed_origin = allowed_origin.rstrip("/")
+    shop_name: str
+    tokens: Tokens
+    optouts: OptoutService
+    manage: ManageService
+    catalog: CatalogTable
+    clock: Clock
+    allowed_origin: str  # scheme://host[:port], the only origin the manage page's forms may come from
 
     def _page(self, status: int, title: str, message: str, extra_html: str = "") -> Response:
         return page(status, title, message, self.shop_name, extra_html)

@@ -10,9 +10,8 @@ by the next run (invariant 7).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chalicelib.clock import Clock
 from chalicelib.faults import FaultHook, no_faults
@@ -20,10 +19,13 @@ from chalicelib.holds import DONE, UnitMoves
 from chalicelib.jobs import Job, JobQueue
 from chalicelib.leaving import QueueExits
 from chalicelib.tables.base import TransactionCancelled, Tx
-from chalicelib.tables.catalog import CatalogTable
-from chalicelib.tables.optout import OptoutTable
-from chalicelib.tables.requests import CONVERTED, WAITING, RequestsTable
-from chalicelib.tables.reservations import EXPIRED, HELD, LAPSED, OFFERED, ReservationsTable
+from chalicelib.tables.requests import CONVERTED, WAITING
+from chalicelib.tables.reservations import EXPIRED, HELD, LAPSED, OFFERED
+from chalicelib.tables.store import Tables
+
+if TYPE_CHECKING:
+    from chalicelib.detect import DetectService
+    from chalicelib.optout_service import OptoutService
 
 # The sweep expires a place this long before its ttl, so it (and not DynamoDB's own TTL deletion, which
 # never comes before the ttl) removes the request, keeping its uniqueness item and the waiting count in step.
@@ -32,9 +34,6 @@ STALE_LEAD_S = 600
 STALE_LOOKBACK_DAYS = 3
 # A sweep stops taking new work after this long; the next minute's run carries on where it stopped.
 BUDGET_S = 20.0
-
-RequeuePending = Callable[[float], int]
-SyncOptouts = Callable[[], int]
 
 
 @dataclass
@@ -47,39 +46,20 @@ class _Owed:
     rows: list[tuple[str, str]] = field(default_factory=list)  # (token_id, settled state)
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class SweepService:
     """Runs one sweep "as if at" a moment (the injected clock, or an explicit time) and says what it did."""
 
-    def __init__(
-        self,
-        *,
-        reservations: ReservationsTable,
-        requests: RequestsTable,
-        catalog: CatalogTable,
-        moves: UnitMoves,
-        jobs: JobQueue,
-        clock: Clock,
-        faults: FaultHook = no_faults,
-        requeue_pending: RequeuePending | None = None,
-        sync_optouts: SyncOptouts | None = None,
-        optout: OptoutTable | None = None,
-        exits: QueueExits | None = None,
-        page_size: int = 100,
-        budget_s: float = BUDGET_S,
-    ) -> None:
-        self.reservations = reservations
-        self.requests = requests
-        self.catalog = catalog
-        self.moves = moves
-        self.jobs = jobs
-        self.clock = clock
-        self.faults = faults
-        self.requeue_pending = requeue_pending
-        self.sync_optouts = sync_optouts
-        self.optout = optout
-        self.exits = exits
-        self.page_size = page_size
-        self.budget_s = budget_s
+    tables: Tables
+    moves: UnitMoves
+    exits: QueueExits  # someone who opted out while holding a unit leaves the list once the hold expires
+    jobs: JobQueue
+    detector: DetectService  # restocks written but never put on the queue are finished by restock detection
+    optouts: OptoutService  # SMS STOP replies recorded by SNS become opt-outs here (and their places leave)
+    clock: Clock
+    faults: FaultHook = no_faults
+    page_size: int = 100
+    budget_s: float = BUDGET_S
 
     def run(self, now: float | None = None) -> dict[str, int]:
         """One sweep; returns counts: lapsed, expired, topups, stale_requests, pending_requeued, optouts_synced, raced."""
@@ -89,7 +69,7 @@ class SweepService:
             ("lapsed", "expired", "topups", "stale_requests", "pending_requeued", "optouts_synced", "raced"), 0
         )
         owed: dict[tuple[str, str], _Owed] = {}
-        for page in self.reservations.due_pages(at, page_size=self.page_size):
+        for page in self.tables.reservations.due_pages(at, page_size=self.page_size):
             for row in page:
                 self._settle(row, at, summary, owed)
             if time.monotonic() > deadline:
@@ -98,7 +78,7 @@ class SweepService:
         summary["stale_requests"] = self._expire_stale(at, deadline)
         summary["pending_requeued"] = self.requeue_restocks_stuck_in_pending(at)
         # Last: units and places first, so a slow or failing SNS call never holds them up.
-        summary["optouts_synced"] = int(self.sync_optouts()) if self.sync_optouts else 0
+        summary["optouts_synced"] = self.optouts.sync_sms_optouts().newly_suppressed
         return summary
 
     def _settle(
@@ -136,14 +116,14 @@ class SweepService:
         """A hold ended unbought whose owner asked to leave while holding (the manage page's "leave this list",
         or opting out): with the unit back, their place leaves the list, as it would have had they been waiting.
         """
-        request = self.requests.get(str(row["sku"]), str(row["request_joined_ts"]))
+        request = self.tables.requests.get(str(row["sku"]), str(row["request_joined_ts"]))
         if request is None or request.get("contact_key") != row.get("contact_key"):
             return
         reason = request.get("leave_requested")
-        if reason is None and self.optout is not None:
-            record = self.optout.get(str(row.get("contact_key", "")))
+        if reason is None:
+            record = self.tables.optout.get(str(row.get("contact_key", "")))
             reason = (record.get("source") or "unsubscribe") if record is not None else None
-        if reason is not None and self.exits is not None:
+        if reason is not None:
             self.exits.leave(request, reason=str(reason))
 
     def _top_up(self, owed: dict[tuple[str, str], _Owed]) -> int:
@@ -158,15 +138,14 @@ class SweepService:
             sent += 1
             self.faults("sweep.after_topup")
             for token_id, state in entry.rows:
-                self.reservations.clear_due(token_id, state)
+                self.tables.reservations.clear_due(token_id, state)
         return sent
 
     def _expire_stale(self, at: float, deadline: float) -> int:
         """Delete places whose ttl passed, with their uniqueness items, keeping the waiting count in step."""
         cutoff = at + STALE_LEAD_S
         removed = 0
-        client = self.requests.table.meta.client
-        for item in self.requests.stale(cutoff, lookback_days=STALE_LOOKBACK_DAYS, page_size=self.page_size):
+        for item in self.tables.requests.stale(cutoff, lookback_days=STALE_LOOKBACK_DAYS, page_size=self.page_size):
             if time.monotonic() > deadline:
                 break
             state = item.get("state")
@@ -174,7 +153,7 @@ class SweepService:
             if state not in (WAITING, CONVERTED):
                 continue
             sku, joined_ts = str(item["sku"]), str(item["joined_ts"])
-            request, unique = self.requests.expire_items(
+            request, unique = self.tables.requests.expire_items(
                 sku,
                 joined_ts,
                 state=str(state),
@@ -184,9 +163,9 @@ class SweepService:
             )
             tx = Tx().add("request", request).add("unique", unique)
             if state == WAITING:  # a converted request already left the waiting count when it converted
-                tx.add("waiting", self.catalog.leave_item(sku))
+                tx.add("waiting", self.tables.catalog.leave_item(sku))
             try:
-                tx.run(client)
+                self.tables.run(tx)
             except TransactionCancelled as cancelled:
                 if cancelled.failed("request"):
                     continue  # refreshed by a repeat tap, or offered meanwhile: no longer stale
@@ -194,7 +173,7 @@ class SweepService:
                     raise
                 # The uniqueness item names a newer place (or is gone): remove this request alone.
                 try:
-                    tx.without("unique").run(client)
+                    self.tables.run(tx.without("unique"))
                 except TransactionCancelled as again:
                     if again.failed("request"):
                         continue
@@ -204,6 +183,4 @@ class SweepService:
 
     def requeue_restocks_stuck_in_pending(self, at: float) -> int:
         """Hook: restocks written but never put on the queue are re-enqueued by restock detection."""
-        if self.requeue_pending is None:
-            return 0
-        return int(self.requeue_pending(at))
+        return self.detector.requeue_pending(at)

@@ -35,13 +35,7 @@ if TYPE_CHECKING:
     from chalicelib.selfservice import SelfService
     from chalicelib.senders import Senders
     from chalicelib.sweep import SweepService
-    from chalicelib.tables.audit import AuditTable
-    from chalicelib.tables.catalog import CatalogTable
-    from chalicelib.tables.optout import OptoutTable
-    from chalicelib.tables.requests import RequestsTable
-    from chalicelib.tables.reservations import ReservationsTable
-    from chalicelib.tables.restocks import RestocksTable
-    from chalicelib.tables.throttle import ThrottleTable
+    from chalicelib.tables.store import Tables
     from chalicelib.tokens import Tokens
 
 
@@ -51,10 +45,12 @@ class Services:
     def __init__(
         self,
         settings: Settings,
+        *,
         aws: Aws | None = None,
         clock: Clock | None = None,
         faults: FaultHook = no_faults,
         model: Any | None = None,
+        senders: Senders | None = None,
     ) -> None:
         self.settings = settings
         self.aws = aws or Aws(settings.aws_region)
@@ -62,6 +58,8 @@ class Services:
         self.faults = faults
         # A Converse-shaped client the caller brings (the local stack's and the tests' fake model).
         self.model = model
+        # Senders the caller brings (the bench's and the tests' slow or failing doubles), else SNS and SES.
+        self._senders = senders
 
     @cached_property
     def secrets(self) -> Secrets:
@@ -88,53 +86,11 @@ class Services:
         return self.secrets.get_all("WEBHOOK_SECRET")
 
     @cached_property
-    def catalog(self) -> CatalogTable:
-        """bisn-catalog."""
-        from chalicelib.tables.catalog import CatalogTable
+    def tables(self) -> Tables:
+        """The seven tables, and the client their transactions go through."""
+        from chalicelib.tables.store import Tables
 
-        return CatalogTable(self.aws.table(self.settings.table_name("catalog")))
-
-    @cached_property
-    def requests(self) -> RequestsTable:
-        """bisn-requests."""
-        from chalicelib.tables.requests import RequestsTable
-
-        return RequestsTable(self.aws.table(self.settings.table_name("requests")))
-
-    @cached_property
-    def restocks(self) -> RestocksTable:
-        """bisn-restocks."""
-        from chalicelib.tables.restocks import RestocksTable
-
-        return RestocksTable(self.aws.table(self.settings.table_name("restocks")))
-
-    @cached_property
-    def reservations(self) -> ReservationsTable:
-        """bisn-reservations."""
-        from chalicelib.tables.reservations import ReservationsTable
-
-        return ReservationsTable(self.aws.table(self.settings.table_name("reservations")))
-
-    @cached_property
-    def optout(self) -> OptoutTable:
-        """bisn-optout."""
-        from chalicelib.tables.optout import OptoutTable
-
-        return OptoutTable(self.aws.table(self.settings.table_name("optout")))
-
-    @cached_property
-    def throttle(self) -> ThrottleTable:
-        """bisn-throttle."""
-        from chalicelib.tables.throttle import ThrottleTable
-
-        return ThrottleTable(self.aws.table(self.settings.table_name("throttle")))
-
-    @cached_property
-    def audit(self) -> AuditTable:
-        """bisn-audit."""
-        from chalicelib.tables.audit import AuditTable
-
-        return AuditTable(self.aws.table(self.settings.table_name("audit")))
+        return Tables(self.aws, self.settings.table_name)
 
     @cached_property
     def alerts(self) -> StaffAlerts:
@@ -155,7 +111,7 @@ class Services:
         """Sends the notifier job a restock owes (detection, capture, and the sweep's re-send)."""
         from chalicelib.owed import OwedJobs
 
-        return OwedJobs(restocks=self.restocks, jobs=self.jobs, faults=self.faults)
+        return OwedJobs(restocks=self.tables.restocks, jobs=self.jobs, faults=self.faults)
 
     @cached_property
     def metrics(self) -> MetricsFactory:
@@ -184,13 +140,15 @@ class Services:
         """One restock's message copy, written once and cached on the restock."""
         from chalicelib.copywriter import Copywriter
 
-        return Copywriter(settings=self.settings, restocks=self.restocks, links=self.links, bedrock=self.bedrock)
+        return Copywriter(settings=self.settings, restocks=self.tables.restocks, links=self.links, bedrock=self.bedrock)
 
     @cached_property
     def senders(self) -> Senders:
         """SMS (SNS) and email (SES v2), each under its per-second rate."""
         from chalicelib.senders import EmailSender, Senders, SmsSender
 
+        if self._senders is not None:
+            return self._senders
         return Senders(
             SmsSender(self.aws.sns_sends),
             EmailSender(self.aws.sesv2_sends, self.settings.ses_from),
@@ -205,12 +163,7 @@ class Services:
 
         return Notifier(
             settings=self.settings,
-            catalog=self.catalog,
-            requests=self.requests,
-            restocks=self.restocks,
-            reservations=self.reservations,
-            optout=self.optout,
-            audit=self.audit,
+            tables=self.tables,
             jobs=self.jobs,
             links=self.links,
             copywriter=self.copywriter,
@@ -227,13 +180,8 @@ class Services:
 
         return CaptureService(
             settings=self.settings,
-            catalog=self.catalog,
-            requests=self.requests,
-            optout=self.optout,
-            throttle=self.throttle,
-            audit=self.audit,
+            tables=self.tables,
             alerts=self.alerts,
-            restocks=self.restocks,
             owed=self.owed,
             clock=self.clock,
             hash_key=self.hash_key,
@@ -246,10 +194,7 @@ class Services:
         from chalicelib.detect import DetectService
 
         return DetectService(
-            catalog=self.catalog,
-            restocks=self.restocks,
-            throttle=self.throttle,
-            audit=self.audit,
+            tables=self.tables,
             owed=self.owed,
             clock=self.clock,
             secrets=self.webhook_secrets,
@@ -264,7 +209,7 @@ class Services:
         url = self.settings.catalog_url
         reader = FeedReader(url, self.catalog_token) if url else None
         return CatalogSync(
-            catalog=self.catalog, reader=reader, clock=self.clock, threshold_changed=self.detector.reconsider
+            catalog=self.tables.catalog, reader=reader, clock=self.clock, threshold_changed=self.detector.reconsider
         )
 
     def catalog_token(self) -> str | None:
@@ -279,13 +224,7 @@ class Services:
         """DESIGN §4's counter moves for existing offer rows (hold, lapse, expiry, conversion)."""
         from chalicelib.holds import UnitMoves
 
-        return UnitMoves(
-            reservations=self.reservations,
-            restocks=self.restocks,
-            requests=self.requests,
-            catalog=self.catalog,
-            audit=self.audit,
-        )
+        return UnitMoves(tables=self.tables)
 
     @cached_property
     def holds(self) -> HoldsService:
@@ -294,8 +233,7 @@ class Services:
 
         return HoldsService(
             tokens=self.tokens,
-            catalog=self.catalog,
-            reservations=self.reservations,
+            tables=self.tables,
             moves=self.moves,
             clock=self.clock,
             faults=self.faults,
@@ -307,10 +245,8 @@ class Services:
         from chalicelib.orders import OrdersService
 
         return OrdersService(
-            reservations=self.reservations,
-            restocks=self.restocks,
+            tables=self.tables,
             moves=self.moves,
-            audit=self.audit,
             clock=self.clock,
             webhook_secrets=self.webhook_secrets,
             faults=self.faults,
@@ -322,20 +258,14 @@ class Services:
         from chalicelib.sweep import SweepService
 
         return SweepService(
-            reservations=self.reservations,
-            requests=self.requests,
-            catalog=self.catalog,
+            tables=self.tables,
             moves=self.moves,
+            exits=self.exits,
             jobs=self.jobs,
+            detector=self.detector,
+            optouts=self.optouts,
             clock=self.clock,
             faults=self.faults,
-            # Restocks written but never put on the queue are finished by restock detection.
-            requeue_pending=self.detector.requeue_pending,
-            # SMS STOP replies recorded by SNS become opt-outs here (and their places leave the lists).
-            sync_optouts=lambda: self.optouts.sync_sms_optouts().newly_suppressed,
-            # Someone who opted out while holding a unit leaves the list once the hold expires.
-            optout=self.optout,
-            exits=self.exits,
         )
 
     # --- Opt-out everywhere and the shopper's own pages.
@@ -352,16 +282,7 @@ class Services:
         """Leaving lists: every opt-out, 'leave this list' and erasure goes through here."""
         from chalicelib.leaving import QueueExits
 
-        return QueueExits(
-            requests=self.requests,
-            catalog=self.catalog,
-            reservations=self.reservations,
-            restocks=self.restocks,
-            audit=self.audit,
-            jobs=self.jobs,
-            clock=self.clock,
-            faults=self.faults,
-        )
+        return QueueExits(tables=self.tables, jobs=self.jobs, clock=self.clock, faults=self.faults)
 
     @cached_property
     def optouts(self) -> OptoutService:
@@ -369,7 +290,7 @@ class Services:
         from chalicelib.optout_service import OptoutService
 
         return OptoutService(
-            optout=self.optout, exits=self.exits, sns=self.aws.sns, clock=self.clock, hash_key=self.hash_key
+            optout=self.tables.optout, exits=self.exits, sns=self.aws.sns, clock=self.clock, hash_key=self.hash_key
         )
 
     @cached_property
@@ -378,11 +299,7 @@ class Services:
         from chalicelib.manage import FormGuard, ManageService
 
         return ManageService(
-            requests=self.requests,
-            catalog=self.catalog,
-            reservations=self.reservations,
-            optout=self.optout,
-            audit=self.audit,
+            tables=self.tables,
             exits=self.exits,
             tokens=self.tokens,
             guard=FormGuard(self.secrets.get("TOKEN_KEY")),
@@ -403,7 +320,7 @@ class Services:
             tokens=self.tokens,
             optouts=self.optouts,
             manage=self.manage,
-            catalog=self.catalog,
+            catalog=self.tables.catalog,
             clock=self.clock,
             allowed_origin=origin_of(self.settings.public_base_url),
         )

@@ -59,6 +59,6 @@ def load(stack: Stack, feed: Path = DEMO_CATALOG) -> list[str]:
     skus = []
     for product in read_products(feed):
         sku = str(product["sku"])
-        stack.services.catalog.upsert(sku, {k: product[k] for k in PRODUCT_FIELDS if product.get(k) is not None})
+        stack.services.tables.catalog.upsert(sku, {k: product[k] for k in PRODUCT_FIELDS if product.get(k) is not None})
         skus.append(sku)
     return skus

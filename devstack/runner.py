@@ -170,7 +170,7 @@ class LocalStack:
         session = boto3.session.Session(region_name=REGION)
         created = provision(session, settings.name_prefix)
         log.info("provisioned %d tables, queues and topics from infra/template.json", len(created))
-        services = Services(settings, Aws(REGION, session=session), clock, model=model_for(settings))
+        services = Services(settings, aws=Aws(REGION, session=session), clock=clock, model=model_for(settings))
         wiring.install(services)
         sender = verify_sender(services)
         log.info("verified the sending address %s in the emulator's SES", sender)

@@ -401,11 +401,11 @@ class Stack:
             return {"processed": 0, "available": False, "message": "The app has no sweep yet."}
         with self.lock:
             at = self.clock.now() if now is None else float(now)
-            due_before = len(self.services.reservations.due(at, limit=1000))
+            due_before = len(self.services.tables.reservations.due(at, limit=1000))
             context = LocalContext("sweep", lambda_timeout_s("sweep"), self.region)
             with self.clock.pinned(at) if now is not None else nullcontext():
                 result = handler(scheduled_event(at, self.region, "bisn-local-sweep"), context)
-            due_after = len(self.services.reservations.due(at, limit=1000))
+            due_after = len(self.services.tables.reservations.due(at, limit=1000))
         answer: dict[str, Any] = {"processed": max(0, due_before - due_after), "available": True, "now": at}
         if isinstance(result, dict):
             answer["result"] = plain(result)

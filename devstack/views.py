@@ -41,11 +41,11 @@ def product(item: dict[str, Any]) -> dict[str, Any]:
 
 def products(services: Services) -> list[dict[str, Any]]:
     """Every product in the catalogue, by SKU."""
-    return [product(item) for item in services.catalog.all()]
+    return [product(item) for item in services.tables.catalog.all()]
 
 
 def _offers(services: Services, sku: str) -> list[dict[str, Any]]:
-    table = services.reservations.table
+    table = services.tables.reservations.table
     rows: list[dict[str, Any]] = []
     kwargs: dict[str, Any] = {"FilterExpression": Attr("sku").eq(sku), "ConsistentRead": True}
     while True:
@@ -58,10 +58,10 @@ def _offers(services: Services, sku: str) -> list[dict[str, Any]]:
 
 def _restock(services: Services, sku: str, open_ts: str | None) -> dict[str, Any] | None:
     if open_ts:
-        item = services.restocks.get(sku, open_ts)
+        item = services.tables.restocks.get(sku, open_ts)
         if item:
             return plain(item)
-    page = services.restocks.table.query(
+    page = services.tables.restocks.table.query(
         KeyConditionExpression=Key("sku").eq(sku), ScanIndexForward=False, Limit=1, ConsistentRead=True
     )
     items = page.get("Items", [])
@@ -97,7 +97,7 @@ def restock_view(restock: dict[str, Any], offers: list[dict[str, Any]], *, is_op
 
 def queue(services: Services, sku: str) -> dict[str, Any] | None:
     """The SKU's waiting list in join order with masked contacts, and its restock's counters; None if unknown."""
-    item = services.catalog.get(sku, consistent=True)
+    item = services.tables.catalog.get(sku, consistent=True)
     if item is None:
         return None
     offers = _offers(services, sku)
@@ -108,7 +108,7 @@ def queue(services: Services, sku: str) -> dict[str, Any] | None:
             latest[key] = offer
     entries = []
     place = 0
-    for request in services.requests.queue(sku, active_only=False):
+    for request in services.tables.requests.queue(sku, active_only=False):
         request = plain(request)
         state = str(request.get("state", ""))
         offer = latest.get(str(request["joined_ts"]))
@@ -146,14 +146,14 @@ def queue(services: Services, sku: str) -> dict[str, Any] | None:
 
 def audit(services: Services, sku: str) -> list[dict[str, Any]]:
     """The SKU's audit facts in time order (contacts appear only as keyed hashes)."""
-    return [plain(item) for item in services.audit.for_sku(sku)]
+    return [plain(item) for item in services.tables.audit.for_sku(sku)]
 
 
 def reservation(services: Services, reservation_id: str) -> dict[str, Any] | None:
     """One offer or hold row, or None."""
     if not reservation_id or len(reservation_id) > 128:
         return None
-    row = services.reservations.get(reservation_id)
+    row = services.tables.reservations.get(reservation_id)
     return plain(row) if row else None
 
 

@@ -46,7 +46,7 @@ def build_desk(stage: str, endpoint_url: str | None, region: str | None) -> tupl
         settings = settings_from_env({**stage_env(stage), "AWS_REGION": chosen})
     except (ConfigError, UnknownStage) as exc:
         raise click.UsageError(str(exc)) from exc
-    services = Services(settings, Aws(chosen, session=boto3.session.Session(region_name=chosen)))
+    services = Services(settings, aws=Aws(chosen, session=boto3.session.Session(region_name=chosen)))
     return desk_for(services), bool(endpoint)
 
 

@@ -22,13 +22,9 @@ from chalicelib.contacts import Contact, contact_key, mask, normalise_any
 from chalicelib.errors import DomainError
 from chalicelib.leaving import ERASED, LEFT, RELEASED, QueueExits
 from chalicelib.optout_service import OptOutResult, OptoutService
-from chalicelib.tables.audit import AuditTable
 from chalicelib.tables.base import error_code, plain
-from chalicelib.tables.catalog import CatalogTable
-from chalicelib.tables.optout import OptoutTable
-from chalicelib.tables.requests import ACTIVE_STATES, RESERVED, RequestsTable
-from chalicelib.tables.reservations import ReservationsTable
-from chalicelib.tables.restocks import RestocksTable
+from chalicelib.tables.requests import ACTIVE_STATES, RESERVED
+from chalicelib.tables.store import Tables
 from chalicelib.wiring import Services
 
 # Verdicts of `explain`, one per restock.
@@ -170,39 +166,18 @@ def _verdict_for_skip(reason: str) -> tuple[str, str]:
     return SKIP_VERDICTS.get(reason, (OTHER, f"skipped: {reason}"))
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class SupportDesk:
     """Read and repair one shop's data on behalf of its shoppers."""
 
-    def __init__(
-        self,
-        *,
-        settings: Settings,
-        catalog: CatalogTable,
-        requests: RequestsTable,
-        restocks: RestocksTable,
-        reservations: ReservationsTable,
-        optout: OptoutTable,
-        audit: AuditTable,
-        exits: QueueExits,
-        optouts: OptoutService,
-        sns: Any,
-        sqs: Any,
-        clock: Clock,
-        hash_key: str,
-    ) -> None:
-        self.settings = settings
-        self.catalog = catalog
-        self.requests = requests
-        self.restocks = restocks
-        self.reservations = reservations
-        self.optout = optout
-        self.audit = audit
-        self.exits = exits
-        self.optouts = optouts
-        self.sns = sns
-        self.sqs = sqs
-        self.clock = clock
-        self.hash_key = hash_key
+    settings: Settings
+    tables: Tables
+    exits: QueueExits
+    optouts: OptoutService
+    sns: Any
+    sqs: Any
+    clock: Clock
+    hash_key: str
 
     def contact(self, raw: str) -> tuple[Contact, str]:
         """A contact as staff typed it, normalised as capture does, with its keyed hash; BadRequest if unreadable."""
@@ -214,22 +189,22 @@ class SupportDesk:
     def explain(self, sku: str, raw_contact: str, *, lookback_days: int = 30) -> Explanation:
         """Their place, and every restock since they joined (and `lookback_days` before), told or why not."""
         contact, key = self.contact(raw_contact)
-        product = self.catalog.get(sku)
-        unique = self.requests.get_unique(sku, key)
-        request = self.requests.get(sku, str(unique["ref"])) if unique and unique.get("ref") else None
+        product = self.tables.catalog.get(sku)
+        unique = self.tables.requests.get_unique(sku, key)
+        request = self.tables.requests.get(sku, str(unique["ref"])) if unique and unique.get("ref") else None
         if request is not None and request.get("contact_key") != key:
             request = None
         state = str(request["state"]) if request else None
-        position = self.requests.position(sku, str(request["joined_ts"])) if state in ACTIVE_STATES else None
-        facts = [f for f in self.audit.for_contact(key) if f.get("sku") == sku]
+        position = self.tables.requests.position(sku, str(request["joined_ts"])) if state in ACTIVE_STATES else None
+        facts = [f for f in self.tables.audit.for_contact(key) if f.get("sku") == sku]
         joins = [str(request["joined_ts"])] if request else []
         joins += [str(f[k]) for f in facts for k in ("request_joined_ts", "joined_ts") if f.get(k)]
         first_join = min(joins) if joins else None
-        opted = self.optout.get(key)
+        opted = self.tables.optout.get(key)
         start = first_join or iso(self.clock.now())
         since = iso(_at(start) - lookback_days * 86400)
         verdicts = [
-            self._verdict(r, facts, first_join, opted, request) for r in self.restocks.for_sku(sku, since_ts=since)
+            self._verdict(r, facts, first_join, opted, request) for r in self.tables.restocks.for_sku(sku, since_ts=since)
         ]
         history = [self._history_line(f) for f in facts if f.get("kind") in (*LEAVE_KINDS, "optout", "forget")]
         return Explanation(
@@ -312,7 +287,7 @@ class SupportDesk:
         )
 
     def _told_count(self, sku: str, detected: int, restock_id: str) -> int:
-        facts = self.audit.for_sku_since(sku, iso(detected))
+        facts = self.tables.audit.for_sku_since(sku, iso(detected))
         return sum(1 for f in facts if f.get("kind") == "notice_sent" and f.get("restock_id") == restock_id)
 
     @staticmethod
@@ -327,7 +302,7 @@ class SupportDesk:
     def queue(self, sku: str, *, limit: int = 50) -> list[QueueRow]:
         """The live waiting list, oldest first, contacts masked."""
         rows: list[QueueRow] = []
-        for position, request in enumerate(self.requests.queue(sku), start=1):
+        for position, request in enumerate(self.tables.requests.queue(sku), start=1):
             rows.append(
                 QueueRow(
                     position=position,
@@ -351,7 +326,7 @@ class SupportDesk:
                 waiting=int(p.get("waiting_count", 0)),
                 level=_int(p.get("level")),
             )
-            for p in self.catalog.demand(limit=limit)
+            for p in self.tables.catalog.demand(limit=limit)
         ]
 
     # --- opt-outs
@@ -364,7 +339,7 @@ class SupportDesk:
     def optout_remove(self, raw_contact: str) -> OptoutRemoval:
         """Lift a suppression; says whether SNS still blocks the number (only the shopper can undo a STOP)."""
         contact, key = self.contact(raw_contact)
-        removed = self.optout.remove(key)
+        removed = self.tables.optout.remove(key)
         still = None
         if contact.channel == "sms":
             answer = self.sns.check_if_phone_number_is_opted_out(phoneNumber=contact.address)
@@ -377,13 +352,13 @@ class SupportDesk:
         """Everything held about one person, as JSON-ready data."""
         contact, key = self.contact(raw_contact)
         places = self.exits.places(key)
-        facts = self.audit.for_contact(key)
+        facts = self.tables.audit.for_contact(key)
         skus = sorted({str(p["sku"]) for p in places} | {str(f["sku"]) for f in facts})
-        uniques = [u for u in (self.requests.get_unique(s, key) for s in skus) if u]
+        uniques = [u for u in (self.tables.requests.get_unique(s, key) for s in skus) if u]
         tokens = {str(p["offer_token"]) for p in places if p.get("offer_token")}
         tokens |= {str(f["token_id"]) for f in facts if f.get("token_id")}
-        offers = [r for r in (self.reservations.get(t) for t in sorted(tokens)) if r and r.get("contact_key") == key]
-        opted = self.optout.get(key)
+        offers = [r for r in (self.tables.reservations.get(t) for t in sorted(tokens)) if r and r.get("contact_key") == key]
+        opted = self.tables.optout.get(key)
         return plain(
             {
                 "contact": contact.address,
@@ -412,25 +387,25 @@ class SupportDesk:
                 f"They hold a unit until {_short(ends) if ends else 'the hold ends'}; nothing was erased. "
                 "Run forget again after that (the hold ends on its own within the hold window)."
             )
-        skus = sorted({str(p["sku"]) for p in places} | {str(f["sku"]) for f in self.audit.for_contact(key)})
-        uniques = [sku for sku in skus if self.requests.get_unique(sku, key)]
+        skus = sorted({str(p["sku"]) for p in places} | {str(f["sku"]) for f in self.tables.audit.for_contact(key)})
+        uniques = [sku for sku in skus if self.tables.requests.get_unique(sku, key)]
         exits = self.exits.leave_all(key, reason="forget", erase_finished=True)
         # Uniqueness items hold only the keyed hash, but they are still this person's: none stay behind,
         # including any whose place was already tidied away.
         for sku in skus:
-            self.requests.drop_unique(sku, key, only_ref=None)
-        remaining = len(self.exits.places(key)) + sum(1 for sku in skus if self.requests.get_unique(sku, key))
+            self.tables.requests.drop_unique(sku, key, only_ref=None)
+        remaining = len(self.exits.places(key)) + sum(1 for sku in skus if self.tables.requests.get_unique(sku, key))
         return ForgetReport(
             contact_key=key,
             requests_erased=sum(1 for e in exits if e.outcome in (LEFT, RELEASED, ERASED)),
             uniqueness_items_erased=len(uniques),
             offers_released=sum(1 for e in exits if e.outcome == RELEASED),
-            kept_optout=self.optout.get(key) is not None,
+            kept_optout=self.tables.optout.get(key) is not None,
             remaining=remaining,
         )
 
     def _hold_end(self, place: dict[str, Any]) -> Any:
-        row = self.reservations.get(str(place.get("offer_token", ""))) or {}
+        row = self.tables.reservations.get(str(place.get("offer_token", ""))) or {}
         return row.get("hold_expires_at")
 
     # --- dead letters
@@ -521,12 +496,7 @@ def desk_for(services: Services) -> SupportDesk:
     """The support desk on a stage's services: explain, queue, demand, opt-outs, export, forget, DLQ redrive."""
     return SupportDesk(
         settings=services.settings,
-        catalog=services.catalog,
-        requests=services.requests,
-        restocks=services.restocks,
-        reservations=services.reservations,
-        optout=services.optout,
-        audit=services.audit,
+        tables=services.tables,
         exits=services.exits,
         optouts=services.optouts,
         sns=services.aws.sns,

@@ -24,7 +24,7 @@ def add_restock(
     """A restock exactly as detection opens it (its ids and table moves), and the job detection sends for it."""
     restock_id = restock_id_for(sku, webhook_id)
     restock_ts = restock_ts_for(now, restock_id)
-    opened = services.restocks.open_item(
+    opened = services.tables.restocks.open_item(
         sku=sku,
         restock_ts=restock_ts,
         restock_id=restock_id,
@@ -35,13 +35,15 @@ def add_restock(
         threshold=1,
         now=now,
     )
-    transact(services.restocks.table.meta.client, [opened])
+    transact(services.tables.restocks.table.meta.client, [opened])
     if state == "queued":
-        assert services.restocks.mark_enqueued(sku, restock_ts, token=webhook_id, now=now)
+        assert services.tables.restocks.mark_enqueued(sku, restock_ts, token=webhook_id, now=now)
     elif state == "closed":
-        seen = services.restocks.get(sku, restock_ts) or {}
-        closed = services.restocks.close_item(sku, restock_ts, seen=seen, available=units, offerable=units, now=now)
-        transact(services.restocks.table.meta.client, [closed])
+        seen = services.tables.restocks.get(sku, restock_ts) or {}
+        closed = services.tables.restocks.close_item(
+            sku, restock_ts, seen=seen, available=units, offerable=units, now=now
+        )
+        transact(services.tables.restocks.table.meta.client, [closed])
     return Job(sku, restock_id, restock_ts)
 
 
@@ -50,7 +52,7 @@ def put_restock(
 ) -> dict[str, Any]:
     """A queued restock of `units` units, both counters full, as detection leaves it; returns the stored item."""
     job = add_restock(services, sku, units, now, webhook_id=webhook_id)
-    return services.restocks.get(sku, job.restock_ts) or {}
+    return services.tables.restocks.get(sku, job.restock_ts) or {}
 
 
 # --- Places in line.
@@ -78,7 +80,7 @@ def request_items(
 ) -> list[dict[str, Any]]:
     """The items capture writes for one new place (the waiting count, uniqueness item, request), from the
     table classes themselves."""
-    place = services.requests.join_items(
+    place = services.tables.requests.join_items(
         sku=sku,
         joined_ts=joined_ts,
         channel="email" if "@" in contact else "sms",
@@ -88,7 +90,7 @@ def request_items(
         ttl=ttl if ttl is not None else int(now) + 90 * 86400,
         now=now,
     )
-    return [services.catalog.join_item(sku), *place]
+    return [services.tables.catalog.join_item(sku), *place]
 
 
 def add_request(
@@ -110,17 +112,17 @@ def add_request(
     items = request_items(services, sku, contact, joined_ts, now, name=name, ttl=ttl)
     if fields.get("state", WAITING) not in ACTIVE_STATES:
         items = items[1:]
-    transact(services.requests.table.meta.client, items)
+    transact(services.tables.requests.table.meta.client, items)
     if fields:
         names = {f"#f{i}": k for i, k in enumerate(fields)}
         values = {f":f{i}": v for i, v in enumerate(fields.values())}
-        services.requests.table.update_item(
+        services.tables.requests.table.update_item(
             Key={"sku": sku, "joined_ts": joined_ts},
             UpdateExpression="SET " + ", ".join(f"#f{i} = :f{i}" for i in range(len(fields))),
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
         )
-    return services.requests.get(sku, joined_ts) or {}
+    return services.tables.requests.get(sku, joined_ts) or {}
 
 
 def join_request(services: Services, sku: str, contact: str, now: float, *, ttl: int | None = None) -> dict[str, Any]:
@@ -153,10 +155,10 @@ def make_offer(
     token_id = uuid.uuid4().hex
     sku, restock_ts = restock["sku"], restock["restock_ts"]
     transact(
-        services.restocks.table.meta.client,
+        services.tables.restocks.table.meta.client,
         [
-            services.restocks.take_offers_item(sku, restock_ts, 1),
-            services.reservations.offer_put_item(
+            services.tables.restocks.take_offers_item(sku, restock_ts, 1),
+            services.tables.reservations.offer_put_item(
                 token_id=token_id,
                 sku=sku,
                 restock_ts=restock_ts,
@@ -167,7 +169,7 @@ def make_offer(
                 now=now,
                 offer_window_s=offer_window_s,
             ),
-            services.requests.mark_offered_item(
+            services.tables.requests.mark_offered_item(
                 sku, request["joined_ts"], restock_id=restock["restock_id"], token_id=token_id
             ),
         ],

@@ -73,7 +73,8 @@ def _bare_calls(body: ast.AST) -> list[str]:
 
 
 def load_classes() -> dict[str, ClassInfo]:
-    """Every class under chalicelib, with attribute types from __init__ parameters and property returns."""
+    """Every class under chalicelib, with attribute types from __init__ parameters, dataclass fields and
+    property returns."""
     classes: dict[str, ClassInfo] = {}
     for path in sorted(LIB.rglob("*.py")):
         for node in ast.parse(path.read_text()).body:
@@ -81,6 +82,9 @@ def load_classes() -> dict[str, ClassInfo]:
                 continue
             methods = {f.name: f for f in node.body if isinstance(f, ast.FunctionDef)}
             types: dict[str, str] = {}
+            for field_node in node.body:
+                if isinstance(field_node, ast.AnnAssign) and isinstance(field_node.target, ast.Name):
+                    types[field_node.target.id] = _annotation_name(field_node.annotation)
             init = methods.get("__init__")
             if init:
                 for arg in init.args.args + init.args.kwonlyargs:
@@ -96,8 +100,8 @@ def load_classes() -> dict[str, ClassInfo]:
 
 
 def wired_tables() -> dict[str, str]:
-    """Class name -> short table name, as chalicelib/wiring.py builds each table class."""
-    tree = ast.parse((LIB / "wiring.py").read_text())
+    """Class name -> short table name, as chalicelib/tables/store.py builds each table class."""
+    tree = ast.parse((LIB / "tables" / "store.py").read_text())
     found = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id.endswith("Table"):
@@ -105,7 +109,7 @@ def wired_tables() -> dict[str, str]:
                 if (
                     isinstance(inner, ast.Call)
                     and isinstance(inner.func, ast.Attribute)
-                    and inner.func.attr == "table_name"
+                    and inner.func.attr == "_table"
                     and inner.args
                     and isinstance(inner.args[0], ast.Constant)
                 ):
@@ -113,17 +117,18 @@ def wired_tables() -> dict[str, str]:
     return found
 
 
-def _self_attribute_calls(body: ast.AST) -> list[tuple[str, str]]:
-    """(attribute, method) for every `self.<attribute>.<method>` under `body`, called or passed on."""
+def _self_attribute_calls(body: ast.AST) -> list[tuple[tuple[str, ...], str]]:
+    """(attribute path, method) for every `self.<attribute>[.<attribute>...].<method>` under `body`, called or
+    passed on: `self.tables.requests.get` is (("tables", "requests"), "get")."""
     found = []
     for node in ast.walk(body):
-        if (
-            isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Attribute)
-            and isinstance(node.value.value, ast.Name)
-            and node.value.value.id == "self"
-        ):
-            found.append((node.value.attr, node.attr))
+        path: list[str] = []
+        target = node.value if isinstance(node, ast.Attribute) else None
+        while isinstance(target, ast.Attribute):
+            path.insert(0, target.attr)
+            target = target.value
+        if path and isinstance(target, ast.Name) and target.id == "self":
+            found.append((tuple(path), node.attr))  # type: ignore[union-attr]
     return found
 
 
@@ -271,6 +276,16 @@ class Reader:
             for inner in _bare_calls(node):
                 self.reach_function(inner, reach, here, seen)
 
+    def _kind_of(self, info: ClassInfo, path: tuple[str, ...]) -> str:
+        """The declared class at the end of `self.<a>.<b>...` (a property on the way runs when read)."""
+        kind = info.attribute_types.get(path[0], "")
+        for attribute in path[1:]:
+            holder = self.classes.get(kind)
+            if holder is None:
+                return ""
+            kind = holder.attribute_types.get(attribute, "")
+        return kind
+
     def reach(
         self, cls: str, method: str, reach: Reach | None = None, route: str = "", seen: set | None = None
     ) -> Reach:
@@ -298,8 +313,8 @@ class Reader:
         for name in set(_self_properties(node)):
             if name in info.methods:
                 self.reach(cls, name, reach, here, seen)
-        for attribute, name in _self_attribute_calls(node):
-            kind = info.attribute_types.get(attribute, "")
+        for path, name in _self_attribute_calls(node):
+            kind = self._kind_of(info, path)
             if kind in self.classes:
                 self.reach(kind, name, reach, here, seen)
         for name in _bare_calls(node):

@@ -54,7 +54,7 @@ def clock() -> FixedClock:
 @pytest.fixture
 def services(session: boto3.session.Session, clock: FixedClock, env: dict[str, str]) -> Services:
     """The app's services wired to the emulator and the test clock."""
-    return Services(settings_from_env(env), Aws(REGION, session=session), clock, model=FakeBedrock())
+    return Services(settings_from_env(env), aws=Aws(REGION, session=session), clock=clock, model=FakeBedrock())
 
 
 @pytest.fixture
@@ -67,5 +67,5 @@ def client(services: Services) -> Iterator[Client]:
 @pytest.fixture
 def chair(services: Services) -> str:
     """A sold-out product in the catalogue."""
-    services.catalog.upsert("CHAIR-WALNUT", dict(CHAIR))
+    services.tables.catalog.upsert("CHAIR-WALNUT", dict(CHAIR))
     return "CHAIR-WALNUT"

@@ -71,4 +71,6 @@ def restocks(services: Services, sku: str) -> list[dict[str, Any]]:
     """Every restock of a SKU, oldest first."""
     from boto3.dynamodb.conditions import Key
 
-    return list(services.restocks.table.query(KeyConditionExpression=Key("sku").eq(sku), ConsistentRead=True)["Items"])
+    return list(
+        services.tables.restocks.table.query(KeyConditionExpression=Key("sku").eq(sku), ConsistentRead=True)["Items"]
+    )

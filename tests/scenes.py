@@ -25,7 +25,7 @@ class Scene:
     tokens: list[str]
 
     def counters(self) -> tuple[int, int]:
-        item = self.services.restocks.get(self.sku, self.restock["restock_ts"]) or {}
+        item = self.services.tables.restocks.get(self.sku, self.restock["restock_ts"]) or {}
         return int(item["units_available"]), int(item["units_offerable"])
 
     def offer(self, index: int = 0) -> str:
@@ -37,20 +37,20 @@ class Scene:
         return self.services.holds.reserve(self.services.tokens.reserve(token_id))
 
     def row(self, token_id: str) -> dict[str, Any]:
-        return self.services.reservations.get(token_id) or {}
+        return self.services.tables.reservations.get(token_id) or {}
 
     def request(self, index: int = 0) -> dict[str, Any]:
-        return self.services.requests.get(self.sku, self.requests[index]["joined_ts"]) or {}
+        return self.services.tables.requests.get(self.sku, self.requests[index]["joined_ts"]) or {}
 
     def waiting_count(self) -> int:
-        return int((self.services.catalog.get(self.sku, consistent=True) or {}).get("waiting_count", 0))
+        return int((self.services.tables.catalog.get(self.sku, consistent=True) or {}).get("waiting_count", 0))
 
     def audit_kinds(self) -> Counter[str]:
-        return Counter(str(f["kind"]) for f in self.services.audit.for_sku(self.sku))
+        return Counter(str(f["kind"]) for f in self.services.tables.audit.for_sku(self.sku))
 
 
 def scene(services: Services, clock: FixedClock, units: int = 2, people: int = 3, sku: str = "CHAIR-WALNUT") -> Scene:
-    services.catalog.upsert(sku, dict(CHAIR))
+    services.tables.catalog.upsert(sku, dict(CHAIR))
     requests = []
     for i in range(people):
         requests.append(join_request(services, sku, f"+4474001000{i:02d}", clock.now()))
@@ -63,7 +63,7 @@ def level_falls_to(s: Scene, units: int) -> None:
     """The shop's stock fell while offers were out: both counters drop by the same amount."""
     available, _ = s.counters()
     cut = available - units
-    s.services.restocks.table.update_item(
+    s.services.tables.restocks.table.update_item(
         Key={"sku": s.sku, "restock_ts": s.restock["restock_ts"]},
         UpdateExpression="ADD units_available :minus, units_offerable :minus",
         ExpressionAttributeValues={":minus": -cut},

@@ -42,6 +42,25 @@ CHAIR: dict[str, Any] = {
 }
 
 
+def rebuilt(services: Any, *, settings: Any = None, faults: Any = None, senders: Any = None, model: Any = None) -> Any:
+    """The same emulator and clock, built afresh with other settings, a crash point, senders or model.
+
+    Services are built once and keep their collaborators, so a test that wants a fault or a sender double
+    asks for new ones here rather than changing what may already have been built."""
+    from chalicelib.faults import no_faults
+    from chalicelib.wiring import Services
+    from devstack.fake_model import FakeBedrock
+
+    return Services(
+        settings or services.settings,
+        aws=services.aws,
+        clock=services.clock,
+        faults=faults or no_faults,
+        model=model or FakeBedrock(),
+        senders=senders,
+    )
+
+
 def queued_jobs(services: Any) -> list[Any]:
     """Every job waiting on the notifier's queue, taken off it (oldest first as far as SQS allows)."""
     from chalicelib.jobs import Job

@@ -163,9 +163,9 @@ def create_console(stack: Stack, *, origins: Iterable[str] = ()) -> Flask:
     def put_product(sku: str) -> Any:
         sku = validate.sku(sku)
         body = _body(required=True)
-        creating = services.catalog.get(sku, consistent=True) is None
+        creating = services.tables.catalog.get(sku, consistent=True) is None
         settings = validate.product_settings(body, creating=creating)
-        saved = services.catalog.upsert(sku, settings)
+        saved = services.tables.catalog.upsert(sku, settings)
         if "threshold" in settings and not creating:
             # As catalogue sync does: stock already on the shelf may meet a lowered threshold.
             services.detector.reconsider(sku)
@@ -246,7 +246,7 @@ def create_console(stack: Stack, *, origins: Iterable[str] = ()) -> Flask:
     def checkout_page() -> Any:
         reservation_id = request.args.get("reservation", "")
         row = views.reservation(services, reservation_id)
-        item = services.catalog.get(str(row["sku"])) if row else None
+        item = services.tables.catalog.get(str(row["sku"])) if row else None
         status = 200 if row else 404
         return page("checkout", reservation=row, product=item, reservation_id=reservation_id), status
 

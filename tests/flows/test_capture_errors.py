@@ -21,7 +21,7 @@ def post(client: Client, body: str | bytes, content_type: str = "application/jso
 
 
 def stored(services: Services, sku: str = "CHAIR-WALNUT") -> list[dict[str, Any]]:
-    return services.requests.table.scan()["Items"] if sku else []
+    return services.tables.requests.table.scan()["Items"] if sku else []
 
 
 @pytest.mark.parametrize(
@@ -93,7 +93,7 @@ def test_unknown_sku_is_404_recorded_and_staff_alerted_once(
         response = post(client, json.dumps({**GOOD, "sku": "LAMP-OLD", "contact": f"0740012{i:04d}"}))
         assert response.status_code == 404
         assert response.json_body["error"] == "unknown_sku"
-    attempts = services.audit.for_sku("LAMP-OLD")
+    attempts = services.tables.audit.for_sku("LAMP-OLD")
     assert [a["kind"] for a in attempts] == ["unknown_sku"] * (threshold + 3)
     assert all("contact" not in a and len(a["contact_key"]) == 40 for a in attempts)
     alerts = staff_messages(session, inbox)
@@ -115,7 +115,7 @@ def test_unknown_sku_alerts_again_in_a_later_window(
 
 
 def test_a_discontinued_product_cannot_be_joined(client: Client, services: Services, chair: str) -> None:
-    services.catalog.upsert(chair, {"discontinued": True})
+    services.tables.catalog.upsert(chair, {"discontinued": True})
     response = post(client, json.dumps(GOOD))
     assert response.status_code == 404
     assert response.json_body["error"] == "discontinued"

@@ -21,7 +21,7 @@ def tap(client: Client, body: Any, headers: dict[str, str] | None = None) -> Any
 
 
 def requests_for(services: Services, sku: str) -> list[dict[str, Any]]:
-    return list(services.requests.queue(sku, active_only=False))
+    return list(services.tables.requests.queue(sku, active_only=False))
 
 
 def test_new_tap_joins_with_place_one(client: Client, services: Services, chair: str) -> None:
@@ -69,7 +69,7 @@ def test_simultaneous_taps_leave_one_place(client: Client, services: Services, c
 
 
 def test_opted_out_contact_is_acknowledged_and_not_stored(client: Client, services: Services, chair: str) -> None:
-    services.optout.add(contact_key("+447400123458", services.hash_key), "stop", services.clock.now())
+    services.tables.optout.add(contact_key("+447400123458", services.hash_key), "stop", services.clock.now())
     response = tap(client, {"sku": chair, "channel": "sms", "contact": "07400123458"})
     assert response.status_code == 202
     assert response.json_body == {"status": "acknowledged"}

@@ -116,8 +116,8 @@ def test_the_catalog_sync_schedule_loads_the_feed(
     feed.write_text(json.dumps({"products": [mug]}))
     services = Services(
         settings_from_env({**env, "CATALOG_URL": feed.as_uri()}),
-        Aws(REGION, session=session),
-        clock,
+        aws=Aws(REGION, session=session),
+        clock=clock,
         model=FakeBedrock(),
     )
     with app_client(services) as client:
@@ -127,4 +127,4 @@ def test_the_catalog_sync_schedule_loads_the_feed(
         result = client.lambda_.invoke("catalog_sync", event)
     assert result.payload["created"] == ["WW-MUG-SPECKLE"]
     assert result.payload["error"] is None
-    assert services.catalog.get("WW-MUG-SPECKLE")["threshold"] == 2
+    assert services.tables.catalog.get("WW-MUG-SPECKLE")["threshold"] == 2

@@ -42,7 +42,7 @@ def test_explain_prints_place_and_each_restock(services: Services, clock: FixedC
 
 def test_queue_and_demand(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=2)
-    services.catalog.sync_product(s.sku, dict(CHAIR), now=clock.now(), created=False, out_of_stock=True)
+    services.tables.catalog.sync_product(s.sku, dict(CHAIR), now=clock.now(), created=False, out_of_stock=True)
     out = ok(services, "queue", s.sku)
     first = out.splitlines()[1].split()
     assert (first[0], first[2], first[3]) == ("1", "waiting", "sms")
@@ -71,10 +71,10 @@ def test_forget_asks_first_then_erases(services: Services, clock: FixedClock) ->
     s = scene(services, clock, units=1, people=1)
     declined = bisn(services, "forget", "+447400100000", input="n\n")
     assert declined.exit_code == 1
-    assert services.requests.get(s.sku, s.requests[0]["joined_ts"]) is not None
+    assert services.tables.requests.get(s.sku, s.requests[0]["joined_ts"]) is not None
     out = ok(services, "forget", "+447400100000", "--yes")
     assert "Erased 1 request(s) and 1 uniqueness item(s)" in out
-    assert services.requests.get(s.sku, s.requests[0]["joined_ts"]) is None
+    assert services.tables.requests.get(s.sku, s.requests[0]["joined_ts"]) is None
 
 
 def test_forget_while_holding_is_refused_clearly(services: Services, clock: FixedClock) -> None:

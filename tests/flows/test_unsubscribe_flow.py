@@ -22,13 +22,13 @@ def link(services: Services, request: dict[str, Any]) -> str:
 
 
 def snapshot(s: Scene) -> tuple[Any, ...]:
-    requests = [s.services.requests.get(s.sku, r["joined_ts"]) for r in s.requests]
+    requests = [s.services.tables.requests.get(s.sku, r["joined_ts"]) for r in s.requests]
     return (requests, s.counters(), s.waiting_count(), [s.row(t) for t in s.tokens], s.audit_kinds())
 
 
 def told(services: Services, sku: str) -> list[str]:
     """Contact keys that were sent a notice for `sku`."""
-    return [str(f["contact_key"]) for f in services.audit.for_sku(sku) if f["kind"] == "notice_sent"]
+    return [str(f["contact_key"]) for f in services.tables.audit.for_sku(sku) if f["kind"] == "notice_sent"]
 
 
 def test_opening_the_link_changes_nothing(client: Client, services: Services, clock: FixedClock) -> None:
@@ -43,7 +43,7 @@ def test_opening_the_link_changes_nothing(client: Client, services: Services, cl
     assert response.headers["Referrer-Policy"] == "no-referrer"
     assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
     assert snapshot(s) == before
-    assert services.optout.get(s.requests[0]["contact_key"]) is None
+    assert services.tables.optout.get(s.requests[0]["contact_key"]) is None
 
 
 def test_one_click_post_unsubscribes_and_passes_the_offer_to_the_next_person(
@@ -58,9 +58,9 @@ def test_one_click_post_unsubscribes_and_passes_the_offer_to_the_next_person(
     response = client.http.post(link(services, s.requests[0]), headers=FORM, body="List-Unsubscribe=One-Click")
     assert response.status_code == 200
     assert "You are unsubscribed" in response.body.decode()
-    assert services.optout.get(s.requests[0]["contact_key"])["source"] == "unsubscribe"
-    assert services.requests.get(s.sku, s.requests[0]["joined_ts"]) is None
-    assert services.reservations.get(token)["state"] == "lapsed"
+    assert services.tables.optout.get(s.requests[0]["contact_key"])["source"] == "unsubscribe"
+    assert services.tables.requests.get(s.sku, s.requests[0]["joined_ts"]) is None
+    assert services.tables.reservations.get(token)["state"] == "lapsed"
     [topup] = queued_jobs(services)
     assert topup.kind == "topup"
 
@@ -86,7 +86,7 @@ def test_every_one_click_encoding_is_understood(
     s = scene(services, clock, units=1, people=1)
     response = client.http.post(link(services, s.requests[0]), headers={"Content-Type": content_type}, body=body)
     assert response.status_code == 200
-    assert services.optout.get(s.requests[0]["contact_key"]) is not None
+    assert services.tables.optout.get(s.requests[0]["contact_key"]) is not None
     assert s.waiting_count() == 0
 
 
@@ -97,7 +97,7 @@ def test_a_post_without_the_one_click_body_changes_nothing(
     response = client.http.post(link(services, s.requests[0]), headers=FORM, body="something=else")
     assert response.status_code == 400
     assert "Please use the button" in response.body.decode()
-    assert services.optout.get(s.requests[0]["contact_key"]) is None
+    assert services.tables.optout.get(s.requests[0]["contact_key"]) is None
     assert s.waiting_count() == 1
 
 
@@ -138,7 +138,7 @@ def test_a_manage_token_is_not_an_unsubscribe_token(client: Client, services: Se
     manage_token = services.tokens.manage(s.requests[0]["contact_key"])
     response = client.http.post(f"/unsubscribe/{manage_token}", headers=FORM, body="List-Unsubscribe=One-Click")
     assert response.status_code == 400
-    assert services.optout.get(s.requests[0]["contact_key"]) is None
+    assert services.tables.optout.get(s.requests[0]["contact_key"]) is None
 
 
 def test_after_unsubscribing_capture_acknowledges_and_the_notifier_skips(
@@ -155,10 +155,10 @@ def test_after_unsubscribing_capture_acknowledges_and_the_notifier_skips(
     assert again.json_body == {"status": "acknowledged"}
     # A place written before the opt-out reached every list (say, a tap racing the click) is still never
     # messaged: the notifier checks the opt-out table for each person it is about to tell.
-    services.optout.remove(s.requests[0]["contact_key"])
+    services.tables.optout.remove(s.requests[0]["contact_key"])
     late = join_request(services, s.sku, s.requests[0]["contact"], clock.now())
-    services.optout.add(late["contact_key"], "unsubscribe", clock.now())
+    services.tables.optout.add(late["contact_key"], "unsubscribe", clock.now())
     services.notifier.handle(Job(s.sku, s.restock["restock_id"], s.restock["restock_ts"]), lambda: 60_000)
     assert told(services, s.sku) == [s.requests[1]["contact_key"]]
-    [skip] = [f for f in services.audit.for_sku(s.sku) if f["kind"] == "notice_skipped"]
+    [skip] = [f for f in services.tables.audit.for_sku(s.sku) if f["kind"] == "notice_skipped"]
     assert (skip["reason"], skip["contact_key"]) == ("opted_out", late["contact_key"])

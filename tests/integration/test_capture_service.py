@@ -12,7 +12,7 @@ TAP = {"sku": "CHAIR-WALNUT", "channel": "sms", "contact": "07400 123456"}
 
 
 def finish(services: Services, sku: str, joined_ts: str, state: str) -> None:
-    services.requests.table.update_item(
+    services.tables.requests.table.update_item(
         Key={"sku": sku, "joined_ts": joined_ts},
         UpdateExpression="SET #s = :s",
         ExpressionAttributeNames={"#s": "state"},
@@ -35,8 +35,8 @@ def test_sixteen_simultaneous_taps_leave_one_place(services: Services, chair: st
         t.join()
     assert sorted(o.status for o in outcomes) == ["already_queued"] * 15 + ["queued"]
     assert {o.joined_ts for o in outcomes} == {next(o.joined_ts for o in outcomes if o.status == "queued")}
-    assert len(list(services.requests.queue(chair))) == 1
-    assert services.catalog.get(chair)["waiting_count"] == 1
+    assert len(list(services.tables.requests.queue(chair))) == 1
+    assert services.tables.catalog.get(chair)["waiting_count"] == 1
 
 
 def test_simultaneous_taps_from_many_people_all_get_distinct_places(services: Services, chair: str) -> None:
@@ -53,9 +53,9 @@ def test_simultaneous_taps_from_many_people_all_get_distinct_places(services: Se
     for t in threads:
         t.join()
     assert all(o.status == "queued" for o in outcomes)
-    final = sorted(services.requests.position(chair, o.joined_ts or "") for o in outcomes)
+    final = sorted(services.tables.requests.position(chair, o.joined_ts or "") for o in outcomes)
     assert final == list(range(1, 13))
-    assert services.catalog.get(chair)["waiting_count"] == 12
+    assert services.tables.catalog.get(chair)["waiting_count"] == 12
 
 
 def test_a_shopper_who_bought_joins_again_at_the_back(services: Services, chair: str, clock: FixedClock) -> None:
@@ -68,13 +68,15 @@ def test_a_shopper_who_bought_joins_again_at_the_back(services: Services, chair:
     assert again.status == "queued"
     assert again.joined_ts != first.joined_ts
     assert again.position == 2
-    unique = services.requests.get_unique(chair, services.requests.get(chair, again.joined_ts or "")["contact_key"])
+    unique = services.tables.requests.get_unique(
+        chair, services.tables.requests.get(chair, again.joined_ts or "")["contact_key"]
+    )
     assert unique["ref"] == again.joined_ts
 
 
 def test_a_new_tap_costs_one_transaction_and_one_count(services: Services, chair: str) -> None:
     calls: list[str] = []
-    client = services.requests.table.meta.client
+    client = services.tables.requests.table.meta.client
     client.meta.events.register("before-call.dynamodb.*", lambda model, **_: calls.append(model.name))
     services.capture.capture("ip", TAP)
     assert calls == ["TransactWriteItems", "Query"]

@@ -49,7 +49,10 @@ def feed(tmp_path: Path) -> Feed:
 def sync(services: Services, feed: Feed) -> CatalogSync:
     reader = FeedReader(feed.path.as_uri(), lambda: None)
     return CatalogSync(
-        catalog=services.catalog, reader=reader, clock=services.clock, threshold_changed=services.detector.reconsider
+        catalog=services.tables.catalog,
+        reader=reader,
+        clock=services.clock,
+        threshold_changed=services.detector.reconsider,
     )
 
 
@@ -62,10 +65,10 @@ def test_a_good_feed_creates_every_product(services: Services, feed: Feed, sync:
     report = sync.run()
     assert report.error is None
     assert report.created == ["WW-A", "WW-B"]
-    a = services.catalog.get("WW-A")
+    a = services.tables.catalog.get("WW-A")
     assert (a["name"], a["threshold"], a["voice"], a["checkout_url"]) == ("Product WW-A", 2, "brief", CHECKOUT)
     assert (a["waiting_count"], a["demand_key"]) == (0, "out")
-    assert services.catalog.get("WW-B")["hold_window_s"] == 600
+    assert services.tables.catalog.get("WW-B")["hold_window_s"] == 600
 
 
 def test_a_second_run_of_the_same_feed_writes_nothing(services: Services, feed: Feed, sync: CatalogSync) -> None:
@@ -84,7 +87,7 @@ def test_changed_settings_are_updated_and_the_level_is_kept(
     feed.write([product("WW-A", threshold=3, name="Renamed")])
     report = sync.run()
     assert report.updated == ["WW-A"]
-    item = services.catalog.get("WW-A")
+    item = services.tables.catalog.get("WW-A")
     assert (item["name"], item["threshold"], item["level"]) == ("Renamed", 3, 2)
     assert item["demand_key"] == "out"  # 2 is now below the threshold of 3
 
@@ -96,13 +99,13 @@ def test_a_lowered_threshold_with_stock_on_hand_tells_the_people_waiting(
     sync.run()
     join(services, "WW-A", "ada@example.com")
     deliver(services, "WW-A", 3)  # three on the shelf, below the threshold of five
-    assert services.restocks.for_sku("WW-A") == []
+    assert services.tables.restocks.for_sku("WW-A") == []
     feed.write([product("WW-A", threshold=2)])
     sync.run()
-    [restock] = services.restocks.for_sku("WW-A")
+    [restock] = services.tables.restocks.for_sku("WW-A")
     assert (restock["units_total"], restock["state"]) == (3, "queued")
     sync.run()  # the next sync changes nothing and opens nothing more
-    assert len(services.restocks.for_sku("WW-A")) == 1
+    assert len(services.tables.restocks.for_sku("WW-A")) == 1
 
 
 def test_a_partial_feed_applies_the_good_entries_and_reports_the_rest(
@@ -126,7 +129,7 @@ def test_a_partial_feed_applies_the_good_entries_and_reports_the_rest(
     assert [(s.index, s.sku) for s in report.skipped] == [(1, "WW-B"), (2, None)]
     assert "threshold" in report.skipped[0].reason
     assert report.discontinued == []
-    b = services.catalog.get("WW-B")
+    b = services.tables.catalog.get("WW-B")
     assert b["threshold"] == 1 and "discontinued" not in b
 
 
@@ -136,18 +139,21 @@ def test_a_partial_feed_applies_the_good_entries_and_reports_the_rest(
 def test_a_broken_feed_changes_nothing(services: Services, feed: Feed, sync: CatalogSync, content: str) -> None:
     feed.write([product("WW-A"), product("WW-B")])
     sync.run()
-    before = services.catalog.all()
+    before = services.tables.catalog.all()
     feed.write(content)
     report = sync.run()
     assert report.error
     assert report.discontinued == [] and report.created == [] and report.updated == []
-    assert services.catalog.all() == before
+    assert services.tables.catalog.all() == before
 
 
 def test_a_missing_feed_file_is_reported_not_raised(services: Services, tmp_path: Path) -> None:
     reader = FeedReader((tmp_path / "gone.json").as_uri(), lambda: None)
     report = CatalogSync(
-        catalog=services.catalog, reader=reader, clock=services.clock, threshold_changed=services.detector.reconsider
+        catalog=services.tables.catalog,
+        reader=reader,
+        clock=services.clock,
+        threshold_changed=services.detector.reconsider,
     ).run()
     assert report.error and "could not be read" in report.error
 
@@ -161,17 +167,17 @@ def test_a_vanished_product_with_a_waiting_list_is_discontinued_never_deleted(
     feed.write([product("WW-A")])
     report = sync.run()
     assert report.discontinued == ["WW-B"]
-    item = services.catalog.get("WW-B")
+    item = services.tables.catalog.get("WW-B")
     assert item["discontinued"] is True and item["waiting_count"] == 1
-    assert len(list(services.requests.queue("WW-B"))) == 1
+    assert len(list(services.tables.requests.queue("WW-B"))) == 1
     with pytest.raises(Discontinued):
         join(services, "WW-B", "late@example.com")
     # Back in the feed: sold again, and the people waiting are still there.
     feed.write([product("WW-A"), product("WW-B")])
     report = sync.run()
     assert report.restored == ["WW-B"]
-    assert "discontinued" not in services.catalog.get("WW-B")
-    assert len(list(services.requests.queue("WW-B"))) == 1
+    assert "discontinued" not in services.tables.catalog.get("WW-B")
+    assert len(list(services.tables.requests.queue("WW-B"))) == 1
 
 
 def test_a_vanished_product_nobody_waits_for_is_discontinued_too(
@@ -181,21 +187,24 @@ def test_a_vanished_product_nobody_waits_for_is_discontinued_too(
     sync.run()
     feed.write([product("WW-A")])
     assert sync.run().discontinued == ["WW-B"]
-    assert services.catalog.get("WW-B") is not None
+    assert services.tables.catalog.get("WW-B") is not None
     assert sync.run().discontinued == []  # once
 
 
 def test_products_added_by_hand_are_left_alone(services: Services, feed: Feed, sync: CatalogSync) -> None:
-    services.catalog.upsert("CHAIR-WALNUT", dict(CHAIR))
+    services.tables.catalog.upsert("CHAIR-WALNUT", dict(CHAIR))
     feed.write([product("WW-A")])
     report = sync.run()
     assert report.discontinued == []
-    assert "discontinued" not in services.catalog.get("CHAIR-WALNUT")
+    assert "discontinued" not in services.tables.catalog.get("CHAIR-WALNUT")
 
 
 def test_a_stage_without_a_feed_reports_it(services: Services) -> None:
     report = CatalogSync(
-        catalog=services.catalog, reader=None, clock=services.clock, threshold_changed=services.detector.reconsider
+        catalog=services.tables.catalog,
+        reader=None,
+        clock=services.clock,
+        threshold_changed=services.detector.reconsider,
     ).run()
     assert report.error == "CATALOG_URL is not set for this stage"
 
@@ -208,7 +217,7 @@ def test_the_local_stage_loads_the_demo_catalogue_from_the_repository_root(
     expected = [p["sku"] for p in json.loads((ROOT / "devstack" / "demo-catalog.json").read_text())["products"]]
     assert report.error is None and report.skipped == []
     assert sorted(report.created) == sorted(expected)
-    assert all(services.catalog.get(sku)["demand_key"] == "out" for sku in expected)
+    assert all(services.tables.catalog.get(sku)["demand_key"] == "out" for sku in expected)
 
 
 # --- HTTPS feeds: the bearer token from Secrets Manager, answers other than 200, no redirects.
@@ -252,14 +261,17 @@ def deployed(session: boto3.session.Session, clock: FixedClock, env: dict[str, s
             "CATALOG_TOKEN_SECRET_ID": "bisn/catalog-token",
         }
     )
-    return Services(settings, Aws(REGION, session=session), clock, model=FakeBedrock())
+    return Services(settings, aws=Aws(REGION, session=session), clock=clock, model=FakeBedrock())
 
 
 def test_an_https_feed_is_fetched_with_the_bearer_token_from_secrets_manager(deployed: Services) -> None:
     opener = RecordingOpener(200, json.dumps([product("WW-A")]).encode())
     reader = FeedReader(deployed.settings.catalog_url, deployed.catalog_token, opener=opener)
     report = CatalogSync(
-        catalog=deployed.catalog, reader=reader, clock=deployed.clock, threshold_changed=deployed.detector.reconsider
+        catalog=deployed.tables.catalog,
+        reader=reader,
+        clock=deployed.clock,
+        threshold_changed=deployed.detector.reconsider,
     ).run()
     assert report.created == ["WW-A"]
     [request] = opener.requests
@@ -272,11 +284,14 @@ def test_an_https_feed_that_does_not_answer_200_changes_nothing(deployed: Servic
     opener = RecordingOpener(status, b"[]")
     reader = FeedReader(deployed.settings.catalog_url, deployed.catalog_token, opener=opener)
     report: SyncReport = CatalogSync(
-        catalog=deployed.catalog, reader=reader, clock=deployed.clock, threshold_changed=deployed.detector.reconsider
+        catalog=deployed.tables.catalog,
+        reader=reader,
+        clock=deployed.clock,
+        threshold_changed=deployed.detector.reconsider,
     ).run()
     assert report.error == f"the feed answered HTTP {status}"
     assert "feed-token-123" not in json.dumps(report.as_dict())
-    assert deployed.catalog.all() == []
+    assert deployed.tables.catalog.all() == []
 
 
 class FeedServer(http.server.BaseHTTPRequestHandler):
@@ -321,7 +336,10 @@ def server() -> Iterator[str]:
 def test_a_real_http_fetch_sends_the_token(services: Services, server: str) -> None:
     reader = FeedReader(f"{server}/feed.json", lambda: "loopback-token")
     report = CatalogSync(
-        catalog=services.catalog, reader=reader, clock=services.clock, threshold_changed=services.detector.reconsider
+        catalog=services.tables.catalog,
+        reader=reader,
+        clock=services.clock,
+        threshold_changed=services.detector.reconsider,
     ).run()
     assert report.created == ["WW-A"]
     assert FeedServer.seen_tokens == ["Bearer loopback-token"]
@@ -330,7 +348,10 @@ def test_a_real_http_fetch_sends_the_token(services: Services, server: str) -> N
 def test_a_redirect_is_refused_so_the_token_goes_nowhere_else(services: Services, server: str) -> None:
     reader = FeedReader(f"{server}/moved", lambda: "loopback-token")
     report = CatalogSync(
-        catalog=services.catalog, reader=reader, clock=services.clock, threshold_changed=services.detector.reconsider
+        catalog=services.tables.catalog,
+        reader=reader,
+        clock=services.clock,
+        threshold_changed=services.detector.reconsider,
     ).run()
     assert report.error == "the feed answered HTTP 302"
     assert FeedServer.seen_tokens == ["Bearer loopback-token"]  # one request: the redirect was not followed
@@ -339,6 +360,9 @@ def test_a_redirect_is_refused_so_the_token_goes_nowhere_else(services: Services
 def test_an_unreachable_feed_is_reported(services: Services) -> None:
     reader = FeedReader("http://127.0.0.1:9/feed.json", lambda: None)
     report = CatalogSync(
-        catalog=services.catalog, reader=reader, clock=services.clock, threshold_changed=services.detector.reconsider
+        catalog=services.tables.catalog,
+        reader=reader,
+        clock=services.clock,
+        threshold_changed=services.detector.reconsider,
     ).run()
     assert report.error and report.error.startswith("the feed could not be fetched")

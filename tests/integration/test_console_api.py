@@ -48,7 +48,9 @@ def stack_clock(clock: FixedClock) -> ConsoleClock:
 @pytest.fixture
 def stack_services(session: boto3.session.Session, env: dict[str, str], stack_clock: ConsoleClock) -> Services:
     """Services as the local stack builds them: on the stack's clock, sender verified, sends stamped."""
-    services = Services(settings_from_env(env), Aws(REGION, session=session), stack_clock, model=FakeBedrock())
+    services = Services(
+        settings_from_env(env), aws=Aws(REGION, session=session), clock=stack_clock, model=FakeBedrock()
+    )
     verify_sender(services)
     outbox.record_sends(stack_clock)
     return services
@@ -76,7 +78,7 @@ def console(stack: Stack) -> FlaskClient:
 @pytest.fixture
 def throw(stack_services: Services) -> str:
     """A sold-out product in the catalogue."""
-    stack_services.catalog.upsert(THROW, dict(PRODUCT))
+    stack_services.tables.catalog.upsert(THROW, dict(PRODUCT))
     return THROW
 
 
@@ -452,7 +454,7 @@ def test_put_catalog_creates_a_product_then_updates_it(console: FlaskClient, sta
     updated = console.put("/api/catalog/NEW-LAMP", json={"threshold": 4, "voice": "brisk"})
 
     assert updated.status_code == 200
-    product = stack_services.catalog.get("NEW-LAMP")
+    product = stack_services.tables.catalog.get("NEW-LAMP")
     assert product is not None
     assert (product["threshold"], product["voice"], product["name"]) == (4, "brisk", PRODUCT["name"])
     assert product["checkout_url"] == PRODUCT["checkout_url"]
@@ -483,7 +485,7 @@ def test_put_catalog_refuses_bad_settings(
     response = console.put("/api/catalog/NEW-LAMP", json=body)
     assert response.status_code == 400
     assert response.get_json()["error"] == error
-    assert stack_services.catalog.get("NEW-LAMP") is None
+    assert stack_services.tables.catalog.get("NEW-LAMP") is None
 
 
 def test_put_catalog_needs_a_json_object_and_a_good_sku(console: FlaskClient, throw: str) -> None:
@@ -559,7 +561,7 @@ def test_status_reports_capabilities_clock_and_queue_depths(console: FlaskClient
 def test_the_demo_catalogue_loads_through_the_apps_catalogue_sync(stack: Stack, stack_services: Services) -> None:
     skus = demo.load(stack, demo.DEMO_CATALOG)
 
-    products = {p["sku"]: p for p in stack_services.catalog.all()}
+    products = {p["sku"]: p for p in stack_services.tables.catalog.all()}
     assert sorted(skus) == sorted(products)
     assert len(products) >= 3
     assert all(p["checkout_url"].startswith("http://127.0.0.1:8001/checkout?") for p in products.values())
@@ -571,4 +573,4 @@ def test_without_catalogue_sync_the_demo_products_are_upserted_directly(stack: S
 
     skus = demo.load(bare, demo.DEMO_CATALOG)
 
-    assert sorted(skus) == sorted(p["sku"] for p in stack_services.catalog.all())
+    assert sorted(skus) == sorted(p["sku"] for p in stack_services.tables.catalog.all())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -14,7 +15,7 @@ from app import DETECT_STATUS
 from chalicelib.aws import Aws
 from chalicelib.clock import iso
 from chalicelib.config import settings_from_env
-from chalicelib.detect import DetectOutcome, DetectService, restock_id_for
+from chalicelib.detect import DetectOutcome, restock_id_for
 from chalicelib.errors import InvalidSignature
 from chalicelib.jobs import Job, JobQueue
 from chalicelib.owed import ENQUEUE_LEASE_S, OwedJobs
@@ -24,7 +25,7 @@ from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
 from tests.inventory import body, deliver, queued, restocks, signed
-from tests.support import CHAIR, REGION, CrashAt, InjectedCrash
+from tests.support import CHAIR, REGION, CrashAt, InjectedCrash, rebuilt
 
 OTHER_SECRET = "whsec_" + "b3RoZXItc2VjcmV0LW5vdC10aGUtc2hvcHMtc2VjcmV0"
 NEW_SECRET = "whsec_" + "bmV3LXJvdGF0ZWQtd2ViaG9vay1zZWNyZXQtMzJieXRlcw=="
@@ -36,7 +37,7 @@ def ago(services: Services, seconds: float) -> str:
 
 
 def audit(services: Services, sku: str, kind: str) -> list[dict[str, Any]]:
-    return [fact for fact in services.audit.for_sku(sku) if fact["kind"] == kind]
+    return [fact for fact in services.tables.audit.for_sku(sku) if fact["kind"] == kind]
 
 
 def only_restock(services: Services, sku: str) -> dict[str, Any]:
@@ -119,14 +120,14 @@ BAD_DELIVERIES = {
 @pytest.mark.parametrize("build", BAD_DELIVERIES.values(), ids=BAD_DELIVERIES.keys())
 def test_a_bad_signature_is_refused_before_anything_is_read(services: Services, chair: str, build: Any) -> None:
     raw, headers = build(services, chair)
-    dynamodb, sqs = Calls(services.catalog.table.meta.client), Calls(services.aws.sqs)
+    dynamodb, sqs = Calls(services.tables.catalog.table.meta.client), Calls(services.aws.sqs)
     with pytest.raises(InvalidSignature) as error:
         services.detector.handle(raw, headers)
     assert error.value.status == 401
     assert error.value.code == "invalid_signature"
     assert dynamodb.names == [] and sqs.names == []
     assert restocks(services, chair) == []
-    assert "level" not in services.catalog.get(chair)
+    assert "level" not in services.tables.catalog.get(chair)
 
 
 def test_a_valid_signature_is_accepted(services: Services, chair: str) -> None:
@@ -146,8 +147,8 @@ def rotating(session: boto3.session.Session, clock: FixedClock, env: dict[str, s
     """Services during a secret rotation: the old and the new webhook secret are both configured."""
     old = env["WEBHOOK_SECRET"]
     rotated = {**env, "WEBHOOK_SECRET": f"{old} {NEW_SECRET}"}
-    services = Services(settings_from_env(rotated), Aws(REGION, session=session), clock, model=FakeBedrock())
-    services.catalog.upsert("CHAIR-WALNUT", dict(CHAIR))
+    services = Services(settings_from_env(rotated), aws=Aws(REGION, session=session), clock=clock, model=FakeBedrock())
+    services.tables.catalog.upsert("CHAIR-WALNUT", dict(CHAIR))
     return services
 
 
@@ -183,21 +184,21 @@ def test_below_to_above_records_one_restock_and_queues_its_job(services: Service
     assert queued(services) == [
         {"sku": chair, "restock_id": outcome.restock_id, "restock_ts": restock["restock_ts"], "kind": "restock"}
     ]
-    product = services.catalog.get(chair)
+    product = services.tables.catalog.get(chair)
     assert (product["level"], product["open_restock_id"]) == (4, outcome.restock_id)
 
 
 def test_above_to_above_is_no_restock(services: Services) -> None:
-    services.catalog.upsert("MUG", {**CHAIR, "threshold": 3})
+    services.tables.catalog.upsert("MUG", {**CHAIR, "threshold": 3})
     deliver(services, "MUG", 2)  # below 3: nothing
-    services.catalog.upsert("MUG", {"threshold": 1})  # now 2 is above the threshold, with no restock open
+    services.tables.catalog.upsert("MUG", {"threshold": 1})  # now 2 is above the threshold, with no restock open
     assert deliver(services, "MUG", 4) == DetectOutcome("no_restock", "no_crossing")
     assert restocks(services, "MUG") == []
     assert queued(services) == []
 
 
 def test_a_level_that_never_reaches_the_threshold_is_no_restock(services: Services) -> None:
-    services.catalog.upsert("MUG", {**CHAIR, "threshold": 3})
+    services.tables.catalog.upsert("MUG", {**CHAIR, "threshold": 3})
     deliver(services, "MUG", 0)
     assert deliver(services, "MUG", 2) == DetectOutcome("no_restock", "no_crossing")
     assert restocks(services, "MUG") == []
@@ -205,7 +206,7 @@ def test_a_level_that_never_reaches_the_threshold_is_no_restock(services: Servic
 
 
 def test_exactly_at_the_threshold_is_a_restock(services: Services) -> None:
-    services.catalog.upsert("MUG", {**CHAIR, "threshold": 3})
+    services.tables.catalog.upsert("MUG", {**CHAIR, "threshold": 3})
     deliver(services, "MUG", 2)
     assert deliver(services, "MUG", 3).status == "restock"
     assert only_restock(services, "MUG")["units_total"] == 3
@@ -230,7 +231,7 @@ def test_an_out_of_order_delivery_never_makes_a_false_crossing(services: Service
     assert deliver(services, chair, 0, occurred_at=ago(services, 60)) == DetectOutcome("no_restock", "no_crossing")
     assert deliver(services, chair, 5, occurred_at=ago(services, 360)) == DetectOutcome("no_restock", "stale")
     assert restocks(services, chair) == []
-    product = services.catalog.get(chair)
+    product = services.tables.catalog.get(chair)
     assert product["level"] == 0
     assert queued(services) == []
 
@@ -274,7 +275,7 @@ def test_a_late_retry_after_the_restock_closed_makes_no_second_restock(
     # The platform retries the first delivery (same id, fresh timestamp, no occurred_at).
     assert deliver(services, chair, 5, webhook_id="msg_crossing").reason == "duplicate"
     assert len(restocks(services, chair)) == 1
-    assert "open_restock_id" not in (services.catalog.get(chair, consistent=True) or {})
+    assert "open_restock_id" not in (services.tables.catalog.get(chair, consistent=True) or {})
 
 
 def test_a_redelivery_with_a_fresh_timestamp_is_still_a_duplicate(services: Services, chair: str) -> None:
@@ -339,8 +340,7 @@ def crashing(services: Services) -> Any:
     """Services whose detector crashes once at a named point."""
 
     def build(point: str) -> Services:
-        services.faults = CrashAt(point)
-        return services
+        return rebuilt(services, faults=CrashAt(point))
 
     return build
 
@@ -432,14 +432,8 @@ class FailingFirstSend(JobQueue):
 
 
 def test_a_failed_send_gives_the_lease_back_so_the_retry_sends_at_once(services: Services, chair: str) -> None:
-    detector = DetectService(
-        catalog=services.catalog,
-        restocks=services.restocks,
-        throttle=services.throttle,
-        audit=services.audit,
-        owed=OwedJobs(restocks=services.restocks, jobs=FailingFirstSend(services.jobs)),
-        clock=services.clock,
-        secrets=services.webhook_secrets,
+    detector = replace(
+        services.detector, owed=OwedJobs(restocks=services.tables.restocks, jobs=FailingFirstSend(services.jobs))
     )
     text = body(chair, 2)
     with pytest.raises(ConnectionError):
@@ -453,7 +447,7 @@ def test_the_sweep_reads_the_pending_index_never_a_scan(crashing: Any, chair: st
     services = crashing("detect.after_restock_written")
     crash_once(services, chair, "msg_crash")
     clock.advance(61)
-    calls = Calls(services.restocks.table.meta.client)
+    calls = Calls(services.tables.restocks.table.meta.client)
     services.detector.requeue_pending()
     assert "Scan" not in calls.names
     assert calls.names[0] == "Query"
@@ -503,7 +497,7 @@ def test_a_rise_whose_top_up_was_lost_is_sent_by_the_sweep(crashing: Any, chair:
 
 def take_units(services: Services, restock: dict[str, Any], *, offers: int, holds: int) -> None:
     """Offers and holds as the notifier and reserve step move the counters (DESIGN §4)."""
-    table = services.restocks
+    table = services.tables.restocks
     client = table.table.meta.client
     for _ in range(offers):
         transact(client, [table.take_offers_item(restock["sku"], restock["restock_ts"], 1)])
@@ -531,7 +525,7 @@ def test_a_fall_lowers_what_can_still_be_offered_and_holds_stand(
 
 
 def test_a_fall_below_the_threshold_closes_the_restock(services: Services, clock: FixedClock) -> None:
-    services.catalog.upsert("MUG", {**CHAIR, "threshold": 3})
+    services.tables.catalog.upsert("MUG", {**CHAIR, "threshold": 3})
     opened = deliver(services, "MUG", 5)
     clock.advance(1)
     assert deliver(services, "MUG", 2).adjusted == "closed"
@@ -542,16 +536,17 @@ def test_a_fall_below_the_threshold_closes_the_restock(services: Services, clock
     assert counters(restock) == (5, 2, 2)
     with pytest.raises(TransactionCancelled):
         transact(
-            services.restocks.table.meta.client, [services.restocks.take_offers_item("MUG", restock["restock_ts"], 1)]
+            services.tables.restocks.table.meta.client,
+            [services.tables.restocks.take_offers_item("MUG", restock["restock_ts"], 1)],
         )
-    product = services.catalog.get("MUG")
+    product = services.tables.catalog.get("MUG")
     assert "open_restock_id" not in product and "open_restock_ts" not in product
     [fact] = audit(services, "MUG", "restock_closed")
     assert (fact["restock_id"], fact["reason"]) == (opened.restock_id, "below_threshold")
 
 
 def test_closing_with_live_offers_keeps_the_counters_exact_as_they_lapse(services: Services, clock: FixedClock) -> None:
-    services.catalog.upsert("MUG", {**CHAIR, "threshold": 3})
+    services.tables.catalog.upsert("MUG", {**CHAIR, "threshold": 3})
     deliver(services, "MUG", 5)
     restock = only_restock(services, "MUG")
     take_units(services, restock, offers=2, holds=0)
@@ -559,9 +554,9 @@ def test_closing_with_live_offers_keeps_the_counters_exact_as_they_lapse(service
     deliver(services, "MUG", 2)
     # Two units on the shelf, both promised to live offers: units_offerable stays units_available less them.
     assert counters(only_restock(services, "MUG")) == (5, 2, 0)
-    client = services.restocks.table.meta.client
+    client = services.tables.restocks.table.meta.client
     for _ in range(2):  # both offers lapse unused, as the sweep would record it
-        transact(client, [services.restocks.release_offer_item("MUG", restock["restock_ts"])])
+        transact(client, [services.tables.restocks.release_offer_item("MUG", restock["restock_ts"])])
     assert counters(only_restock(services, "MUG")) == (5, 2, 2)
 
 
@@ -579,7 +574,10 @@ def test_a_fall_below_the_free_units_is_a_debt_that_a_small_rise_does_not_pay(
     assert counters(only_restock(services, chair))[1:] == (-1, -1)
     # Still a unit short of the holders already granted: nobody else may hold one (invariant 4).
     with pytest.raises(TransactionCancelled):
-        transact(services.restocks.table.meta.client, [services.restocks.hold_item(chair, restock["restock_ts"])])
+        transact(
+            services.tables.restocks.table.meta.client,
+            [services.tables.restocks.hold_item(chair, restock["restock_ts"])],
+        )
     clock.advance(1)
     deliver(services, chair, 6)
     assert counters(only_restock(services, chair))[1:] == (1, 1)
@@ -589,9 +587,9 @@ def test_a_level_that_includes_our_own_sales_is_not_a_fall(services: Services, c
     deliver(services, chair, 4)
     restock = only_restock(services, chair)
     take_units(services, restock, offers=2, holds=2)
-    client = services.restocks.table.meta.client
+    client = services.tables.restocks.table.meta.client
     for _ in range(2):  # both holders buy: the orders webhook is recorded before the platform's new level
-        transact(client, [services.restocks.sale_item(chair, restock["restock_ts"])])
+        transact(client, [services.tables.restocks.sale_item(chair, restock["restock_ts"])])
     clock.advance(1)
     outcome = deliver(services, chair, 2)
     current = only_restock(services, chair)
@@ -611,7 +609,9 @@ def test_a_level_that_includes_our_sale_and_a_walk_in_sale_lowers_by_the_walk_in
     deliver(services, chair, 4)
     restock = only_restock(services, chair)
     take_units(services, restock, offers=1, holds=1)
-    transact(services.restocks.table.meta.client, [services.restocks.sale_item(chair, restock["restock_ts"])])
+    transact(
+        services.tables.restocks.table.meta.client, [services.tables.restocks.sale_item(chair, restock["restock_ts"])]
+    )
     clock.advance(1)
     assert deliver(services, chair, 2).adjusted == "lowered"
     assert counters(only_restock(services, chair)) == (4, 2, 2)
@@ -645,9 +645,9 @@ def test_a_closed_restock_never_grows(services: Services, chair: str, clock: Fix
 
 
 def test_a_lowered_threshold_with_stock_on_hand_is_a_restock(services: Services, clock: FixedClock) -> None:
-    services.catalog.upsert("MUG", {**CHAIR, "threshold": 5})
+    services.tables.catalog.upsert("MUG", {**CHAIR, "threshold": 5})
     assert deliver(services, "MUG", 3).reason == "no_crossing"
-    services.catalog.upsert("MUG", {"threshold": 2})
+    services.tables.catalog.upsert("MUG", {"threshold": 2})
     opened = services.detector.reconsider("MUG")
     assert opened.status == "restock"
     restock = only_restock(services, "MUG")
@@ -661,9 +661,9 @@ def test_a_lowered_threshold_with_stock_on_hand_is_a_restock(services: Services,
 
 
 def test_a_threshold_still_above_the_level_opens_nothing(services: Services) -> None:
-    services.catalog.upsert("MUG", {**CHAIR, "threshold": 5})
+    services.tables.catalog.upsert("MUG", {**CHAIR, "threshold": 5})
     deliver(services, "MUG", 3)
-    services.catalog.upsert("MUG", {"threshold": 4})
+    services.tables.catalog.upsert("MUG", {"threshold": 4})
     assert services.detector.reconsider("MUG").reason == "below_threshold"
     assert restocks(services, "MUG") == []
 
@@ -671,7 +671,7 @@ def test_a_threshold_still_above_the_level_opens_nothing(services: Services) -> 
 def test_the_level_and_its_event_time_are_kept(services: Services, chair: str) -> None:
     at = ago(services, 90)
     deliver(services, chair, 0, webhook_id="msg_level", occurred_at=at)
-    product = services.catalog.get(chair)
+    product = services.tables.catalog.get(chair)
     assert product["level"] == 0
     assert product["level_webhook_id"] == "msg_level"
     assert iso(float(product["level_ts"])) == at
@@ -679,8 +679,8 @@ def test_the_level_and_its_event_time_are_kept(services: Services, chair: str) -
 
 def test_the_demand_index_lists_only_out_of_stock_skus_by_waiting_count(services: Services, clock: FixedClock) -> None:
     for sku, waiting in (("A", 3), ("B", 7), ("C", 1)):
-        services.catalog.upsert(sku, dict(CHAIR))
-        services.catalog.table.update_item(
+        services.tables.catalog.upsert(sku, dict(CHAIR))
+        services.tables.catalog.table.update_item(
             Key={"sku": sku}, UpdateExpression="SET waiting_count = :n", ExpressionAttributeValues={":n": waiting}
         )
         deliver(services, sku, 0)
@@ -688,7 +688,7 @@ def test_the_demand_index_lists_only_out_of_stock_skus_by_waiting_count(services
     deliver(services, "C", 4)  # back in stock: leaves the index
 
     def ranked() -> list[str]:
-        page = services.catalog.table.query(
+        page = services.tables.catalog.table.query(
             IndexName="by-demand", KeyConditionExpression=Key("demand_key").eq("out"), ScanIndexForward=False
         )
         return [item["sku"] for item in page["Items"]]
@@ -714,11 +714,11 @@ def test_an_unknown_sku_is_ignored_and_recorded(services: Services) -> None:
     assert DETECT_STATUS[outcome.status] == 200
     [fact] = audit(services, "NOT-SOLD-HERE", "unknown_sku_webhook")
     assert (fact["webhook_id"], fact["available"]) == ("msg_unknown", 5)
-    assert services.catalog.get("NOT-SOLD-HERE") is None
+    assert services.tables.catalog.get("NOT-SOLD-HERE") is None
     assert queued(services) == []
 
 
 def test_level_ts_is_stored_to_the_microsecond(services: Services, chair: str) -> None:
     at = int(services.clock.now()) - 60 + 0.123456
     deliver(services, chair, 0, occurred_at=iso(at))
-    assert services.catalog.get(chair)["level_ts"] == Decimal(f"{at:.6f}")
+    assert services.tables.catalog.get(chair)["level_ts"] == Decimal(f"{at:.6f}")

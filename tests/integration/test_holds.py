@@ -253,8 +253,8 @@ def test_a_shortened_offer_window_never_refuses_a_live_link(s: Scene) -> None:
 
     token_id = s.offer()
     # The shop shortens both windows after the notice went out: the row keeps the window it was given.
-    s.services.catalog.upsert(s.sku, {"offer_window_s": 300, "hold_window_s": 60})
-    s.services.catalog._cache.clear()
+    s.services.tables.catalog.upsert(s.sku, {"offer_window_s": 300, "hold_window_s": 60})
+    s.services.tables.catalog._cache.clear()
     link = URLSafeTimedSerializer(s.services.secrets.get("TOKEN_KEY"), salt="reserve", signer=SignedTenMinutesAgo)
     outcome = s.services.holds.reserve(link.dumps({"t": token_id}))
     assert outcome.kind == holds.HELD_NOW
@@ -263,7 +263,7 @@ def test_a_shortened_offer_window_never_refuses_a_live_link(s: Scene) -> None:
 
 def test_product_without_checkout_url_holds_nothing(s: Scene) -> None:
     token_id = s.offer()
-    s.services.catalog.upsert(s.sku, {"checkout_url": "javascript:alert(1)"})
+    s.services.tables.catalog.upsert(s.sku, {"checkout_url": "javascript:alert(1)"})
     assert s.tap(token_id).kind == holds.UNAVAILABLE
     assert s.row(token_id)["state"] == "offered"
     assert s.counters() == (2, 1)
@@ -272,7 +272,7 @@ def test_product_without_checkout_url_holds_nothing(s: Scene) -> None:
 def test_hold_goes_on_when_the_request_was_tidied_away(s: Scene) -> None:
     token_id = s.offer()
     # DynamoDB's TTL deletes on its own schedule; the shopper's unit must not be stranded by it.
-    s.services.requests.table.delete_item(Key={"sku": s.sku, "joined_ts": s.requests[0]["joined_ts"]})
+    s.services.tables.requests.table.delete_item(Key={"sku": s.sku, "joined_ts": s.requests[0]["joined_ts"]})
     assert s.tap(token_id).kind == holds.HELD_NOW
     assert s.counters() == (1, 1)
     s.clock.advance(CHAIR["hold_window_s"])
@@ -283,7 +283,7 @@ def test_hold_goes_on_when_the_request_was_tidied_away(s: Scene) -> None:
 def test_hold_refused_by_conflicts_writes_nothing(s: Scene) -> None:
     token_id = s.offer()
     row = s.row(token_id)
-    s.services.reservations.table.update_item(
+    s.services.tables.reservations.table.update_item(
         Key={"token_id": token_id},
         UpdateExpression="SET #s = :held",
         ExpressionAttributeNames={"#s": "state"},
@@ -312,7 +312,7 @@ def detected_scene(services: Services, clock: FixedClock, units: int, people: in
     from chalicelib.detect import InventoryEvent
 
     sku = "CHAIR-WALNUT"
-    services.catalog.upsert(sku, dict(CHAIR))
+    services.tables.catalog.upsert(sku, dict(CHAIR))
     requests = []
     for i in range(people):
         requests.append(join_request(services, sku, f"+4474003000{i:02d}", clock.now()))
@@ -320,8 +320,8 @@ def detected_scene(services: Services, clock: FixedClock, units: int, people: in
     services.detector.apply("wh_level_0", clock.now(), InventoryEvent(sku, 0, None))
     clock.advance(1)
     services.detector.apply("wh_restock", clock.now(), InventoryEvent(sku, units, None))
-    product = services.catalog.get(sku, consistent=True) or {}
-    restock = services.restocks.get(sku, str(product["open_restock_ts"])) or {}
+    product = services.tables.catalog.get(sku, consistent=True) or {}
+    restock = services.tables.restocks.get(sku, str(product["open_restock_ts"])) or {}
     return Scene(services, clock, sku, restock, requests, [])
 
 
@@ -366,7 +366,11 @@ def test_crash_after_the_hold_commits_is_answered_by_the_next_tap(s: Scene) -> N
 
     token_id = s.offer()
     crashing = Services(
-        s.services.settings, s.services.aws, s.clock, faults=CrashAt("reserve.after_hold"), model=FakeBedrock()
+        s.services.settings,
+        aws=s.services.aws,
+        clock=s.clock,
+        faults=CrashAt("reserve.after_hold"),
+        model=FakeBedrock(),
     )
     with pytest.raises(InjectedCrash):
         crashing.holds.reserve(s.services.tokens.reserve(token_id))
@@ -378,7 +382,7 @@ def test_crash_after_the_hold_commits_is_answered_by_the_next_tap(s: Scene) -> N
 def test_a_lapse_never_promises_more_than_the_units_left(s: Scene) -> None:
     token_id = s.offer()
     # Counters that already gave this promise back (as a floored level fall would): available 2, offerable 2.
-    s.services.restocks.table.update_item(
+    s.services.tables.restocks.table.update_item(
         Key={"sku": s.sku, "restock_ts": s.restock["restock_ts"]},
         UpdateExpression="SET units_offerable = :two",
         ExpressionAttributeValues={":two": 2},

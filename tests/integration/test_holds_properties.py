@@ -43,9 +43,9 @@ def machine_for(base: Services) -> type[RuleBasedStateMachine]:
         def __init__(self) -> None:
             super().__init__()
             self.clock = FixedClock(float(int(time.time())))
-            self.services = Services(base.settings, base.aws, self.clock, model=FakeBedrock())
+            self.services = Services(base.settings, aws=base.aws, clock=self.clock, model=FakeBedrock())
             self.sku = f"PROP-{next(_skus)}"
-            self.services.catalog.upsert(self.sku, dict(CHAIR))
+            self.services.tables.catalog.upsert(self.sku, dict(CHAIR))
             self.requests: list[dict[str, Any]] = []
             self.tokens: dict[int, str] = {}
             self.total = 0
@@ -128,7 +128,7 @@ def machine_for(base: Services) -> type[RuleBasedStateMachine]:
 
         def _adjust(self, delta: int, *, total: bool = False) -> None:
             expression = "ADD units_available :d, units_offerable :d" + (", units_total :d" if total else "")
-            self.services.restocks.table.update_item(
+            self.services.tables.restocks.table.update_item(
                 Key={"sku": self.sku, "restock_ts": self.restock_item["restock_ts"]},
                 UpdateExpression=expression,
                 ExpressionAttributeValues={":d": delta},
@@ -137,13 +137,13 @@ def machine_for(base: Services) -> type[RuleBasedStateMachine]:
         # --- reading the tables back
 
         def counters(self) -> tuple[int, int]:
-            item = self.services.restocks.get(self.sku, self.restock_item["restock_ts"]) or {}
+            item = self.services.tables.restocks.get(self.sku, self.restock_item["restock_ts"]) or {}
             return int(item["units_available"]), int(item["units_offerable"])
 
         def rows(self) -> dict[int, dict[str, Any]]:
             if not self.tokens:
                 return {}
-            name = self.services.reservations.name
+            name = self.services.tables.reservations.name
             found = self.services.aws.dynamodb.batch_get_item(
                 RequestItems={name: {"Keys": [{"token_id": t} for t in self.tokens.values()], "ConsistentRead": True}}
             )["Responses"][name]
@@ -168,12 +168,12 @@ def machine_for(base: Services) -> type[RuleBasedStateMachine]:
             if self.cut == 0:
                 assert states["offered"] <= available
             # 6. Exactly once: one audit fact per move, each request moved with its own row.
-            facts = Counter(str(f["kind"]) for f in self.services.audit.for_sku(self.sku))
+            facts = Counter(str(f["kind"]) for f in self.services.tables.audit.for_sku(self.sku))
             assert facts["hold"] == states["held"] + states["converted"] + states["expired"]
             assert facts["expiry"] == states["expired"]
             assert facts["conversion"] == states["converted"]
             assert facts["lapse"] + facts["just_gone"] == states["lapsed"]
-            places = {r["joined_ts"]: r for r in self.services.requests.queue(self.sku, active_only=False)}
+            places = {r["joined_ts"]: r for r in self.services.tables.requests.queue(self.sku, active_only=False)}
             for i, request in enumerate(self.requests):
                 current = places[request["joined_ts"]]
                 row = rows.get(i)
@@ -183,7 +183,7 @@ def machine_for(base: Services) -> type[RuleBasedStateMachine]:
                 assert current["state"] == ROW_TO_REQUEST.get(row["state"], "waiting")
                 assert current.get("offer_token") == (row["token_id"] if row["state"] in ("offered", "held") else None)
                 assert current["last_notified_restock"] == self.restock_item["restock_id"]
-            product = self.services.catalog.get(self.sku, consistent=True) or {}
+            product = self.services.tables.catalog.get(self.sku, consistent=True) or {}
             assert int(product["waiting_count"]) == sum(1 for r in places.values() if r["state"] in ACTIVE)
 
     return HoldsMachine

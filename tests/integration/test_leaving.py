@@ -10,7 +10,7 @@ from chalicelib.leaving import GONE, HOLDING, LEFT, RELEASED
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.scenes import scene
-from tests.support import CrashAt, InjectedCrash, queued_jobs
+from tests.support import CrashAt, InjectedCrash, queued_jobs, rebuilt
 
 
 def test_leaving_a_waiting_place_removes_it_with_its_uniqueness_item(services: Services, clock: FixedClock) -> None:
@@ -18,11 +18,11 @@ def test_leaving_a_waiting_place_removes_it_with_its_uniqueness_item(services: S
     assert s.waiting_count() == 2
     exit_ = services.exits.leave(s.request(0), reason="manage")
     assert exit_.outcome == LEFT
-    assert services.requests.get(s.sku, s.requests[0]["joined_ts"]) is None
-    assert services.requests.get_unique(s.sku, s.requests[0]["contact_key"]) is None
+    assert services.tables.requests.get(s.sku, s.requests[0]["joined_ts"]) is None
+    assert services.tables.requests.get_unique(s.sku, s.requests[0]["contact_key"]) is None
     assert s.waiting_count() == 1
-    assert services.requests.position(s.sku, s.requests[1]["joined_ts"]) == 1
-    [fact] = [f for f in services.audit.for_sku(s.sku) if f["kind"] == "leave"]
+    assert services.tables.requests.position(s.sku, s.requests[1]["joined_ts"]) == 1
+    [fact] = [f for f in services.tables.audit.for_sku(s.sku) if f["kind"] == "leave"]
     assert fact["reason"] == "manage"
     assert fact["contact_key"] == s.requests[0]["contact_key"]
     assert "contact" not in fact
@@ -47,9 +47,9 @@ def test_leaving_with_a_live_offer_releases_it_and_queues_a_top_up(services: Ser
 def test_a_crash_after_releasing_is_finished_by_the_sweep(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=2)
     token = s.offer(0)
-    services.exits.faults = CrashAt("leave.after_release")
+    crashing = rebuilt(services, faults=CrashAt("leave.after_release"))
     with pytest.raises(InjectedCrash):
-        services.exits.leave(s.request(0), reason="stop")
+        crashing.exits.leave(s.request(0), reason="stop")
     assert s.counters() == (1, 1)
     assert queued_jobs(services) == []
     assert s.row(token)["due_at"] <= clock.now()
@@ -64,7 +64,7 @@ def test_leaving_after_the_stock_fell_never_over_promises(services: Services, cl
     s = scene(services, clock, units=1, people=2)
     token = s.offer(0)
     # The shop's level fell to zero while the offer was out: detection floors both counters at zero.
-    services.restocks.table.update_item(
+    services.tables.restocks.table.update_item(
         Key={"sku": s.sku, "restock_ts": s.restock["restock_ts"]},
         UpdateExpression="SET units_available = :zero, units_offerable = :zero",
         ExpressionAttributeValues={":zero": 0},
@@ -73,7 +73,7 @@ def test_leaving_after_the_stock_fell_never_over_promises(services: Services, cl
     assert exit_.outcome == RELEASED
     assert s.counters() == (0, 0)
     assert s.row(token)["state"] == "lapsed"
-    assert services.requests.get(s.sku, s.requests[0]["joined_ts"]) is None
+    assert services.tables.requests.get(s.sku, s.requests[0]["joined_ts"]) is None
     assert s.waiting_count() == 1
 
 
@@ -111,7 +111,7 @@ def test_leave_all_covers_every_sku(services: Services, clock: FixedClock) -> No
     from tests.builders import join_request
 
     s = scene(services, clock, units=1, people=1)
-    services.catalog.upsert("LAMP", {"name": "Brass lamp"})
+    services.tables.catalog.upsert("LAMP", {"name": "Brass lamp"})
     join_request(services, "LAMP", s.requests[0]["contact"], clock.now())
     exits = services.exits.leave_all(s.requests[0]["contact_key"], reason="admin")
     assert sorted((e.sku, e.outcome) for e in exits) == [("CHAIR-WALNUT", LEFT), ("LAMP", LEFT)]
@@ -148,7 +148,7 @@ def test_unsubscribing_while_the_notifier_runs_keeps_every_count_right(services:
     # Top-ups for the offers that were passed on tell the next people.
     for job in queued_jobs(services):
         services.notifier.handle(job, lambda: 60_000)
-    live = list(services.requests.queue(s.sku))
+    live = list(services.tables.requests.queue(s.sku))
     assert {r["contact_key"] for r in live}.isdisjoint({r["contact_key"] for r in leavers})
     assert s.waiting_count() == len(live) == 6
     offered = [r for r in live if r["state"] == "offered"]

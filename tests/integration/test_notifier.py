@@ -6,6 +6,7 @@ import json
 import math
 import threading
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -16,7 +17,6 @@ from chalicelib.metrics import (
     SEND_FAILURES,
     UNITS_OFFERABLE,
     UNITS_TOTAL,
-    MetricsFactory,
     skip_metric,
 )
 from chalicelib.notifier import (
@@ -41,7 +41,7 @@ from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
 from tests.builders import add_many_requests, add_request, add_restock, joined, key_of, make_offer
 from tests.notices import FlakySns, email_outbox, plenty, sms_outbox, verify_sender
-from tests.support import CHAIR, CrashAt, InjectedCrash, queued_jobs
+from tests.support import CHAIR, CrashAt, InjectedCrash, queued_jobs, rebuilt
 
 SKU = "CHAIR-WALNUT"
 
@@ -49,7 +49,7 @@ SKU = "CHAIR-WALNUT"
 @pytest.fixture
 def shop(services: Services) -> Services:
     """A shop selling the chair, with its From address verified in SES."""
-    services.catalog.upsert(SKU, dict(CHAIR))
+    services.tables.catalog.upsert(SKU, dict(CHAIR))
     verify_sender(services)
     return services
 
@@ -64,13 +64,13 @@ def line_up(services: Services, clock: FixedClock, count: int, start: int = 0) -
     return numbers
 
 
-def refuse_sms(shop: Services, refusals: dict[str, int]) -> FlakySns:
-    """Send through an SMS provider that refuses these numbers so many times each; returns the provider."""
+def refuse_sms(shop: Services, refusals: dict[str, int]) -> tuple[Services, FlakySns]:
+    """The shop sending through an SMS provider that refuses these numbers so many times each, and the provider."""
     flaky = FlakySns(shop.aws.sns, refusals)
-    shop.senders = Senders(
+    senders = Senders(
         SmsSender(flaky), EmailSender(shop.aws.sesv2, shop.settings.ses_from), sms_per_second=50, email_per_second=50
     )
-    return flaky
+    return rebuilt(shop, senders=senders), flaky
 
 
 def told() -> list[str]:
@@ -78,16 +78,16 @@ def told() -> list[str]:
 
 
 def restock_item(services: Services, job: Job) -> dict[str, Any]:
-    return services.restocks.get(job.sku, job.restock_ts) or {}
+    return services.tables.restocks.get(job.sku, job.restock_ts) or {}
 
 
 def offers(services: Services, job: Job) -> list[dict[str, Any]]:
-    rows = services.reservations.table.scan()["Items"]
+    rows = services.tables.reservations.table.scan()["Items"]
     return [r for r in rows if r["restock_id"] == job.restock_id]
 
 
 def audit(services: Services, kind: str) -> list[dict[str, Any]]:
-    return [fact for fact in services.audit.for_sku(SKU) if fact["kind"] == kind]
+    return [fact for fact in services.tables.audit.for_sku(SKU) if fact["kind"] == kind]
 
 
 def test_notices_go_oldest_first_with_ties_broken_by_the_suffix(shop: Services, clock: FixedClock) -> None:
@@ -111,7 +111,7 @@ def test_notices_go_oldest_first_with_ties_broken_by_the_suffix(shop: Services, 
         (2, key_of(shop, "+447400900002")),
         (3, key_of(shop, "+447400900003")),
     ]
-    assert shop.requests.get(SKU, joined(5, now, "00000c"))["state"] == "waiting"
+    assert shop.tables.requests.get(SKU, joined(5, now, "00000c"))["state"] == "waiting"
 
 
 def test_the_cap_is_exact(shop: Services, clock: FixedClock) -> None:
@@ -127,7 +127,7 @@ def test_the_cap_is_exact(shop: Services, clock: FixedClock) -> None:
     rows = offers(shop, job)
     assert len(rows) == 4 and {r["state"] for r in rows} == {"offered"}
     assert all(int(r["due_at"]) == int(clock.now()) + CHAIR["offer_window_s"] for r in rows)
-    states = Counter(r["state"] for r in shop.requests.queue(SKU))
+    states = Counter(r["state"] for r in shop.tables.requests.queue(SKU))
     assert states == {"offered": 4, "waiting": 6}
     assert outcome.metrics[NOTICES_SENT] == 4
     assert outcome.metrics[UNITS_TOTAL] == 4 and outcome.metrics[UNITS_OFFERABLE] == 4
@@ -138,7 +138,7 @@ def test_every_skip_reason_is_audited_and_counted(shop: Services, clock: FixedCl
     job = add_restock(shop, SKU, 5, now)
     other = add_restock(shop, SKU, 1, now - 86400, webhook_id="wh_old")
     add_request(shop, SKU, "+447400800001", joined(1, now), now)
-    shop.optout.add(key_of(shop, "+447400800001"), "stop", now)
+    shop.tables.optout.add(key_of(shop, "+447400800001"), "stop", now)
     add_request(shop, SKU, "+447400800002", joined(2, now), now, last_notified_restock=job.restock_id)
     add_request(shop, SKU, "+447400800003", joined(3, now), now, state="converted")
     add_request(
@@ -173,7 +173,7 @@ def test_every_skip_reason_is_audited_and_counted(shop: Services, clock: FixedCl
 
 def test_an_opted_out_contact_is_never_messaged_even_while_queued(shop: Services, clock: FixedClock) -> None:
     [number] = line_up(shop, clock, 1)
-    shop.optout.add(key_of(shop, number), "unsubscribe", clock.now())
+    shop.tables.optout.add(key_of(shop, number), "unsubscribe", clock.now())
     outcome = shop.notifier.handle(add_restock(shop, SKU, 3, clock.now()), plenty)
     assert outcome.notices == 0 and told() == []
 
@@ -226,16 +226,16 @@ def test_two_invocations_of_one_job_at_once_tell_each_person_once(shop: Services
 
 def test_a_failed_send_is_rolled_back_and_the_retry_sends_it_exactly_once(shop: Services, clock: FixedClock) -> None:
     numbers = line_up(shop, clock, 4)
-    flaky = refuse_sms(shop, {numbers[1]: 1})
+    shop, flaky = refuse_sms(shop, {numbers[1]: 1})
     job = add_restock(shop, SKU, 3, clock.now())
-    failing = shop.requests.get(SKU, joined(1, clock.now()))
+    failing = shop.tables.requests.get(SKU, joined(1, clock.now()))
 
     with pytest.raises(SendFailed):
         shop.notifier.handle(job, plenty)
 
     assert flaky.refused == [numbers[1]]
     assert numbers[1] not in told()
-    after = shop.requests.get(SKU, failing["joined_ts"])
+    after = shop.tables.requests.get(SKU, failing["joined_ts"])
     assert after["state"] == "waiting"
     assert "last_notified_restock" not in after and "offer_token" not in after
     assert all(r["request_joined_ts"] != failing["joined_ts"] for r in offers(shop, job))
@@ -256,8 +256,8 @@ def test_a_failed_send_is_counted_in_the_emf_metrics(
     shop: Services, clock: FixedClock, capsys: pytest.CaptureFixture[str]
 ) -> None:
     numbers = line_up(shop, clock, 1)
-    shop.metrics = MetricsFactory("BackInStockTest", enabled=True)
-    refuse_sms(shop, {numbers[0]: 1})
+    shop = rebuilt(shop, settings=replace(shop.settings, metrics_namespace="BackInStockTest", metrics_enabled=True))
+    shop, _ = refuse_sms(shop, {numbers[0]: 1})
     job = add_restock(shop, SKU, 2, clock.now())
     with pytest.raises(SendFailed):
         shop.notifier.handle(job, plenty)
@@ -275,7 +275,9 @@ def test_a_crash_between_transaction_and_send_sends_nothing_and_leaves_the_offer
 ) -> None:
     numbers = line_up(shop, clock, 3)
     job = add_restock(shop, SKU, 2, clock.now())
-    crashing = Services(shop.settings, shop.aws, clock, faults=CrashAt(AFTER_OFFER_COMMITTED), model=FakeBedrock())
+    crashing = Services(
+        shop.settings, aws=shop.aws, clock=clock, faults=CrashAt(AFTER_OFFER_COMMITTED), model=FakeBedrock()
+    )
 
     with pytest.raises(InjectedCrash):
         crashing.notifier.handle(job, plenty)
@@ -286,12 +288,12 @@ def test_a_crash_between_transaction_and_send_sends_nothing_and_leaves_the_offer
     assert [r["request_joined_ts"] for r in rows] == [joined(0, clock.now()), joined(1, clock.now())]
     assert all(r["state"] == "offered" and int(r["due_at"]) == int(r["offer_expires_at"]) for r in rows)
     for i in (0, 1):
-        request = shop.requests.get(SKU, joined(i, clock.now()))
+        request = shop.tables.requests.get(SKU, joined(i, clock.now()))
         assert request["state"] == "offered" and request["last_notified_restock"] == job.restock_id
     assert int(restock_item(shop, job)["units_offerable"]) == 0
 
     # A unit comes back: the retry does not send the crashed offers, it tells the next person.
-    shop.restocks.table.update_item(
+    shop.tables.restocks.table.update_item(
         Key={"sku": SKU, "restock_ts": job.restock_ts},
         UpdateExpression="ADD units_offerable :one",
         ExpressionAttributeValues={":one": 1},
@@ -325,7 +327,7 @@ class WireLog:
     """The DynamoDB requests one client sends, as they go on the wire, by operation."""
 
     def __init__(self, services: Services, *operations: str) -> None:
-        self.events = services.requests.table.meta.client.meta.events
+        self.events = services.tables.requests.table.meta.client.meta.events
         self.operations = operations
         self.bodies: dict[str, list[dict[str, Any]]] = {op: [] for op in operations}
 
@@ -353,7 +355,7 @@ def test_offers_are_committed_a_batch_per_transaction(shop: Services, clock: Fix
     with WireLog(shop, "TransactWriteItems") as wire:
         outcome = shop.notifier.handle(job, plenty)
 
-    transactions = [len(items) for items in wire.transactions() if shop.reservations.name in tables_of(items)]
+    transactions = [len(items) for items in wire.transactions() if shop.tables.reservations.name in tables_of(items)]
     assert outcome.notices == 100 and sorted(told()) == numbers
     assert len(transactions) == math.ceil(100 / OFFER_BATCH)
     assert transactions[0] == 2 * OFFER_BATCH + 1 and max(transactions) <= 100
@@ -373,17 +375,17 @@ def test_a_big_restock_reads_pages_sized_to_the_units_and_records_notices_a_batc
         outcome = shop.notifier.handle(job, plenty)
 
     assert outcome.notices == 300
-    queue_reads = [body["Limit"] for body in wire.bodies["Query"] if body["TableName"] == shop.requests.name]
+    queue_reads = [body["Limit"] for body in wire.bodies["Query"] if body["TableName"] == shop.tables.requests.name]
     # A short first page, so the first notices go out at once; then the units left, in one read.
     assert queue_reads[:2] == [100, 200] and len(queue_reads) <= 3
-    fact_writes = [len(items) for items in wire.transactions() if tables_of(items) == {shop.audit.name}]
+    fact_writes = [len(items) for items in wire.transactions() if tables_of(items) == {shop.tables.audit.name}]
     assert sum(fact_writes) == 300 and max(fact_writes) == 25 and len(fact_writes) == 12
     assert len(audit(shop, "notice_sent")) == 300
 
 
 def test_notices_sent_before_a_failed_send_are_still_recorded(shop: Services, clock: FixedClock) -> None:
     numbers = line_up(shop, clock, 30)
-    refuse_sms(shop, {numbers[29]: 1})
+    shop, _ = refuse_sms(shop, {numbers[29]: 1})
     job = add_restock(shop, SKU, 30, clock.now())
 
     with pytest.raises(SendFailed):
@@ -402,10 +404,14 @@ def test_a_request_told_meanwhile_by_another_notifier_is_skipped_and_the_rest_of
     restock = restock_item(shop, job)
 
     def other_notifier_tells_late() -> None:
-        make_offer(shop, restock, shop.requests.get(SKU, joined(late, clock.now())), clock.now())
+        make_offer(shop, restock, shop.tables.requests.get(SKU, joined(late, clock.now())), clock.now())
 
     notifier = Services(
-        shop.settings, shop.aws, clock, faults=AfterFirstCommit(other_notifier_tells_late), model=FakeBedrock()
+        shop.settings,
+        aws=shop.aws,
+        clock=clock,
+        faults=AfterFirstCommit(other_notifier_tells_late),
+        model=FakeBedrock(),
     ).notifier
 
     outcome = notifier.handle(job, plenty)
@@ -432,14 +438,14 @@ def test_a_batch_larger_than_the_units_left_offers_exactly_those_units_oldest_fi
 
     def units_taken_elsewhere() -> None:
         # Three of the five units the walk still counts on go meanwhile (a fall in the shop's level, say).
-        shop.restocks.table.update_item(
+        shop.tables.restocks.table.update_item(
             Key={"sku": SKU, "restock_ts": job.restock_ts},
             UpdateExpression="ADD units_offerable :minus",
             ExpressionAttributeValues={":minus": -3},
         )
 
     notifier = Services(
-        shop.settings, shop.aws, clock, faults=AfterFirstCommit(units_taken_elsewhere), model=FakeBedrock()
+        shop.settings, aws=shop.aws, clock=clock, faults=AfterFirstCommit(units_taken_elsewhere), model=FakeBedrock()
     ).notifier
 
     outcome = notifier.handle(job, plenty)
@@ -447,14 +453,14 @@ def test_a_batch_larger_than_the_units_left_offers_exactly_those_units_oldest_fi
     assert outcome.notices == OFFER_BATCH + 2 and outcome.stopped == UNITS_EXHAUSTED
     assert sorted(told()) == numbers[: OFFER_BATCH + 2]
     assert int(restock_item(shop, job)["units_offerable"]) == 0
-    states = [r["state"] for r in shop.requests.queue(SKU)]
+    states = [r["state"] for r in shop.tables.requests.queue(SKU)]
     assert states == ["offered"] * (OFFER_BATCH + 2) + ["waiting"] * (40 - OFFER_BATCH - 2)
     assert not audit(shop, "notice_skipped")
 
 
 def test_copy_is_written_once_per_restock_and_reused_by_top_ups(shop: Services, clock: FixedClock) -> None:
     bedrock = FakeBedrock()
-    shop.bedrock = bedrock
+    shop = rebuilt(shop, model=bedrock)
     numbers = line_up(shop, clock, 2)
     job = add_restock(shop, SKU, 1, clock.now())
     shop.notifier.handle(job, plenty)
@@ -462,7 +468,7 @@ def test_copy_is_written_once_per_restock_and_reused_by_top_ups(shop: Services, 
     assert copy["source"] == "bedrock" and len(bedrock.calls) == 1
 
     # A unit comes back (a lapse): the sweep's top-up job tells the next person with the same words.
-    shop.restocks.table.update_item(
+    shop.tables.restocks.table.update_item(
         Key={"sku": SKU, "restock_ts": job.restock_ts},
         UpdateExpression="ADD units_offerable :one",
         ExpressionAttributeValues={":one": 1},
@@ -477,7 +483,7 @@ def test_copy_is_written_once_per_restock_and_reused_by_top_ups(shop: Services, 
 
 
 def test_a_failing_model_still_sends_the_template(shop: Services, clock: FixedClock) -> None:
-    shop.bedrock = FakeBedrock(error=TimeoutError("model took too long"))
+    shop = rebuilt(shop, model=FakeBedrock(error=TimeoutError("model took too long")))
     line_up(shop, clock, 1)
     job = add_restock(shop, SKU, 1, clock.now())
     outcome = shop.notifier.handle(job, plenty)
@@ -560,8 +566,14 @@ class AnswerLost:
 def test_a_send_whose_answer_was_lost_is_kept_and_never_sent_again(shop: Services, clock: FixedClock) -> None:
     numbers = line_up(shop, clock, 3)
     provider = AnswerLost(shop.aws.sns, {numbers[1]})
-    shop.senders = Senders(
-        SmsSender(provider), EmailSender(shop.aws.sesv2, shop.settings.ses_from), sms_per_second=50, email_per_second=50
+    shop = rebuilt(
+        shop,
+        senders=Senders(
+            SmsSender(provider),
+            EmailSender(shop.aws.sesv2, shop.settings.ses_from),
+            sms_per_second=50,
+            email_per_second=50,
+        ),
     )
     job = add_restock(shop, SKU, 3, clock.now())
 
@@ -588,7 +600,7 @@ def test_someone_who_opts_out_after_their_offer_was_made_is_not_messaged(shop: S
             # The shopper unsubscribes after the queue page was read, while their notice waits its turn.
             shop.optouts.opt_out(key_of(shop, numbers[1]), "unsubscribe")
 
-    shop.notifier.faults = unsubscribe_in_flight
+    shop = rebuilt(shop, faults=unsubscribe_in_flight)
     shop.notifier.handle(job, plenty)
     assert numbers[1] not in told()
     for queued in queued_jobs(shop):  # the unit comes back, and its top-up tells the next person

@@ -12,27 +12,30 @@ from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.builders import add_many_requests, add_restock, key_of
 from tests.notices import drain, sms_outbox, verify_sender
-from tests.support import CHAIR
+from tests.support import CHAIR, rebuilt
 
 SKU = "CHAIR-WALNUT"
 
 
 def run_large_restock(services: Services, clock: FixedClock, people: int, units: int, looks: int) -> dict[str, float]:
     """Queue `people`, restock `units`, deliver jobs until the queue is empty; check fairness and the cap."""
-    services.catalog.upsert(SKU, dict(CHAIR))
+    services.tables.catalog.upsert(SKU, dict(CHAIR))
     verify_sender(services)
     # The emulator has no SNS quota to respect; the pacing itself is tested on its own.
-    services.senders = Senders(
-        SmsSender(services.aws.sns),
-        EmailSender(services.aws.sesv2, services.settings.ses_from),
-        sms_per_second=100_000,
-        email_per_second=100_000,
+    services = rebuilt(
+        services,
+        senders=Senders(
+            SmsSender(services.aws.sns),
+            EmailSender(services.aws.sesv2, services.settings.ses_from),
+            sms_per_second=100_000,
+            email_per_second=100_000,
+        ),
     )
     numbers = add_many_requests(services, SKU, people, clock.now() - people)
     # Every 97th shopper has opted out since joining: passed over, never a gap in who else is told.
     opted_out = set(numbers[::97])
     for number in opted_out:
-        services.optout.add(key_of(services, number), "stop", clock.now())
+        services.tables.optout.add(key_of(services, number), "stop", clock.now())
     job = add_restock(services, SKU, units, clock.now())
     services.jobs.send(job)
 
@@ -47,12 +50,12 @@ def run_large_restock(services: Services, clock: FixedClock, people: int, units:
     sent = Counter(number for number, _ in sms_outbox())
     assert max(sent.values()) == 1, "nobody is told twice"
     assert set(sent) == set(eligible[:units]), "exactly the oldest eligible, with no gap"
-    restock = services.restocks.get(SKU, job.restock_ts) or {}
+    restock = services.tables.restocks.get(SKU, job.restock_ts) or {}
     assert int(restock["units_offerable"]) == 0
-    positions = sorted(int(f["position"]) for f in services.audit.for_sku(SKU) if f["kind"] == "notice_sent")
+    positions = sorted(int(f["position"]) for f in services.tables.audit.for_sku(SKU) if f["kind"] == "notice_sent")
     told_positions = [i + 1 for i, n in enumerate(numbers) if n in set(eligible[:units])]
     assert positions == told_positions, "positions keep counting across continuations"
-    skipped = [f for f in services.audit.for_sku(SKU) if f["kind"] == "notice_skipped"]
+    skipped = [f for f in services.tables.audit.for_sku(SKU) if f["kind"] == "notice_skipped"]
     assert Counter(f["reason"] for f in skipped) == {
         "opted_out": len([n for n in opted_out if n in numbers[: told_positions[-1]]])
     }

@@ -68,9 +68,9 @@ def test_order_on_an_expired_hold_is_recorded_and_counted_once(s: Scene) -> None
     outcome = s.services.orders.record(Order(token_id, "order-7"))
     s.services.orders.record(Order(token_id, "order-7"))
     assert outcome.status == "hold_expired"
-    restock = s.services.restocks.get(s.sku, s.restock["restock_ts"]) or {}
+    restock = s.services.tables.restocks.get(s.sku, s.restock["restock_ts"]) or {}
     assert restock["orders_on_expired_holds"] == 1
-    facts = [f for f in s.services.audit.for_sku(s.sku) if f["kind"] == "order_on_expired_hold"]
+    facts = [f for f in s.services.tables.audit.for_sku(s.sku) if f["kind"] == "order_on_expired_hold"]
     assert [(f["order_id"], f["hold_state"]) for f in facts] == [("order-7", "expired")]
     # The unit was already returned; the order does not take it again.
     assert s.counters() == (2, 2)
@@ -100,7 +100,7 @@ def test_unknown_reservation_is_not_found(s: Scene) -> None:
 
 def test_conversion_goes_on_when_the_request_was_tidied_away(s: Scene) -> None:
     token_id = held(s)
-    s.services.requests.table.delete_item(Key={"sku": s.sku, "joined_ts": s.requests[0]["joined_ts"]})
+    s.services.tables.requests.table.delete_item(Key={"sku": s.sku, "joined_ts": s.requests[0]["joined_ts"]})
     waiting = s.waiting_count()
     assert s.services.orders.record(Order(token_id, "order-1")).status == "converted"
     # The waiting count moves only with a request that moved.
@@ -159,7 +159,11 @@ def test_crash_after_conversion_is_answered_by_the_redelivery(s: Scene) -> None:
 
     token_id = held(s)
     crashing = Services(
-        s.services.settings, s.services.aws, s.clock, faults=CrashAt("orders.after_convert"), model=FakeBedrock()
+        s.services.settings,
+        aws=s.services.aws,
+        clock=s.clock,
+        faults=CrashAt("orders.after_convert"),
+        model=FakeBedrock(),
     )
     with pytest.raises(InjectedCrash):
         crashing.orders.record(Order(token_id, "order-1"))

@@ -35,12 +35,12 @@ def test_stop_reply_becomes_an_optout_and_leaves_every_list(services: Services, 
     assert report.newly_suppressed == report.numbers_seen >= 2
     assert report.places_left == 2
     for request in s.requests[1:]:
-        record = services.optout.get(request["contact_key"])
+        record = services.tables.optout.get(request["contact_key"])
         assert record is not None and record["source"] == "stop"
-        assert services.requests.get(s.sku, request["joined_ts"]) is None
+        assert services.tables.requests.get(s.sku, request["joined_ts"]) is None
     assert s.row(token)["state"] == "lapsed"  # the live offer went back for the next person
     assert s.waiting_count() == 1
-    assert services.optout.get(s.requests[0]["contact_key"]) is None
+    assert services.tables.optout.get(s.requests[0]["contact_key"]) is None
 
 
 def test_a_second_sync_changes_nothing(services: Services, clock: FixedClock) -> None:
@@ -57,7 +57,7 @@ def test_the_minute_sweep_runs_the_sync(services: Services, clock: FixedClock) -
     reply_stop(s.requests[0]["contact"])
     summary = services.sweep.run()
     assert summary["optouts_synced"] >= 1
-    assert services.optout.get(s.requests[0]["contact_key"])["source"] == "stop"
+    assert services.tables.optout.get(s.requests[0]["contact_key"])["source"] == "stop"
 
 
 def test_sync_follows_next_token_across_pages(services: Services, clock: FixedClock) -> None:
@@ -70,7 +70,7 @@ def test_sync_follows_next_token_across_pages(services: Services, clock: FixedCl
     ]
     sns.list_phone_numbers_opted_out.side_effect = pages
     service = OptoutService(
-        optout=services.optout, exits=services.exits, sns=sns, clock=clock, hash_key=services.hash_key
+        optout=services.tables.optout, exits=services.exits, sns=sns, clock=clock, hash_key=services.hash_key
     )
     report = service.sync_sms_optouts()
     assert [c.kwargs for c in sns.list_phone_numbers_opted_out.call_args_list] == [
@@ -79,7 +79,7 @@ def test_sync_follows_next_token_across_pages(services: Services, clock: FixedCl
         {"nextToken": "page-3"},
     ]
     assert (report.pages, report.numbers_seen, report.newly_suppressed, report.places_left) == (3, 3, 3, 2)
-    assert services.optout.get(contact_key("+447700900001", services.hash_key))["source"] == "stop"
+    assert services.tables.optout.get(contact_key("+447700900001", services.hash_key))["source"] == "stop"
 
 
 def test_capture_acknowledges_a_stopped_number_and_stores_nothing(
@@ -95,4 +95,4 @@ def test_capture_acknowledges_a_stopped_number_and_stores_nothing(
     )
     assert response.status_code == 202
     assert response.json_body == {"status": "acknowledged"}
-    assert services.requests.get_unique(s.sku, contact_key("+447400999001", services.hash_key)) is None
+    assert services.tables.requests.get_unique(s.sku, contact_key("+447400999001", services.hash_key)) is None

@@ -85,7 +85,7 @@ def test_explain_opted_out(services: Services, clock: FixedClock) -> None:
 def test_explain_opted_out_while_still_queued_comes_from_the_notifier(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=1)
     # Suppressed but the place not yet removed (a STOP the sync has not seen): the notifier skips them.
-    services.optout.add(s.requests[0]["contact_key"], "admin", clock.now())
+    services.tables.optout.add(s.requests[0]["contact_key"], "admin", clock.now())
     notify(s, s.restock)
     assert verdicts(services, s.sku, s.requests[0]["contact"]) == [OPTED_OUT]
 
@@ -129,7 +129,7 @@ def test_explain_already_notified_on_a_later_pass(services: Services, clock: Fix
 def test_explain_already_notified_when_only_the_skip_is_on_record(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=1)
     # A notice whose own audit fact was never written (the send worked, the write after it failed).
-    services.audit.record(
+    services.tables.audit.record(
         s.sku,
         "notice_skipped",
         clock.now(),
@@ -141,7 +141,7 @@ def test_explain_already_notified_when_only_the_skip_is_on_record(services: Serv
 
 
 def test_explain_not_yet_joined(services: Services, clock: FixedClock) -> None:
-    services.catalog.upsert("LAMP", {"name": "Brass lamp"})
+    services.tables.catalog.upsert("LAMP", {"name": "Brass lamp"})
     early = put_restock(services, "LAMP", 1, clock.now(), webhook_id="wh_early")
     clock.advance(MINUTE)
     join_request(services, "LAMP", "+447400100050", clock.now())
@@ -171,7 +171,7 @@ def test_queue_lists_live_places_in_order_masked(services: Services, clock: Fixe
 
 def out_of_stock(services: Services, sku: str, name: str, clock: FixedClock) -> None:
     settings = {**CHAIR, "name": name}
-    services.catalog.sync_product(sku, settings, now=clock.now(), created=True, out_of_stock=None)
+    services.tables.catalog.sync_product(sku, settings, now=clock.now(), created=True, out_of_stock=None)
 
 
 def ranking(services: Services) -> list[tuple[str, int]]:
@@ -197,15 +197,15 @@ def test_demand_ranking_follows_joins_serves_and_leaves(services: Services, cloc
         services.exits.leave_sku(desk_for(services).contact(f"+4474001002{n:02d}")[1], "LAMP", reason="manage")
     chair = put_restock(services, "CHAIR", 1, clock.now())
     services.notifier.handle(Job("CHAIR", chair["restock_id"], chair["restock_ts"]), lambda: 60_000)
-    [first] = [r for r in services.requests.queue("CHAIR") if r["state"] == "offered"]
+    [first] = [r for r in services.tables.requests.queue("CHAIR") if r["state"] == "offered"]
     services.holds.reserve(services.tokens.reserve(first["offer_token"]))
-    services.moves.convert(services.reservations.get(first["offer_token"]), "o-1", clock.now())
+    services.moves.convert(services.tables.reservations.get(first["offer_token"]), "o-1", clock.now())
     assert sorted(ranking(services)) == [("CHAIR", 1), ("LAMP", 1), ("RUG", 1)]
     for n in range(1, 4):
         tap("RUG", n)
     assert ranking(services)[0] == ("RUG", 4)
     # Back in stock: it leaves the demand list (the index is sparse), whatever its count.
-    services.catalog.sync_product("RUG", {"name": "Rug"}, now=clock.now(), created=False, out_of_stock=False)
+    services.tables.catalog.sync_product("RUG", {"name": "Rug"}, now=clock.now(), created=False, out_of_stock=False)
     assert "RUG" not in dict(ranking(services))
 
 
@@ -213,11 +213,11 @@ def test_optout_add_and_remove(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=1)
     result = desk_for(services).optout_add("07400 100000")
     assert result.newly and [e.sku for e in result.left] == [s.sku]
-    assert services.optout.get(s.requests[0]["contact_key"])["source"] == "admin"
+    assert services.tables.optout.get(s.requests[0]["contact_key"])["source"] == "admin"
     assert desk_for(services).optout_add("+447400100000").newly is False
     removal = desk_for(services).optout_remove("+447400100000")
     assert (removal.removed, removal.sms_still_opted_out) == (True, False)
-    assert services.optout.get(s.requests[0]["contact_key"]) is None
+    assert services.tables.optout.get(s.requests[0]["contact_key"]) is None
     # The emulator reports numbers ending in 99 as opted out at SNS (a STOP reply).
     desk_for(services).optout_add("+447400100099")
     assert desk_for(services).optout_remove("+447400100099").sms_still_opted_out is True
@@ -252,12 +252,12 @@ def test_forget_leaves_no_personal_data_readable(
     session: boto3.session.Session, services: Services, clock: FixedClock, opted_out_first: bool
 ) -> None:
     s = scene(services, clock, units=1, people=2)
-    services.catalog.upsert("LAMP", {"name": "Brass lamp"})
+    services.tables.catalog.upsert("LAMP", {"name": "Brass lamp"})
     services.capture.capture("10.0.0.1", {"sku": "LAMP", "channel": "sms", "contact": "07400 100000", "name": "Ada"})
     services.capture.capture("10.0.0.1", {"sku": s.sku, "channel": "email", "contact": "Ada@Example.com"})
     notify(s, s.restock)  # a live offer to them, which must pass on
     if opted_out_first:
-        services.optout.add(s.requests[0]["contact_key"], "unsubscribe", clock.now())
+        services.tables.optout.add(s.requests[0]["contact_key"], "unsubscribe", clock.now())
     forms = ["+447400100000", "07400100000", "7400100000", "Ada@Example.com", "ada@example.com", "Ada"]
     assert any(f in everything_stored(session) for f in forms)
     phone = desk_for(services).forget("07400 100000")
@@ -266,9 +266,9 @@ def test_forget_leaves_no_personal_data_readable(
     assert [f for f in forms if f in stored] == []
     assert (phone.requests_erased, phone.offers_released, email.requests_erased) == (2, 1, 1)
     assert phone.kept_optout is opted_out_first
-    assert (services.optout.get(s.requests[0]["contact_key"]) is not None) is opted_out_first
+    assert (services.tables.optout.get(s.requests[0]["contact_key"]) is not None) is opted_out_first
     assert desk_for(services).export("+447400100000")["requests"] == []
-    assert services.requests.get(s.sku, s.requests[1]["joined_ts"])["state"] == "waiting"
+    assert services.tables.requests.get(s.sku, s.requests[1]["joined_ts"])["state"] == "waiting"
     [topup] = queued_jobs(services)
     assert topup.kind == "topup"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from typing import Any
+from dataclasses import replace
 
 import pytest
 
@@ -12,20 +12,14 @@ from chalicelib.sweep import STALE_LEAD_S, SweepService
 from chalicelib.tables.requests import unique_sk
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
-from devstack.fake_model import FakeBedrock
 from tests.builders import join_request
 from tests.scenes import Scene, scene
-from tests.support import CHAIR, CrashAt, InjectedCrash, queued_jobs
+from tests.support import CHAIR, CrashAt, InjectedCrash, queued_jobs, rebuilt
 
 
 @pytest.fixture
 def s(services: Services, clock: FixedClock) -> Scene:
     return scene(services, clock, units=3, people=4)
-
-
-def with_faults(services: Services, faults: Any) -> Services:
-    """The same emulator and clock, with a fault hook."""
-    return Services(services.settings, services.aws, services.clock, faults=faults, model=FakeBedrock())
 
 
 def scans(services: Services) -> list[str]:
@@ -66,15 +60,7 @@ def test_sweep_pages_through_many_due_rows(services: Services, clock: FixedClock
     for i in range(7):
         sc.offer(i)
     clock.advance(CHAIR["offer_window_s"])
-    small_pages = SweepService(
-        reservations=services.reservations,
-        requests=services.requests,
-        catalog=services.catalog,
-        moves=services.moves,
-        jobs=services.jobs,
-        clock=services.clock,
-        page_size=2,
-    )
+    small_pages = replace(services.sweep, page_size=2)
     summary = small_pages.run()
     assert (summary["lapsed"], summary["topups"]) == (7, 1)
     assert sc.counters() == (7, 7)
@@ -122,7 +108,7 @@ def test_concurrent_sweeps_return_each_unit_once(services: Services, clock: Fixe
     for token_id in offers[:3]:
         sc.tap(token_id)
     clock.advance(CHAIR["offer_window_s"])
-    sweeps = [with_faults(services, lambda point: None).sweep for _ in range(4)]
+    sweeps = [rebuilt(services, faults=lambda point: None).sweep for _ in range(4)]
     barrier = threading.Barrier(len(sweeps))
     summaries: list[dict[str, int]] = []
 
@@ -150,7 +136,7 @@ def test_crash_after_a_lapse_is_finished_by_the_next_sweep(s: Scene) -> None:
         s.offer(i)
     s.clock.advance(CHAIR["offer_window_s"])
     with pytest.raises(InjectedCrash):
-        with_faults(s.services, CrashAt("sweep.after_lapse")).sweep.run()
+        rebuilt(s.services, faults=CrashAt("sweep.after_lapse")).sweep.run()
     assert s.counters() == (3, 1)
     assert queued_jobs(s.services) == []
     summary = s.services.sweep.run()
@@ -163,7 +149,7 @@ def test_crash_after_an_expiry_is_finished_by_the_next_sweep(s: Scene) -> None:
     s.tap(s.offer(0))
     s.clock.advance(CHAIR["hold_window_s"])
     with pytest.raises(InjectedCrash):
-        with_faults(s.services, CrashAt("sweep.after_expiry")).sweep.run()
+        rebuilt(s.services, faults=CrashAt("sweep.after_expiry")).sweep.run()
     assert s.counters() == (3, 3)
     summary = s.services.sweep.run()
     assert (summary["expired"], summary["topups"]) == (0, 1)
@@ -174,7 +160,7 @@ def test_crash_after_a_top_up_is_sent_sends_it_again_and_returns_nothing_twice(s
     s.offer(0)
     s.clock.advance(CHAIR["offer_window_s"])
     with pytest.raises(InjectedCrash):
-        with_faults(s.services, CrashAt("sweep.after_topup")).sweep.run()
+        rebuilt(s.services, faults=CrashAt("sweep.after_topup")).sweep.run()
     summary = s.services.sweep.run()
     assert (summary["lapsed"], summary["topups"]) == (0, 1)
     assert [j.kind for j in queued_jobs(s.services)] == ["topup", "topup"]
@@ -214,32 +200,32 @@ def test_top_up_tells_the_next_in_line(services: Services, clock: FixedClock) ->
 
 
 def test_stale_waiting_place_is_removed_with_its_uniqueness_item(services: Services, clock: FixedClock) -> None:
-    services.catalog.upsert("CHAIR-WALNUT", dict(CHAIR))
+    services.tables.catalog.upsert("CHAIR-WALNUT", dict(CHAIR))
     now = clock.now()
     stale = join_request(services, "CHAIR-WALNUT", "+447400200001", now, ttl=int(now) + 86400)
     fresh = join_request(services, "CHAIR-WALNUT", "+447400200002", now)
     seen = scans(services)
     clock.advance(86400 - STALE_LEAD_S)
     assert services.sweep.run()["stale_requests"] == 1
-    assert services.requests.get("CHAIR-WALNUT", stale["joined_ts"]) is None
-    assert services.requests.get_unique("CHAIR-WALNUT", stale["contact_key"]) is None
-    assert services.requests.get("CHAIR-WALNUT", fresh["joined_ts"]) is not None
-    assert services.catalog.get("CHAIR-WALNUT", consistent=True)["waiting_count"] == 1
+    assert services.tables.requests.get("CHAIR-WALNUT", stale["joined_ts"]) is None
+    assert services.tables.requests.get_unique("CHAIR-WALNUT", stale["contact_key"]) is None
+    assert services.tables.requests.get("CHAIR-WALNUT", fresh["joined_ts"]) is not None
+    assert services.tables.catalog.get("CHAIR-WALNUT", consistent=True)["waiting_count"] == 1
     assert seen == []
     assert services.sweep.run()["stale_requests"] == 0
 
 
 def test_place_refreshed_by_a_repeat_tap_is_not_stale(services: Services, clock: FixedClock) -> None:
-    services.catalog.upsert("CHAIR-WALNUT", dict(CHAIR))
+    services.tables.catalog.upsert("CHAIR-WALNUT", dict(CHAIR))
     now = clock.now()
     place = join_request(services, "CHAIR-WALNUT", "+447400200001", now, ttl=int(now) + 86400)
     clock.advance(3600)
-    services.requests.refresh(
+    services.tables.requests.refresh(
         "CHAIR-WALNUT", place["joined_ts"], name="", ttl=int(clock.now()) + 90 * 86400, now=clock.now()
     )
     clock.advance(86400)
     assert services.sweep.run()["stale_requests"] == 0
-    assert services.requests.get("CHAIR-WALNUT", place["joined_ts"]) is not None
+    assert services.tables.requests.get("CHAIR-WALNUT", place["joined_ts"]) is not None
 
 
 def test_stale_place_with_a_live_offer_waits_for_its_unit_to_come_back(services: Services, clock: FixedClock) -> None:
@@ -256,7 +242,7 @@ def test_stale_place_with_a_live_offer_waits_for_its_unit_to_come_back(services:
     assert (summary["lapsed"], summary["stale_requests"]) == (1, 1)
     assert sc.row(token_id)["state"] == "lapsed"
     assert sc.counters() == (1, 1)
-    assert services.catalog.get(sc.sku, consistent=True)["waiting_count"] == 0
+    assert services.tables.catalog.get(sc.sku, consistent=True)["waiting_count"] == 0
 
 
 def test_stale_converted_place_goes_without_counting_twice(services: Services, clock: FixedClock) -> None:
@@ -272,17 +258,17 @@ def test_stale_converted_place_goes_without_counting_twice(services: Services, c
     clock.advance(7200)
     assert services.sweep.run()["stale_requests"] == 1
     assert sc.waiting_count() == 0
-    assert services.requests.get(sc.sku, sc.requests[0]["joined_ts"]) is None
+    assert services.tables.requests.get(sc.sku, sc.requests[0]["joined_ts"]) is None
 
 
 def test_stale_place_leaves_a_newer_places_uniqueness_item(services: Services, clock: FixedClock) -> None:
     from chalicelib.tables.base import transact
 
-    services.catalog.upsert("CHAIR-WALNUT", dict(CHAIR))
+    services.tables.catalog.upsert("CHAIR-WALNUT", dict(CHAIR))
     now = clock.now()
     old = join_request(services, "CHAIR-WALNUT", "+447400200005", now, ttl=int(now) + 3600)
     # The same person's uniqueness item now names a newer place (a re-join after the old one finished).
-    services.requests.table.update_item(
+    services.tables.requests.table.update_item(
         Key={"sku": "CHAIR-WALNUT", "joined_ts": unique_sk(old["contact_key"])},
         UpdateExpression="SET #ref = :newer",
         ExpressionAttributeNames={"#ref": "ref"},
@@ -291,12 +277,12 @@ def test_stale_place_leaves_a_newer_places_uniqueness_item(services: Services, c
     assert transact is not None
     clock.advance(3600)
     assert services.sweep.run()["stale_requests"] == 1
-    assert services.requests.get("CHAIR-WALNUT", old["joined_ts"]) is None
-    assert services.requests.get_unique("CHAIR-WALNUT", old["contact_key"]) is not None
+    assert services.tables.requests.get("CHAIR-WALNUT", old["joined_ts"]) is None
+    assert services.tables.requests.get_unique("CHAIR-WALNUT", old["contact_key"]) is not None
 
 
 def test_stale_places_are_found_days_after_their_ttl(services: Services, clock: FixedClock) -> None:
-    services.catalog.upsert("CHAIR-WALNUT", dict(CHAIR))
+    services.tables.catalog.upsert("CHAIR-WALNUT", dict(CHAIR))
     now = clock.now()
     join_request(services, "CHAIR-WALNUT", "+447400200006", now, ttl=int(now) + 60)
     clock.advance(2 * 86400)
@@ -309,19 +295,12 @@ def test_stale_places_are_found_days_after_their_ttl(services: Services, clock: 
 def test_sweep_asks_restock_detection_to_requeue_stuck_restocks(services: Services, clock: FixedClock) -> None:
     calls: list[float] = []
 
-    def requeue(at: float) -> int:
-        calls.append(at)
-        return 2
+    class Detection:
+        def requeue_pending(self, now: float) -> int:
+            calls.append(now)
+            return 2
 
-    sweep = SweepService(
-        reservations=services.reservations,
-        requests=services.requests,
-        catalog=services.catalog,
-        moves=services.moves,
-        jobs=services.jobs,
-        clock=clock,
-        requeue_pending=requeue,
-    )
+    sweep = replace(services.sweep, detector=Detection())
     assert sweep.run(now=clock.now() + 30)["pending_requeued"] == 2
     assert calls == [clock.now() + 30]
 

@@ -15,7 +15,7 @@ from tests.support import CHAIR
 
 def join(services: Services, sku: str, contact: str, now: float, key: str | None = None) -> str:
     joined = new_joined_ts(now)
-    items = services.requests.join_items(
+    items = services.tables.requests.join_items(
         sku=sku,
         joined_ts=joined,
         channel="sms",
@@ -25,16 +25,16 @@ def join(services: Services, sku: str, contact: str, now: float, key: str | None
         ttl=int(now) + 86400,
         now=now,
     )
-    transact(services.requests.table.meta.client, items)
+    transact(services.tables.requests.table.meta.client, items)
     return joined
 
 
 def test_upsert_keeps_counters_and_fills_defaults(services: Services) -> None:
-    services.catalog.upsert("LAMP", {"name": "Brass lamp"})
-    services.catalog.table.update_item(
+    services.tables.catalog.upsert("LAMP", {"name": "Brass lamp"})
+    services.tables.catalog.table.update_item(
         Key={"sku": "LAMP"}, UpdateExpression="SET waiting_count = :n", ExpressionAttributeValues={":n": 7}
     )
-    product = services.catalog.upsert("LAMP", {"threshold": 3})
+    product = services.tables.catalog.upsert("LAMP", {"threshold": 3})
     assert product["waiting_count"] == 7
     assert product["name"] == "Brass lamp"
     assert product["threshold"] == 3
@@ -42,33 +42,33 @@ def test_upsert_keeps_counters_and_fills_defaults(services: Services) -> None:
 
 
 def test_cached_reads_are_reused_until_upsert(services: Services) -> None:
-    services.catalog.upsert("LAMP", {"name": "Brass lamp"})
-    assert services.catalog.get_cached("LAMP")["name"] == "Brass lamp"
-    services.catalog.table.update_item(
+    services.tables.catalog.upsert("LAMP", {"name": "Brass lamp"})
+    assert services.tables.catalog.get_cached("LAMP")["name"] == "Brass lamp"
+    services.tables.catalog.table.update_item(
         Key={"sku": "LAMP"},
         UpdateExpression="SET #n = :n",
         ExpressionAttributeNames={"#n": "name"},
         ExpressionAttributeValues={":n": "Changed"},
     )
-    assert services.catalog.get_cached("LAMP")["name"] == "Brass lamp"
-    services.catalog.upsert("LAMP", {"voice": "dry"})
-    assert services.catalog.get_cached("LAMP")["name"] == "Changed"
+    assert services.tables.catalog.get_cached("LAMP")["name"] == "Brass lamp"
+    services.tables.catalog.upsert("LAMP", {"voice": "dry"})
+    assert services.tables.catalog.get_cached("LAMP")["name"] == "Changed"
 
 
 def test_queue_reads_oldest_first_and_skips_uniqueness_items(services: Services, clock: FixedClock) -> None:
-    services.catalog.upsert("CHAIR", dict(CHAIR))
+    services.tables.catalog.upsert("CHAIR", dict(CHAIR))
     stamps = []
     for i in range(5):
         stamps.append(join(services, "CHAIR", f"+44740012345{i}", clock.now()))
         clock.advance(1)
-    queue = list(services.requests.queue("CHAIR", page_size=2))
+    queue = list(services.tables.requests.queue("CHAIR", page_size=2))
     assert [r["joined_ts"] for r in queue] == stamps
-    assert services.requests.position("CHAIR", stamps[3]) == 4
+    assert services.tables.requests.position("CHAIR", stamps[3]) == 4
 
 
 def test_ties_in_the_same_instant_are_broken_by_the_suffix(services: Services, clock: FixedClock) -> None:
     stamps = [join(services, "CHAIR", f"+44740012345{i}", clock.now()) for i in range(6)]
-    queue = [r["joined_ts"] for r in services.requests.queue("CHAIR")]
+    queue = [r["joined_ts"] for r in services.tables.requests.queue("CHAIR")]
     assert queue == sorted(stamps)
     assert len({s.split("#")[0] for s in stamps}) == 1
 
@@ -86,59 +86,60 @@ def test_position_counts_only_live_requests(services: Services, clock: FixedCloc
     for i in range(3):
         stamps.append(join(services, "CHAIR", f"+44740012345{i}", clock.now()))
         clock.advance(1)
-    services.requests.table.update_item(
+    services.tables.requests.table.update_item(
         Key={"sku": "CHAIR", "joined_ts": stamps[0]},
         UpdateExpression="SET #s = :c",
         ExpressionAttributeNames={"#s": "state"},
         ExpressionAttributeValues={":c": "converted"},
     )
-    assert services.requests.position("CHAIR", stamps[2]) == 2
+    assert services.tables.requests.position("CHAIR", stamps[2]) == 2
 
 
 def test_refresh_keeps_the_join_stamp_and_refuses_finished_places(services: Services, clock: FixedClock) -> None:
     joined = join(services, "CHAIR", "+447400123456", clock.now())
-    refreshed = services.requests.refresh("CHAIR", joined, name="Ada", ttl=123, now=clock.now())
+    refreshed = services.tables.requests.refresh("CHAIR", joined, name="Ada", ttl=123, now=clock.now())
     assert refreshed is not None and refreshed["joined_ts"] == joined and refreshed["name"] == "Ada"
-    services.requests.table.update_item(
+    services.tables.requests.table.update_item(
         Key={"sku": "CHAIR", "joined_ts": joined},
         UpdateExpression="SET #s = :c",
         ExpressionAttributeNames={"#s": "state"},
         ExpressionAttributeValues={":c": "converted"},
     )
-    assert services.requests.refresh("CHAIR", joined, name="", ttl=456, now=clock.now()) is None
+    assert services.tables.requests.refresh("CHAIR", joined, name="", ttl=456, now=clock.now()) is None
 
 
 def test_requests_are_found_by_contact_key(services: Services, clock: FixedClock) -> None:
     join(services, "CHAIR", "+447400123456", clock.now(), key="k1")
     join(services, "LAMP", "+447400123456", clock.now(), key="k1")
     join(services, "LAMP", "+447400123457", clock.now(), key="k2")
-    assert sorted(r["sku"] for r in services.requests.by_contact("k1")) == ["CHAIR", "LAMP"]
+    assert sorted(r["sku"] for r in services.tables.requests.by_contact("k1")) == ["CHAIR", "LAMP"]
 
 
 def test_optout_keeps_the_first_reason_and_batches_lookups(services: Services, clock: FixedClock) -> None:
-    assert services.optout.add("k1", "stop", clock.now())
-    assert not services.optout.add("k1", "unsubscribe", clock.now())
-    assert services.optout.get("k1")["source"] == "stop"
+    assert services.tables.optout.add("k1", "stop", clock.now())
+    assert not services.tables.optout.add("k1", "unsubscribe", clock.now())
+    assert services.tables.optout.get("k1")["source"] == "stop"
     for i in range(150):
-        services.optout.add(f"bulk{i}", "admin", clock.now())
+        services.tables.optout.add(f"bulk{i}", "admin", clock.now())
     keys = [f"bulk{i}" for i in range(0, 300, 2)] + ["k1", "nobody"]
-    suppressed = services.optout.suppressed_among(keys)
+    suppressed = services.tables.optout.suppressed_among(keys)
     assert suppressed == {f"bulk{i}" for i in range(0, 150, 2)} | {"k1"}
-    assert services.optout.remove("k1")
-    assert not services.optout.remove("k1")
+    assert services.tables.optout.remove("k1")
+    assert not services.tables.optout.remove("k1")
 
 
 def test_throttle_refuses_at_the_limit_and_counts(services: Services) -> None:
-    assert all(services.throttle.charge("ip#1", 3, 999) for _ in range(3))
-    assert not services.throttle.charge("ip#1", 3, 999)
-    assert services.throttle.bump("unknown#X", 999) == 1
-    assert services.throttle.bump("unknown#X", 999) == 2
+    assert all(services.tables.throttle.charge("ip#1", 3, 999) for _ in range(3))
+    assert not services.tables.throttle.charge("ip#1", 3, 999)
+    assert services.tables.throttle.bump("unknown#X", 999) == 1
+    assert services.tables.throttle.bump("unknown#X", 999) == 2
 
 
 def test_throttle_counts_every_concurrent_request(services: Services) -> None:
     results: list[bool] = []
     threads = [
-        threading.Thread(target=lambda: results.append(services.throttle.charge("ip#2", 10, 999))) for _ in range(16)
+        threading.Thread(target=lambda: results.append(services.tables.throttle.charge("ip#2", 10, 999)))
+        for _ in range(16)
     ]
     for t in threads:
         t.start()
@@ -149,13 +150,13 @@ def test_throttle_counts_every_concurrent_request(services: Services) -> None:
 
 def test_audit_is_append_only_and_ordered(services: Services, clock: FixedClock) -> None:
     for kind in ("restock_detected", "notice_sent", "hold"):
-        services.audit.record("CHAIR", kind, clock.now(), contact_key="k1", position=1)
+        services.tables.audit.record("CHAIR", kind, clock.now(), contact_key="k1", position=1)
         clock.advance(1)
-    assert [a["kind"] for a in services.audit.for_sku("CHAIR")] == ["restock_detected", "notice_sent", "hold"]
-    assert [a["kind"] for a in services.audit.for_sku("CHAIR", newest_first=True, limit=1)] == ["hold"]
-    assert len(services.audit.for_contact("k1")) == 3
+    assert [a["kind"] for a in services.tables.audit.for_sku("CHAIR")] == ["restock_detected", "notice_sent", "hold"]
+    assert [a["kind"] for a in services.tables.audit.for_sku("CHAIR", newest_first=True, limit=1)] == ["hold"]
+    assert len(services.tables.audit.for_contact("k1")) == 3
 
 
 def test_a_product_added_by_hand_counts_as_sold_out_for_demand(services: Services) -> None:
-    services.catalog.upsert("LAMP", {"name": "Brass lamp"})
-    assert [p["sku"] for p in services.catalog.table.scan()["Items"] if p.get("demand_key") == "out"] == ["LAMP"]
+    services.tables.catalog.upsert("LAMP", {"name": "Brass lamp"})
+    assert [p["sku"] for p in services.tables.catalog.table.scan()["Items"] if p.get("demand_key") == "out"] == ["LAMP"]

@@ -51,15 +51,15 @@ class Tables:
     @classmethod
     def read(cls, services: Services) -> Tables:
         """Scan every table once."""
-        everything = list(scan(services.requests.table))
+        everything = list(scan(services.tables.requests.table))
         return cls(
-            catalog=list(scan(services.catalog.table)),
+            catalog=list(scan(services.tables.catalog.table)),
             requests=[r for r in everything if not str(r["joined_ts"]).startswith(UNIQUE_PREFIX)],
             uniques=[r for r in everything if str(r["joined_ts"]).startswith(UNIQUE_PREFIX)],
-            restocks=list(scan(services.restocks.table)),
-            rows=list(scan(services.reservations.table)),
-            optouts={str(o["contact"]): o for o in scan(services.optout.table)},
-            audit=sorted(scan(services.audit.table), key=lambda f: (str(f["sku"]), str(f["ts"]))),
+            restocks=list(scan(services.tables.restocks.table)),
+            rows=list(scan(services.tables.reservations.table)),
+            optouts={str(o["contact"]): o for o in scan(services.tables.optout.table)},
+            audit=sorted(scan(services.tables.audit.table), key=lambda f: (str(f["sku"]), str(f["ts"]))),
         )
 
     def facts(self, kind: str) -> list[dict[str, Any]]:

@@ -629,7 +629,7 @@ class Storm:
             change["offer_window_s"] = op.offer_window_s
 
         def apply() -> Any:
-            self.services.catalog.upsert(SKU, change)
+            self.services.tables.catalog.upsert(SKU, change)
             reconsider = getattr(self.services.detector, "reconsider", None)
             return reconsider(SKU) if reconsider is not None else None
 

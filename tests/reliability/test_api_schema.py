@@ -79,7 +79,7 @@ class Platform:
         sku = data.get("sku") if isinstance(data, dict) else None
         sku = sku[-1] if isinstance(sku, list) and sku else sku
         if isinstance(sku, str) and SKU_PATTERN.match(sku) and zlib.crc32(sku.encode()) % 2 == 0:
-            self.services.catalog.upsert(sku, dict(CHAIR))
+            self.services.tables.catalog.upsert(sku, dict(CHAIR))
 
 
 @pytest.fixture

@@ -166,7 +166,7 @@ class World:
         # Registered on the session before the services build their clients, so every client carries it.
         session.events.register("before-call", faults.before_call)
         services = Services(
-            settings_from_env(env), Aws(REGION, session=session), clock, faults=faults, model=FakeBedrock()
+            settings_from_env(env), aws=Aws(REGION, session=session), clock=clock, faults=faults, model=FakeBedrock()
         )
         world = cls(services, clock, faults, observer, sqs, session)
         domain = parseaddr(services.settings.ses_from)[1].split("@", 1)[1]
@@ -178,7 +178,9 @@ class World:
         every cache starts empty, a new clock, no history (building the AWS clients again costs more than a short
         story takes to play)."""
         self.faults.reset()
-        services = Services(self.services.settings, self.services.aws, clock, faults=self.faults, model=FakeBedrock())
+        services = Services(
+            self.services.settings, aws=self.services.aws, clock=clock, faults=self.faults, model=FakeBedrock()
+        )
         return World(services, clock, self.faults, self.observer, self.sqs, self.session, sku=self.sku)
 
     def detach(self) -> None:
@@ -194,8 +196,8 @@ class World:
         """
         return Services(
             self.services.settings,
-            Aws(REGION, session=self.session),
-            self.clock,
+            aws=Aws(REGION, session=self.session),
+            clock=self.clock,
             faults=self.faults,
             model=FakeBedrock(),
         )
@@ -203,7 +205,7 @@ class World:
     def product(self, sku: str | None = None, **settings: Any) -> str:
         """A sold-out product in the catalogue."""
         sku = sku or self.sku
-        self.services.catalog.upsert(sku, {**CHAIR, **settings})
+        self.services.tables.catalog.upsert(sku, {**CHAIR, **settings})
         return sku
 
     def key_of(self, contact: str) -> str:

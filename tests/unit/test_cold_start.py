@@ -39,7 +39,7 @@ from chalicelib.config import settings_from_env
 from chalicelib.wiring import Services
 services = Services(settings_from_env({{**{stage_env("local")!r}, "AWS_DEFAULT_REGION": "eu-west-2"}}))
 assert "chalicelib.tables.requests" not in sys.modules
-services.requests
+services.tables.requests
 assert "chalicelib.tables.requests" in sys.modules
 assert "chalicelib.notifier" not in sys.modules and "chalicelib.sweep" not in sys.modules
 """
