@@ -204,7 +204,8 @@ class SupportDesk:
         start = first_join or iso(self.clock.now())
         since = iso(_at(start) - lookback_days * 86400)
         verdicts = [
-            self._verdict(r, facts, first_join, opted, request) for r in self.tables.restocks.for_sku(sku, since_ts=since)
+            self._verdict(r, facts, first_join, opted, request)
+            for r in self.tables.restocks.for_sku(sku, since_ts=since)
         ]
         history = [self._history_line(f) for f in facts if f.get("kind") in (*LEAVE_KINDS, "optout", "forget")]
         return Explanation(
@@ -357,7 +358,9 @@ class SupportDesk:
         uniques = [u for u in (self.tables.requests.get_unique(s, key) for s in skus) if u]
         tokens = {str(p["offer_token"]) for p in places if p.get("offer_token")}
         tokens |= {str(f["token_id"]) for f in facts if f.get("token_id")}
-        offers = [r for r in (self.tables.reservations.get(t) for t in sorted(tokens)) if r and r.get("contact_key") == key]
+        offers = [
+            r for r in (self.tables.reservations.get(t) for t in sorted(tokens)) if r and r.get("contact_key") == key
+        ]
         opted = self.tables.optout.get(key)
         return plain(
             {
