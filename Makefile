@@ -77,4 +77,4 @@ policies: $(STAMP)
 	$(PY) -m infra.policies
 
 clean:
-	rm -rf $(VENV) build .pytest_cache .ruff_cache
+	rm -rf $(VENV) build .pytest_cache .ruff_cache .mypy_cache
