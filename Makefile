@@ -48,9 +48,11 @@ test-browser: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench
 
+# ruff, then mypy on chalicelib/ and app.py (settings in pyproject.toml's [tool.mypy]).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy --config-file pyproject.toml
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
@@ -75,4 +77,4 @@ policies: $(STAMP)
 	$(PY) -m infra.policies
 
 clean:
-	rm -rf $(VENV) build .pytest_cache .ruff_cache
+	rm -rf $(VENV) build .pytest_cache .ruff_cache .mypy_cache

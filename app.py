@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, cast
 
 from chalice import Chalice, Rate, Response
 from chalice.app import CloudWatchEvent, Request, SQSEvent
@@ -11,8 +12,11 @@ from chalice.app import CloudWatchEvent, Request, SQSEvent
 from chalicelib import wiring
 from chalicelib.errors import DomainError
 from chalicelib.jobs import Job
-from chalicelib.web import MAX_BODY_BYTES, cors_headers, error_response, house_error, json_response, parse_body
+from chalicelib.web import MAX_BODY_BYTES, Headers, cors_headers, error_response, house_error, json_response, parse_body
 from chalicelib.widget import widget_source
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 app = Chalice(app_name="bisn")
 app.api.binary_types = []
@@ -43,23 +47,37 @@ def refusals_as_json(event: Request, get_response: Callable[[Request], Response]
     return house_error(get_response(event))
 
 
+def _request() -> Request:
+    """The request the running route answers (Chalice sets it before calling a route, and only then)."""
+    request = app.current_request
+    if request is None:
+        raise RuntimeError("no current request: only a route may ask for it")
+    return request
+
+
+def _body(request: Request) -> bytes:
+    """The raw body: Chalice always makes it bytes, though it annotates `str | bytes`."""
+    body = request.raw_body
+    return body if isinstance(body, bytes) else body.encode()
+
+
 def _source_ip() -> str:
-    identity = (app.current_request.context or {}).get("identity") or {}
+    identity = (_request().context or {}).get("identity") or {}
     return str(identity.get("sourceIp") or "unknown")
 
 
-def _cors() -> dict[str, str]:
-    origin = app.current_request.headers.get("origin")
+def _cors() -> Headers:
+    origin = _request().headers.get("origin")
     return cors_headers(origin, wiring.current().settings.cors_origins)
 
 
 @app.route("/notify-me", methods=["POST"], content_types=FORM_TYPES)
 def notify_me() -> Response:
     """A shopper taps Notify me: join the SKU's waiting list."""
-    request = app.current_request
+    request = _request()
     cors = _cors()
     try:
-        data = parse_body(request.raw_body, request.headers.get("content-type", ""), MAX_BODY_BYTES)
+        data = parse_body(_body(request), request.headers.get("content-type", ""), MAX_BODY_BYTES)
         outcome = wiring.current().capture.capture(_source_ip(), data)
     except DomainError as error:
         return error_response(error, cors)
@@ -90,9 +108,9 @@ def widget() -> Response:
 @app.route("/webhooks/inventory", methods=["POST"], content_types=["application/json"])
 def inventory_webhook() -> Response:
     """The shop platform reports a SKU's stock level (Standard Webhooks signature); a crossing is a restock."""
-    request = app.current_request
+    request = _request()
     try:
-        outcome = wiring.current().detector.handle(request.raw_body, request.headers)
+        outcome = wiring.current().detector.handle(_body(request), request.headers)
     except DomainError as error:
         return error_response(error)
     return json_response(DETECT_STATUS[outcome.status], outcome.body())
@@ -114,9 +132,11 @@ JOBS_QUEUE = os.environ.get("NAME_PREFIX", "bisn") + "-jobs"
 def notifier(event: SQSEvent) -> None:
     """Tell the front of a SKU's waiting list about a restock. Raising returns the job to the queue (DLQ after 5)."""
     services = wiring.current()
+    # Chalice annotates the context as a dict, but Lambda passes its context object.
+    context = cast("LambdaContext", event.context)
     for record in event:
         # A malformed body raises too: it is retried, then parked in the DLQ intact for a person to look at.
-        services.notifier.handle(Job.from_json(record.body), event.context.get_remaining_time_in_millis)
+        services.notifier.handle(Job.from_json(record.body), context.get_remaining_time_in_millis)
 
 
 @app.route("/reserve/{token}", methods=["GET"])
@@ -133,9 +153,9 @@ def reserve(token: str) -> Response:
 @app.route("/webhooks/orders", methods=["POST"], content_types=["application/json"])
 def orders_webhook() -> Response:
     """The shop platform says a held unit was bought (Standard Webhooks signature)."""
-    request = app.current_request
+    request = _request()
     try:
-        outcome = wiring.current().orders.receive(request.raw_body, request.headers)
+        outcome = wiring.current().orders.receive(_body(request), request.headers)
     except DomainError as error:
         return error_response(error)
     return json_response(200, outcome.body())
@@ -156,21 +176,22 @@ def unsubscribe_page(token: str) -> Response:
 @app.route("/unsubscribe/{token}", methods=["POST"], content_types=UNSUBSCRIBE_TYPES)
 def unsubscribe(token: str) -> Response:
     """RFC 8058 one-click (or the page's button): opt out, leave every list, pass live offers on."""
-    request = app.current_request
-    return wiring.current().self_service.unsubscribe(token, request.raw_body, request.headers.get("content-type", ""))
+    request = _request()
+    return wiring.current().self_service.unsubscribe(token, _body(request), request.headers.get("content-type", ""))
 
 
 @app.route("/me/{token}", methods=["GET"])
 def my_requests(token: str) -> Response:
     """A shopper's own page: what they wait for and their place in each line."""
-    done = (app.current_request.query_params or {}).get("done")
+    params: Mapping[str, str] = _request().query_params or {}
+    done = params.get("done")
     return wiring.current().self_service.manage_page(token, done)
 
 
 @app.route("/me/{token}", methods=["POST"], content_types=["application/x-www-form-urlencoded"])
 def change_my_requests(token: str) -> Response:
     """A form on the shopper's page: leave a list, switch channel, or stop everything (CSRF-checked)."""
-    request = app.current_request
+    request = _request()
     return wiring.current().self_service.manage_action(
-        token, request.raw_body, request.headers.get("content-type", ""), dict(request.headers)
+        token, _body(request), request.headers.get("content-type", ""), dict(request.headers)
     )

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import threading
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 import boto3
 from botocore.config import Config
+
+# boto3-stubs type Session.client by the service's literal name, so the names this app uses are spelled out.
+ClientService = Literal["sqs", "sns", "sesv2", "secretsmanager"]
 
 
 class Aws:
@@ -26,7 +29,7 @@ class Aws:
         """The boto3 session every client comes from."""
         return self._session or boto3.session.Session(region_name=self.region)
 
-    def _client(self, service: str) -> Any:
+    def _client(self, service: ClientService) -> Any:
         with self._lock:
             return self.session.client(service, region_name=self.region, config=self._config)
 
@@ -64,7 +67,7 @@ class Aws:
         """SES v2 client (email)."""
         return self._client("sesv2")
 
-    def _sending_client(self, service: str) -> Any:
+    def _sending_client(self, service: ClientService) -> Any:
         # One attempt per call: an SMS or email whose answer was lost may have been sent, and botocore would
         # send it again on a read timeout. The senders retry only answers that prove nothing was sent.
         config = self._config.merge(Config(retries={"mode": "standard", "total_max_attempts": 1}))

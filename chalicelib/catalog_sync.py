@@ -193,7 +193,8 @@ def parse_feed(raw: bytes) -> tuple[list[Product], list[Skipped], set[str]]:
 class Opener(Protocol):
     """What urllib's OpenerDirector offers: open a request with a timeout."""
 
-    def open(self, request: urllib.request.Request, timeout: float) -> Any:
+    # Positional request, keyword timeout: as FeedReader calls it, and as OpenerDirector.open accepts.
+    def open(self, request: urllib.request.Request, /, *, timeout: float) -> Any:
         """The response (a file-like object with `status` and `read`)."""
         ...
 

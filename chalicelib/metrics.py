@@ -32,12 +32,12 @@ class Metrics:
         self._metadata: dict[str, Any] = {}
         self._lock = threading.Lock()
 
-    def count(self, name: str, value: float = 1) -> None:
-        """Add to a counter."""
+    def count(self, name: str, value: int = 1) -> None:
+        """Add to a counter (every metric is reported as a Count, so values are whole numbers)."""
         with self._lock:
             self._counts[name] += value
 
-    def gauge(self, name: str, value: float) -> None:
+    def gauge(self, name: str, value: int) -> None:
         """Set a value that is reported as it stands at flush time (e.g. units of a restock)."""
         with self._lock:
             self._counts[name] = value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -12,6 +13,9 @@ from chalicelib.errors import BadRequest, DomainError, PayloadTooLarge, RateLimi
 
 # The largest notify-me body accepted: a SKU, a contact and a name fit many times over.
 MAX_BODY_BYTES = 4096
+
+# Response headers as Chalice types them: a name may carry several values.
+Headers = dict[str, str | list[str]]
 
 
 def parse_body(raw: bytes | None, content_type: str, max_bytes: int) -> dict[str, Any]:
@@ -43,12 +47,12 @@ def json_object(text: str) -> dict[str, Any]:
     return parsed
 
 
-def json_response(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Response:
+def json_response(status: int, body: dict[str, Any], headers: Mapping[str, str | list[str]] | None = None) -> Response:
     """A JSON response."""
     return Response(body=body, status_code=status, headers={"Content-Type": "application/json", **(headers or {})})
 
 
-def error_response(error: DomainError, headers: dict[str, str] | None = None) -> Response:
+def error_response(error: DomainError, headers: Mapping[str, str | list[str]] | None = None) -> Response:
     """A DomainError as `{"error": code, "message": ...}` with its status."""
     extra = dict(headers or {})
     if isinstance(error, RateLimited):
@@ -75,7 +79,7 @@ def house_error(response: Response) -> Response:
     return json_response(response.status_code, {"error": code, "message": str(body["Message"])}, headers)
 
 
-def cors_headers(origin: str | None, allowed: tuple[str, ...]) -> dict[str, str]:
+def cors_headers(origin: str | None, allowed: tuple[str, ...]) -> Headers:
     """CORS headers for a shop storefront origin on the allow-list (none for anyone else)."""
     if not origin:
         return {}

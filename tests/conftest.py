@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import boto3
 import pytest
@@ -19,6 +20,7 @@ from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
 from devstack.provision import provision
 from infra.stages import stage_env
+from tests.reliability import tally
 from tests.support import CHAIR, REGION, app_client
 
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
@@ -69,3 +71,27 @@ def chair(services: Services) -> str:
     """A sold-out product in the catalogue."""
     services.tables.catalog.upsert("CHAIR-WALNUT", dict(CHAIR))
     return "CHAIR-WALNUT"
+
+
+# The reliability suite's summary line (tests/reliability/tally.py). Here, not in tests/reliability/conftest.py:
+# an xdist controller collects nothing, so it loads only this conftest, and it is the process that prints.
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker hands its counts over (xdist sends `workeroutput` to the controller after this hook)."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        tally.hand_over(workeroutput)
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: pytest would refuse it as unknown without xdist installed
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """On the xdist controller: a worker is done; add its counts to the line."""
+    tally.take_in(getattr(node, "workeroutput", {}))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line of what the reliability suite tried in this run (the figures docs/RELIABILITY.md quotes)."""
+    line = tally.summary()
+    if line:
+        terminalreporter.write_line(line)

@@ -127,7 +127,8 @@ def _reasons(exc: ClientError, count: int) -> list[Reason]:
     raw = exc.response.get("CancellationReasons") or []
     reasons = []
     for entry in raw:
-        item = entry.get("Item")
+        # An attribute name -> AttributeValue map (botocore-stubs type it as one {key, value} pair).
+        item: Mapping[str, Any] | None = entry.get("Item")
         decoded = {k: _deserializer.deserialize(v) for k, v in item.items()} if item else None
         reasons.append(Reason(str(entry.get("Code", "None")), decoded))
     reasons.extend(Reason("None", None) for _ in range(count - len(reasons)))
