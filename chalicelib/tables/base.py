@@ -39,14 +39,12 @@ class TransactionCancelled(Exception):
         self.reasons = list(reasons)
         self._names = {name: list(slots) for name, slots in (names or {}).items()}
 
-    def _slots(self, which: int | str) -> list[int]:
-        if isinstance(which, int):
-            return [which]
+    def _slots(self, which: str) -> list[int]:
         if which not in self._names:
             raise KeyError(f"no item named {which!r} in this transaction ({', '.join(self._names)})")
         return self._names[which]
 
-    def failed(self, which: int | str) -> bool:
+    def failed(self, which: str) -> bool:
         """True when the item (or any item of the group) named `which` failed its condition."""
         return any(i < len(self.reasons) and self.reasons[i].code == CONDITION_FAILED for i in self._slots(which))
 
@@ -55,7 +53,7 @@ class TransactionCancelled(Exception):
         skip = {i for name in names for i in self._slots(name)}
         return any(r.code == CONDITION_FAILED for i, r in enumerate(self.reasons) if i not in skip)
 
-    def old(self, which: int | str) -> dict[str, Any] | None:
+    def old(self, which: str) -> dict[str, Any] | None:
         """The old image of the item named `which`, when it failed and one was returned."""
         for i in self._slots(which):
             if i < len(self.reasons) and self.reasons[i].item is not None:

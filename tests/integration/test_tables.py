@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from chalicelib.tables.base import TransactionCancelled, transact
+from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.requests import new_joined_ts
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
@@ -15,7 +15,7 @@ from tests.support import CHAIR
 
 def join(services: Services, sku: str, contact: str, now: float, key: str | None = None) -> str:
     joined = new_joined_ts(now)
-    items = services.tables.requests.join_items(
+    unique, request = services.tables.requests.join_items(
         sku=sku,
         joined_ts=joined,
         channel="sms",
@@ -25,7 +25,7 @@ def join(services: Services, sku: str, contact: str, now: float, key: str | None
         ttl=int(now) + 86400,
         now=now,
     )
-    transact(services.tables.requests.table.meta.client, items)
+    services.tables.run(Tx().add("unique", unique).add("request", request))
     return joined
 
 
@@ -77,8 +77,8 @@ def test_a_second_join_for_the_same_person_is_refused_with_the_old_place(service
     first = join(services, "CHAIR", "+447400123456", clock.now())
     with pytest.raises(TransactionCancelled) as caught:
         join(services, "CHAIR", "+447400123456", clock.now() + 5)
-    assert caught.value.failed(0)
-    assert caught.value.old(0)["ref"] == first
+    assert caught.value.failed("unique")
+    assert caught.value.old("unique")["ref"] == first
 
 
 def test_position_counts_only_live_requests(services: Services, clock: FixedClock) -> None:
