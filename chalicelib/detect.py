@@ -26,7 +26,7 @@ from chalicelib.owed import OwedJobs
 from chalicelib.tables.audit import AuditTable
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.catalog import CatalogTable
-from chalicelib.tables.restocks import CLOSED, RestocksTable, unseen_sales
+from chalicelib.tables.restocks import RestocksTable, RestockState, unseen_sales
 from chalicelib.tables.throttle import ThrottleTable
 from chalicelib.web import json_object
 from chalicelib.webhooks import verify
@@ -291,7 +291,7 @@ class DetectService:
                 return DetectOutcome("no_restock", "below_threshold")
             if seen.open_restock_ts:
                 restock = self.restocks.get(sku, seen.open_restock_ts)
-                if restock is not None and restock.get("state") != CLOSED:
+                if restock is not None and restock.get("state") != RestockState.CLOSED:
                     return DetectOutcome("no_restock", "restock_open")
             webhook_id = f"threshold@{seen.version}"
             level: dict[str, Any] = {
@@ -326,7 +326,7 @@ class DetectService:
         if not is_newer(stamp, seen.level_ts):
             return DetectOutcome("no_restock", "stale")
         restock = self.restocks.get(sku, seen.open_restock_ts) if seen.open_restock_ts else None
-        if restock is not None and restock.get("state") == CLOSED:
+        if restock is not None and restock.get("state") == RestockState.CLOSED:
             restock = None
         included = unseen_sales(restock)
         threshold = int(product["threshold"])

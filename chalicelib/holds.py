@@ -18,9 +18,8 @@ from chalicelib.faults import FaultHook, no_faults
 from chalicelib.tables.audit import AuditTable
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.catalog import CatalogTable, with_defaults
-from chalicelib.tables.requests import OFFERED as REQUEST_OFFERED
-from chalicelib.tables.requests import RESERVED, RequestsTable
-from chalicelib.tables.reservations import CONVERTED, EXPIRED, HELD, LAPSED, OFFERED, ReservationsTable
+from chalicelib.tables.requests import RequestsTable, RequestState
+from chalicelib.tables.reservations import OfferState, ReservationsTable
 from chalicelib.tables.restocks import RestocksTable
 from chalicelib.tokens import TokenExpired, TokenInvalid, Tokens
 
@@ -116,7 +115,12 @@ class UnitMoves:
             .add(
                 "row",
                 self.reservations.transition_item(
-                    token_id, OFFERED, HELD, due_at=expires, held_at=int(now), hold_expires_at=expires
+                    token_id,
+                    OfferState.OFFERED,
+                    OfferState.HELD,
+                    due_at=expires,
+                    held_at=int(now),
+                    hold_expires_at=expires,
                 ),
             )
             .add("units", self.restocks.hold_item(sku, str(row["restock_ts"])))
@@ -137,8 +141,8 @@ class UnitMoves:
                 "row",
                 self.reservations.transition_item(
                     token_id,
-                    OFFERED,
-                    LAPSED,
+                    OfferState.OFFERED,
+                    OfferState.LAPSED,
                     due_at=min(_int(row.get("due_at")) or int(now), int(now)),
                     lapsed_at=int(now),
                     lapse_reason=reason,
@@ -152,7 +156,7 @@ class UnitMoves:
             .add(
                 "request",
                 self.requests.back_to_waiting_item(
-                    sku, str(row["request_joined_ts"]), token_id=token_id, from_state=REQUEST_OFFERED
+                    sku, str(row["request_joined_ts"]), token_id=token_id, from_state=RequestState.OFFERED
                 ),
             )
         )
@@ -174,8 +178,8 @@ class UnitMoves:
                 "row",
                 self.reservations.transition_item(
                     token_id,
-                    HELD,
-                    EXPIRED,
+                    OfferState.HELD,
+                    OfferState.EXPIRED,
                     due_at=min(_int(row.get("due_at")) or int(now), int(now)),
                     expired_at=int(now),
                 ),
@@ -185,7 +189,7 @@ class UnitMoves:
             .add(
                 "request",
                 self.requests.back_to_waiting_item(
-                    sku, str(row["request_joined_ts"]), token_id=token_id, from_state=RESERVED
+                    sku, str(row["request_joined_ts"]), token_id=token_id, from_state=RequestState.RESERVED
                 ),
             )
         )
@@ -203,7 +207,12 @@ class UnitMoves:
             .add(
                 "row",
                 self.reservations.transition_item(
-                    token_id, HELD, CONVERTED, due_at=None, order_id=order_id, converted_at=int(now)
+                    token_id,
+                    OfferState.HELD,
+                    OfferState.CONVERTED,
+                    due_at=None,
+                    order_id=order_id,
+                    converted_at=int(now),
                 ),
             )
             .add("sale", self.restocks.sale_item(sku, str(row["restock_ts"])))
@@ -301,18 +310,22 @@ class HoldsService:
 
     def _answer(self, row: dict[str, Any], product: dict[str, Any], now: float) -> ReserveOutcome:
         state = row.get("state")
-        if state == HELD:
+        if state == OfferState.HELD:
             # The row is authoritative: a hold past its expiry is over even before the sweep has run.
             if now < _int(row.get("hold_expires_at")):
                 return self._redirect(HELD_AGAIN, row, product)
             return ReserveOutcome(EXPIRED_LINK, reason="hold_expired")
-        if state == OFFERED:
+        if state == OfferState.OFFERED:
             if now >= _int(row.get("offer_expires_at")):
                 return ReserveOutcome(EXPIRED_LINK, reason="offer_lapsed")
             return self._hold(row, product, now)
-        if state == LAPSED and row.get("lapse_reason") == JUST_GONE:
+        if state == OfferState.LAPSED and row.get("lapse_reason") == JUST_GONE:
             return ReserveOutcome(JUST_GONE_PAGE)
-        reasons = {LAPSED: "offer_lapsed", EXPIRED: "hold_expired", CONVERTED: "used"}
+        reasons: dict[str, str] = {
+            OfferState.LAPSED: "offer_lapsed",
+            OfferState.EXPIRED: "hold_expired",
+            OfferState.CONVERTED: "used",
+        }
         return ReserveOutcome(EXPIRED_LINK, reason=reasons.get(str(state), "ended"))
 
     def _hold(self, row: dict[str, Any], product: dict[str, Any], now: float) -> ReserveOutcome:
@@ -329,7 +342,7 @@ class HoldsService:
             return self._just_gone(row, now)
         # The row moved first (a simultaneous tap, or the sweep): answer for the state it is in now.
         current = move.row or self.reservations.get(str(row["token_id"]))
-        if current is None or current.get("state") == OFFERED:
+        if current is None or current.get("state") == OfferState.OFFERED:
             raise RuntimeError(f"offer {row['token_id']} refused a hold while still offered")
         return self._answer(current, product, now)
 

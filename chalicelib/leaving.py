@@ -28,8 +28,8 @@ from chalicelib.jobs import Job, JobQueue
 from chalicelib.tables.audit import AuditTable
 from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
 from chalicelib.tables.catalog import CatalogTable
-from chalicelib.tables.requests import ACTIVE_STATES, CONVERTED, OFFERED, RESERVED, WAITING, RequestsTable
-from chalicelib.tables.reservations import LAPSED, ReservationsTable
+from chalicelib.tables.requests import ACTIVE_STATES, RequestsTable, RequestState
+from chalicelib.tables.reservations import OfferState, ReservationsTable
 from chalicelib.tables.restocks import RestocksTable
 
 # Why someone left; recorded on the audit fact so "why was I not told?" has an answer.
@@ -120,13 +120,13 @@ class QueueExits:
                 return Exit(sku, joined_ts, GONE)
             state = str(current.get("state", ""))
             try:
-                if state == WAITING:
+                if state == RequestState.WAITING:
                     return self._leave_waiting(current, reason)
-                if state == OFFERED:
+                if state == RequestState.OFFERED:
                     return self._leave_offered(current, reason)
-                if state == RESERVED:
+                if state == RequestState.RESERVED:
                     return self._holding(current, reason)
-                if state == CONVERTED and erase_finished:
+                if state == RequestState.CONVERTED and erase_finished:
                     return self._erase_finished(current, reason)
                 return Exit(sku, joined_ts, GONE)
             except (TransactionCancelled, _Moved):
@@ -155,7 +155,7 @@ class QueueExits:
     def _leave_waiting(self, request: dict[str, Any], reason: str) -> Exit:
         now = self.clock.now()
         sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
-        tx = self._remove(Tx(), request, WAITING).add("fact", self._fact(request, reason, now))
+        tx = self._remove(Tx(), request, RequestState.WAITING).add("fact", self._fact(request, reason, now))
         tx.run(self.requests.table.meta.client)
         return Exit(sku, joined_ts, LEFT)
 
@@ -164,7 +164,7 @@ class QueueExits:
         sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
         token_id = str(request.get("offer_token", ""))
         offer = self.reservations.get(token_id) if token_id else None
-        if offer is None or offer.get("state") != OFFERED:
+        if offer is None or offer.get("state") != RequestState.OFFERED:
             # The request says offered but its row moved on (clicked, or lapsed by the sweep this instant).
             raise _Moved(token_id)
         restock_ts, restock_id = str(offer["restock_ts"]), str(offer["restock_id"])
@@ -173,11 +173,16 @@ class QueueExits:
             # before sending it, the sweep sees a lapsed row and queues it (invariant 7).
             "row",
             self.reservations.transition_item(
-                token_id, OFFERED, LAPSED, due_at=int(now), lapsed_at=int(now), lapse_reason=reason
+                token_id,
+                RequestState.OFFERED,
+                OfferState.LAPSED,
+                due_at=int(now),
+                lapsed_at=int(now),
+                lapse_reason=reason,
             ),
         )
         tx.add("units", self.restocks.release_lapsed_offer_item(sku, restock_ts))
-        self._remove(tx, request, OFFERED, token_id)
+        self._remove(tx, request, RequestState.OFFERED, token_id)
         tx.add("fact", self._fact(request, reason, now, restock_id=restock_id, token_id=token_id))
         client = self.requests.table.meta.client
         try:
@@ -191,7 +196,7 @@ class QueueExits:
         self.faults("leave.after_release")
         self.jobs.send(Job(sku=sku, restock_id=restock_id, restock_ts=restock_ts, kind="topup"))
         self.faults("leave.after_topup")
-        self.reservations.clear_due(token_id, LAPSED)
+        self.reservations.clear_due(token_id, OfferState.LAPSED)
         return Exit(sku, joined_ts, RELEASED, restock_id=restock_id)
 
     def _holding(self, request: dict[str, Any], reason: str) -> Exit:
@@ -210,7 +215,7 @@ class QueueExits:
         key = str(request["contact_key"])
         tx = (
             Tx()
-            .add("request", self.requests.remove_item(sku, joined_ts, contact_key=key, state=CONVERTED))
+            .add("request", self.requests.remove_item(sku, joined_ts, contact_key=key, state=RequestState.CONVERTED))
             .add("fact", self._fact(request, reason, now))
         )
         tx.run(self.requests.table.meta.client)

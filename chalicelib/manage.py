@@ -19,7 +19,7 @@ from chalicelib.tables.audit import AuditTable
 from chalicelib.tables.base import TransactionCancelled, TxItem, transact
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.optout import OptoutTable
-from chalicelib.tables.requests import ACTIVE_STATES, OFFERED, RESERVED, WAITING, RequestsTable
+from chalicelib.tables.requests import ACTIVE_STATES, RequestsTable, RequestState
 from chalicelib.tables.reservations import ReservationsTable
 from chalicelib.tokens import Tokens
 
@@ -168,7 +168,7 @@ class ManageService:
                 continue
             sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
             offer_expires = hold_expires = None
-            if state in (OFFERED, RESERVED) and request.get("offer_token"):
+            if state in (RequestState.OFFERED, RequestState.RESERVED) and request.get("offer_token"):
                 row = self.reservations.get(str(request["offer_token"])) or {}
                 offer_expires = _int_or_none(row.get("offer_expires_at"))
                 hold_expires = _int_or_none(row.get("hold_expires_at"))
@@ -307,8 +307,8 @@ class ManageService:
     ) -> str:
         """Both contacts wait for this SKU: keep one place (the one with a live offer, else the earlier)."""
         sku = str(request["sku"])
-        mine_waiting = request.get("state") == WAITING
-        theirs_waiting = other.get("state") == WAITING
+        mine_waiting = request.get("state") == RequestState.WAITING
+        theirs_waiting = other.get("state") == RequestState.WAITING
         if not mine_waiting and not theirs_waiting:
             return "unchanged"  # both have a live offer or hold; each runs its course
         keep_mine = (not mine_waiting) or (theirs_waiting and str(request["joined_ts"]) < str(other["joined_ts"]))
@@ -319,13 +319,15 @@ class ManageService:
                 self.requests.claim_unique_item(
                     sku, new_key, str(request["joined_ts"]), ttl, replacing={"ref": str(other["joined_ts"])}
                 ),
-                self.requests.remove_item(sku, str(other["joined_ts"]), contact_key=new_key, state=WAITING),
+                self.requests.remove_item(
+                    sku, str(other["joined_ts"]), contact_key=new_key, state=RequestState.WAITING
+                ),
                 self.catalog.leave_item(sku),
             ]
         else:
             # The new contact's place is better: this one is given up.
             items = [
-                self.requests.remove_item(sku, str(request["joined_ts"]), contact_key=key, state=WAITING),
+                self.requests.remove_item(sku, str(request["joined_ts"]), contact_key=key, state=RequestState.WAITING),
                 self.requests.remove_unique_item(
                     sku, key, str(request["joined_ts"]), told=request.get("last_notified_restock"), ttl=ttl
                 ),

@@ -13,7 +13,7 @@ from chalicelib.faults import FaultHook, no_faults
 from chalicelib.holds import DONE, UnitMoves
 from chalicelib.tables.audit import AuditTable
 from chalicelib.tables.base import TransactionCancelled, Tx
-from chalicelib.tables.reservations import CONVERTED, EXPIRED, HELD, LAPSED, OFFERED, ReservationsTable
+from chalicelib.tables.reservations import OfferState, ReservationsTable
 from chalicelib.tables.restocks import RestocksTable
 from chalicelib.webhooks import parse_json_body, verify
 
@@ -106,7 +106,7 @@ class OrdersService:
 
     def _settle(self, row: dict[str, Any], order: Order, now: float) -> OrderOutcome:
         state = row.get("state")
-        if state == HELD:
+        if state == OfferState.HELD:
             # Converted even a moment past its expiry while the sweep has not returned the unit:
             # the unit is still out of stock on our books, which is what the sale needs.
             move = self.moves.convert(row, order.order_id, now)
@@ -114,15 +114,15 @@ class OrdersService:
                 self.faults("orders.after_convert")
                 return OrderOutcome(CONVERTED_NOW, order.reservation_id, order.order_id)
             current = move.row or self.reservations.get(order.reservation_id)
-            if current is None or current.get("state") == HELD:
+            if current is None or current.get("state") == OfferState.HELD:
                 raise RuntimeError(f"hold {order.reservation_id} refused conversion while still held")
             return self._settle(current, order, now)
-        if state == CONVERTED:
+        if state == OfferState.CONVERTED:
             return OrderOutcome(ALREADY_CONVERTED, order.reservation_id, str(row.get("order_id", order.order_id)))
-        if state in (LAPSED, EXPIRED):
+        if state in (OfferState.LAPSED, OfferState.EXPIRED):
             self._record_late(row, order, now)
             return OrderOutcome(HOLD_ENDED, order.reservation_id, order.order_id)
-        if state == OFFERED:
+        if state == OfferState.OFFERED:
             raise Conflict(
                 "This reservation was never held: its link was not tapped, so no unit was set aside for this order.",
                 code="not_held",

@@ -22,8 +22,8 @@ from chalicelib.leaving import QueueExits
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.optout import OptoutTable
-from chalicelib.tables.requests import CONVERTED, WAITING, RequestsTable
-from chalicelib.tables.reservations import EXPIRED, HELD, LAPSED, OFFERED, ReservationsTable
+from chalicelib.tables.requests import RequestsTable, RequestState
+from chalicelib.tables.reservations import OfferState, ReservationsTable
 
 # The sweep expires a place this long before its ttl, so it (and not DynamoDB's own TTL deletion, which
 # never comes before the ttl) removes the request, keeping its uniqueness item and the waiting count in step.
@@ -105,26 +105,26 @@ class SweepService:
         self, row: dict[str, Any], at: float, summary: dict[str, int], owed: dict[tuple[str, str], _Owed]
     ) -> None:
         state = row.get("state")
-        if state == OFFERED and int(row.get("offer_expires_at", 0)) <= at:
+        if state == OfferState.OFFERED and int(row.get("offer_expires_at", 0)) <= at:
             move = self.moves.lapse(row, at)
             if move.result != DONE:
                 summary["raced"] += 1
                 return
             summary["lapsed"] += 1
             self.faults("sweep.after_lapse")
-            state = LAPSED
-        elif state == HELD and int(row.get("hold_expires_at", 0)) <= at:
+            state = OfferState.LAPSED
+        elif state == OfferState.HELD and int(row.get("hold_expires_at", 0)) <= at:
             move = self.moves.expire(row, at)
             if move.result != DONE:
                 summary["raced"] += 1
                 return
             summary["expired"] += 1
             self.faults("sweep.after_expiry")
-            state = EXPIRED
-        elif state not in (LAPSED, EXPIRED):
+            state = OfferState.EXPIRED
+        elif state not in (OfferState.LAPSED, OfferState.EXPIRED):
             # Not yet past its own expiry (the row is authoritative), or already final elsewhere.
             return
-        if state == EXPIRED:
+        if state == OfferState.EXPIRED:
             # Before the top-up, so a crash after the expiry is finished here by the next run (invariant 3).
             self._leave_if_asked(row)
         # Lapsed or expired and still in the index: its top-up is owed (this run's, or one a crash cut short).
@@ -171,7 +171,7 @@ class SweepService:
                 break
             state = item.get("state")
             # A place with a live offer or hold is left until its unit has come back through it.
-            if state not in (WAITING, CONVERTED):
+            if state not in (RequestState.WAITING, RequestState.CONVERTED):
                 continue
             sku, joined_ts = str(item["sku"]), str(item["joined_ts"])
             request, unique = self.requests.expire_items(
@@ -183,7 +183,7 @@ class SweepService:
                 told=item.get("last_notified_restock"),
             )
             tx = Tx().add("request", request).add("unique", unique)
-            if state == WAITING:  # a converted request already left the waiting count when it converted
+            if state == RequestState.WAITING:  # a converted request already left the waiting count when it converted
                 tx.add("waiting", self.catalog.leave_item(sku))
             try:
                 tx.run(client)

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from enum import StrEnum
 from typing import Any
 
-OFFERED = "offered"
-HELD = "held"
-LAPSED = "lapsed"
-EXPIRED = "expired"
-CONVERTED = "converted"
+
+class OfferState(StrEnum):
+    """Where an offer or hold stands (stored as these strings)."""
+
+    OFFERED = "offered"
+    HELD = "held"
+    LAPSED = "lapsed"
+    EXPIRED = "expired"
+    CONVERTED = "converted"
+
+
 DUE_KEY = "due"  # every row that the sweep must look at carries due_key/due_at (a sparse index)
 
 
@@ -56,7 +63,7 @@ class ReservationsTable:
                     "request_joined_ts": request_joined_ts,
                     "contact_key": contact_key,
                     "channel": channel,
-                    "state": OFFERED,
+                    "state": OfferState.OFFERED,
                     "offered_at": int(now),
                     "offer_expires_at": expires,
                     "due_key": DUE_KEY,
@@ -112,7 +119,7 @@ class ReservationsTable:
                 # Only an untouched offer is rolled back; one already clicked stands.
                 "ConditionExpression": "#state = :offered",
                 "ExpressionAttributeNames": {"#state": "state"},
-                "ExpressionAttributeValues": {":offered": OFFERED},
+                "ExpressionAttributeValues": {":offered": OfferState.OFFERED},
             }
         }
 
@@ -172,8 +179,8 @@ class ReservationsTable:
                 "ExpressionAttributeValues": {
                     ":oid": order_id,
                     ":now": int(now),
-                    ":lapsed": LAPSED,
-                    ":expired": EXPIRED,
+                    ":lapsed": OfferState.LAPSED,
+                    ":expired": OfferState.EXPIRED,
                 },
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }

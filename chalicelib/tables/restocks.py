@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from enum import StrEnum
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
 
 from chalicelib.tables.base import query_all
 
-PENDING = "pending"  # written, job not yet on the queue
-QUEUED = "queued"  # job on the queue; offers being made
-CLOSED = "closed"  # level fell below threshold, or every unit is held or sold
+
+class RestockState(StrEnum):
+    """Where a restock stands (stored as these strings)."""
+
+    PENDING = "pending"  # written, job not yet on the queue
+    QUEUED = "queued"  # job on the queue; offers being made
+    CLOSED = "closed"  # level fell below threshold, or every unit is held or sold
+
+
 PENDING_KEY = "pending"  # value of pending_key on every restock that is owed a notifier job (GSI by-pending)
 UNSEEN_SALES = "unseen_sales"  # sales through our holds that no stock level reported since has included yet
 
@@ -80,7 +87,7 @@ class RestocksTable:
             # Never over-promise (invariant 5): a batch of offers takes all its units or none, and a closed
             # restock (the level fell below the threshold while the walk was under way) offers nothing more.
             "units_offerable >= :count AND #state <> :closed",
-            {":minus": -int(count), ":count": int(count), ":closed": CLOSED},
+            {":minus": -int(count), ":count": int(count), ":closed": RestockState.CLOSED},
         )
         item["Update"]["ExpressionAttributeNames"] = {"#state": "state"}
         return item
@@ -141,7 +148,7 @@ class RestocksTable:
             "units_total": units,
             "units_available": units,
             "units_offerable": units,
-            "state": PENDING,
+            "state": RestockState.PENDING,
             "created_at": int(now),
             "level_after": level_after,
             "threshold": threshold,
@@ -173,7 +180,7 @@ class RestocksTable:
     ) -> dict:
         """Transaction item: the level rose while the restock is open; add the rise and owe a job for it."""
         # A restock whose first job is still owed keeps owing that first job; a queued one owes a top-up.
-        kind = "restock" if seen["state"] == PENDING else "topup"
+        kind = "restock" if seen["state"] == RestockState.PENDING else "topup"
         names = {"#state": "state"}
         values: dict[str, Any] = {
             ":rise": rise,
@@ -281,7 +288,7 @@ class RestocksTable:
     ) -> dict:
         """Transaction item: close the restock: nothing more is offered and no job is owed any more."""
         names = {"#state": "state"}
-        values: dict[str, Any] = {":closed": CLOSED, ":now": int(now), ":a": available, ":o": offerable}
+        values: dict[str, Any] = {":closed": RestockState.CLOSED, ":now": int(now), ":a": available, ":o": offerable}
         # As for a fall: counters unchanged since we read them, so the units left for live offers are exact.
         condition = self._seen_condition(seen, values)
         sets, sales_condition = self._sales_update(seen, names, values)
@@ -333,7 +340,7 @@ class RestocksTable:
                 "Key": {"sku": sku, "restock_ts": restock_ts},
                 "ConditionExpression": condition,
                 "ExpressionAttributeNames": {"#state": "state"},
-                "ExpressionAttributeValues": {":closed": CLOSED, ":one": 1},
+                "ExpressionAttributeValues": {":closed": RestockState.CLOSED, ":one": 1},
             }
         }
 
@@ -381,7 +388,7 @@ class RestocksTable:
                 # Only the job we sent is marked done: a rise that owes a newer job keeps it owed.
                 ConditionExpression="pending_token = :tok",
                 ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues={":queued": QUEUED, ":now": int(now), ":tok": token},
+                ExpressionAttributeValues={":queued": RestockState.QUEUED, ":now": int(now), ":tok": token},
             )
         except self.table.meta.client.exceptions.ConditionalCheckFailedException:
             return False
