@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Self
 
 from boto3.dynamodb.conditions import Attr, Key
 
 from chalicelib.clock import iso
-from chalicelib.tables.base import TxItem, count_all, query_all
+from chalicelib.tables.base import TxItem, count_all, int_or_none, present, query_all, str_or_none
 
 
 class RequestState(StrEnum):
@@ -27,6 +28,55 @@ UNIQUE_PREFIX = "U#"
 # Join stamps start with a year ("2026-…"); uniqueness items start with "U#", which sorts after every
 # digit, so "joined_ts < U" reads the queue alone.
 QUEUE_UPPER_BOUND = "U"
+
+
+@dataclass(frozen=True)
+class Request:
+    """One place in a SKU's waiting list (never a `U#` uniqueness item), as stored."""
+
+    sku: str
+    joined_ts: str
+    channel: str
+    contact: str
+    contact_key: str
+    state: RequestState
+    name: str = ""
+    created_at: int | None = None
+    updated_at: int | None = None
+    ttl: int | None = None
+    expiry_day: str | None = None
+    last_notified_restock: str | None = None  # the restock this place was last told about
+    offer_token: str | None = None  # the live offer or hold of this place
+    leave_requested: str | None = None  # why the holder asked to leave once their hold ends
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> Self:
+        """The typed place from a stored item (numbers come back as Decimal; unknown attributes are ignored)."""
+        return cls(
+            sku=str(item["sku"]),
+            joined_ts=str(item["joined_ts"]),
+            channel=str(item.get("channel") or ""),
+            contact=str(item.get("contact") or ""),
+            contact_key=str(item.get("contact_key") or ""),
+            state=RequestState(item["state"]),
+            name=str(item.get("name") or ""),
+            created_at=int_or_none(item.get("created_at")),
+            updated_at=int_or_none(item.get("updated_at")),
+            ttl=int_or_none(item.get("ttl")),
+            expiry_day=str_or_none(item.get("expiry_day")),
+            last_notified_restock=str_or_none(item.get("last_notified_restock")),
+            offer_token=str_or_none(item.get("offer_token")),
+            leave_requested=str_or_none(item.get("leave_requested")),
+        )
+
+    def to_item(self) -> dict[str, Any]:
+        """The stored item (absent attributes left out)."""
+        return present({**self.__dict__, "state": str(self.state)})
+
+    @property
+    def live(self) -> bool:
+        """Still in line: waiting, offered or holding."""
+        return self.state in ACTIVE_STATES
 
 
 def new_joined_ts(now: float) -> str:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Self
+
+from chalicelib.tables.base import int_or_none, present, str_or_none
 
 
 class OfferState(StrEnum):
@@ -18,6 +21,66 @@ class OfferState(StrEnum):
 
 
 DUE_KEY = "due"  # every row that the sweep must look at carries due_key/due_at (a sparse index)
+
+
+@dataclass(frozen=True)
+class Offer:
+    """One offer or hold (a row of bisn-reservations), as stored."""
+
+    token_id: str
+    sku: str
+    restock_ts: str
+    restock_id: str
+    request_joined_ts: str
+    contact_key: str
+    channel: str
+    state: OfferState
+    offered_at: int | None = None
+    offer_expires_at: int | None = None
+    ttl: int | None = None
+    due_key: str | None = None  # present while the sweep must look at the row (sparse index by-due)
+    due_at: int | None = None
+    held_at: int | None = None
+    hold_expires_at: int | None = None
+    lapsed_at: int | None = None
+    lapse_reason: str | None = None
+    expired_at: int | None = None
+    order_id: str | None = None
+    converted_at: int | None = None
+    late_order_id: str | None = None  # an order that arrived after the hold ended
+    late_order_at: int | None = None
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> Self:
+        """The typed row from a stored item (numbers come back as Decimal; unknown attributes are ignored)."""
+        return cls(
+            token_id=str(item["token_id"]),
+            sku=str(item["sku"]),
+            restock_ts=str(item["restock_ts"]),
+            restock_id=str(item["restock_id"]),
+            request_joined_ts=str(item["request_joined_ts"]),
+            contact_key=str(item.get("contact_key") or ""),
+            channel=str(item.get("channel") or ""),
+            state=OfferState(item["state"]),
+            offered_at=int_or_none(item.get("offered_at")),
+            offer_expires_at=int_or_none(item.get("offer_expires_at")),
+            ttl=int_or_none(item.get("ttl")),
+            due_key=str_or_none(item.get("due_key")),
+            due_at=int_or_none(item.get("due_at")),
+            held_at=int_or_none(item.get("held_at")),
+            hold_expires_at=int_or_none(item.get("hold_expires_at")),
+            lapsed_at=int_or_none(item.get("lapsed_at")),
+            lapse_reason=str_or_none(item.get("lapse_reason")),
+            expired_at=int_or_none(item.get("expired_at")),
+            order_id=str_or_none(item.get("order_id")),
+            converted_at=int_or_none(item.get("converted_at")),
+            late_order_id=str_or_none(item.get("late_order_id")),
+            late_order_at=int_or_none(item.get("late_order_at")),
+        )
+
+    def to_item(self) -> dict[str, Any]:
+        """The stored item (absent attributes left out)."""
+        return present({**self.__dict__, "state": str(self.state)})
 
 
 class ReservationsTable:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Self
 
 from boto3.dynamodb.conditions import Key
 
-from chalicelib.tables.base import query_all
+from chalicelib.tables.base import int_or_none, present, query_all, str_or_none
 
 
 class RestockState(StrEnum):
@@ -21,6 +22,70 @@ class RestockState(StrEnum):
 
 PENDING_KEY = "pending"  # value of pending_key on every restock that is owed a notifier job (GSI by-pending)
 UNSEEN_SALES = "unseen_sales"  # sales through our holds that no stock level reported since has included yet
+
+
+@dataclass(frozen=True)
+class Restock:
+    """One detected restock with its unit counters (DESIGN §4), as stored."""
+
+    sku: str
+    restock_ts: str
+    restock_id: str
+    state: RestockState
+    units_total: int = 0
+    units_available: int = 0  # neither held nor sold; below zero while a fall is owed to holders
+    units_offerable: int = 0  # neither held, sold nor promised to a live offer
+    unseen_sales: int = 0  # sales through our holds that no level reported since has included yet
+    webhook_id: str | None = None
+    created_at: int | None = None
+    level_before: int | None = None
+    level_after: int | None = None
+    threshold: int | None = None
+    copy: dict[str, str] | None = None  # the message text every notice of this restock uses
+    pending_key: str | None = None  # present while a job is owed (sparse index by-pending)
+    pending_since: int | None = None
+    pending_kind: str | None = None
+    pending_token: str | None = None
+    enqueue_lease_until: int | None = None
+    queued_at: int | None = None
+    closed_at: int | None = None
+    orders_on_expired_holds: int | None = None
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> Self:
+        """The typed restock from a stored item (numbers come back as Decimal; unknown attributes are ignored)."""
+        copy = item.get("copy")
+        return cls(
+            sku=str(item["sku"]),
+            restock_ts=str(item["restock_ts"]),
+            restock_id=str(item["restock_id"]),
+            state=RestockState(item["state"]),
+            units_total=int(item.get("units_total") or 0),
+            units_available=int(item.get("units_available") or 0),
+            units_offerable=int(item.get("units_offerable") or 0),
+            unseen_sales=int(item.get(UNSEEN_SALES) or 0),
+            webhook_id=str_or_none(item.get("webhook_id")),
+            created_at=int_or_none(item.get("created_at")),
+            level_before=int_or_none(item.get("level_before")),
+            level_after=int_or_none(item.get("level_after")),
+            threshold=int_or_none(item.get("threshold")),
+            copy={str(k): str(v) for k, v in copy.items()} if copy else None,
+            pending_key=str_or_none(item.get("pending_key")),
+            pending_since=int_or_none(item.get("pending_since")),
+            pending_kind=str_or_none(item.get("pending_kind")),
+            pending_token=str_or_none(item.get("pending_token")),
+            enqueue_lease_until=int_or_none(item.get("enqueue_lease_until")),
+            queued_at=int_or_none(item.get("queued_at")),
+            closed_at=int_or_none(item.get("closed_at")),
+            orders_on_expired_holds=int_or_none(item.get("orders_on_expired_holds")),
+        )
+
+    def to_item(self) -> dict[str, Any]:
+        """The stored item (absent attributes left out; no sales unseen is stored as no attribute)."""
+        item = present({**self.__dict__, "state": str(self.state)})
+        if not self.unseen_sales:
+            del item[UNSEEN_SALES]
+        return item
 
 
 def unseen_sales(restock: dict[str, Any] | None) -> int:
