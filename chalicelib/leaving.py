@@ -164,17 +164,17 @@ class QueueExits:
         sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
         token_id = str(request.get("offer_token", ""))
         offer = self.reservations.get(token_id) if token_id else None
-        if offer is None or offer.get("state") != RequestState.OFFERED:
+        if offer is None or offer.state != OfferState.OFFERED:
             # The request says offered but its row moved on (clicked, or lapsed by the sweep this instant).
             raise _Moved(token_id)
-        restock_ts, restock_id = str(offer["restock_ts"]), str(offer["restock_id"])
+        restock_ts, restock_id = offer.restock_ts, offer.restock_id
         tx = Tx().add(
             # Kept in the sweep's due-time index (due now) until the top-up is on the queue: if we stop
             # before sending it, the sweep sees a lapsed row and queues it (invariant 7).
             "row",
             self.reservations.transition_item(
                 token_id,
-                RequestState.OFFERED,
+                OfferState.OFFERED,
                 OfferState.LAPSED,
                 due_at=int(now),
                 lapsed_at=int(now),
@@ -205,7 +205,7 @@ class QueueExits:
         if not self.requests.request_leave(sku, joined_ts, token_id=token_id, reason=reason):
             raise _Moved(token_id)  # bought or expired this instant: look again
         hold = self.reservations.get(token_id) if token_id else None
-        expires = int(hold["hold_expires_at"]) if hold and hold.get("hold_expires_at") is not None else None
+        expires = hold.hold_expires_at if hold else None
         return Exit(str(request["sku"]), str(request["joined_ts"]), HOLDING, hold_expires_at=expires)
 
     def _erase_finished(self, request: dict[str, Any], reason: str) -> Exit:

@@ -169,9 +169,9 @@ class ManageService:
             sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
             offer_expires = hold_expires = None
             if state in (RequestState.OFFERED, RequestState.RESERVED) and request.get("offer_token"):
-                row = self.reservations.get(str(request["offer_token"])) or {}
-                offer_expires = _int_or_none(row.get("offer_expires_at"))
-                hold_expires = _int_or_none(row.get("hold_expires_at"))
+                row = self.reservations.get(str(request["offer_token"]))
+                offer_expires = row.offer_expires_at if row else None
+                hold_expires = row.hold_expires_at if row else None
             places.append(
                 Place(
                     sku=sku,
@@ -342,7 +342,3 @@ def product_name(catalog: CatalogTable, sku: str) -> str:
     """A product's display name (its SKU when it has left the catalogue)."""
     product = catalog.get_cached(sku)
     return str(product.get("name") or sku) if product else sku
-
-
-def _int_or_none(value: Any) -> int | None:
-    return int(value) if value is not None else None

@@ -13,7 +13,7 @@ from chalicelib.faults import FaultHook, no_faults
 from chalicelib.holds import DONE, UnitMoves
 from chalicelib.tables.audit import AuditTable
 from chalicelib.tables.base import TransactionCancelled, Tx
-from chalicelib.tables.reservations import OfferState, ReservationsTable
+from chalicelib.tables.reservations import Offer, OfferState, ReservationsTable
 from chalicelib.tables.restocks import RestocksTable
 from chalicelib.webhooks import parse_json_body, verify
 
@@ -104,8 +104,8 @@ class OrdersService:
             raise NotFound("No reservation has this id.", code="unknown_reservation")
         return self._settle(row, order, self.clock.now())
 
-    def _settle(self, row: dict[str, Any], order: Order, now: float) -> OrderOutcome:
-        state = row.get("state")
+    def _settle(self, row: Offer, order: Order, now: float) -> OrderOutcome:
+        state = row.state
         if state == OfferState.HELD:
             # Converted even a moment past its expiry while the sweep has not returned the unit:
             # the unit is still out of stock on our books, which is what the sale needs.
@@ -114,11 +114,11 @@ class OrdersService:
                 self.faults("orders.after_convert")
                 return OrderOutcome(CONVERTED_NOW, order.reservation_id, order.order_id)
             current = move.row or self.reservations.get(order.reservation_id)
-            if current is None or current.get("state") == OfferState.HELD:
+            if current is None or current.state == OfferState.HELD:
                 raise RuntimeError(f"hold {order.reservation_id} refused conversion while still held")
             return self._settle(current, order, now)
         if state == OfferState.CONVERTED:
-            return OrderOutcome(ALREADY_CONVERTED, order.reservation_id, str(row.get("order_id", order.order_id)))
+            return OrderOutcome(ALREADY_CONVERTED, order.reservation_id, row.order_id or order.order_id)
         if state in (OfferState.LAPSED, OfferState.EXPIRED):
             self._record_late(row, order, now)
             return OrderOutcome(HOLD_ENDED, order.reservation_id, order.order_id)
@@ -129,24 +129,24 @@ class OrdersService:
             )
         raise Conflict(f"This reservation is in state {state!r} and cannot take an order.", code="not_held")
 
-    def _record_late(self, row: dict[str, Any], order: Order, now: float) -> None:
+    def _record_late(self, row: Offer, order: Order, now: float) -> None:
         """An order on a lapsed offer or expired hold: audit and count it once per order id."""
-        sku = str(row["sku"])
+        sku = row.sku
         tx = (
             Tx()
-            .add("row", self.reservations.late_order_item(str(row["token_id"]), order.order_id, now))
-            .add("tally", self.restocks.count_late_order_item(sku, str(row["restock_ts"])))
+            .add("row", self.reservations.late_order_item(row.token_id, order.order_id, now))
+            .add("tally", self.restocks.count_late_order_item(sku, row.restock_ts))
             .add(
                 "fact",
                 self.audit.record_item(
                     sku,
                     "order_on_expired_hold",
                     now,
-                    token_id=row["token_id"],
-                    restock_id=row.get("restock_id"),
-                    contact_key=row.get("contact_key"),
+                    token_id=row.token_id,
+                    restock_id=row.restock_id,
+                    contact_key=row.contact_key,
                     order_id=order.order_id,
-                    hold_state=row.get("state"),
+                    hold_state=row.state,
                 ),
             )
         )

@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from chalicelib.clock import Clock
 from chalicelib.faults import FaultHook, no_faults
@@ -23,7 +22,7 @@ from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.optout import OptoutTable
 from chalicelib.tables.requests import RequestsTable, RequestState
-from chalicelib.tables.reservations import OfferState, ReservationsTable
+from chalicelib.tables.reservations import Offer, OfferState, ReservationsTable
 
 # The sweep expires a place this long before its ttl, so it (and not DynamoDB's own TTL deletion, which
 # never comes before the ttl) removes the request, keeping its uniqueness item and the waiting count in step.
@@ -101,11 +100,9 @@ class SweepService:
         summary["optouts_synced"] = int(self.sync_optouts()) if self.sync_optouts else 0
         return summary
 
-    def _settle(
-        self, row: dict[str, Any], at: float, summary: dict[str, int], owed: dict[tuple[str, str], _Owed]
-    ) -> None:
-        state = row.get("state")
-        if state == OfferState.OFFERED and int(row.get("offer_expires_at", 0)) <= at:
+    def _settle(self, row: Offer, at: float, summary: dict[str, int], owed: dict[tuple[str, str], _Owed]) -> None:
+        state = row.state
+        if state == OfferState.OFFERED and (row.offer_expires_at or 0) <= at:
             move = self.moves.lapse(row, at)
             if move.result != DONE:
                 summary["raced"] += 1
@@ -113,7 +110,7 @@ class SweepService:
             summary["lapsed"] += 1
             self.faults("sweep.after_lapse")
             state = OfferState.LAPSED
-        elif state == OfferState.HELD and int(row.get("hold_expires_at", 0)) <= at:
+        elif state == OfferState.HELD and (row.hold_expires_at or 0) <= at:
             move = self.moves.expire(row, at)
             if move.result != DONE:
                 summary["raced"] += 1
@@ -128,20 +125,20 @@ class SweepService:
             # Before the top-up, so a crash after the expiry is finished here by the next run (invariant 3).
             self._leave_if_asked(row)
         # Lapsed or expired and still in the index: its top-up is owed (this run's, or one a crash cut short).
-        key = (str(row["sku"]), str(row["restock_ts"]))
-        entry = owed.setdefault(key, _Owed(key[0], str(row["restock_id"]), key[1]))
-        entry.rows.append((str(row["token_id"]), str(state)))
+        key = (row.sku, row.restock_ts)
+        entry = owed.setdefault(key, _Owed(key[0], row.restock_id, key[1]))
+        entry.rows.append((row.token_id, str(state)))
 
-    def _leave_if_asked(self, row: dict[str, Any]) -> None:
+    def _leave_if_asked(self, row: Offer) -> None:
         """A hold ended unbought whose owner asked to leave while holding (the manage page's "leave this list",
         or opting out): with the unit back, their place leaves the list, as it would have had they been waiting.
         """
-        request = self.requests.get(str(row["sku"]), str(row["request_joined_ts"]))
-        if request is None or request.get("contact_key") != row.get("contact_key"):
+        request = self.requests.get(row.sku, row.request_joined_ts)
+        if request is None or request.get("contact_key") != row.contact_key:
             return
         reason = request.get("leave_requested")
         if reason is None and self.optout is not None:
-            record = self.optout.get(str(row.get("contact_key", "")))
+            record = self.optout.get(row.contact_key)
             reason = (record.get("source") or "unsubscribe") if record is not None else None
         if reason is not None and self.exits is not None:
             self.exits.leave(request, reason=str(reason))

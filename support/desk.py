@@ -387,7 +387,7 @@ class SupportDesk:
         uniques = [u for u in (self.requests.get_unique(s, key) for s in skus) if u]
         tokens = {str(p["offer_token"]) for p in places if p.get("offer_token")}
         tokens |= {str(f["token_id"]) for f in facts if f.get("token_id")}
-        offers = [r for r in (self.reservations.get(t) for t in sorted(tokens)) if r and r.get("contact_key") == key]
+        offers = [r.to_item() for r in map(self.reservations.get, sorted(tokens)) if r and r.contact_key == key]
         opted = self.optout.get(key)
         return plain(
             {
@@ -435,8 +435,8 @@ class SupportDesk:
         )
 
     def _hold_end(self, place: dict[str, Any]) -> Any:
-        row = self.reservations.get(str(place.get("offer_token", ""))) or {}
-        return row.get("hold_expires_at")
+        row = self.reservations.get(str(place.get("offer_token", "")))
+        return row.hold_expires_at if row else None
 
     # --- dead letters
 

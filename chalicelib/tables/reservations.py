@@ -96,9 +96,10 @@ class ReservationsTable:
         """Full table name."""
         return str(self.table.name)
 
-    def get(self, token_id: str) -> dict[str, Any] | None:
+    def get(self, token_id: str) -> Offer | None:
         """One offer or hold, read strongly consistent."""
-        return self.table.get_item(Key={"token_id": token_id}, ConsistentRead=True).get("Item")
+        item = self.table.get_item(Key={"token_id": token_id}, ConsistentRead=True).get("Item")
+        return Offer.from_item(item) if item else None
 
     def offer_put_item(
         self,
@@ -186,7 +187,7 @@ class ReservationsTable:
             }
         }
 
-    def due(self, now: float, *, limit: int = 100) -> list[dict[str, Any]]:
+    def due(self, now: float, *, limit: int = 100) -> list[Offer]:
         """Rows whose offer or hold window has ended, oldest first, from the sparse due-time index."""
         from boto3.dynamodb.conditions import Key
 
@@ -195,9 +196,9 @@ class ReservationsTable:
             KeyConditionExpression=Key("due_key").eq(DUE_KEY) & Key("due_at").lte(int(now)),
             Limit=limit,
         )
-        return list(page.get("Items", []))
+        return [Offer.from_item(item) for item in page.get("Items", [])]
 
-    def due_pages(self, now: float, *, page_size: int = 100) -> Iterator[list[dict[str, Any]]]:
+    def due_pages(self, now: float, *, page_size: int = 100) -> Iterator[list[Offer]]:
         """Every row due at `now`, oldest first, page by page from the sparse due-time index (never a scan)."""
         from boto3.dynamodb.conditions import Key
 
@@ -208,7 +209,7 @@ class ReservationsTable:
         }
         while True:
             page = self.table.query(**kwargs)
-            yield list(page.get("Items", []))
+            yield [Offer.from_item(item) for item in page.get("Items", [])]
             if "LastEvaluatedKey" not in page:
                 return
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
