@@ -24,7 +24,7 @@ from chalicelib.errors import BadRequest, Busy
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.owed import OwedJobs
 from chalicelib.tables.base import TransactionCancelled, Tx
-from chalicelib.tables.restocks import CLOSED, unseen_sales
+from chalicelib.tables.restocks import RestockState, unseen_sales
 from chalicelib.tables.store import Tables
 from chalicelib.web import json_object
 from chalicelib.webhooks import verify
@@ -275,7 +275,7 @@ class DetectService:
                 return DetectOutcome("no_restock", "below_threshold")
             if seen.open_restock_ts:
                 restock = self.tables.restocks.get(sku, seen.open_restock_ts)
-                if restock is not None and restock.get("state") != CLOSED:
+                if restock is not None and restock.get("state") != RestockState.CLOSED:
                     return DetectOutcome("no_restock", "restock_open")
             webhook_id = f"threshold@{seen.version}"
             level: dict[str, Any] = {
@@ -310,7 +310,7 @@ class DetectService:
         if not is_newer(stamp, seen.level_ts):
             return DetectOutcome("no_restock", "stale")
         restock = self.tables.restocks.get(sku, seen.open_restock_ts) if seen.open_restock_ts else None
-        if restock is not None and restock.get("state") == CLOSED:
+        if restock is not None and restock.get("state") == RestockState.CLOSED:
             restock = None
         included = unseen_sales(restock)
         threshold = int(product["threshold"])

@@ -17,9 +17,8 @@ from chalicelib.clock import Clock
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.catalog import with_defaults
-from chalicelib.tables.requests import OFFERED as REQUEST_OFFERED
-from chalicelib.tables.requests import RESERVED
-from chalicelib.tables.reservations import CONVERTED, EXPIRED, HELD, LAPSED, OFFERED
+from chalicelib.tables.requests import RequestState
+from chalicelib.tables.reservations import Offer, OfferState
 from chalicelib.tables.store import Tables
 from chalicelib.tokens import TokenExpired, TokenInvalid, Tokens
 
@@ -40,7 +39,7 @@ class Move:
     """The result of one counter-table move; `row` is the row's current image when it had MOVED."""
 
     result: str
-    row: dict[str, Any] | None = None
+    row: Offer | None = None
 
 
 def _int(value: Any) -> int:
@@ -53,12 +52,12 @@ class UnitMoves:
 
     tables: Tables
 
-    def _facts(self, row: dict[str, Any]) -> dict[str, Any]:
+    def _facts(self, row: Offer) -> dict[str, Any]:
         return {
-            "token_id": row["token_id"],
-            "restock_id": row.get("restock_id"),
-            "contact_key": row.get("contact_key"),
-            "channel": row.get("channel"),
+            "token_id": row.token_id,
+            "restock_id": row.restock_id,
+            "contact_key": row.contact_key,
+            "channel": row.channel,
         }
 
     def _commit(self, tx: Tx, *request: str) -> TransactionCancelled | None:
@@ -87,53 +86,56 @@ class UnitMoves:
         if cancelled is None:
             return Move(DONE)
         if cancelled.failed("row"):
-            return Move(MOVED, cancelled.old("row"))
+            old = cancelled.old("row")
+            return Move(MOVED, Offer.from_item(old) if old else None)
         if counter is not None and cancelled.failed(counter):
             return Move(NO_UNIT)
         # Neither condition failed: conflicts outlasted the retries. Nothing was written; let it surface.
         raise cancelled
 
-    def hold(self, row: dict[str, Any], now: float, hold_window_s: int) -> Move:
+    def hold(self, row: Offer, now: float, hold_window_s: int) -> Move:
         """Link tapped: offered → held, units_available − 1 (only if ≥ 1), request reserved."""
-        sku, token_id = str(row["sku"]), str(row["token_id"])
+        sku, token_id = row.sku, row.token_id
         expires = int(now) + int(hold_window_s)
         tx = (
             Tx()
             .add(
                 "row",
                 self.tables.reservations.transition_item(
-                    token_id, OFFERED, HELD, due_at=expires, held_at=int(now), hold_expires_at=expires
+                    token_id,
+                    OfferState.OFFERED,
+                    OfferState.HELD,
+                    due_at=expires,
+                    held_at=int(now),
+                    hold_expires_at=expires,
                 ),
             )
-            .add("units", self.tables.restocks.hold_item(sku, str(row["restock_ts"])))
+            .add("units", self.tables.restocks.hold_item(sku, row.restock_ts))
             .add("fact", self.tables.audit.record_item(sku, "hold", now, hold_expires_at=expires, **self._facts(row)))
-            .add(
-                "request",
-                self.tables.requests.mark_reserved_item(sku, str(row["request_joined_ts"]), token_id=token_id),
-            )
+            .add("request", self.tables.requests.mark_reserved_item(sku, row.request_joined_ts, token_id=token_id))
         )
         return self._outcome(self._commit(tx, "request"), counter="units")
 
-    def lapse(self, row: dict[str, Any], now: float, *, reason: str = UNUSED) -> Move:
+    def lapse(self, row: Offer, now: float, *, reason: str = UNUSED) -> Move:
         """Offer unused (or its unit just gone): offered → lapsed, units_offerable + 1, request back to waiting.
 
         The row stays in the sweep's index, due now, until a top-up for the freed promise is queued.
         """
-        sku, token_id = str(row["sku"]), str(row["token_id"])
+        sku, token_id = row.sku, row.token_id
         tx = (
             Tx()
             .add(
                 "row",
                 self.tables.reservations.transition_item(
                     token_id,
-                    OFFERED,
-                    LAPSED,
-                    due_at=min(_int(row.get("due_at")) or int(now), int(now)),
+                    OfferState.OFFERED,
+                    OfferState.LAPSED,
+                    due_at=min(_int(row.due_at) or int(now), int(now)),
                     lapsed_at=int(now),
                     lapse_reason=reason,
                 ),
             )
-            .add("units", self.tables.restocks.release_lapsed_offer_item(sku, str(row["restock_ts"])))
+            .add("units", self.tables.restocks.release_lapsed_offer_item(sku, row.restock_ts))
             .add(
                 "fact",
                 self.tables.audit.record_item(
@@ -143,7 +145,7 @@ class UnitMoves:
             .add(
                 "request",
                 self.tables.requests.back_to_waiting_item(
-                    sku, str(row["request_joined_ts"]), token_id=token_id, from_state=REQUEST_OFFERED
+                    sku, row.request_joined_ts, token_id=token_id, from_state=RequestState.OFFERED
                 ),
             )
         )
@@ -153,56 +155,58 @@ class UnitMoves:
             cancelled = self._commit(tx.without("units"), "request")
         return self._outcome(cancelled)
 
-    def expire(self, row: dict[str, Any], now: float) -> Move:
+    def expire(self, row: Offer, now: float) -> Move:
         """Hold not bought in time: held → expired, units_available + 1 and units_offerable + 1, request waiting.
 
         The row stays in the sweep's index until a top-up for the returned unit is queued.
         """
-        sku, token_id = str(row["sku"]), str(row["token_id"])
+        sku, token_id = row.sku, row.token_id
         tx = (
             Tx()
             .add(
                 "row",
                 self.tables.reservations.transition_item(
                     token_id,
-                    HELD,
-                    EXPIRED,
-                    due_at=min(_int(row.get("due_at")) or int(now), int(now)),
+                    OfferState.HELD,
+                    OfferState.EXPIRED,
+                    due_at=min(_int(row.due_at) or int(now), int(now)),
                     expired_at=int(now),
                 ),
             )
-            .add("units", self.tables.restocks.return_hold_item(sku, str(row["restock_ts"])))
+            .add("units", self.tables.restocks.return_hold_item(sku, row.restock_ts))
             .add("fact", self.tables.audit.record_item(sku, "expiry", now, **self._facts(row)))
             .add(
                 "request",
                 self.tables.requests.back_to_waiting_item(
-                    sku, str(row["request_joined_ts"]), token_id=token_id, from_state=RESERVED
+                    sku, row.request_joined_ts, token_id=token_id, from_state=RequestState.RESERVED
                 ),
             )
         )
         return self._outcome(self._commit(tx, "request"))
 
-    def convert(self, row: dict[str, Any], order_id: str, now: float) -> Move:
+    def convert(self, row: Offer, order_id: str, now: float) -> Move:
         """Order placed: held → converted (leaves the sweep's index), request converted and off the list.
 
         The unit left units_available at the hold; the sale is counted on the restock so that the lower level
         the platform reports next is known to include it and is not taken off the counters a second time.
         """
-        sku, token_id = str(row["sku"]), str(row["token_id"])
+        sku, token_id = row.sku, row.token_id
         tx = (
             Tx()
             .add(
                 "row",
                 self.tables.reservations.transition_item(
-                    token_id, HELD, CONVERTED, due_at=None, order_id=order_id, converted_at=int(now)
+                    token_id,
+                    OfferState.HELD,
+                    OfferState.CONVERTED,
+                    due_at=None,
+                    order_id=order_id,
+                    converted_at=int(now),
                 ),
             )
-            .add("sale", self.tables.restocks.sale_item(sku, str(row["restock_ts"])))
+            .add("sale", self.tables.restocks.sale_item(sku, row.restock_ts))
             .add("fact", self.tables.audit.record_item(sku, "conversion", now, order_id=order_id, **self._facts(row)))
-            .add(
-                "request",
-                self.tables.requests.mark_converted_item(sku, str(row["request_joined_ts"]), token_id=token_id),
-            )
+            .add("request", self.tables.requests.mark_converted_item(sku, row.request_joined_ts, token_id=token_id))
             # The waiting count moves with the request's state, so it is decremented only if that moved.
             .add("waiting", self.tables.catalog.leave_item(sku))
         )
@@ -229,15 +233,15 @@ class ReserveOutcome:
     hold_expires_at: int | None = None
 
 
-def link_lifetime_s(row: dict[str, Any], product: dict[str, Any]) -> int:
+def link_lifetime_s(row: Offer, product: dict[str, Any]) -> int:
     """How long a reserve link can be in use: the offer window the row was given, then its hold.
 
     A held row carries its own hold window; an offer not yet held may still be held for the product's hold
     window, which only ever adds to the limit (a live offer is refused by its own expiry, never by this).
     """
-    offer_s = _int(row.get("offer_expires_at")) - _int(row.get("offered_at"))
-    if row.get("held_at") is not None and row.get("hold_expires_at") is not None:
-        hold_s = _int(row.get("hold_expires_at")) - _int(row.get("held_at"))
+    offer_s = _int(row.offer_expires_at) - _int(row.offered_at)
+    if row.held_at is not None and row.hold_expires_at is not None:
+        hold_s = _int(row.hold_expires_at) - _int(row.held_at)
     else:
         hold_s = int(product["hold_window_s"])
     return max(0, offer_s) + max(0, hold_s)
@@ -273,7 +277,7 @@ class HoldsService:
         row = self.tables.reservations.get(signed.value)
         if row is None:
             return ReserveOutcome(UNKNOWN_LINK)
-        product = self.tables.catalog.get_cached(str(row["sku"])) or with_defaults({"sku": row["sku"]})
+        product = self.tables.catalog.get_cached(row.sku) or with_defaults({"sku": row.sku})
         try:
             # The token's age is measured on the clock that signed it (wall time) against the windows the row
             # was given, never the product's current ones: a window shortened later must not refuse a live link.
@@ -283,27 +287,27 @@ class HoldsService:
             return ReserveOutcome(EXPIRED_LINK, reason="link_too_old")
         return self._answer(row, product, self.clock.now())
 
-    def _answer(self, row: dict[str, Any], product: dict[str, Any], now: float) -> ReserveOutcome:
-        state = row.get("state")
-        if state == HELD:
+    def _answer(self, row: Offer, product: dict[str, Any], now: float) -> ReserveOutcome:
+        state = row.state
+        if state == OfferState.HELD:
             # The row is authoritative: a hold past its expiry is over even before the sweep has run.
-            if now < _int(row.get("hold_expires_at")):
+            if now < _int(row.hold_expires_at):
                 return self._redirect(HELD_AGAIN, row, product)
             return ReserveOutcome(EXPIRED_LINK, reason="hold_expired")
-        if state == OFFERED:
-            if now >= _int(row.get("offer_expires_at")):
+        if state == OfferState.OFFERED:
+            if now >= _int(row.offer_expires_at):
                 return ReserveOutcome(EXPIRED_LINK, reason="offer_lapsed")
             return self._hold(row, product, now)
-        if state == LAPSED and row.get("lapse_reason") == JUST_GONE:
+        if state == OfferState.LAPSED and row.lapse_reason == JUST_GONE:
             return ReserveOutcome(JUST_GONE_PAGE)
-        reasons = {LAPSED: "offer_lapsed", EXPIRED: "hold_expired", CONVERTED: "used"}
-        return ReserveOutcome(EXPIRED_LINK, reason=reasons.get(str(state), "ended"))
+        reasons = {OfferState.LAPSED: "offer_lapsed", OfferState.EXPIRED: "hold_expired", OfferState.CONVERTED: "used"}
+        return ReserveOutcome(EXPIRED_LINK, reason=reasons.get(state, "ended"))
 
-    def _hold(self, row: dict[str, Any], product: dict[str, Any], now: float) -> ReserveOutcome:
-        location = checkout_location(str(product.get("checkout_url") or ""), str(row["sku"]), str(row["token_id"]))
+    def _hold(self, row: Offer, product: dict[str, Any], now: float) -> ReserveOutcome:
+        location = checkout_location(str(product.get("checkout_url") or ""), row.sku, row.token_id)
         if location is None:
             # Nothing is held that could not be bought; the shop's settings need fixing.
-            log.error("product %s has no usable checkout URL; reserve link refused", row["sku"])
+            log.error("product %s has no usable checkout URL; reserve link refused", row.sku)
             return ReserveOutcome(UNAVAILABLE)
         move = self.moves.hold(row, now, product["hold_window_s"])
         if move.result == DONE:
@@ -312,24 +316,22 @@ class HoldsService:
         if move.result == NO_UNIT:
             return self._just_gone(row, now)
         # The row moved first (a simultaneous tap, or the sweep): answer for the state it is in now.
-        current = move.row or self.tables.reservations.get(str(row["token_id"]))
-        if current is None or current.get("state") == OFFERED:
-            raise RuntimeError(f"offer {row['token_id']} refused a hold while still offered")
+        current = move.row or self.tables.reservations.get(row.token_id)
+        if current is None or current.state == OfferState.OFFERED:
+            raise RuntimeError(f"offer {row.token_id} refused a hold while still offered")
         return self._answer(current, product, now)
 
-    def _just_gone(self, row: dict[str, Any], now: float) -> ReserveOutcome:
+    def _just_gone(self, row: Offer, now: float) -> ReserveOutcome:
         """No unit left (the level fell while offers were out): lapse the offer now so the place is kept."""
         move = self.moves.lapse(row, now, reason=JUST_GONE)
         if move.result != DONE:
             # A simultaneous tap or the sweep settled the row; the refusal is still a fact worth keeping.
-            self.tables.audit.record(
-                str(row["sku"]), JUST_GONE, now, token_id=row["token_id"], contact_key=row.get("contact_key")
-            )
+            self.tables.audit.record(row.sku, JUST_GONE, now, token_id=row.token_id, contact_key=row.contact_key)
         return ReserveOutcome(JUST_GONE_PAGE)
 
-    def _redirect(self, kind: str, row: dict[str, Any], product: dict[str, Any]) -> ReserveOutcome:
-        location = checkout_location(str(product.get("checkout_url") or ""), str(row["sku"]), str(row["token_id"]))
+    def _redirect(self, kind: str, row: Offer, product: dict[str, Any]) -> ReserveOutcome:
+        location = checkout_location(str(product.get("checkout_url") or ""), row.sku, row.token_id)
         if location is None:
-            log.error("product %s has no usable checkout URL; held shopper cannot be sent on", row["sku"])
+            log.error("product %s has no usable checkout URL; held shopper cannot be sent on", row.sku)
             return ReserveOutcome(UNAVAILABLE)
-        return ReserveOutcome(kind, location, hold_expires_at=_int(row.get("hold_expires_at")))
+        return ReserveOutcome(kind, location, hold_expires_at=_int(row.hold_expires_at))

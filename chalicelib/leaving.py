@@ -26,8 +26,8 @@ from chalicelib.clock import Clock
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.jobs import Job, JobQueue
 from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
-from chalicelib.tables.requests import ACTIVE_STATES, CONVERTED, OFFERED, RESERVED, WAITING
-from chalicelib.tables.reservations import LAPSED
+from chalicelib.tables.requests import ACTIVE_STATES, RequestState
+from chalicelib.tables.reservations import OfferState
 from chalicelib.tables.store import Tables
 
 # Why someone left; recorded on the audit fact so "why was I not told?" has an answer.
@@ -103,13 +103,13 @@ class QueueExits:
                 return Exit(sku, joined_ts, GONE)
             state = str(current.get("state", ""))
             try:
-                if state == WAITING:
+                if state == RequestState.WAITING:
                     return self._leave_waiting(current, reason)
-                if state == OFFERED:
+                if state == RequestState.OFFERED:
                     return self._leave_offered(current, reason)
-                if state == RESERVED:
+                if state == RequestState.RESERVED:
                     return self._holding(current, reason)
-                if state == CONVERTED and erase_finished:
+                if state == RequestState.CONVERTED and erase_finished:
                     return self._erase_finished(current, reason)
                 return Exit(sku, joined_ts, GONE)
             except (TransactionCancelled, _Moved):
@@ -139,7 +139,7 @@ class QueueExits:
     def _leave_waiting(self, request: dict[str, Any], reason: str) -> Exit:
         now = self.clock.now()
         sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
-        tx = self._remove(Tx(), request, WAITING).add("fact", self._fact(request, reason, now))
+        tx = self._remove(Tx(), request, RequestState.WAITING).add("fact", self._fact(request, reason, now))
         self.tables.run(tx)
         return Exit(sku, joined_ts, LEFT)
 
@@ -148,20 +148,25 @@ class QueueExits:
         sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
         token_id = str(request.get("offer_token", ""))
         offer = self.tables.reservations.get(token_id) if token_id else None
-        if offer is None or offer.get("state") != OFFERED:
+        if offer is None or offer.state != OfferState.OFFERED:
             # The request says offered but its row moved on (clicked, or lapsed by the sweep this instant).
             raise _Moved(token_id)
-        restock_ts, restock_id = str(offer["restock_ts"]), str(offer["restock_id"])
+        restock_ts, restock_id = offer.restock_ts, offer.restock_id
         tx = Tx().add(
             # Kept in the sweep's due-time index (due now) until the top-up is on the queue: if we stop
             # before sending it, the sweep sees a lapsed row and queues it (invariant 7).
             "row",
             self.tables.reservations.transition_item(
-                token_id, OFFERED, LAPSED, due_at=int(now), lapsed_at=int(now), lapse_reason=reason
+                token_id,
+                OfferState.OFFERED,
+                OfferState.LAPSED,
+                due_at=int(now),
+                lapsed_at=int(now),
+                lapse_reason=reason,
             ),
         )
         tx.add("units", self.tables.restocks.release_lapsed_offer_item(sku, restock_ts))
-        self._remove(tx, request, OFFERED, token_id)
+        self._remove(tx, request, RequestState.OFFERED, token_id)
         tx.add("fact", self._fact(request, reason, now, restock_id=restock_id, token_id=token_id))
         try:
             self.tables.run(tx)
@@ -174,7 +179,7 @@ class QueueExits:
         self.faults("leave.after_release")
         self.jobs.send(Job(sku=sku, restock_id=restock_id, restock_ts=restock_ts, kind="topup"))
         self.faults("leave.after_topup")
-        self.tables.reservations.clear_due(token_id, LAPSED)
+        self.tables.reservations.clear_due(token_id, OfferState.LAPSED)
         return Exit(sku, joined_ts, RELEASED, restock_id=restock_id)
 
     def _holding(self, request: dict[str, Any], reason: str) -> Exit:
@@ -183,7 +188,7 @@ class QueueExits:
         if not self.tables.requests.request_leave(sku, joined_ts, token_id=token_id, reason=reason):
             raise _Moved(token_id)  # bought or expired this instant: look again
         hold = self.tables.reservations.get(token_id) if token_id else None
-        expires = int(hold["hold_expires_at"]) if hold and hold.get("hold_expires_at") is not None else None
+        expires = hold.hold_expires_at if hold else None
         return Exit(str(request["sku"]), str(request["joined_ts"]), HOLDING, hold_expires_at=expires)
 
     def _erase_finished(self, request: dict[str, Any], reason: str) -> Exit:
@@ -193,7 +198,10 @@ class QueueExits:
         key = str(request["contact_key"])
         tx = (
             Tx()
-            .add("request", self.tables.requests.remove_item(sku, joined_ts, contact_key=key, state=CONVERTED))
+            .add(
+                "request",
+                self.tables.requests.remove_item(sku, joined_ts, contact_key=key, state=RequestState.CONVERTED),
+            )
             .add("fact", self._fact(request, reason, now))
         )
         self.tables.run(tx)

@@ -17,7 +17,7 @@ from chalicelib.errors import BadRequest, DomainError
 from chalicelib.leaving import Exit, QueueExits
 from chalicelib.tables.base import TransactionCancelled, TxItem, transact
 from chalicelib.tables.catalog import CatalogTable
-from chalicelib.tables.requests import ACTIVE_STATES, OFFERED, RESERVED, WAITING
+from chalicelib.tables.requests import ACTIVE_STATES, RequestState
 from chalicelib.tables.store import Tables
 from chalicelib.tokens import Tokens
 
@@ -147,10 +147,10 @@ class ManageService:
                 continue
             sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
             offer_expires = hold_expires = None
-            if state in (OFFERED, RESERVED) and request.get("offer_token"):
-                row = self.tables.reservations.get(str(request["offer_token"])) or {}
-                offer_expires = _int_or_none(row.get("offer_expires_at"))
-                hold_expires = _int_or_none(row.get("hold_expires_at"))
+            if state in (RequestState.OFFERED, RequestState.RESERVED) and request.get("offer_token"):
+                row = self.tables.reservations.get(str(request["offer_token"]))
+                offer_expires = row.offer_expires_at if row else None
+                hold_expires = row.hold_expires_at if row else None
             places.append(
                 Place(
                     sku=sku,
@@ -286,8 +286,8 @@ class ManageService:
     ) -> str:
         """Both contacts wait for this SKU: keep one place (the one with a live offer, else the earlier)."""
         sku = str(request["sku"])
-        mine_waiting = request.get("state") == WAITING
-        theirs_waiting = other.get("state") == WAITING
+        mine_waiting = request.get("state") == RequestState.WAITING
+        theirs_waiting = other.get("state") == RequestState.WAITING
         if not mine_waiting and not theirs_waiting:
             return "unchanged"  # both have a live offer or hold; each runs its course
         keep_mine = (not mine_waiting) or (theirs_waiting and str(request["joined_ts"]) < str(other["joined_ts"]))
@@ -298,13 +298,17 @@ class ManageService:
                 self.tables.requests.claim_unique_item(
                     sku, new_key, str(request["joined_ts"]), ttl, replacing={"ref": str(other["joined_ts"])}
                 ),
-                self.tables.requests.remove_item(sku, str(other["joined_ts"]), contact_key=new_key, state=WAITING),
+                self.tables.requests.remove_item(
+                    sku, str(other["joined_ts"]), contact_key=new_key, state=RequestState.WAITING
+                ),
                 self.tables.catalog.leave_item(sku),
             ]
         else:
             # The new contact's place is better: this one is given up.
             items = [
-                self.tables.requests.remove_item(sku, str(request["joined_ts"]), contact_key=key, state=WAITING),
+                self.tables.requests.remove_item(
+                    sku, str(request["joined_ts"]), contact_key=key, state=RequestState.WAITING
+                ),
                 self.tables.requests.remove_unique_item(
                     sku, key, str(request["joined_ts"]), told=request.get("last_notified_restock"), ttl=ttl
                 ),
@@ -321,7 +325,3 @@ def product_name(catalog: CatalogTable, sku: str) -> str:
     """A product's display name (its SKU when it has left the catalogue)."""
     product = catalog.get_cached(sku)
     return str(product.get("name") or sku) if product else sku
-
-
-def _int_or_none(value: Any) -> int | None:
-    return int(value) if value is not None else None

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from chalicelib.clock import Clock, iso, parse_iso
@@ -42,29 +43,36 @@ from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_se
 from chalicelib.tables.audit import FACTS_PER_TRANSACTION
 from chalicelib.tables.base import TransactionCancelled, Tx, transact
 from chalicelib.tables.catalog import with_defaults
-from chalicelib.tables.requests import ACTIVE_STATES, CONVERTED, OFFERED, RESERVED, WAITING
-from chalicelib.tables.restocks import CLOSED
+from chalicelib.tables.requests import ACTIVE_STATES, RequestState
+from chalicelib.tables.restocks import RestockState
 from chalicelib.tables.store import Tables
 
 log = logging.getLogger(__name__)
 
-# Why a request was passed over (audit `reason`, and one metric each).
-OPTED_OUT = "opted_out"
-ALREADY_NOTIFIED = "already_notified"
-SKIP_CONVERTED = "converted"
-HOLDING_OFFER = "holding_offer"
-HOLDING_UNIT = "holding_unit"
-NOT_WAITING = "not_waiting"
-NO_CONTACT = "no_contact"
-LEAVING = "leaving"  # asked to leave while holding a unit; the place goes when the hold ends
 
-# Why a walk ended.
-QUEUE_END = "queue_end"
-UNITS_EXHAUSTED = "units_exhausted"
-DEADLINE = "deadline"
-SEND_FAILED = "send_failed"
-RESTOCK_CLOSED = "closed"
-NO_UNITS = "no_units"
+class SkipReason(StrEnum):
+    """Why a request was passed over (audit `reason`, and one metric each)."""
+
+    OPTED_OUT = "opted_out"
+    ALREADY_NOTIFIED = "already_notified"
+    CONVERTED = "converted"
+    HOLDING_OFFER = "holding_offer"
+    HOLDING_UNIT = "holding_unit"
+    NOT_WAITING = "not_waiting"
+    NO_CONTACT = "no_contact"
+    LEAVING = "leaving"  # asked to leave while holding a unit; the place goes when the hold ends
+
+
+class StopReason(StrEnum):
+    """Why a walk ended."""
+
+    QUEUE_END = "queue_end"
+    UNITS_EXHAUSTED = "units_exhausted"
+    DEADLINE = "deadline"
+    SEND_FAILED = "send_failed"
+    RESTOCK_CLOSED = "closed"
+    NO_UNITS = "no_units"
+
 
 AFTER_OFFER_COMMITTED = "notifier.after_offer_committed"
 
@@ -106,25 +114,25 @@ class SendFailed(RuntimeError):
     """Some notices could not be sent; their offers were rolled back and the job must be retried."""
 
 
-def skip_reason(request: dict[str, Any], restock_id: str, suppressed: set[str]) -> str | None:
+def skip_reason(request: dict[str, Any], restock_id: str, suppressed: set[str]) -> SkipReason | None:
     """Why this request must not be told about this restock now, or None when it is eligible."""
     state = request.get("state")
     if request.get("contact_key") in suppressed:
-        return OPTED_OUT
-    if state == CONVERTED:
-        return SKIP_CONVERTED
+        return SkipReason.OPTED_OUT
+    if state == RequestState.CONVERTED:
+        return SkipReason.CONVERTED
     if request.get("last_notified_restock") == restock_id:
-        return ALREADY_NOTIFIED
-    if state == OFFERED:
-        return HOLDING_OFFER
-    if state == RESERVED:
-        return HOLDING_UNIT
-    if state != WAITING:
-        return NOT_WAITING
+        return SkipReason.ALREADY_NOTIFIED
+    if state == RequestState.OFFERED:
+        return SkipReason.HOLDING_OFFER
+    if state == RequestState.RESERVED:
+        return SkipReason.HOLDING_UNIT
+    if state != RequestState.WAITING:
+        return SkipReason.NOT_WAITING
     if request.get("leave_requested"):
-        return LEAVING
+        return SkipReason.LEAVING
     if request.get("channel") not in (SMS, EMAIL) or not request.get("contact"):
-        return NO_CONTACT
+        return SkipReason.NO_CONTACT
     return None
 
 
@@ -134,9 +142,9 @@ class Outcome:
 
     restock_id: str
     kind: str
-    stopped: str
+    stopped: StopReason
     notices: int = 0
-    skipped: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[SkipReason] = field(default_factory=Counter)
     continued: bool = False
     metrics: dict[str, float] = field(default_factory=dict)
 
@@ -179,7 +187,7 @@ class _Walk:
         self.failures = 0
         self.withdrawn = 0  # offers undone because the contact opted out just before the send
         self.unconfirmed = 0  # notices the provider may have taken, whose answer was lost
-        self.skipped: Counter[str] = Counter()
+        self.skipped: Counter[SkipReason] = Counter()
         self.copy: Copy | None = None
         self.facts: Facts = facts_for(product, shop)
         self.pending: dict[Future[str], _Pending] = {}
@@ -240,39 +248,39 @@ class Notifier:
         restock = self.tables.restocks.get(job.sku, job.restock_ts)
         if restock is None or restock.get("restock_id") != job.restock_id:
             raise UnknownRestock(f"no restock {job.restock_id} at {job.sku}/{job.restock_ts}")
-        if restock.get("state") == CLOSED:
+        if restock.get("state") == RestockState.CLOSED:
             # Someone freed from this restock (a lapse, an expiry, a leave) may be owed a notice of the one open
             # now, which passed them over while they held this restock's offer (invariant 7).
             forwarded = self._open_restock_instead(job)
             if forwarded is None:
-                return Outcome(job.restock_id, job.kind, RESTOCK_CLOSED)
+                return Outcome(job.restock_id, job.kind, StopReason.RESTOCK_CLOSED)
             job, restock = forwarded
         metrics.gauge(UNITS_TOTAL, int(restock.get("units_total", 0)))
         metrics.gauge(UNITS_OFFERABLE, int(restock.get("units_offerable", 0)))
         product = self.tables.catalog.get_cached(job.sku) or with_defaults({"sku": job.sku})
         if int(restock.get("units_offerable", 0)) <= 0:
             self._clear_idle(job, product)
-            return Outcome(job.restock_id, job.kind, NO_UNITS)
+            return Outcome(job.restock_id, job.kind, StopReason.NO_UNITS)
         walk = _Walk(job, restock, product, self.settings.shop_name, metrics)
         # Keep back enough time to let the sends in flight finish and to queue the continuation.
         reserve_ms = min(self.deadline_margin_ms, max(0, remaining_ms()) // 4)
         stopped = self._walk(walk, remaining_ms, reserve_ms)
-        if stopped == QUEUE_END and walk.left > 0 and not walk.failures and self._mark_idle(walk):
+        if stopped == StopReason.QUEUE_END and walk.left > 0 and not walk.failures and self._mark_idle(walk):
             # Units are left and nobody eligible waits: say so on the product, where every new place looks
             # (capture sends a job when it sees it), then read the end of the queue once more, so a place
             # that joined before the mark was visible is walked here instead (one of the two always sees the
             # other). Join stamps come from the joining Lambda's clock, so look a little before the cursor.
             walk.restart(after=rewalk_from(walk.cursor))
             stopped = self._walk(walk, remaining_ms, reserve_ms)
-        if stopped == UNITS_EXHAUSTED:
+        if stopped == StopReason.UNITS_EXHAUSTED:
             self._clear_idle(job, product)
-        if walk.withdrawn and stopped != DEADLINE and not walk.failures:
+        if walk.withdrawn and stopped != StopReason.DEADLINE and not walk.failures:
             # Units came back from offers withdrawn at the last moment: the next walk hands them on.
             self.jobs.send(Job(job.sku, job.restock_id, job.restock_ts, kind="topup"))
         if walk.failures:
             raise SendFailed(f"{walk.failures} notice(s) for restock {job.restock_id} could not be sent; retrying")
         outcome = Outcome(job.restock_id, job.kind, stopped, notices=walk.notices, skipped=walk.skipped)
-        if stopped == DEADLINE:
+        if stopped == StopReason.DEADLINE:
             self.jobs.send(
                 Job(job.sku, job.restock_id, job.restock_ts, kind="continue", after=walk.cursor, passed=walk.position)
             )
@@ -287,7 +295,7 @@ class Notifier:
         if not restock_ts or restock_ts == job.restock_ts:
             return None
         restock = self.tables.restocks.get(job.sku, str(restock_ts))
-        if restock is None or restock.get("state") == CLOSED:
+        if restock is None or restock.get("state") == RestockState.CLOSED:
             return None
         return Job(job.sku, str(restock["restock_id"]), str(restock_ts), kind="topup"), restock
 
@@ -312,7 +320,7 @@ class Notifier:
                 self.tables.client, self.tables.catalog.clear_idle_items(job.sku, job.restock_ts, self.tables.restocks)
             )
 
-    def _walk(self, walk: _Walk, remaining_ms: Callable[[], int], reserve_ms: int) -> str:
+    def _walk(self, walk: _Walk, remaining_ms: Callable[[], int], reserve_ms: int) -> StopReason:
         """Go down the queue until the units, the queue or the time run out; returns why it stopped."""
         # Offers run at most four rounds of sends ahead of them: enough to keep every sender busy while the walk
         # reads a page or commits a batch, and few enough that a crash strands only that many offers until they lapse.
@@ -330,12 +338,16 @@ class Notifier:
                     for request in page:
                         self._collect(walk, block=len(walk.pending) >= max_in_flight)
                         if walk.failures:
-                            return SEND_FAILED
+                            return StopReason.SEND_FAILED
                         if walk.examined and remaining_ms() < reserve_ms:
                             # Everyone examined is offered or skipped before the continuation resumes after them.
-                            return DEADLINE if self._commit_batch(walk, batch, pool) else UNITS_EXHAUSTED
+                            return (
+                                StopReason.DEADLINE
+                                if self._commit_batch(walk, batch, pool)
+                                else StopReason.UNITS_EXHAUSTED
+                            )
                         if not batch and walk.left <= 0 and not self._units_left(walk):
-                            return UNITS_EXHAUSTED
+                            return StopReason.UNITS_EXHAUSTED
                         walk.examined += 1
                         # A second look passes places this job already counted and audited again: once each.
                         again = str(request["joined_ts"]) <= walk.seen_up_to
@@ -350,10 +362,10 @@ class Notifier:
                         walk.cursor = str(request["joined_ts"])
                         full = bool(batch) and len(batch) >= min(self.offer_batch, walk.left)
                         if full and not self._commit_batch(walk, batch, pool):
-                            return UNITS_EXHAUSTED
+                            return StopReason.UNITS_EXHAUSTED
                     if not self._commit_batch(walk, batch, pool):
-                        return UNITS_EXHAUSTED
-                return QUEUE_END
+                        return StopReason.UNITS_EXHAUSTED
+                return StopReason.QUEUE_END
             finally:
                 # Whatever ended the walk, the notices already committed go out and are accounted for.
                 while walk.pending:
@@ -369,7 +381,7 @@ class Notifier:
     def _units_left(self, walk: _Walk) -> bool:
         """Re-read the counter once the local estimate reaches zero: lapses may have freed units meanwhile."""
         fresh = self.tables.restocks.get(walk.job.sku, walk.job.restock_ts) or {}
-        walk.left = int(fresh.get("units_offerable", 0)) if fresh.get("state") != CLOSED else 0
+        walk.left = int(fresh.get("units_offerable", 0)) if fresh.get("state") != RestockState.CLOSED else 0
         return walk.left > 0
 
     def _commit_batch(self, walk: _Walk, batch: list[_Candidate], pool: ThreadPoolExecutor) -> bool:
@@ -445,7 +457,7 @@ class Notifier:
                 # Another invocation told them first, or their state moved: say which, from a fresh read.
                 joined_ts = str(candidate.request["joined_ts"])
                 fresh = self.tables.requests.get(job.sku, joined_ts) or {}
-                reason = skip_reason(fresh, job.restock_id, set()) or ALREADY_NOTIFIED
+                reason = skip_reason(fresh, job.restock_id, set()) or SkipReason.ALREADY_NOTIFIED
                 self._skip(walk, candidate.request, reason, candidate.position)
                 dropped.append(candidate)
                 understood = True
@@ -587,7 +599,7 @@ class Notifier:
         """The contact opted out after the page was read and before the send: nothing went; the unit comes back."""
         if self._roll_back(walk, pending):
             walk.withdrawn += 1
-        self._skip(walk, pending.request, OPTED_OUT, pending.position)
+        self._skip(walk, pending.request, SkipReason.OPTED_OUT, pending.position)
 
     def _unconfirmed(self, walk: _Walk, pending: _Pending, error: BaseException) -> None:
         """The provider may have accepted the notice and its answer was lost: the offer stands as if sent (its
@@ -597,7 +609,7 @@ class Notifier:
         log.warning("send of offer %s unconfirmed (%s); kept, never resent", pending.token_id, error_code(error))
         self._notice_fact(walk, pending, "notice_unconfirmed", error=error_code(error))
 
-    def _skip(self, walk: _Walk, request: dict[str, Any], reason: str, position: int) -> None:
+    def _skip(self, walk: _Walk, request: dict[str, Any], reason: SkipReason, position: int) -> None:
         walk.skipped[reason] += 1
         walk.metrics.count(skip_metric(reason))
         live = request.get("state") in ACTIVE_STATES

@@ -12,7 +12,10 @@ from chalicelib.errors import BadRequest, Conflict, NotFound
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.holds import DONE, UnitMoves
 from chalicelib.tables.base import TransactionCancelled, Tx
-from chalicelib.tables.reservations import CONVERTED, EXPIRED, HELD, LAPSED, OFFERED
+from chalicelib.tables.reservations import (
+    Offer,
+    OfferState,
+)
 from chalicelib.tables.store import Tables
 from chalicelib.webhooks import parse_json_body, verify
 
@@ -91,9 +94,9 @@ class OrdersService:
             raise NotFound("No reservation has this id.", code="unknown_reservation")
         return self._settle(row, order, self.clock.now())
 
-    def _settle(self, row: dict[str, Any], order: Order, now: float) -> OrderOutcome:
-        state = row.get("state")
-        if state == HELD:
+    def _settle(self, row: Offer, order: Order, now: float) -> OrderOutcome:
+        state = row.state
+        if state == OfferState.HELD:
             # Converted even a moment past its expiry while the sweep has not returned the unit:
             # the unit is still out of stock on our books, which is what the sale needs.
             move = self.moves.convert(row, order.order_id, now)
@@ -101,39 +104,39 @@ class OrdersService:
                 self.faults("orders.after_convert")
                 return OrderOutcome(CONVERTED_NOW, order.reservation_id, order.order_id)
             current = move.row or self.tables.reservations.get(order.reservation_id)
-            if current is None or current.get("state") == HELD:
+            if current is None or current.state == OfferState.HELD:
                 raise RuntimeError(f"hold {order.reservation_id} refused conversion while still held")
             return self._settle(current, order, now)
-        if state == CONVERTED:
-            return OrderOutcome(ALREADY_CONVERTED, order.reservation_id, str(row.get("order_id", order.order_id)))
-        if state in (LAPSED, EXPIRED):
+        if state == OfferState.CONVERTED:
+            return OrderOutcome(ALREADY_CONVERTED, order.reservation_id, row.order_id or order.order_id)
+        if state in (OfferState.LAPSED, OfferState.EXPIRED):
             self._record_late(row, order, now)
             return OrderOutcome(HOLD_ENDED, order.reservation_id, order.order_id)
-        if state == OFFERED:
+        if state == OfferState.OFFERED:
             raise Conflict(
                 "This reservation was never held: its link was not tapped, so no unit was set aside for this order.",
                 code="not_held",
             )
         raise Conflict(f"This reservation is in state {state!r} and cannot take an order.", code="not_held")
 
-    def _record_late(self, row: dict[str, Any], order: Order, now: float) -> None:
+    def _record_late(self, row: Offer, order: Order, now: float) -> None:
         """An order on a lapsed offer or expired hold: audit and count it once per order id."""
-        sku = str(row["sku"])
+        sku = row.sku
         tx = (
             Tx()
-            .add("row", self.tables.reservations.late_order_item(str(row["token_id"]), order.order_id, now))
-            .add("tally", self.tables.restocks.count_late_order_item(sku, str(row["restock_ts"])))
+            .add("row", self.tables.reservations.late_order_item(row.token_id, order.order_id, now))
+            .add("tally", self.tables.restocks.count_late_order_item(sku, row.restock_ts))
             .add(
                 "fact",
                 self.tables.audit.record_item(
                     sku,
                     "order_on_expired_hold",
                     now,
-                    token_id=row["token_id"],
-                    restock_id=row.get("restock_id"),
-                    contact_key=row.get("contact_key"),
+                    token_id=row.token_id,
+                    restock_id=row.restock_id,
+                    contact_key=row.contact_key,
                     order_id=order.order_id,
-                    hold_state=row.get("state"),
+                    hold_state=row.state,
                 ),
             )
         )

@@ -22,7 +22,7 @@ from chalicelib.manage import ACTIONS, FormRefused, ManageService, ManageView, P
 from chalicelib.optout_service import OptoutService
 from chalicelib.pages import LINK_INCOMPLETE, OWN_LINK_EXPIRED, page, redirect
 from chalicelib.tables.catalog import CatalogTable
-from chalicelib.tables.requests import OFFERED, RESERVED
+from chalicelib.tables.requests import RequestState
 from chalicelib.tokens import TokenExpired, TokenInvalid, Tokens
 
 MAX_FORM_BYTES = 4096
@@ -237,9 +237,9 @@ class SelfService:
 
     def _place_html(self, place: Place, key: str) -> str:
         name = html.escape(place.name)
-        if place.state == OFFERED:
+        if place.state == RequestState.OFFERED:
             status = f"We sent you a link to reserve one; it works until {html.escape(when(place.offer_expires_at))}."
-        elif place.state == RESERVED:
+        elif place.state == RequestState.RESERVED:
             status = (
                 f"One is held for you until {html.escape(when(place.hold_expires_at))}. "
                 "It stays yours to buy until then, even if you leave this list."

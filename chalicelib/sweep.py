@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from chalicelib.clock import Clock
 from chalicelib.faults import FaultHook, no_faults
@@ -19,13 +19,13 @@ from chalicelib.holds import DONE, UnitMoves
 from chalicelib.jobs import Job, JobQueue
 from chalicelib.leaving import QueueExits
 from chalicelib.tables.base import TransactionCancelled, Tx
-from chalicelib.tables.requests import CONVERTED, WAITING
-from chalicelib.tables.reservations import EXPIRED, HELD, LAPSED, OFFERED
 from chalicelib.tables.store import Tables
 
 if TYPE_CHECKING:
     from chalicelib.detect import DetectService
     from chalicelib.optout_service import OptoutService
+from chalicelib.tables.requests import RequestState
+from chalicelib.tables.reservations import Offer, OfferState
 
 # The sweep expires a place this long before its ttl, so it (and not DynamoDB's own TTL deletion, which
 # never comes before the ttl) removes the request, keeping its uniqueness item and the waiting count in step.
@@ -81,47 +81,45 @@ class SweepService:
         summary["optouts_synced"] = self.optouts.sync_sms_optouts().newly_suppressed
         return summary
 
-    def _settle(
-        self, row: dict[str, Any], at: float, summary: dict[str, int], owed: dict[tuple[str, str], _Owed]
-    ) -> None:
-        state = row.get("state")
-        if state == OFFERED and int(row.get("offer_expires_at", 0)) <= at:
+    def _settle(self, row: Offer, at: float, summary: dict[str, int], owed: dict[tuple[str, str], _Owed]) -> None:
+        state = row.state
+        if state == OfferState.OFFERED and (row.offer_expires_at or 0) <= at:
             move = self.moves.lapse(row, at)
             if move.result != DONE:
                 summary["raced"] += 1
                 return
             summary["lapsed"] += 1
             self.faults("sweep.after_lapse")
-            state = LAPSED
-        elif state == HELD and int(row.get("hold_expires_at", 0)) <= at:
+            state = OfferState.LAPSED
+        elif state == OfferState.HELD and (row.hold_expires_at or 0) <= at:
             move = self.moves.expire(row, at)
             if move.result != DONE:
                 summary["raced"] += 1
                 return
             summary["expired"] += 1
             self.faults("sweep.after_expiry")
-            state = EXPIRED
-        elif state not in (LAPSED, EXPIRED):
+            state = OfferState.EXPIRED
+        elif state not in (OfferState.LAPSED, OfferState.EXPIRED):
             # Not yet past its own expiry (the row is authoritative), or already final elsewhere.
             return
-        if state == EXPIRED:
+        if state == OfferState.EXPIRED:
             # Before the top-up, so a crash after the expiry is finished here by the next run (invariant 3).
             self._leave_if_asked(row)
         # Lapsed or expired and still in the index: its top-up is owed (this run's, or one a crash cut short).
-        key = (str(row["sku"]), str(row["restock_ts"]))
-        entry = owed.setdefault(key, _Owed(key[0], str(row["restock_id"]), key[1]))
-        entry.rows.append((str(row["token_id"]), str(state)))
+        key = (row.sku, row.restock_ts)
+        entry = owed.setdefault(key, _Owed(key[0], row.restock_id, key[1]))
+        entry.rows.append((row.token_id, str(state)))
 
-    def _leave_if_asked(self, row: dict[str, Any]) -> None:
+    def _leave_if_asked(self, row: Offer) -> None:
         """A hold ended unbought whose owner asked to leave while holding (the manage page's "leave this list",
         or opting out): with the unit back, their place leaves the list, as it would have had they been waiting.
         """
-        request = self.tables.requests.get(str(row["sku"]), str(row["request_joined_ts"]))
-        if request is None or request.get("contact_key") != row.get("contact_key"):
+        request = self.tables.requests.get(row.sku, row.request_joined_ts)
+        if request is None or request.get("contact_key") != row.contact_key:
             return
         reason = request.get("leave_requested")
-        if reason is None:
-            record = self.tables.optout.get(str(row.get("contact_key", "")))
+        if reason is None and self.tables.optout is not None:
+            record = self.tables.optout.get(row.contact_key)
             reason = (record.get("source") or "unsubscribe") if record is not None else None
         if reason is not None:
             self.exits.leave(request, reason=str(reason))
@@ -150,7 +148,7 @@ class SweepService:
                 break
             state = item.get("state")
             # A place with a live offer or hold is left until its unit has come back through it.
-            if state not in (WAITING, CONVERTED):
+            if state not in (RequestState.WAITING, RequestState.CONVERTED):
                 continue
             sku, joined_ts = str(item["sku"]), str(item["joined_ts"])
             request, unique = self.tables.requests.expire_items(
@@ -162,7 +160,7 @@ class SweepService:
                 told=item.get("last_notified_restock"),
             )
             tx = Tx().add("request", request).add("unique", unique)
-            if state == WAITING:  # a converted request already left the waiting count when it converted
+            if state == RequestState.WAITING:  # a converted request already left the waiting count when it converted
                 tx.add("waiting", self.tables.catalog.leave_item(sku))
             try:
                 self.tables.run(tx)

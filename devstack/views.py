@@ -154,7 +154,7 @@ def reservation(services: Services, reservation_id: str) -> dict[str, Any] | Non
     if not reservation_id or len(reservation_id) > 128:
         return None
     row = services.tables.reservations.get(reservation_id)
-    return plain(row) if row else None
+    return plain(row.to_item()) if row else None
 
 
 def _reservation_of(services: Services, reserve_url: str, cache: dict[str, dict[str, Any] | None]) -> Any:

@@ -21,9 +21,10 @@ from chalicelib.config import Settings
 from chalicelib.contacts import Contact, contact_key, mask, normalise_any
 from chalicelib.errors import DomainError
 from chalicelib.leaving import ERASED, LEFT, RELEASED, QueueExits
+from chalicelib.notifier import SkipReason
 from chalicelib.optout_service import OptOutResult, OptoutService
 from chalicelib.tables.base import error_code, plain
-from chalicelib.tables.requests import ACTIVE_STATES, RESERVED
+from chalicelib.tables.requests import ACTIVE_STATES, RequestState
 from chalicelib.tables.store import Tables
 from chalicelib.wiring import Services
 
@@ -40,15 +41,15 @@ IN_PROGRESS = "in_progress"
 OTHER = "other"
 
 # The notifier's skip reasons (audit `reason`) and what they mean for the shopper.
-SKIP_VERDICTS = {
-    "opted_out": (OPTED_OUT, "skipped: this contact had opted out"),
-    "already_notified": (ALREADY_NOTIFIED, "skipped: already told about this restock"),
-    "holding_offer": (HOLDING_VERDICT, "skipped: they still had an unused link from an earlier restock"),
-    "holding_unit": (HOLDING_VERDICT, "skipped: they were holding a unit from an earlier restock"),
-    "converted": (BOUGHT, "skipped: they had already bought it"),
-    "not_waiting": (OTHER, "skipped: their place was not waiting"),
-    "no_contact": (OTHER, "skipped: no usable contact on their place"),
-    "leaving": (NOT_ON_LIST, "skipped: they had asked to leave this list once their hold ended"),
+SKIP_VERDICTS: dict[SkipReason, tuple[str, str]] = {
+    SkipReason.OPTED_OUT: (OPTED_OUT, "skipped: this contact had opted out"),
+    SkipReason.ALREADY_NOTIFIED: (ALREADY_NOTIFIED, "skipped: already told about this restock"),
+    SkipReason.HOLDING_OFFER: (HOLDING_VERDICT, "skipped: they still had an unused link from an earlier restock"),
+    SkipReason.HOLDING_UNIT: (HOLDING_VERDICT, "skipped: they were holding a unit from an earlier restock"),
+    SkipReason.CONVERTED: (BOUGHT, "skipped: they had already bought it"),
+    SkipReason.NOT_WAITING: (OTHER, "skipped: their place was not waiting"),
+    SkipReason.NO_CONTACT: (OTHER, "skipped: no usable contact on their place"),
+    SkipReason.LEAVING: (NOT_ON_LIST, "skipped: they had asked to leave this list once their hold ended"),
 }
 PASS_NOTES = {
     "topup": " (on a top-up pass, when a unit came back)",
@@ -163,7 +164,11 @@ class RedriveReport:
 
 
 def _verdict_for_skip(reason: str) -> tuple[str, str]:
-    return SKIP_VERDICTS.get(reason, (OTHER, f"skipped: {reason}"))
+    try:
+        return SKIP_VERDICTS[SkipReason(reason)]
+    except ValueError:
+        # A reason from an older or newer notifier than this desk knows: shown as written.
+        return (OTHER, f"skipped: {reason}")
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -358,9 +363,7 @@ class SupportDesk:
         uniques = [u for u in (self.tables.requests.get_unique(s, key) for s in skus) if u]
         tokens = {str(p["offer_token"]) for p in places if p.get("offer_token")}
         tokens |= {str(f["token_id"]) for f in facts if f.get("token_id")}
-        offers = [
-            r for r in (self.tables.reservations.get(t) for t in sorted(tokens)) if r and r.get("contact_key") == key
-        ]
+        offers = [r.to_item() for r in map(self.tables.reservations.get, sorted(tokens)) if r and r.contact_key == key]
         opted = self.tables.optout.get(key)
         return plain(
             {
@@ -383,7 +386,7 @@ class SupportDesk:
         """
         _, key = self.contact(raw_contact)
         places = self.exits.places(key)
-        holds = [p for p in places if p.get("state") == RESERVED]
+        holds = [p for p in places if p.get("state") == RequestState.RESERVED]
         if holds:
             ends = max(_int(self._hold_end(p)) or 0 for p in holds)
             raise StillHolding(
@@ -408,8 +411,8 @@ class SupportDesk:
         )
 
     def _hold_end(self, place: dict[str, Any]) -> Any:
-        row = self.tables.reservations.get(str(place.get("offer_token", ""))) or {}
-        return row.get("hold_expires_at")
+        row = self.tables.reservations.get(str(place.get("offer_token", "")))
+        return row.hold_expires_at if row else None
 
     # --- dead letters
 

@@ -12,7 +12,7 @@ from chalicelib.contacts import contact_key
 from chalicelib.detect import restock_id_for, restock_ts_for
 from chalicelib.jobs import Job
 from chalicelib.tables.base import transact
-from chalicelib.tables.requests import ACTIVE_STATES, WAITING, new_joined_ts
+from chalicelib.tables.requests import ACTIVE_STATES, RequestState, new_joined_ts
 from chalicelib.wiring import Services
 
 # --- Restocks.
@@ -110,7 +110,7 @@ def add_request(
     would have uncounted it.
     """
     items = request_items(services, sku, contact, joined_ts, now, name=name, ttl=ttl)
-    if fields.get("state", WAITING) not in ACTIVE_STATES:
+    if fields.get("state", RequestState.WAITING) not in ACTIVE_STATES:
         items = items[1:]
     transact(services.tables.requests.table.meta.client, items)
     if fields:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib import holds
+from chalicelib.tables.reservations import Offer
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.builders import join_request, make_offer, put_restock
@@ -36,8 +37,10 @@ class Scene:
     def tap(self, token_id: str) -> holds.ReserveOutcome:
         return self.services.holds.reserve(self.services.tokens.reserve(token_id))
 
-    def row(self, token_id: str) -> dict[str, Any]:
-        return self.services.tables.reservations.get(token_id) or {}
+    def row(self, token_id: str) -> Offer:
+        row = self.services.tables.reservations.get(token_id)
+        assert row is not None, f"no offer {token_id}"
+        return row
 
     def request(self, index: int = 0) -> dict[str, Any]:
         return self.services.tables.requests.get(self.sku, self.requests[index]["joined_ts"]) or {}

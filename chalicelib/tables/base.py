@@ -184,3 +184,18 @@ def plain(value: Any) -> Any:
     if isinstance(value, list | tuple | set):
         return [plain(v) for v in value]
     return value
+
+
+def int_or_none(value: Any) -> int | None:
+    """A stored number (DynamoDB hands back Decimal) as int, or None when the attribute is absent."""
+    return None if value is None else int(value)
+
+
+def str_or_none(value: Any) -> str | None:
+    """A stored string attribute, or None when it is absent."""
+    return None if value is None else str(value)
+
+
+def present(item: dict[str, Any]) -> dict[str, Any]:
+    """An item without its absent (None) attributes: DynamoDB stores no nulls for what a row lacks."""
+    return {k: v for k, v in item.items() if v is not None}

@@ -5,14 +5,79 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, Self
 
-from chalicelib.tables.base import TxItem
+from chalicelib.tables.base import TxItem, int_or_none, present, str_or_none
 
 PRODUCT_FIELDS = ("name", "threshold", "hold_window_s", "offer_window_s", "voice", "checkout_url")
 DEFAULTS: dict[str, Any] = {"threshold": 1, "hold_window_s": 900, "offer_window_s": 3600, "voice": "friendly"}
 DEMAND_OUT = "out"  # demand_key of a product below its threshold (sparse GSI by-demand)
+
+
+@dataclass(frozen=True)
+class Product:
+    """One catalogued product: its settings (shop-wide defaults where unset) and the last stock level seen."""
+
+    sku: str
+    name: str = ""
+    threshold: int = DEFAULTS["threshold"]
+    hold_window_s: int = DEFAULTS["hold_window_s"]
+    offer_window_s: int = DEFAULTS["offer_window_s"]
+    voice: str = DEFAULTS["voice"]
+    checkout_url: str = ""
+    waiting_count: int = 0
+    level: int | None = None
+    level_ts: Decimal | None = None  # the event time of the level, as the platform stamped it (not rounded)
+    level_version: int | None = None
+    level_webhook_id: str | None = None
+    level_seen_at: int | None = None
+    open_restock_ts: str | None = None
+    open_restock_id: str | None = None
+    idle_restock_ts: str | None = None  # the open restock's units wait for nobody (DESIGN §4)
+    idle_restock_id: str | None = None
+    demand_key: str | None = None  # present while out of stock (sparse index by-demand)
+    discontinued: bool = False
+    discontinued_at: int | None = None
+    synced_at: int | None = None
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> Self:
+        """The typed product from a stored item, unset settings filled from the defaults (unknown attributes are
+        ignored)."""
+        merged = with_defaults(item)
+        level_ts = merged.get("level_ts")
+        return cls(
+            sku=str(merged["sku"]),
+            name=str(merged["name"]),
+            threshold=int(merged["threshold"]),
+            hold_window_s=int(merged["hold_window_s"]),
+            offer_window_s=int(merged["offer_window_s"]),
+            voice=str(merged["voice"]),
+            checkout_url=str(merged["checkout_url"]),
+            waiting_count=int(merged.get("waiting_count") or 0),
+            level=int_or_none(merged.get("level")),
+            level_ts=Decimal(str(level_ts)) if level_ts is not None else None,
+            level_version=int_or_none(merged.get("level_version")),
+            level_webhook_id=str_or_none(merged.get("level_webhook_id")),
+            level_seen_at=int_or_none(merged.get("level_seen_at")),
+            open_restock_ts=str_or_none(merged.get("open_restock_ts")),
+            open_restock_id=str_or_none(merged.get("open_restock_id")),
+            idle_restock_ts=str_or_none(merged.get("idle_restock_ts")),
+            idle_restock_id=str_or_none(merged.get("idle_restock_id")),
+            demand_key=str_or_none(merged.get("demand_key")),
+            discontinued=bool(merged.get("discontinued")),
+            discontinued_at=int_or_none(merged.get("discontinued_at")),
+            synced_at=int_or_none(merged.get("synced_at")),
+        )
+
+    def to_item(self) -> dict[str, Any]:
+        """The stored item (absent attributes left out; a product still sold carries no `discontinued`)."""
+        item = present(dict(self.__dict__))
+        if not self.discontinued:
+            del item["discontinued"]
+        return item
 
 
 class CatalogTable:

@@ -4,22 +4,79 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Iterator
-from typing import Any
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Self
 
 from boto3.dynamodb.conditions import Attr, Key
 
 from chalicelib.clock import iso
-from chalicelib.tables.base import TxItem, count_all, query_all
+from chalicelib.tables.base import TxItem, count_all, int_or_none, present, query_all, str_or_none
 
-WAITING = "waiting"
-OFFERED = "offered"
-RESERVED = "reserved"
-CONVERTED = "converted"
-ACTIVE_STATES = (WAITING, OFFERED, RESERVED)
+
+class RequestState(StrEnum):
+    """Where a place stands (stored as these strings)."""
+
+    WAITING = "waiting"
+    OFFERED = "offered"
+    RESERVED = "reserved"
+    CONVERTED = "converted"
+
+
+ACTIVE_STATES = (RequestState.WAITING, RequestState.OFFERED, RequestState.RESERVED)
 UNIQUE_PREFIX = "U#"
 # Join stamps start with a year ("2026-…"); uniqueness items start with "U#", which sorts after every
 # digit, so "joined_ts < U" reads the queue alone.
 QUEUE_UPPER_BOUND = "U"
+
+
+@dataclass(frozen=True)
+class Request:
+    """One place in a SKU's waiting list (never a `U#` uniqueness item), as stored."""
+
+    sku: str
+    joined_ts: str
+    channel: str
+    contact: str
+    contact_key: str
+    state: RequestState
+    name: str = ""
+    created_at: int | None = None
+    updated_at: int | None = None
+    ttl: int | None = None
+    expiry_day: str | None = None
+    last_notified_restock: str | None = None  # the restock this place was last told about
+    offer_token: str | None = None  # the live offer or hold of this place
+    leave_requested: str | None = None  # why the holder asked to leave once their hold ends
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> Self:
+        """The typed place from a stored item (numbers come back as Decimal; unknown attributes are ignored)."""
+        return cls(
+            sku=str(item["sku"]),
+            joined_ts=str(item["joined_ts"]),
+            channel=str(item.get("channel") or ""),
+            contact=str(item.get("contact") or ""),
+            contact_key=str(item.get("contact_key") or ""),
+            state=RequestState(item["state"]),
+            name=str(item.get("name") or ""),
+            created_at=int_or_none(item.get("created_at")),
+            updated_at=int_or_none(item.get("updated_at")),
+            ttl=int_or_none(item.get("ttl")),
+            expiry_day=str_or_none(item.get("expiry_day")),
+            last_notified_restock=str_or_none(item.get("last_notified_restock")),
+            offer_token=str_or_none(item.get("offer_token")),
+            leave_requested=str_or_none(item.get("leave_requested")),
+        )
+
+    def to_item(self) -> dict[str, Any]:
+        """The stored item (absent attributes left out)."""
+        return present({**self.__dict__, "state": str(self.state)})
+
+    @property
+    def live(self) -> bool:
+        """Still in line: waiting, offered or holding."""
+        return self.state in ACTIVE_STATES
 
 
 def new_joined_ts(now: float) -> str:
@@ -73,7 +130,7 @@ class RequestsTable:
             "contact": contact,
             "contact_key": contact_key,
             "name": name,
-            "state": WAITING,
+            "state": RequestState.WAITING,
             "created_at": int(now),
             "updated_at": int(now),
             "ttl": ttl,
@@ -140,9 +197,9 @@ class RequestsTable:
                     ":ttl": ttl,
                     ":day": expiry_day(ttl),
                     ":now": int(now),
-                    ":w": WAITING,
-                    ":o": OFFERED,
-                    ":r": RESERVED,
+                    ":w": RequestState.WAITING,
+                    ":o": RequestState.OFFERED,
+                    ":r": RequestState.RESERVED,
                     **({":name": name} if name else {}),
                 },
                 ReturnValues="ALL_NEW",
@@ -232,13 +289,13 @@ class RequestsTable:
             "SET #state = :offered, last_notified_restock = :rid, offer_token = :tok",
             # Told at most once per restock (invariant 6), and only while waiting (one live offer per person).
             "#state = :waiting AND (attribute_not_exists(last_notified_restock) OR last_notified_restock <> :rid)",
-            {":offered": OFFERED, ":waiting": WAITING, ":rid": restock_id, ":tok": token_id},
+            {":offered": RequestState.OFFERED, ":waiting": RequestState.WAITING, ":rid": restock_id, ":tok": token_id},
         )
 
     def unmark_offered_item(self, sku: str, joined_ts: str, *, token_id: str, previous_restock: str | None) -> TxItem:
         """Transaction item: undo mark_offered (the notice could not be sent), so a retry tells them."""
         expression = "SET #state = :waiting REMOVE offer_token"
-        values: dict[str, Any] = {":waiting": WAITING, ":offered": OFFERED, ":tok": token_id}
+        values: dict[str, Any] = {":waiting": RequestState.WAITING, ":offered": RequestState.OFFERED, ":tok": token_id}
         if previous_restock:
             expression = "SET #state = :waiting, last_notified_restock = :prev REMOVE offer_token"
             values[":prev"] = previous_restock
@@ -261,7 +318,7 @@ class RequestsTable:
             "SET #state = :waiting REMOVE offer_token",
             # Only the request that owns this very offer goes back; last_notified_restock stays set.
             "#state = :from AND offer_token = :tok",
-            {":waiting": WAITING, ":from": from_state, ":tok": token_id},
+            {":waiting": RequestState.WAITING, ":from": from_state, ":tok": token_id},
         )
 
     def mark_reserved_item(self, sku: str, joined_ts: str, *, token_id: str) -> TxItem:
@@ -272,7 +329,7 @@ class RequestsTable:
             "SET #state = :reserved",
             # Only the owner of this offer moves to holding.
             "#state = :offered AND offer_token = :tok",
-            {":reserved": RESERVED, ":offered": OFFERED, ":tok": token_id},
+            {":reserved": RequestState.RESERVED, ":offered": RequestState.OFFERED, ":tok": token_id},
         )
 
     def mark_converted_item(self, sku: str, joined_ts: str, *, token_id: str) -> TxItem:
@@ -283,7 +340,7 @@ class RequestsTable:
             "SET #state = :converted REMOVE offer_token",
             # Only the holder of this very hold converts.
             "#state = :reserved AND offer_token = :tok",
-            {":converted": CONVERTED, ":reserved": RESERVED, ":tok": token_id},
+            {":converted": RequestState.CONVERTED, ":reserved": RequestState.RESERVED, ":tok": token_id},
         )
 
     # --- Stale places: requests whose ttl passed, found through the sparse "by-expiry" index, never a scan.
@@ -427,7 +484,7 @@ class RequestsTable:
                 # Only while they still hold this very unit; otherwise the caller looks again and leaves now.
                 ConditionExpression="#state = :reserved AND offer_token = :tok",
                 ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues={":reason": reason, ":reserved": RESERVED, ":tok": token_id},
+                ExpressionAttributeValues={":reason": reason, ":reserved": RequestState.RESERVED, ":tok": token_id},
             )
         except self.table.meta.client.exceptions.ConditionalCheckFailedException:
             return False
@@ -467,9 +524,9 @@ class RequestsTable:
                     ":channel": channel,
                     ":now": int(now),
                     ":old": old_key,
-                    ":w": WAITING,
-                    ":o": OFFERED,
-                    ":r": RESERVED,
+                    ":w": RequestState.WAITING,
+                    ":o": RequestState.OFFERED,
+                    ":r": RequestState.RESERVED,
                     **({":told": str(told)} if told else {}),
                 },
             }

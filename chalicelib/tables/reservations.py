@@ -3,14 +3,84 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Self
 
-OFFERED = "offered"
-HELD = "held"
-LAPSED = "lapsed"
-EXPIRED = "expired"
-CONVERTED = "converted"
+from chalicelib.tables.base import int_or_none, present, str_or_none
+
+
+class OfferState(StrEnum):
+    """Where an offer or hold stands (stored as these strings)."""
+
+    OFFERED = "offered"
+    HELD = "held"
+    LAPSED = "lapsed"
+    EXPIRED = "expired"
+    CONVERTED = "converted"
+
+
 DUE_KEY = "due"  # every row that the sweep must look at carries due_key/due_at (a sparse index)
+
+
+@dataclass(frozen=True)
+class Offer:
+    """One offer or hold (a row of bisn-reservations), as stored."""
+
+    token_id: str
+    sku: str
+    restock_ts: str
+    restock_id: str
+    request_joined_ts: str
+    contact_key: str
+    channel: str
+    state: OfferState
+    offered_at: int | None = None
+    offer_expires_at: int | None = None
+    ttl: int | None = None
+    due_key: str | None = None  # present while the sweep must look at the row (sparse index by-due)
+    due_at: int | None = None
+    held_at: int | None = None
+    hold_expires_at: int | None = None
+    lapsed_at: int | None = None
+    lapse_reason: str | None = None
+    expired_at: int | None = None
+    order_id: str | None = None
+    converted_at: int | None = None
+    late_order_id: str | None = None  # an order that arrived after the hold ended
+    late_order_at: int | None = None
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> Self:
+        """The typed row from a stored item (numbers come back as Decimal; unknown attributes are ignored)."""
+        return cls(
+            token_id=str(item["token_id"]),
+            sku=str(item["sku"]),
+            restock_ts=str(item["restock_ts"]),
+            restock_id=str(item["restock_id"]),
+            request_joined_ts=str(item["request_joined_ts"]),
+            contact_key=str(item.get("contact_key") or ""),
+            channel=str(item.get("channel") or ""),
+            state=OfferState(item["state"]),
+            offered_at=int_or_none(item.get("offered_at")),
+            offer_expires_at=int_or_none(item.get("offer_expires_at")),
+            ttl=int_or_none(item.get("ttl")),
+            due_key=str_or_none(item.get("due_key")),
+            due_at=int_or_none(item.get("due_at")),
+            held_at=int_or_none(item.get("held_at")),
+            hold_expires_at=int_or_none(item.get("hold_expires_at")),
+            lapsed_at=int_or_none(item.get("lapsed_at")),
+            lapse_reason=str_or_none(item.get("lapse_reason")),
+            expired_at=int_or_none(item.get("expired_at")),
+            order_id=str_or_none(item.get("order_id")),
+            converted_at=int_or_none(item.get("converted_at")),
+            late_order_id=str_or_none(item.get("late_order_id")),
+            late_order_at=int_or_none(item.get("late_order_at")),
+        )
+
+    def to_item(self) -> dict[str, Any]:
+        """The stored item (absent attributes left out)."""
+        return present({**self.__dict__, "state": str(self.state)})
 
 
 class ReservationsTable:
@@ -26,9 +96,10 @@ class ReservationsTable:
         """Full table name."""
         return str(self.table.name)
 
-    def get(self, token_id: str) -> dict[str, Any] | None:
+    def get(self, token_id: str) -> Offer | None:
         """One offer or hold, read strongly consistent."""
-        return self.table.get_item(Key={"token_id": token_id}, ConsistentRead=True).get("Item")
+        item = self.table.get_item(Key={"token_id": token_id}, ConsistentRead=True).get("Item")
+        return Offer.from_item(item) if item else None
 
     def offer_put_item(
         self,
@@ -56,7 +127,7 @@ class ReservationsTable:
                     "request_joined_ts": request_joined_ts,
                     "contact_key": contact_key,
                     "channel": channel,
-                    "state": OFFERED,
+                    "state": OfferState.OFFERED,
                     "offered_at": int(now),
                     "offer_expires_at": expires,
                     "due_key": DUE_KEY,
@@ -112,11 +183,11 @@ class ReservationsTable:
                 # Only an untouched offer is rolled back; one already clicked stands.
                 "ConditionExpression": "#state = :offered",
                 "ExpressionAttributeNames": {"#state": "state"},
-                "ExpressionAttributeValues": {":offered": OFFERED},
+                "ExpressionAttributeValues": {":offered": OfferState.OFFERED},
             }
         }
 
-    def due(self, now: float, *, limit: int = 100) -> list[dict[str, Any]]:
+    def due(self, now: float, *, limit: int = 100) -> list[Offer]:
         """Rows whose offer or hold window has ended, oldest first, from the sparse due-time index."""
         from boto3.dynamodb.conditions import Key
 
@@ -125,9 +196,9 @@ class ReservationsTable:
             KeyConditionExpression=Key("due_key").eq(DUE_KEY) & Key("due_at").lte(int(now)),
             Limit=limit,
         )
-        return list(page.get("Items", []))
+        return [Offer.from_item(item) for item in page.get("Items", [])]
 
-    def due_pages(self, now: float, *, page_size: int = 100) -> Iterator[list[dict[str, Any]]]:
+    def due_pages(self, now: float, *, page_size: int = 100) -> Iterator[list[Offer]]:
         """Every row due at `now`, oldest first, page by page from the sparse due-time index (never a scan)."""
         from boto3.dynamodb.conditions import Key
 
@@ -138,7 +209,7 @@ class ReservationsTable:
         }
         while True:
             page = self.table.query(**kwargs)
-            yield list(page.get("Items", []))
+            yield [Offer.from_item(item) for item in page.get("Items", [])]
             if "LastEvaluatedKey" not in page:
                 return
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
@@ -172,8 +243,8 @@ class ReservationsTable:
                 "ExpressionAttributeValues": {
                     ":oid": order_id,
                     ":now": int(now),
-                    ":lapsed": LAPSED,
-                    ":expired": EXPIRED,
+                    ":lapsed": OfferState.LAPSED,
+                    ":expired": OfferState.EXPIRED,
                 },
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }

@@ -3,17 +3,89 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Self
 
 from boto3.dynamodb.conditions import Key
 
-from chalicelib.tables.base import query_all
+from chalicelib.tables.base import int_or_none, present, query_all, str_or_none
 
-PENDING = "pending"  # written, job not yet on the queue
-QUEUED = "queued"  # job on the queue; offers being made
-CLOSED = "closed"  # level fell below threshold, or every unit is held or sold
+
+class RestockState(StrEnum):
+    """Where a restock stands (stored as these strings)."""
+
+    PENDING = "pending"  # written, job not yet on the queue
+    QUEUED = "queued"  # job on the queue; offers being made
+    CLOSED = "closed"  # level fell below threshold, or every unit is held or sold
+
+
 PENDING_KEY = "pending"  # value of pending_key on every restock that is owed a notifier job (GSI by-pending)
 UNSEEN_SALES = "unseen_sales"  # sales through our holds that no stock level reported since has included yet
+
+
+@dataclass(frozen=True)
+class Restock:
+    """One detected restock with its unit counters (DESIGN §4), as stored."""
+
+    sku: str
+    restock_ts: str
+    restock_id: str
+    state: RestockState
+    units_total: int = 0
+    units_available: int = 0  # neither held nor sold; below zero while a fall is owed to holders
+    units_offerable: int = 0  # neither held, sold nor promised to a live offer
+    unseen_sales: int = 0  # sales through our holds that no level reported since has included yet
+    webhook_id: str | None = None
+    created_at: int | None = None
+    level_before: int | None = None
+    level_after: int | None = None
+    threshold: int | None = None
+    copy: dict[str, str] | None = None  # the message text every notice of this restock uses
+    pending_key: str | None = None  # present while a job is owed (sparse index by-pending)
+    pending_since: int | None = None
+    pending_kind: str | None = None
+    pending_token: str | None = None
+    enqueue_lease_until: int | None = None
+    queued_at: int | None = None
+    closed_at: int | None = None
+    orders_on_expired_holds: int | None = None
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> Self:
+        """The typed restock from a stored item (numbers come back as Decimal; unknown attributes are ignored)."""
+        copy = item.get("copy")
+        return cls(
+            sku=str(item["sku"]),
+            restock_ts=str(item["restock_ts"]),
+            restock_id=str(item["restock_id"]),
+            state=RestockState(item["state"]),
+            units_total=int(item.get("units_total") or 0),
+            units_available=int(item.get("units_available") or 0),
+            units_offerable=int(item.get("units_offerable") or 0),
+            unseen_sales=int(item.get(UNSEEN_SALES) or 0),
+            webhook_id=str_or_none(item.get("webhook_id")),
+            created_at=int_or_none(item.get("created_at")),
+            level_before=int_or_none(item.get("level_before")),
+            level_after=int_or_none(item.get("level_after")),
+            threshold=int_or_none(item.get("threshold")),
+            copy={str(k): str(v) for k, v in copy.items()} if copy else None,
+            pending_key=str_or_none(item.get("pending_key")),
+            pending_since=int_or_none(item.get("pending_since")),
+            pending_kind=str_or_none(item.get("pending_kind")),
+            pending_token=str_or_none(item.get("pending_token")),
+            enqueue_lease_until=int_or_none(item.get("enqueue_lease_until")),
+            queued_at=int_or_none(item.get("queued_at")),
+            closed_at=int_or_none(item.get("closed_at")),
+            orders_on_expired_holds=int_or_none(item.get("orders_on_expired_holds")),
+        )
+
+    def to_item(self) -> dict[str, Any]:
+        """The stored item (absent attributes left out; no sales unseen is stored as no attribute)."""
+        item = present({**self.__dict__, "state": str(self.state)})
+        if not self.unseen_sales:
+            del item[UNSEEN_SALES]
+        return item
 
 
 def unseen_sales(restock: dict[str, Any] | None) -> int:
@@ -80,7 +152,7 @@ class RestocksTable:
             # Never over-promise (invariant 5): a batch of offers takes all its units or none, and a closed
             # restock (the level fell below the threshold while the walk was under way) offers nothing more.
             "units_offerable >= :count AND #state <> :closed",
-            {":minus": -int(count), ":count": int(count), ":closed": CLOSED},
+            {":minus": -int(count), ":count": int(count), ":closed": RestockState.CLOSED},
         )
         item["Update"]["ExpressionAttributeNames"] = {"#state": "state"}
         return item
@@ -141,7 +213,7 @@ class RestocksTable:
             "units_total": units,
             "units_available": units,
             "units_offerable": units,
-            "state": PENDING,
+            "state": RestockState.PENDING,
             "created_at": int(now),
             "level_after": level_after,
             "threshold": threshold,
@@ -173,7 +245,7 @@ class RestocksTable:
     ) -> dict:
         """Transaction item: the level rose while the restock is open; add the rise and owe a job for it."""
         # A restock whose first job is still owed keeps owing that first job; a queued one owes a top-up.
-        kind = "restock" if seen["state"] == PENDING else "topup"
+        kind = "restock" if seen["state"] == RestockState.PENDING else "topup"
         names = {"#state": "state"}
         values: dict[str, Any] = {
             ":rise": rise,
@@ -281,7 +353,7 @@ class RestocksTable:
     ) -> dict:
         """Transaction item: close the restock: nothing more is offered and no job is owed any more."""
         names = {"#state": "state"}
-        values: dict[str, Any] = {":closed": CLOSED, ":now": int(now), ":a": available, ":o": offerable}
+        values: dict[str, Any] = {":closed": RestockState.CLOSED, ":now": int(now), ":a": available, ":o": offerable}
         # As for a fall: counters unchanged since we read them, so the units left for live offers are exact.
         condition = self._seen_condition(seen, values)
         sets, sales_condition = self._sales_update(seen, names, values)
@@ -333,7 +405,7 @@ class RestocksTable:
                 "Key": {"sku": sku, "restock_ts": restock_ts},
                 "ConditionExpression": condition,
                 "ExpressionAttributeNames": {"#state": "state"},
-                "ExpressionAttributeValues": {":closed": CLOSED, ":one": 1},
+                "ExpressionAttributeValues": {":closed": RestockState.CLOSED, ":one": 1},
             }
         }
 
@@ -381,7 +453,7 @@ class RestocksTable:
                 # Only the job we sent is marked done: a rise that owes a newer job keeps it owed.
                 ConditionExpression="pending_token = :tok",
                 ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues={":queued": QUEUED, ":now": int(now), ":tok": token},
+                ExpressionAttributeValues={":queued": RestockState.QUEUED, ":now": int(now), ":tok": token},
             )
         except self.table.meta.client.exceptions.ConditionalCheckFailedException:
             return False

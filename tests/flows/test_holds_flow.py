@@ -110,7 +110,7 @@ def test_orders_webhook_converts_and_answers_redelivery(client: Client, services
     again = order(client, services, body, webhook_id="msg_1")
     assert (first.status_code, first.json_body["status"]) == (200, "converted")
     assert (again.status_code, again.json_body["status"]) == (200, "already_converted")
-    assert s.row(token_id)["state"] == "converted"
+    assert s.row(token_id).state == "converted"
     assert s.request()["state"] == "converted"
 
 

@@ -60,7 +60,7 @@ def test_one_click_post_unsubscribes_and_passes_the_offer_to_the_next_person(
     assert "You are unsubscribed" in response.body.decode()
     assert services.tables.optout.get(s.requests[0]["contact_key"])["source"] == "unsubscribe"
     assert services.tables.requests.get(s.sku, s.requests[0]["joined_ts"]) is None
-    assert services.tables.reservations.get(token)["state"] == "lapsed"
+    assert services.tables.reservations.get(token).state == "lapsed"
     [topup] = queued_jobs(services)
     assert topup.kind == "topup"
 
@@ -119,7 +119,7 @@ def test_a_held_unit_is_kept_and_the_page_says_so(client: Client, services: Serv
     page = response.body.decode()
     assert "You are holding one Walnut dining chair until" in page
     assert "stays yours" in page
-    assert s.row(token)["state"] == "held"
+    assert s.row(token).state == "held"
     assert s.request(0)["state"] == "reserved"
 
 

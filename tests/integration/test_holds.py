@@ -112,7 +112,7 @@ def test_counter_table_moves_counters_and_rows_together(
     assert s.counters() == (available + d_available, offerable + d_offerable)
     [token_id] = s.tokens
     row = s.row(token_id)
-    assert row["state"] == row_state
+    assert row.state == row_state
     request = s.request()
     assert request["state"] == request_state
     # The request owns the offer while it is live, and lets go of it once the row is settled.
@@ -128,10 +128,10 @@ def test_hold_sets_the_hold_window_and_the_sweeps_due_time(s: Scene) -> None:
     token_id = s.offer()
     outcome = s.tap(token_id)
     row = s.row(token_id)
-    assert row["hold_expires_at"] == int(s.clock.now()) + CHAIR["hold_window_s"]
-    assert row["due_at"] == row["hold_expires_at"]
-    assert row["held_at"] == int(s.clock.now())
-    assert outcome.hold_expires_at == row["hold_expires_at"]
+    assert row.hold_expires_at == int(s.clock.now()) + CHAIR["hold_window_s"]
+    assert row.due_at == row.hold_expires_at
+    assert row.held_at == int(s.clock.now())
+    assert outcome.hold_expires_at == row.hold_expires_at
     assert outcome.location == f"https://shop.example/checkout?sku=CHAIR-WALNUT&reservation={token_id}"
 
 
@@ -152,7 +152,7 @@ def test_eight_simultaneous_taps_on_one_link_hold_one_unit(s: Scene) -> None:
     kinds = tap_at_once(s.services, [link] * 8)
     assert sorted(kinds) == sorted([holds.HELD_NOW] + [holds.HELD_AGAIN] * 7)
     assert s.counters() == (1, 1)
-    assert s.row(token_id)["state"] == "held"
+    assert s.row(token_id).state == "held"
     assert s.audit_kinds()["hold"] == 1
 
 
@@ -166,14 +166,14 @@ def test_more_live_offers_than_units_after_a_level_fall_hold_only_the_units(
     links = [services.tokens.reserve(t) for t in tokens]
     kinds = tap_at_once(services, links)
     assert Counter(kinds) == {holds.HELD_NOW: u, holds.JUST_GONE_PAGE: k - u}
-    states = Counter(sc.row(t)["state"] for t in tokens)
+    states = Counter(sc.row(t).state for t in tokens)
     assert states == {"held": u, "lapsed": k - u}
     # Nothing held beyond the units; nothing promised beyond what is left.
     assert sc.counters() == (0, 0)
     assert sc.audit_kinds()["just_gone"] == k - u
     # The refused keep their place: back to waiting, not offered again for this restock.
     for i, token_id in enumerate(tokens):
-        if sc.row(token_id)["state"] == "lapsed":
+        if sc.row(token_id).state == "lapsed":
             assert sc.request(i)["state"] == "waiting"
             assert sc.request(i)["last_notified_restock"] == sc.restock["restock_id"]
 
@@ -183,7 +183,7 @@ def test_just_gone_link_keeps_saying_so(s: Scene) -> None:
     level_falls_to(s, 0)
     assert s.tap(token_id).kind == holds.JUST_GONE_PAGE
     assert s.tap(token_id).kind == holds.JUST_GONE_PAGE
-    assert s.row(token_id)["lapse_reason"] == "just_gone"
+    assert s.row(token_id).lapse_reason == "just_gone"
 
 
 def test_lapsed_expired_and_used_links_are_expired(s: Scene) -> None:
@@ -239,7 +239,7 @@ def test_link_older_than_offer_and_hold_windows_is_expired(s: Scene) -> None:
     old = URLSafeTimedSerializer(s.services.secrets.get("TOKEN_KEY"), salt="reserve", signer=SignedLongAgo)
     outcome = s.services.holds.reserve(old.dumps({"t": token_id}))
     assert (outcome.kind, outcome.reason) == (holds.EXPIRED_LINK, "link_too_old")
-    assert s.row(token_id)["state"] == "offered"
+    assert s.row(token_id).state == "offered"
 
 
 def test_a_shortened_offer_window_never_refuses_a_live_link(s: Scene) -> None:
@@ -258,14 +258,14 @@ def test_a_shortened_offer_window_never_refuses_a_live_link(s: Scene) -> None:
     link = URLSafeTimedSerializer(s.services.secrets.get("TOKEN_KEY"), salt="reserve", signer=SignedTenMinutesAgo)
     outcome = s.services.holds.reserve(link.dumps({"t": token_id}))
     assert outcome.kind == holds.HELD_NOW
-    assert s.row(token_id)["state"] == "held"
+    assert s.row(token_id).state == "held"
 
 
 def test_product_without_checkout_url_holds_nothing(s: Scene) -> None:
     token_id = s.offer()
     s.services.tables.catalog.upsert(s.sku, {"checkout_url": "javascript:alert(1)"})
     assert s.tap(token_id).kind == holds.UNAVAILABLE
-    assert s.row(token_id)["state"] == "offered"
+    assert s.row(token_id).state == "offered"
     assert s.counters() == (2, 1)
 
 
@@ -291,7 +291,7 @@ def test_hold_refused_by_conflicts_writes_nothing(s: Scene) -> None:
     )
     move = s.services.moves.hold(row, s.clock.now(), 900)
     assert move.result == holds.MOVED
-    assert move.row is not None and move.row["state"] == "held"
+    assert move.row is not None and move.row.state == "held"
     assert s.counters() == (2, 1)
 
 
@@ -389,6 +389,6 @@ def test_a_lapse_never_promises_more_than_the_units_left(s: Scene) -> None:
     )
     s.clock.advance(CHAIR["offer_window_s"])
     assert s.services.sweep.run()["lapsed"] == 1
-    assert s.row(token_id)["state"] == "lapsed"
+    assert s.row(token_id).state == "lapsed"
     assert s.request()["state"] == "waiting"
     assert s.counters() == (2, 2)

@@ -36,9 +36,9 @@ def test_leaving_with_a_live_offer_releases_it_and_queues_a_top_up(services: Ser
     assert exit_.outcome == RELEASED
     assert s.counters() == (1, 1)
     row = s.row(token)
-    assert row["state"] == "lapsed"
-    assert row["lapse_reason"] == "unsubscribe"
-    assert "due_at" not in row  # the top-up is queued, so the sweep has nothing left to do for it
+    assert row.state == "lapsed"
+    assert row.lapse_reason == "unsubscribe"
+    assert row.due_at is None  # the top-up is queued, so the sweep has nothing left to do for it
     [job] = queued_jobs(services)
     assert (job.kind, job.restock_id, job.sku) == ("topup", s.restock["restock_id"], s.sku)
     assert s.waiting_count() == 1
@@ -52,12 +52,12 @@ def test_a_crash_after_releasing_is_finished_by_the_sweep(services: Services, cl
         crashing.exits.leave(s.request(0), reason="stop")
     assert s.counters() == (1, 1)
     assert queued_jobs(services) == []
-    assert s.row(token)["due_at"] <= clock.now()
+    assert s.row(token).due_at <= clock.now()
     summary = services.sweep.run()
     assert summary["topups"] == 1
     [job] = queued_jobs(services)
     assert job.kind == "topup"
-    assert "due_at" not in s.row(token)
+    assert s.row(token).due_at is None
 
 
 def test_leaving_after_the_stock_fell_never_over_promises(services: Services, clock: FixedClock) -> None:
@@ -72,7 +72,7 @@ def test_leaving_after_the_stock_fell_never_over_promises(services: Services, cl
     exit_ = services.exits.leave(s.request(0), reason="unsubscribe")
     assert exit_.outcome == RELEASED
     assert s.counters() == (0, 0)
-    assert s.row(token)["state"] == "lapsed"
+    assert s.row(token).state == "lapsed"
     assert services.tables.requests.get(s.sku, s.requests[0]["joined_ts"]) is None
     assert s.waiting_count() == 1
 
@@ -83,7 +83,7 @@ def test_a_held_unit_stays_held(services: Services, clock: FixedClock) -> None:
     s.tap(token)
     exit_ = services.exits.leave(s.request(0), reason="unsubscribe")
     assert exit_.outcome == HOLDING
-    assert exit_.hold_expires_at == s.row(token)["hold_expires_at"]
+    assert exit_.hold_expires_at == s.row(token).hold_expires_at
     assert s.request(0)["state"] == "reserved"
     assert s.counters() == (0, 0)
     assert s.waiting_count() == 2
@@ -95,7 +95,7 @@ def test_an_offer_made_between_read_and_write_is_released_not_lost(services: Ser
     token = s.offer(0)  # the notifier wins the race
     exit_ = services.exits.leave(stale, reason="manage")
     assert exit_.outcome == RELEASED
-    assert s.row(token)["state"] == "lapsed"
+    assert s.row(token).state == "lapsed"
     assert s.counters() == (1, 1)
 
 

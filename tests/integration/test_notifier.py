@@ -21,17 +21,10 @@ from chalicelib.metrics import (
 )
 from chalicelib.notifier import (
     AFTER_OFFER_COMMITTED,
-    ALREADY_NOTIFIED,
-    HOLDING_OFFER,
-    HOLDING_UNIT,
-    NO_UNITS,
     OFFER_BATCH,
-    OPTED_OUT,
-    QUEUE_END,
-    RESTOCK_CLOSED,
-    SKIP_CONVERTED,
-    UNITS_EXHAUSTED,
     SendFailed,
+    SkipReason,
+    StopReason,
     UnknownRestock,
 )
 from chalicelib.senders import EmailSender, Senders, SmsSender
@@ -120,7 +113,7 @@ def test_the_cap_is_exact(shop: Services, clock: FixedClock) -> None:
 
     outcome = shop.notifier.handle(job, plenty)
 
-    assert outcome.notices == 4 and outcome.stopped == UNITS_EXHAUSTED
+    assert outcome.notices == 4 and outcome.stopped == StopReason.UNITS_EXHAUSTED
     assert sorted(told()) == numbers[:4]
     assert int(restock_item(shop, job)["units_offerable"]) == 0
     assert int(restock_item(shop, job)["units_available"]) == 4
@@ -152,15 +145,15 @@ def test_every_skip_reason_is_audited_and_counted(shop: Services, clock: FixedCl
 
     outcome = shop.notifier.handle(job, plenty)
 
-    assert outcome.notices == 2 and outcome.stopped == QUEUE_END
+    assert outcome.notices == 2 and outcome.stopped == StopReason.QUEUE_END
     assert told() == ["+447400800006"]
     assert [m.destinations["ToAddresses"] for m in email_outbox()] == [["Ada@Example.com"]]
     expected = {
-        key_of(shop, "+447400800001"): OPTED_OUT,
-        key_of(shop, "+447400800002"): ALREADY_NOTIFIED,
-        key_of(shop, "+447400800003"): SKIP_CONVERTED,
-        key_of(shop, "+447400800004"): HOLDING_OFFER,
-        key_of(shop, "+447400800005"): HOLDING_UNIT,
+        key_of(shop, "+447400800001"): SkipReason.OPTED_OUT,
+        key_of(shop, "+447400800002"): SkipReason.ALREADY_NOTIFIED,
+        key_of(shop, "+447400800003"): SkipReason.CONVERTED,
+        key_of(shop, "+447400800004"): SkipReason.HOLDING_OFFER,
+        key_of(shop, "+447400800005"): SkipReason.HOLDING_UNIT,
     }
     skipped = {f["contact_key"]: f["reason"] for f in audit(shop, "notice_skipped")}
     assert skipped == expected
@@ -188,7 +181,7 @@ def test_the_same_job_delivered_twice_sends_nothing_new(shop: Services, clock: F
 
     assert again.notices == 0
     assert told() == before and len(before) == 5
-    assert again.skipped == {ALREADY_NOTIFIED: 5}
+    assert again.skipped == {SkipReason.ALREADY_NOTIFIED: 5}
     assert int(restock_item(shop, job)["units_offerable"]) == 3
     assert len(offers(shop, job)) == 5
 
@@ -198,7 +191,7 @@ def test_a_redelivered_job_after_the_last_unit_reads_nothing_more(shop: Services
     job = add_restock(shop, SKU, 3, clock.now())
     shop.notifier.handle(job, plenty)
     again = shop.notifier.handle(job, plenty)
-    assert again.stopped == NO_UNITS and again.notices == 0 and len(told()) == 3
+    assert again.stopped == StopReason.NO_UNITS and again.notices == 0 and len(told()) == 3
 
 
 def test_two_invocations_of_one_job_at_once_tell_each_person_once(shop: Services, clock: FixedClock) -> None:
@@ -247,7 +240,7 @@ def test_a_failed_send_is_rolled_back_and_the_retry_sends_it_exactly_once(shop: 
     retry = shop.notifier.handle(job, plenty)
 
     assert Counter(told()) == Counter(numbers[:3])
-    assert retry.stopped == UNITS_EXHAUSTED
+    assert retry.stopped == StopReason.UNITS_EXHAUSTED
     assert int(restock_item(shop, job)["units_offerable"]) == 0
     assert len(offers(shop, job)) == 3
 
@@ -301,7 +294,7 @@ def test_a_crash_between_transaction_and_send_sends_nothing_and_leaves_the_offer
     retry = crashing.notifier.handle(job, plenty)
 
     assert told() == [numbers[2]]
-    assert retry.skipped[ALREADY_NOTIFIED] == 2
+    assert retry.skipped[SkipReason.ALREADY_NOTIFIED] == 2
     assert int(restock_item(shop, job)["units_offerable"]) == 0
 
 
@@ -417,11 +410,11 @@ def test_a_request_told_meanwhile_by_another_notifier_is_skipped_and_the_rest_of
     outcome = notifier.handle(job, plenty)
 
     expected = numbers[:late] + numbers[late + 1 :]
-    assert outcome.notices == 59 and outcome.stopped == QUEUE_END
-    assert outcome.skipped == {ALREADY_NOTIFIED: 1}
+    assert outcome.notices == 59 and outcome.stopped == StopReason.QUEUE_END
+    assert outcome.skipped == {SkipReason.ALREADY_NOTIFIED: 1}
     assert sorted(told()) == expected
     [skip] = audit(shop, "notice_skipped")
-    assert skip["reason"] == ALREADY_NOTIFIED and skip["contact_key"] == key_of(shop, numbers[late])
+    assert skip["reason"] == SkipReason.ALREADY_NOTIFIED and skip["contact_key"] == key_of(shop, numbers[late])
     assert int(skip["position"]) == late + 1
     sent = sorted(audit(shop, "notice_sent"), key=lambda f: int(f["position"]))
     assert [f["contact_key"] for f in sent] == [key_of(shop, n) for n in expected]
@@ -450,7 +443,7 @@ def test_a_batch_larger_than_the_units_left_offers_exactly_those_units_oldest_fi
 
     outcome = notifier.handle(job, plenty)
 
-    assert outcome.notices == OFFER_BATCH + 2 and outcome.stopped == UNITS_EXHAUSTED
+    assert outcome.notices == OFFER_BATCH + 2 and outcome.stopped == StopReason.UNITS_EXHAUSTED
     assert sorted(told()) == numbers[: OFFER_BATCH + 2]
     assert int(restock_item(shop, job)["units_offerable"]) == 0
     states = [r["state"] for r in shop.tables.requests.queue(SKU)]
@@ -536,7 +529,7 @@ def test_a_closed_restock_tells_nobody(shop: Services, clock: FixedClock) -> Non
     line_up(shop, clock, 2)
     job = add_restock(shop, SKU, 2, clock.now(), state="closed")
     outcome = shop.notifier.handle(job, plenty)
-    assert outcome.stopped == RESTOCK_CLOSED and told() == []
+    assert outcome.stopped == StopReason.RESTOCK_CLOSED and told() == []
 
 
 def test_a_job_for_an_unknown_restock_fails_so_it_reaches_the_dead_letter_queue(shop: Services) -> None:

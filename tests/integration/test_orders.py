@@ -35,9 +35,9 @@ def test_conversion_stops_the_return(s: Scene) -> None:
     assert summary["expired"] == 0
     assert s.counters() == (1, 1)
     row = s.row(token_id)
-    assert row["state"] == "converted"
-    assert row["order_id"] == "order-1"
-    assert "due_at" not in row
+    assert row.state == "converted"
+    assert row.order_id == "order-1"
+    assert row.due_at is None
     assert queued_jobs(s.services) == []
 
 
@@ -74,7 +74,7 @@ def test_order_on_an_expired_hold_is_recorded_and_counted_once(s: Scene) -> None
     assert [(f["order_id"], f["hold_state"]) for f in facts] == [("order-7", "expired")]
     # The unit was already returned; the order does not take it again.
     assert s.counters() == (2, 2)
-    assert s.row(token_id)["state"] == "expired"
+    assert s.row(token_id).state == "expired"
 
 
 def test_order_on_a_lapsed_offer_is_recorded(s: Scene) -> None:
@@ -89,7 +89,7 @@ def test_order_on_an_untapped_offer_is_a_conflict(s: Scene) -> None:
     with pytest.raises(Conflict) as raised:
         s.services.orders.record(Order(token_id, "order-1"))
     assert raised.value.code == "not_held"
-    assert s.row(token_id)["state"] == "offered"
+    assert s.row(token_id).state == "offered"
 
 
 def test_unknown_reservation_is_not_found(s: Scene) -> None:
@@ -123,7 +123,7 @@ def test_bad_signature_is_refused_before_anything_is_read(s: Scene) -> None:
     raw, headers = signed(s.services, {"reservation_id": token_id, "order_id": "o-1"})
     with pytest.raises(InvalidSignature):
         s.services.orders.receive(raw.replace(b"o-1", b"o-2"), headers)
-    assert s.row(token_id)["state"] == "held"
+    assert s.row(token_id).state == "held"
 
 
 @pytest.mark.parametrize(

@@ -38,7 +38,7 @@ def test_stop_reply_becomes_an_optout_and_leaves_every_list(services: Services, 
         record = services.tables.optout.get(request["contact_key"])
         assert record is not None and record["source"] == "stop"
         assert services.tables.requests.get(s.sku, request["joined_ts"]) is None
-    assert s.row(token)["state"] == "lapsed"  # the live offer went back for the next person
+    assert s.row(token).state == "lapsed"  # the live offer went back for the next person
     assert s.waiting_count() == 1
     assert services.tables.optout.get(s.requests[0]["contact_key"]) is None
 

@@ -41,7 +41,7 @@ def test_sweep_lapses_unused_offers_and_expires_unbought_holds(s: Scene) -> None
     s.tap(live)  # too late: the row's own expiry says so
     summary = s.services.sweep.run()
     assert (summary["lapsed"], summary["expired"]) == (2, 0)
-    assert [s.row(t)["state"] for t in (lapsing, expiring, live)] == ["lapsed", "expired", "lapsed"]
+    assert [s.row(t).state for t in (lapsing, expiring, live)] == ["lapsed", "expired", "lapsed"]
     assert s.counters() == (3, 3)
     assert [s.request(i)["state"] for i in range(3)] == ["waiting"] * 3
 
@@ -188,7 +188,7 @@ def test_top_up_tells_the_next_in_line(services: Services, clock: FixedClock) ->
     [job] = queued_jobs(services)
     outcome = services.notifier.handle(job, lambda: 60_000)
     assert outcome.notices == 1
-    assert sc.row(first)["state"] == "lapsed"
+    assert sc.row(first).state == "lapsed"
     # The first in line had their turn for this restock; the unit goes to the next, and no further.
     assert [sc.request(i)["state"] for i in range(3)] == ["waiting", "offered", "waiting"]
     assert sc.counters() == (1, 0)
@@ -240,7 +240,7 @@ def test_stale_place_with_a_live_offer_waits_for_its_unit_to_come_back(services:
     clock.advance(CHAIR["offer_window_s"])
     summary = services.sweep.run()
     assert (summary["lapsed"], summary["stale_requests"]) == (1, 1)
-    assert sc.row(token_id)["state"] == "lapsed"
+    assert sc.row(token_id).state == "lapsed"
     assert sc.counters() == (1, 1)
     assert services.tables.catalog.get(sc.sku, consistent=True)["waiting_count"] == 0
 

@@ -25,9 +25,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from chalicelib.tables.requests import ACTIVE_STATES, UNIQUE_PREFIX, WAITING
-from chalicelib.tables.reservations import CONVERTED, EXPIRED, HELD, LAPSED, OFFERED
-from chalicelib.tables.restocks import CLOSED, PENDING
+from chalicelib.tables.requests import ACTIVE_STATES, UNIQUE_PREFIX, RequestState
+from chalicelib.tables.reservations import OfferState
+from chalicelib.tables.restocks import RestockState
 from chalicelib.wiring import Services
 from tests.reliability.world import RESERVE_LINK, outbox_texts, scan
 
@@ -117,7 +117,7 @@ def fair_order(t: Tables) -> list[str]:
         restock_id, told = row.get("restock_id"), str(row["request_joined_ts"])
         for older in by_sku[str(row["sku"])]:
             joined = str(older["joined_ts"])
-            if joined >= told or older.get("state") != WAITING:
+            if joined >= told or older.get("state") != RequestState.WAITING:
                 continue
             if older.get("last_notified_restock") == restock_id or (restock_id, joined) in accounted:
                 continue
@@ -162,7 +162,7 @@ def opt_out_at_both_ends(services: Services, t: Tables) -> list[str]:
     found = []
     for request in t.requests:
         key = str(request.get("contact_key"))
-        if key in t.optouts and request.get("state") in (WAITING, OFFERED):
+        if key in t.optouts and request.get("state") in (RequestState.WAITING, OfferState.OFFERED):
             found.append(f"3 opt-out: suppressed {key[:8]} still {request['state']} for {request['sku']}")
     for fact in t.facts("notice_sent"):
         optout = t.optouts.get(str(fact.get("contact_key")))
@@ -223,7 +223,7 @@ def never_oversell(t: Tables) -> list[str]:
     states = _rows_by_restock(t)
     for restock in t.restocks:
         rid = str(restock["restock_id"])
-        taken = states[rid][HELD] + states[rid][CONVERTED]
+        taken = states[rid][OfferState.HELD] + states[rid][OfferState.CONVERTED]
         total, available = _int(restock.get("units_total")), _int(restock.get("units_available"))
         fell = _level_moved(t, rid)
         if not fell and taken > total:
@@ -236,7 +236,7 @@ def never_oversell(t: Tables) -> list[str]:
         if restock is None:
             continue  # named by nothing_lost
         level = _int(product.get("level"))
-        held = states[rid][HELD]
+        held = states[rid][OfferState.HELD]
         unseen = _unseen_sales(restock)
         available = _int(restock.get("units_available"))
         if available != level - held - unseen:
@@ -270,14 +270,16 @@ def never_over_promise(t: Tables, now: float) -> list[str]:
     found = []
     states = _rows_by_restock(t)
     live: Counter[str] = Counter(
-        str(r.get("restock_id")) for r in t.rows if r["state"] == OFFERED and _int(r.get("offer_expires_at")) > now
+        str(r.get("restock_id"))
+        for r in t.rows
+        if r["state"] == OfferState.OFFERED and _int(r.get("offer_expires_at")) > now
     )
     for restock in t.restocks:
         rid = str(restock["restock_id"])
         available, offerable = _int(restock.get("units_available")), _int(restock.get("units_offerable"))
-        if offerable != available - states[rid][OFFERED]:
+        if offerable != available - states[rid][OfferState.OFFERED]:
             found.append(
-                f"5 over-promise: {rid} units_offerable {offerable} != {available} - {states[rid][OFFERED]} offered"
+                f"5 over-promise: {rid} units_offerable {offerable} != {available} - {states[rid][OfferState.OFFERED]} offered"
             )
         if _level_moved(t, rid):
             continue  # stranded offers after a fall are documented; the counter above still binds
@@ -351,7 +353,7 @@ def nothing_lost(services: Services, t: Tables, *, settled: bool) -> list[str]:
             found.append(
                 f"7 nothing lost: offer {str(row['token_id'])[:8]} names unknown restock {row.get('restock_id')}"
             )
-        if row["state"] in (LAPSED, EXPIRED) and settled and row.get("due_key"):
+        if row["state"] in (OfferState.LAPSED, OfferState.EXPIRED) and settled and row.get("due_key"):
             found.append(f"7 nothing lost: {row['state']} offer {str(row['token_id'])[:8]} still owes its top-up")
     if not settled:
         return found
@@ -359,23 +361,23 @@ def nothing_lost(services: Services, t: Tables, *, settled: bool) -> list[str]:
     for rid, (product, restock) in named.items():
         if restock is None:
             found.append(f"7 nothing lost: {product['sku']} names open restock {rid}, which does not exist")
-        elif restock.get("state") == CLOSED:
+        elif restock.get("state") == RestockState.CLOSED:
             found.append(f"7 nothing lost: {product['sku']} names restock {rid} open, but it is closed")
     for restock in t.restocks:
         rid = str(restock["restock_id"])
-        if restock.get("state") == PENDING or restock.get("pending_key"):
+        if restock.get("state") == RestockState.PENDING or restock.get("pending_key"):
             found.append(f"7 nothing lost: restock {rid} still owed its job after the sweep")
-        if restock.get("state") != CLOSED and rid not in named:
+        if restock.get("state") != RestockState.CLOSED and rid not in named:
             found.append(f"7 nothing lost: restock {rid} is {restock.get('state')} but not its product's open restock")
         # Open: the catalogue names it, or it was never closed.
-        is_open = rid in named or restock.get("state") != CLOSED
+        is_open = rid in named or restock.get("state") != RestockState.CLOSED
         if not is_open or _int(restock.get("units_offerable")) <= 0:
             continue
         idle = [
             r
             for r in t.requests
             if r["sku"] == restock["sku"]
-            and r.get("state") == WAITING
+            and r.get("state") == RequestState.WAITING
             and r.get("last_notified_restock") != rid
             and r.get("contact_key") not in t.optouts
         ]

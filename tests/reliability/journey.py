@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from chalicelib.tables.reservations import HELD, OFFERED
+from chalicelib.tables.reservations import OfferState
 from tests.reliability.world import World
 
 SHOPPERS = ("+447400100101", "+447400100102", "shopper.three@example.com", "+447400100104", "+447400100105")
@@ -32,7 +32,7 @@ class Step:
 def messaged_offer(w: World, *, skip: int = 0) -> dict[str, Any] | None:
     """The live offer of the (skip+1)-th oldest place whose notice actually went out, if any."""
     sent = set(w.sent_tokens())
-    live = [r for r in w.offers(OFFERED) if r["token_id"] in sent]
+    live = [r for r in w.offers(OfferState.OFFERED) if r["token_id"] in sent]
     return live[skip] if len(live) > skip else None
 
 
@@ -42,7 +42,7 @@ def buy_first(w: World) -> None:
     if offer is None:
         return
     w.reserve(str(offer["token_id"]))
-    if w.row(str(offer["token_id"])).get("state") == HELD:
+    if w.row(str(offer["token_id"])).get("state") == OfferState.HELD:
         w.order(str(offer["token_id"]), "order-1001")
 
 

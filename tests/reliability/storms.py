@@ -67,7 +67,7 @@ from moto.sqs.models import sqs_backends
 
 from chalicelib.clock import iso
 from chalicelib.errors import DomainError, RateLimited
-from chalicelib.tables.reservations import HELD, OFFERED
+from chalicelib.tables.reservations import OfferState
 from devstack.clocks import FixedClock
 from infra.stages import stage_env
 from tests.reliability.invariants import violations
@@ -473,7 +473,7 @@ class Storm:
         rows = {str(r["token_id"]): r for r in self._rows()}
         sent = [rows[t] for t in dict.fromkeys(self.w.sent_tokens()) if t in rows]
         if live:
-            sent = [r for r in sent if r["state"] == OFFERED]
+            sent = [r for r in sent if r["state"] == OfferState.OFFERED]
         sent.sort(key=lambda r: (str(r["restock_ts"]), str(r["request_joined_ts"]), str(r["token_id"])))
         return [str(r["token_id"]) for r in sent]
 
@@ -524,7 +524,7 @@ class Storm:
         )
 
     def _order(self, op: Order) -> str:
-        held = self._rows(HELD)
+        held = self._rows(OfferState.HELD)
         if not held:
             return "nothing held"
         if self.shelf <= 0:
@@ -657,7 +657,7 @@ class Storm:
     def _quiet(self) -> bool:
         if self.w.jobs_waiting():
             return False
-        if any(r["state"] in (OFFERED, HELD) or r.get("due_key") for r in self._rows()):
+        if any(r["state"] in (OfferState.OFFERED, OfferState.HELD) or r.get("due_key") for r in self._rows()):
             return False
         return not any(r.get("pending_key") for r in scan(self.w.table("restocks")))
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from chalicelib.holds import HELD_AGAIN, HELD_NOW, JUST_GONE_PAGE
-from chalicelib.tables.reservations import OFFERED
+from chalicelib.tables.reservations import OfferState
 from chalicelib.wiring import Services
 from tests.reliability.invariants import Tables, assert_invariants
 from tests.reliability.tally import count
@@ -92,7 +92,7 @@ def restock_with_offers(w: World, people: int, units: int) -> list[dict[str, Any
         w.tap(number(i))
     w.inventory(units)
     w.pump()
-    return w.offers(OFFERED)
+    return w.offers(OfferState.OFFERED)
 
 
 @pytest.mark.parametrize("threads", [8, pytest.param(24, marks=pytest.mark.slow)])
@@ -170,7 +170,7 @@ def chaos(world: World, rounds: int, width: int, seed: int) -> None:
     world.inventory(width // 2)
     people = width
     for _ in range(rounds):
-        offers = world.offers(OFFERED)
+        offers = world.offers(OfferState.OFFERED)
         tasks: list[Task] = []
         for _ in range(width):
             choice = rng.random()

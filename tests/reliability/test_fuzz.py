@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from chalicelib.contacts import Contact, normalise_contact
 from chalicelib.errors import BadRequest
-from chalicelib.tables.reservations import OFFERED
+from chalicelib.tables.reservations import OfferState
 from chalicelib.webhooks import sign
 from tests.reliability.tally import count
 from tests.reliability.world import World
@@ -141,7 +141,7 @@ def shop(world: World) -> Iterator[tuple[World, ChaliceWsgi, list[str]]]:
         world.tap(n)
     world.inventory(2)
     world.pump()
-    tokens = [str(r["token_id"]) for r in world.offers(OFFERED)]
+    tokens = [str(r["token_id"]) for r in world.offers(OfferState.OFFERED)]
     world.reserve(tokens[0])
     with installed(world.services):
         yield world, ChaliceWsgi(app, ROOT), tokens

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from chalicelib.tables.reservations import HELD, OFFERED
+from chalicelib.tables.reservations import OfferState
 from tests.builders import join_request
 from tests.reliability.invariants import violations
 from tests.reliability.world import World, scan
@@ -80,7 +80,7 @@ def suppress_waiting(world: World) -> None:
 
 
 def duplicate_offer(world: World) -> None:
-    [offer, *_] = world.offers(OFFERED)
+    [offer, *_] = world.offers(OfferState.OFFERED)
     world.table("reservations").put_item(Item={**offer, "token_id": "f" * 32})
 
 
@@ -95,7 +95,7 @@ def left_pending(world: World) -> None:
 
 def told_again_on_a_new_place(world: World) -> None:
     """The first person told re-joined and was recorded told again for the same restock, on the new place."""
-    [offer, *_] = world.offers(OFFERED)
+    [offer, *_] = world.offers(OfferState.OFFERED)
     [fact] = [
         f for f in scan(world.table("audit")) if f["kind"] == "notice_sent" and f["token_id"] == offer["token_id"]
     ]
@@ -106,7 +106,7 @@ def told_again_on_a_new_place(world: World) -> None:
 
 def messaged_again_on_a_new_place(world: World) -> None:
     """The first person told re-joined and was sent a second offer for the same restock, on the new place."""
-    [offer, *_] = world.offers(OFFERED)
+    [offer, *_] = world.offers(OfferState.OFFERED)
     token_id = uuid.uuid4().hex
     world.table("reservations").put_item(
         Item={**offer, "token_id": token_id, "request_joined_ts": a_new_place_for(world, offer)}
@@ -183,9 +183,9 @@ def test_each_kind_of_damage_is_named(world: World, damage: str) -> None:
 
 def test_a_sale_no_report_has_shown_yet_is_counted_off_the_shelf(world: World) -> None:
     told(world)
-    [offer, *_] = world.offers(OFFERED)
+    [offer, *_] = world.offers(OfferState.OFFERED)
     world.reserve(str(offer["token_id"]))
-    assert world.row(str(offer["token_id"]))["state"] == HELD
+    assert world.row(str(offer["token_id"]))["state"] == OfferState.HELD
     world.order(str(offer["token_id"]), "order-1")
     # The shelf still says 2 (no report since the sale); one unit is sold, so the open restock has 1.
     set_restock(world, "REMOVE unseen_sales")

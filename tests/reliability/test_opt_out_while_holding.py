@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chalicelib.tables.reservations import OFFERED
+from chalicelib.tables.reservations import OfferState
 from tests.reliability.invariants import Tables, assert_invariants
 from tests.reliability.world import World
 
@@ -14,7 +14,7 @@ def test_opting_out_while_holding_leaves_the_list_once_the_hold_expires(world: W
     world.tap(next_in_line)
     world.inventory(1)
     world.pump()
-    [offer] = world.offers(OFFERED)
+    [offer] = world.offers(OfferState.OFFERED)
     assert world.reserve(str(offer["token_id"])).kind == "held"
     assert [e.outcome for e in world.unsubscribe(holder).exits] == ["holding"]
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from chalicelib.jobs import Job
-from chalicelib.tables.reservations import HELD, OFFERED
+from chalicelib.tables.reservations import OfferState
 from chalicelib.wiring import Services
 from tests.reliability.invariants import Tables, assert_invariants
 from tests.reliability.tally import count
@@ -162,9 +162,9 @@ def held(w: World) -> str:
     queue_of(w, 2)
     w.inventory(1)
     w.pump()
-    [offer] = w.offers(OFFERED)
+    [offer] = w.offers(OfferState.OFFERED)
     w.reserve(str(offer["token_id"]))
-    assert w.row(str(offer["token_id"]))["state"] == HELD
+    assert w.row(str(offer["token_id"]))["state"] == OfferState.HELD
     return str(offer["token_id"])
 
 

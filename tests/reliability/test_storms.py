@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 
-from chalicelib.tables.reservations import HELD
+from chalicelib.tables.reservations import OfferState
 from tests.reliability import storms
 from tests.reliability.invariants import Tables
 from tests.reliability.storms import (
@@ -276,7 +276,7 @@ def test_a_failing_storm_shrinks_to_the_ops_that_break_the_invariant(bench: Emul
 
     def leaky(self: storms.Storm, op: LinkTap) -> str:
         said = original(self, op)
-        if self._rows(HELD):
+        if self._rows(OfferState.HELD):
             restocks = self.w.restocks()
             self.w.table("restocks").update_item(
                 Key={"sku": storms.SKU, "restock_ts": restocks[-1]["restock_ts"]},
