@@ -20,6 +20,7 @@ from typing import Any
 
 from chalicelib.capture import parse_sku
 from chalicelib.clock import Clock, iso, parse_iso
+from chalicelib.counters import UnitMoves
 from chalicelib.errors import BadRequest, Busy
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.owed import OwedJobs
@@ -130,7 +131,7 @@ def decide(
       was raised, is a rise):
       - `level_after < threshold`: close it (the fall, if any, lowers its counters first);
       - a rise: add the rise to its units and owe a top-up job;
-      - a fall: lower its counters by the fall (see `lowered` for the exact rule).
+      - a fall: lower its counters by the fall (see `lowered` in chalicelib/counters.py for the exact rule).
     - "Every unit held or sold" closes a restock through the first rule: once every unit is sold the
       platform's level falls below the threshold. A restock whose remaining units are all *held* stays
       open, so that a hold that expires hands its unit to the next person in line.
@@ -154,21 +155,6 @@ def decide(
     if level_after < before:
         return LevelChange(FALL, before - level_after)
     return LevelChange(NONE)
-
-
-def lowered(available: int, offerable: int, fall: int) -> tuple[int, int]:
-    """Counters after a fall of `fall` units (pure; a negative fall is a rise).
-
-    units_available drops by the whole fall, below zero when the shelf no longer covers the holds already
-    granted: they stand (a hold is never taken back), and the shortfall is a debt that later rises and
-    expiring holds pay off before anyone can hold again (`units_available >= 1` guards every hold:
-    invariant 4). units_offerable keeps its meaning, units_available minus the offers still live: a notice
-    cannot be recalled, but a stranded offer that lapses only pays back its share of the debt instead of
-    promising a unit that is gone (invariant 5).
-    """
-    live_offers = max(0, available - offerable)
-    new_available = available - fall
-    return new_available, new_available - live_offers
 
 
 def is_newer(event_ts: Decimal, level_ts: Decimal | None) -> bool:
@@ -218,6 +204,7 @@ class DetectService:
     """Turns verified inventory webhooks into restocks and notifier jobs, exactly once each."""
 
     tables: Tables
+    moves: UnitMoves
     owed: OwedJobs
     clock: Clock
     secrets: Callable[[], Sequence[str]]  # the webhook secrets accepted now (two during a rotation)
@@ -367,7 +354,7 @@ class DetectService:
         tx = Tx().add("product", self.tables.catalog.level_item(sku, **level, open_restock=(restock_ts, restock_id)))
         tx.add(
             "restock",
-            self.tables.restocks.open_item(
+            self.moves.open_restock(
                 sku=sku,
                 restock_ts=restock_ts,
                 restock_id=restock_id,
@@ -404,48 +391,17 @@ class DetectService:
         restock_ts = str(restock["restock_ts"])
         restock_id = str(restock["restock_id"])
         facts = {**facts, "restock_id": restock_id}
-        available, offerable = int(restock["units_available"]), int(restock["units_offerable"])
         catalog_item = self.tables.catalog.level_item(sku, **level, close_restock=change.kind == CLOSE)
-        adjusted: str | None
-        if change.kind == RISE:
-            restock_item = self.tables.restocks.rise_item(
-                sku, restock_ts, rise=change.amount, seen=restock, token=level["webhook_id"], now=now
-            )
-            kind, adjusted = "restock_topped_up", "topped_up"
-            facts["units_added"] = change.amount
-        elif change.kind in (FALL, CLOSE):
-            new_available, new_offerable = lowered(available, offerable, change.amount)
-            if change.kind == FALL:
-                restock_item = self.tables.restocks.fall_item(
-                    sku, restock_ts, seen=restock, available=new_available, offerable=new_offerable
-                )
-                kind, adjusted = "restock_lowered", "lowered"
-            else:
-                # Closed: no more offers are made (the notifier and the offer's condition check the state), but the
-                # counters stay exact, so live offers and holds still settle against them.
-                restock_item = self.tables.restocks.close_item(
-                    sku,
-                    restock_ts,
-                    seen=restock,
-                    available=new_available,
-                    offerable=new_offerable,
-                    now=now,
-                )
-                kind, adjusted = "restock_closed", "closed"
-                facts["reason"] = "below_threshold"
-            facts.update(units_available=new_available, units_offerable=new_offerable)
-        else:
-            # The level moved by exactly our own sales: only the record of which sales it includes changes.
-            restock_item = self.tables.restocks.sales_seen_item(sku, restock_ts, seen=restock)
-            kind, adjusted = "own_sales_seen", None
+        move = self.moves.follow_level(restock, change.kind, change.amount, webhook_id=level["webhook_id"], now=now)
+        facts.update(move.facts)
         tx = (
             Tx()
             .add("product", catalog_item)
-            .add("restock", restock_item)
-            .add("fact", self.tables.audit.record_item(sku, kind, now, **facts))
+            .add("restock", move.item)
+            .add("fact", self.tables.audit.record_item(sku, move.kind, now, **facts))
         )
         self._write(tx, sku, level["webhook_id"], now)
         if change.kind == RISE:
             self.faults("detect.after_topup_written")
             self.owed.send(sku, restock_ts, now)
-        return DetectOutcome("no_restock", "no_crossing", restock_id=restock_id, adjusted=adjusted)
+        return DetectOutcome("no_restock", "no_crossing", restock_id=restock_id, adjusted=move.adjusted)

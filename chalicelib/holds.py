@@ -1,9 +1,6 @@
 """Holds: a tapped reserve link holds one unit while the shopper checks out (DESIGN §4 and §5 "Reserve").
 
-`UnitMoves` is DESIGN §4's counter table as code for rows that already exist (hold, lapse, expiry,
-conversion): each is ONE transaction that changes the offer row, its counters, the request and the
-audit together, conditional on the row's current state. The reserve link, the orders webhook and the
-sweep all move units only through it.
+The hold itself, like every move of units, is a row of DESIGN §4's counter table in chalicelib/counters.py.
 """
 
 from __future__ import annotations
@@ -14,204 +11,14 @@ from typing import Any
 from urllib.parse import quote
 
 from chalicelib.clock import Clock
+from chalicelib.counters import DONE, JUST_GONE, NO_UNIT, UnitMoves
 from chalicelib.faults import FaultHook, no_faults
-from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.catalog import with_defaults
-from chalicelib.tables.requests import RequestState
 from chalicelib.tables.reservations import Offer, OfferState
 from chalicelib.tables.store import Tables
 from chalicelib.tokens import TokenExpired, TokenInvalid, Tokens
 
 log = logging.getLogger(__name__)
-
-# What a move did.
-DONE = "done"
-MOVED = "moved"  # the row was no longer in the state the move starts from (someone else moved it first)
-NO_UNIT = "no_unit"  # a hold found units_available at zero
-
-# Why an offer lapsed.
-UNUSED = "unused"
-JUST_GONE = "just_gone"
-
-
-@dataclass(frozen=True)
-class Move:
-    """The result of one counter-table move; `row` is the row's current image when it had MOVED."""
-
-    result: str
-    row: Offer | None = None
-
-
-def _int(value: Any) -> int:
-    return int(value) if value is not None else 0
-
-
-@dataclass(frozen=True, kw_only=True, eq=False)
-class UnitMoves:
-    """The rows of DESIGN §4's counter table for an existing offer row, each one conditional transaction."""
-
-    tables: Tables
-
-    def _facts(self, row: Offer) -> dict[str, Any]:
-        return {
-            "token_id": row.token_id,
-            "restock_id": row.restock_id,
-            "contact_key": row.contact_key,
-            "channel": row.channel,
-        }
-
-    def _commit(self, tx: Tx, *request: str) -> TransactionCancelled | None:
-        """Run the row's move (its "row", counter and "fact" items) with the request's items (`request`
-        names them); None when it committed.
-
-        When only the request's items are refused, the request no longer owns this offer (DynamoDB's
-        TTL tidied it, or the shopper left the list): the unit must still move (invariant 7), so the
-        row, counter and audit go on alone, still conditional on the row's state.
-        """
-        try:
-            self.tables.run(tx)
-            return None
-        except TransactionCancelled as cancelled:
-            request_failed = any(cancelled.failed(name) for name in request)
-            if cancelled.failed_other_than(*request) or not request_failed:
-                return cancelled
-        try:
-            self.tables.run(tx.without(*request))
-            return None
-        except TransactionCancelled as cancelled:
-            return cancelled
-
-    @staticmethod
-    def _outcome(cancelled: TransactionCancelled | None, *, counter: str | None = None) -> Move:
-        if cancelled is None:
-            return Move(DONE)
-        if cancelled.failed("row"):
-            old = cancelled.old("row")
-            return Move(MOVED, Offer.from_item(old) if old else None)
-        if counter is not None and cancelled.failed(counter):
-            return Move(NO_UNIT)
-        # Neither condition failed: conflicts outlasted the retries. Nothing was written; let it surface.
-        raise cancelled
-
-    def hold(self, row: Offer, now: float, hold_window_s: int) -> Move:
-        """Link tapped: offered → held, units_available − 1 (only if ≥ 1), request reserved."""
-        sku, token_id = row.sku, row.token_id
-        expires = int(now) + int(hold_window_s)
-        tx = (
-            Tx()
-            .add(
-                "row",
-                self.tables.reservations.transition_item(
-                    token_id,
-                    OfferState.OFFERED,
-                    OfferState.HELD,
-                    due_at=expires,
-                    held_at=int(now),
-                    hold_expires_at=expires,
-                ),
-            )
-            .add("units", self.tables.restocks.hold_item(sku, row.restock_ts))
-            .add("fact", self.tables.audit.record_item(sku, "hold", now, hold_expires_at=expires, **self._facts(row)))
-            .add("request", self.tables.requests.mark_reserved_item(sku, row.request_joined_ts, token_id=token_id))
-        )
-        return self._outcome(self._commit(tx, "request"), counter="units")
-
-    def lapse(self, row: Offer, now: float, *, reason: str = UNUSED) -> Move:
-        """Offer unused (or its unit just gone): offered → lapsed, units_offerable + 1, request back to waiting.
-
-        The row stays in the sweep's index, due now, until a top-up for the freed promise is queued.
-        """
-        sku, token_id = row.sku, row.token_id
-        tx = (
-            Tx()
-            .add(
-                "row",
-                self.tables.reservations.transition_item(
-                    token_id,
-                    OfferState.OFFERED,
-                    OfferState.LAPSED,
-                    due_at=min(_int(row.due_at) or int(now), int(now)),
-                    lapsed_at=int(now),
-                    lapse_reason=reason,
-                ),
-            )
-            .add("units", self.tables.restocks.release_lapsed_offer_item(sku, row.restock_ts))
-            .add(
-                "fact",
-                self.tables.audit.record_item(
-                    sku, JUST_GONE if reason == JUST_GONE else "lapse", now, **self._facts(row)
-                ),
-            )
-            .add(
-                "request",
-                self.tables.requests.back_to_waiting_item(
-                    sku, row.request_joined_ts, token_id=token_id, from_state=RequestState.OFFERED
-                ),
-            )
-        )
-        cancelled = self._commit(tx, "request")
-        if cancelled is not None and not cancelled.failed("row") and cancelled.failed("units"):
-            # A level fall already took this promise off the counters: the row still lapses, once.
-            cancelled = self._commit(tx.without("units"), "request")
-        return self._outcome(cancelled)
-
-    def expire(self, row: Offer, now: float) -> Move:
-        """Hold not bought in time: held → expired, units_available + 1 and units_offerable + 1, request waiting.
-
-        The row stays in the sweep's index until a top-up for the returned unit is queued.
-        """
-        sku, token_id = row.sku, row.token_id
-        tx = (
-            Tx()
-            .add(
-                "row",
-                self.tables.reservations.transition_item(
-                    token_id,
-                    OfferState.HELD,
-                    OfferState.EXPIRED,
-                    due_at=min(_int(row.due_at) or int(now), int(now)),
-                    expired_at=int(now),
-                ),
-            )
-            .add("units", self.tables.restocks.return_hold_item(sku, row.restock_ts))
-            .add("fact", self.tables.audit.record_item(sku, "expiry", now, **self._facts(row)))
-            .add(
-                "request",
-                self.tables.requests.back_to_waiting_item(
-                    sku, row.request_joined_ts, token_id=token_id, from_state=RequestState.RESERVED
-                ),
-            )
-        )
-        return self._outcome(self._commit(tx, "request"))
-
-    def convert(self, row: Offer, order_id: str, now: float) -> Move:
-        """Order placed: held → converted (leaves the sweep's index), request converted and off the list.
-
-        The unit left units_available at the hold; the sale is counted on the restock so that the lower level
-        the platform reports next is known to include it and is not taken off the counters a second time.
-        """
-        sku, token_id = row.sku, row.token_id
-        tx = (
-            Tx()
-            .add(
-                "row",
-                self.tables.reservations.transition_item(
-                    token_id,
-                    OfferState.HELD,
-                    OfferState.CONVERTED,
-                    due_at=None,
-                    order_id=order_id,
-                    converted_at=int(now),
-                ),
-            )
-            .add("sale", self.tables.restocks.sale_item(sku, row.restock_ts))
-            .add("fact", self.tables.audit.record_item(sku, "conversion", now, order_id=order_id, **self._facts(row)))
-            .add("request", self.tables.requests.mark_converted_item(sku, row.request_joined_ts, token_id=token_id))
-            # The waiting count moves with the request's state, so it is decremented only if that moved.
-            .add("waiting", self.tables.catalog.leave_item(sku))
-        )
-        return self._outcome(self._commit(tx, "request", "waiting"))
-
 
 # What a tap on a reserve link came to (app.py answers each kind with its HTTP status).
 HELD_NOW = "held"  # a unit is now held
@@ -239,9 +46,9 @@ def link_lifetime_s(row: Offer, product: dict[str, Any]) -> int:
     A held row carries its own hold window; an offer not yet held may still be held for the product's hold
     window, which only ever adds to the limit (a live offer is refused by its own expiry, never by this).
     """
-    offer_s = _int(row.offer_expires_at) - _int(row.offered_at)
+    offer_s = (row.offer_expires_at or 0) - (row.offered_at or 0)
     if row.held_at is not None and row.hold_expires_at is not None:
-        hold_s = _int(row.hold_expires_at) - _int(row.held_at)
+        hold_s = (row.hold_expires_at or 0) - (row.held_at or 0)
     else:
         hold_s = int(product["hold_window_s"])
     return max(0, offer_s) + max(0, hold_s)
@@ -291,11 +98,11 @@ class HoldsService:
         state = row.state
         if state == OfferState.HELD:
             # The row is authoritative: a hold past its expiry is over even before the sweep has run.
-            if now < _int(row.hold_expires_at):
+            if now < (row.hold_expires_at or 0):
                 return self._redirect(HELD_AGAIN, row, product)
             return ReserveOutcome(EXPIRED_LINK, reason="hold_expired")
         if state == OfferState.OFFERED:
-            if now >= _int(row.offer_expires_at):
+            if now >= (row.offer_expires_at or 0):
                 return ReserveOutcome(EXPIRED_LINK, reason="offer_lapsed")
             return self._hold(row, product, now)
         if state == OfferState.LAPSED and row.lapse_reason == JUST_GONE:
@@ -334,4 +141,4 @@ class HoldsService:
         if location is None:
             log.error("product %s has no usable checkout URL; held shopper cannot be sent on", row.sku)
             return ReserveOutcome(UNAVAILABLE)
-        return ReserveOutcome(kind, location, hold_expires_at=_int(row.hold_expires_at))
+        return ReserveOutcome(kind, location, hold_expires_at=(row.hold_expires_at or 0))

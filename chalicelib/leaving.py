@@ -7,7 +7,7 @@ erasure by staff) goes through `QueueExits`, so each of them keeps the same inva
   transaction, conditional on the state the request was seen in (a racing offer or click wins, and
   the leave is retried against the new state);
 - a live offer is released as the counters table of DESIGN §4 says (offer `offered` → `lapsed`,
-  `units_offerable` + 1, unless a fall in stock already took that promise back) in that same transaction, and a top-up job is queued so the next person is
+  `units_offerable` + 1: `UnitMoves.lapse_leaving` in chalicelib/counters.py) in that same transaction, and a top-up job is queued so the next person is
   told. The lapsed row stays in the sweep's due-time index until the job is on the queue, so a crash
   between the two is finished by the sweep (invariant 7);
 - a unit the shopper already holds is theirs until it is bought or the hold expires; leaving never
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.clock import Clock
+from chalicelib.counters import UnitMoves
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.jobs import Job, JobQueue
 from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
@@ -62,6 +63,7 @@ class QueueExits:
     """Takes people off waiting lists without losing a unit or a place that is not theirs."""
 
     tables: Tables
+    moves: UnitMoves
     jobs: JobQueue
     clock: Clock
     faults: FaultHook = no_faults
@@ -152,30 +154,11 @@ class QueueExits:
             # The request says offered but its row moved on (clicked, or lapsed by the sweep this instant).
             raise _Moved(token_id)
         restock_ts, restock_id = offer.restock_ts, offer.restock_id
-        tx = Tx().add(
-            # Kept in the sweep's due-time index (due now) until the top-up is on the queue: if we stop
-            # before sending it, the sweep sees a lapsed row and queues it (invariant 7).
-            "row",
-            self.tables.reservations.transition_item(
-                token_id,
-                OfferState.OFFERED,
-                OfferState.LAPSED,
-                due_at=int(now),
-                lapsed_at=int(now),
-                lapse_reason=reason,
-            ),
-        )
-        tx.add("units", self.tables.restocks.release_lapsed_offer_item(sku, restock_ts))
-        self._remove(tx, request, RequestState.OFFERED, token_id)
-        tx.add("fact", self._fact(request, reason, now, restock_id=restock_id, token_id=token_id))
-        try:
-            self.tables.run(tx)
-        except TransactionCancelled as cancelled:
-            if not cancelled.failed("units") or cancelled.failed_other_than("units"):
-                raise
-            # The counters no longer hold this promise (a fall took it first): the offer still ends and the
-            # place still goes, once.
-            self.tables.run(tx.without("units"))
+        # The row stays in the sweep's due-time index (due now) until the top-up is on the queue: if we stop
+        # before sending it, the sweep sees a lapsed row and queues it (invariant 7).
+        place = self._remove(Tx(), request, RequestState.OFFERED, token_id)
+        place.add("fact", self._fact(request, reason, now, restock_id=restock_id, token_id=token_id))
+        self.moves.lapse_leaving(offer, now, reason=reason, leaving=place)
         self.faults("leave.after_release")
         self.jobs.send(Job(sku=sku, restock_id=restock_id, restock_ts=restock_ts, kind="topup"))
         self.faults("leave.after_topup")

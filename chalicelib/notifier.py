@@ -23,6 +23,7 @@ from chalicelib.clock import Clock, iso, parse_iso
 from chalicelib.compose import Copy, Facts, compose_email, compose_sms, facts_for
 from chalicelib.config import Settings
 from chalicelib.copywriter import Copywriter
+from chalicelib.counters import NewOffer, UnitMoves
 from chalicelib.errors import NotFound
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.jobs import Job, JobQueue
@@ -207,6 +208,7 @@ class Notifier:
 
     settings: Settings
     tables: Tables
+    moves: UnitMoves
     jobs: JobQueue
     links: Links
     copywriter: Copywriter
@@ -418,32 +420,23 @@ class Notifier:
 
     def _offers(self, walk: _Walk, chosen: list[_Candidate], tokens: list[str]) -> Tx:
         """One transaction: k units from units_offerable, then each offer row and its request marked told."""
-        job, now = walk.job, self.clock.now()
-        tx = Tx().add("units", self.tables.restocks.take_offers_item(job.sku, job.restock_ts, len(chosen)))
-        for i, (candidate, token_id) in enumerate(zip(chosen, tokens, strict=True)):
-            request = candidate.request
-            joined_ts = str(request["joined_ts"])
-            tx.add(
-                f"offer {i}",
-                self.tables.reservations.offer_put_item(
+        job = walk.job
+        return self.moves.offer(
+            sku=job.sku,
+            restock_ts=job.restock_ts,
+            restock_id=job.restock_id,
+            offers=[
+                NewOffer(
                     token_id=token_id,
-                    sku=job.sku,
-                    restock_ts=job.restock_ts,
-                    restock_id=job.restock_id,
-                    request_joined_ts=joined_ts,
-                    contact_key=str(request["contact_key"]),
-                    channel=str(request["channel"]),
-                    now=now,
-                    offer_window_s=walk.offer_window_s,
-                ),
-            )
-            tx.add(
-                f"told {i}",
-                self.tables.requests.mark_offered_item(
-                    job.sku, joined_ts, restock_id=job.restock_id, token_id=token_id
-                ),
-            )
-        return tx
+                    request_joined_ts=str(candidate.request["joined_ts"]),
+                    contact_key=str(candidate.request["contact_key"]),
+                    channel=str(candidate.request["channel"]),
+                )
+                for candidate, token_id in zip(chosen, tokens, strict=True)
+            ],
+            now=self.clock.now(),
+            offer_window_s=walk.offer_window_s,
+        )
 
     def _after_cancel(
         self, walk: _Walk, batch: list[_Candidate], chosen: list[_Candidate], cancelled: TransactionCancelled
@@ -558,18 +551,12 @@ class Notifier:
         """
         job, request = walk.job, pending.request
         try:
-            transact(
-                self.tables.client,
-                [
-                    self.tables.reservations.delete_offer_item(pending.token_id),
-                    self.tables.restocks.release_offer_item(job.sku, job.restock_ts),
-                    self.tables.requests.unmark_offered_item(
-                        job.sku,
-                        str(request["joined_ts"]),
-                        token_id=pending.token_id,
-                        previous_restock=request.get("last_notified_restock"),
-                    ),
-                ],
+            self.moves.roll_back(
+                sku=job.sku,
+                restock_ts=job.restock_ts,
+                token_id=pending.token_id,
+                request_joined_ts=str(request["joined_ts"]),
+                previous_restock=request.get("last_notified_restock"),
             )
         except Exception:
             log.exception("rolling back the offer %s failed; the sweep will lapse it", pending.token_id)

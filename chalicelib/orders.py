@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.clock import Clock
+from chalicelib.counters import DONE, UnitMoves
 from chalicelib.errors import BadRequest, Conflict, NotFound
 from chalicelib.faults import FaultHook, no_faults
-from chalicelib.holds import DONE, UnitMoves
-from chalicelib.tables.base import TransactionCancelled, Tx
+from chalicelib.tables.base import TransactionCancelled
 from chalicelib.tables.reservations import (
     Offer,
     OfferState,
@@ -121,27 +121,8 @@ class OrdersService:
 
     def _record_late(self, row: Offer, order: Order, now: float) -> None:
         """An order on a lapsed offer or expired hold: audit and count it once per order id."""
-        sku = row.sku
-        tx = (
-            Tx()
-            .add("row", self.tables.reservations.late_order_item(row.token_id, order.order_id, now))
-            .add("tally", self.tables.restocks.count_late_order_item(sku, row.restock_ts))
-            .add(
-                "fact",
-                self.tables.audit.record_item(
-                    sku,
-                    "order_on_expired_hold",
-                    now,
-                    token_id=row.token_id,
-                    restock_id=row.restock_id,
-                    contact_key=row.contact_key,
-                    order_id=order.order_id,
-                    hold_state=row.state,
-                ),
-            )
-        )
         try:
-            self.tables.run(tx)
+            self.moves.late_order(row, order.order_id, now)
         except TransactionCancelled as cancelled:
             if not cancelled.failed("row"):
                 raise

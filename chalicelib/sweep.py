@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from chalicelib.clock import Clock
+from chalicelib.counters import DONE, UnitMoves
 from chalicelib.faults import FaultHook, no_faults
-from chalicelib.holds import DONE, UnitMoves
 from chalicelib.jobs import Job, JobQueue
 from chalicelib.leaving import QueueExits
 from chalicelib.tables.base import TransactionCancelled, Tx

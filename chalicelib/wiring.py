@@ -20,8 +20,9 @@ if TYPE_CHECKING:
     from chalicelib.capture import CaptureService
     from chalicelib.catalog_sync import CatalogSync
     from chalicelib.copywriter import Copywriter
+    from chalicelib.counters import UnitMoves
     from chalicelib.detect import DetectService
-    from chalicelib.holds import HoldsService, UnitMoves
+    from chalicelib.holds import HoldsService
     from chalicelib.jobs import JobQueue
     from chalicelib.leaving import QueueExits
     from chalicelib.links import Links
@@ -164,6 +165,7 @@ class Services:
         return Notifier(
             settings=self.settings,
             tables=self.tables,
+            moves=self.moves,
             jobs=self.jobs,
             links=self.links,
             copywriter=self.copywriter,
@@ -195,6 +197,7 @@ class Services:
 
         return DetectService(
             tables=self.tables,
+            moves=self.moves,
             owed=self.owed,
             clock=self.clock,
             secrets=self.webhook_secrets,
@@ -222,7 +225,7 @@ class Services:
     @cached_property
     def moves(self) -> UnitMoves:
         """DESIGN §4's counter moves for existing offer rows (hold, lapse, expiry, conversion)."""
-        from chalicelib.holds import UnitMoves
+        from chalicelib.counters import UnitMoves
 
         return UnitMoves(tables=self.tables)
 
@@ -282,7 +285,7 @@ class Services:
         """Leaving lists: every opt-out, 'leave this list' and erasure goes through here."""
         from chalicelib.leaving import QueueExits
 
-        return QueueExits(tables=self.tables, jobs=self.jobs, clock=self.clock, faults=self.faults)
+        return QueueExits(tables=self.tables, moves=self.moves, jobs=self.jobs, clock=self.clock, faults=self.faults)
 
     @cached_property
     def optouts(self) -> OptoutService:

@@ -86,6 +86,12 @@ class Tx:
         self._names[name] = list(range(start, len(self.items)))
         return self
 
+    def join(self, other: Tx) -> Tx:
+        """Add every named item of `other` (a part another module builds, like the items that take a place off)."""
+        for name, slots in other._names.items():
+            self.add(name, *(other.items[i] for i in slots))
+        return self
+
     def has(self, name: str) -> bool:
         """Whether an item was added under `name`."""
         return name in self._names

@@ -472,15 +472,3 @@ class RestocksTable:
         """A SKU's restocks from `since_ts` (a restock_ts prefix, ISO-8601) on, oldest first (support tools)."""
         condition = Key("sku").eq(sku) & Key("restock_ts").gte(since_ts) if since_ts else Key("sku").eq(sku)
         return list(query_all(self.table, KeyConditionExpression=condition, ScanIndexForward=True))
-
-    def release_lapsed_offer_item(self, sku: str, restock_ts: str) -> dict:
-        """Offer lapsed unused: units_offerable + 1, only while it is below units_available."""
-        return self._counter_item(
-            sku,
-            restock_ts,
-            "ADD units_offerable :one",
-            # Never over-promise (invariant 5): when a level fall already took this promise off the counters
-            # (units_offerable floored at units_available), it is not handed out a second time.
-            "units_offerable < units_available",
-            {":one": 1},
-        )

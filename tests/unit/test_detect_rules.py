@@ -9,6 +9,7 @@ from decimal import Decimal
 import pytest
 
 from chalicelib.clock import parse_iso
+from chalicelib.counters import lowered
 from chalicelib.detect import (
     CLOSE,
     CROSSING,
@@ -18,7 +19,6 @@ from chalicelib.detect import (
     LevelChange,
     decide,
     is_newer,
-    lowered,
     parse_inventory_body,
     restock_id_for,
     restock_ts_for,

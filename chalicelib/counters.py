@@ -1,0 +1,391 @@
+"""DESIGN §4's counter table as code: every move of units between a restock's counters and its offer rows.
+
+Each public method is one row of that table (or its undoing) and commits as ONE transaction with the row
+change that causes it, conditional on that row's state:
+
+| move | who | method |
+|---|---|---|
+| notice sent | notifier | `offer` (a batch: k units, k offer rows, k requests marked told) |
+| notice not sent after all | notifier | `roll_back` |
+| link tapped | reserve link | `hold` |
+| offer unused in time, or its unit just gone | sweep, reserve link | `lapse` |
+| owner of a live offer leaves the list | leaving | `lapse_leaving` |
+| hold not bought in time | sweep | `expire` |
+| order placed | orders webhook | `convert`; after the hold ended: `late_order` |
+| restock opens, level rises, falls or closes | detection | `open_restock`, `follow_level` |
+
+No other module builds a counter item; the item builders themselves (the update expressions and their
+conditions) are `RestocksTable`'s, in chalicelib/tables/restocks.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
+from chalicelib.tables.requests import RequestState
+from chalicelib.tables.reservations import Offer, OfferState
+from chalicelib.tables.store import Tables
+
+# What a move did.
+DONE = "done"
+MOVED = "moved"  # the row was no longer in the state the move starts from (someone else moved it first)
+NO_UNIT = "no_unit"  # a hold found units_available at zero
+
+# Why an offer lapsed.
+UNUSED = "unused"
+JUST_GONE = "just_gone"
+
+
+@dataclass(frozen=True)
+class Move:
+    """The result of one counter-table move; `row` is the row's current image when it had MOVED."""
+
+    result: str
+    row: Offer | None = None
+
+
+@dataclass(frozen=True)
+class LevelMove:
+    """A restock following a new stock level: its counter item, the audit fact's kind and extra facts, and
+    what the webhook's answer says was adjusted (None when only the record of our own sales changed)."""
+
+    item: TxItem
+    kind: str
+    adjusted: str | None
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+def lowered(available: int, offerable: int, fall: int) -> tuple[int, int]:
+    """Counters after a fall of `fall` units (pure; a negative fall is a rise).
+
+    units_available drops by the whole fall, below zero when the shelf no longer covers the holds already
+    granted: they stand (a hold is never taken back), and the shortfall is a debt that later rises and
+    expiring holds pay off before anyone can hold again (`units_available >= 1` guards every hold:
+    invariant 4). units_offerable keeps its meaning, units_available minus the offers still live: a notice
+    cannot be recalled, but a stranded offer that lapses only pays back its share of the debt instead of
+    promising a unit that is gone (invariant 5).
+    """
+    live_offers = max(0, available - offerable)
+    new_available = available - fall
+    return new_available, new_available - live_offers
+
+
+@dataclass(frozen=True)
+class NewOffer:
+    """One person in a batch of notices: the offer row's id, and the place it is for."""
+
+    token_id: str
+    request_joined_ts: str
+    contact_key: str
+    channel: str
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class UnitMoves:
+    """The rows of DESIGN §4's counter table for an existing offer row, each one conditional transaction."""
+
+    tables: Tables
+
+    def _facts(self, row: Offer) -> dict[str, Any]:
+        return {
+            "token_id": row.token_id,
+            "restock_id": row.restock_id,
+            "contact_key": row.contact_key,
+            "channel": row.channel,
+        }
+
+    def _commit(self, tx: Tx, *request: str) -> TransactionCancelled | None:
+        """Run the row's move (its "row", counter and "fact" items) with the request's items (`request`
+        names them); None when it committed.
+
+        When only the request's items are refused, the request no longer owns this offer (DynamoDB's
+        TTL tidied it, or the shopper left the list): the unit must still move (invariant 7), so the
+        row, counter and audit go on alone, still conditional on the row's state.
+        """
+        try:
+            self.tables.run(tx)
+            return None
+        except TransactionCancelled as cancelled:
+            request_failed = any(cancelled.failed(name) for name in request)
+            if cancelled.failed_other_than(*request) or not request_failed:
+                return cancelled
+        try:
+            self.tables.run(tx.without(*request))
+            return None
+        except TransactionCancelled as cancelled:
+            return cancelled
+
+    @staticmethod
+    def _outcome(cancelled: TransactionCancelled | None, *, counter: str | None = None) -> Move:
+        if cancelled is None:
+            return Move(DONE)
+        if cancelled.failed("row"):
+            old = cancelled.old("row")
+            return Move(MOVED, Offer.from_item(old) if old else None)
+        if counter is not None and cancelled.failed(counter):
+            return Move(NO_UNIT)
+        # Neither condition failed: conflicts outlasted the retries. Nothing was written; let it surface.
+        raise cancelled
+
+    def offer(
+        self,
+        *,
+        sku: str,
+        restock_ts: str,
+        restock_id: str,
+        offers: Sequence[NewOffer],
+        now: float,
+        offer_window_s: int,
+    ) -> Tx:
+        """Notices about to go: units_offerable − k (only if ≥ k and the restock not closed), k offer rows, and
+        each request marked told for this restock. Returned to run, so the caller reads a cancellation by its
+        names: "units", "offer <i>" and "told <i>" for the i-th offer."""
+        tx = Tx().add("units", self.tables.restocks.take_offers_item(sku, restock_ts, len(offers)))
+        for i, new in enumerate(offers):
+            tx.add(
+                f"offer {i}",
+                self.tables.reservations.offer_put_item(
+                    token_id=new.token_id,
+                    sku=sku,
+                    restock_ts=restock_ts,
+                    restock_id=restock_id,
+                    request_joined_ts=new.request_joined_ts,
+                    contact_key=new.contact_key,
+                    channel=new.channel,
+                    now=now,
+                    offer_window_s=offer_window_s,
+                ),
+            )
+            tx.add(
+                f"told {i}",
+                self.tables.requests.mark_offered_item(
+                    sku, new.request_joined_ts, restock_id=restock_id, token_id=new.token_id
+                ),
+            )
+        return tx
+
+    def roll_back(
+        self, *, sku: str, restock_ts: str, token_id: str, request_joined_ts: str, previous_restock: str | None
+    ) -> None:
+        """Undo a notice that did not go: the offer row gone, units_offerable + 1, the request waiting and untold
+        (told about `previous_restock` again). Raises when it could not be undone."""
+        tx = (
+            Tx()
+            .add("row", self.tables.reservations.delete_offer_item(token_id))
+            .add("units", self.tables.restocks.release_offer_item(sku, restock_ts))
+            .add(
+                "request",
+                self.tables.requests.unmark_offered_item(
+                    sku, request_joined_ts, token_id=token_id, previous_restock=previous_restock
+                ),
+            )
+        )
+        self.tables.run(tx)
+
+    def hold(self, row: Offer, now: float, hold_window_s: int) -> Move:
+        """Link tapped: offered → held, units_available − 1 (only if ≥ 1), request reserved."""
+        sku, token_id = row.sku, row.token_id
+        expires = int(now) + int(hold_window_s)
+        tx = (
+            Tx()
+            .add(
+                "row",
+                self.tables.reservations.transition_item(
+                    token_id,
+                    OfferState.OFFERED,
+                    OfferState.HELD,
+                    due_at=expires,
+                    held_at=int(now),
+                    hold_expires_at=expires,
+                ),
+            )
+            .add("units", self.tables.restocks.hold_item(sku, row.restock_ts))
+            .add("fact", self.tables.audit.record_item(sku, "hold", now, hold_expires_at=expires, **self._facts(row)))
+            .add("request", self.tables.requests.mark_reserved_item(sku, row.request_joined_ts, token_id=token_id))
+        )
+        return self._outcome(self._commit(tx, "request"), counter="units")
+
+    def _lapse(self, row: Offer, now: float, reason: str) -> Tx:
+        """offered → lapsed and units_offerable + 1: the part every lapse shares.
+
+        The row stays in the sweep's index, due now, until a top-up for the freed promise is queued. The
+        counter item needs no condition of its own: the row's state lets only one lapse through, and a fall
+        has already lowered units_offerable with the shelf (DESIGN §4), so the + 1 never promises a unit twice.
+        """
+        return (
+            Tx()
+            .add(
+                "row",
+                self.tables.reservations.transition_item(
+                    row.token_id,
+                    OfferState.OFFERED,
+                    OfferState.LAPSED,
+                    due_at=min(row.due_at or int(now), int(now)),
+                    lapsed_at=int(now),
+                    lapse_reason=reason,
+                ),
+            )
+            .add("units", self.tables.restocks.release_offer_item(row.sku, row.restock_ts))
+        )
+
+    def lapse(self, row: Offer, now: float, *, reason: str = UNUSED) -> Move:
+        """Offer unused (or its unit just gone): offered → lapsed, units_offerable + 1, request back to waiting."""
+        tx = (
+            self._lapse(row, now, reason)
+            .add(
+                "fact",
+                self.tables.audit.record_item(
+                    row.sku, JUST_GONE if reason == JUST_GONE else "lapse", now, **self._facts(row)
+                ),
+            )
+            .add(
+                "request",
+                self.tables.requests.back_to_waiting_item(
+                    row.sku, row.request_joined_ts, token_id=row.token_id, from_state=RequestState.OFFERED
+                ),
+            )
+        )
+        return self._outcome(self._commit(tx, "request"))
+
+    def lapse_leaving(self, row: Offer, now: float, *, reason: str, leaving: Tx) -> None:
+        """The owner of a live offer leaves the list: the same lapse, with `leaving` (the items that take their
+        place off, and its fact) instead of a return to waiting. All or nothing: a cancellation is raised, for
+        the caller to look at the request again."""
+        self.tables.run(self._lapse(row, now, reason).join(leaving))
+
+    def expire(self, row: Offer, now: float) -> Move:
+        """Hold not bought in time: held → expired, units_available + 1 and units_offerable + 1, request waiting.
+
+        The row stays in the sweep's index until a top-up for the returned unit is queued.
+        """
+        sku, token_id = row.sku, row.token_id
+        tx = (
+            Tx()
+            .add(
+                "row",
+                self.tables.reservations.transition_item(
+                    token_id,
+                    OfferState.HELD,
+                    OfferState.EXPIRED,
+                    due_at=min(row.due_at or int(now), int(now)),
+                    expired_at=int(now),
+                ),
+            )
+            .add("units", self.tables.restocks.return_hold_item(sku, row.restock_ts))
+            .add("fact", self.tables.audit.record_item(sku, "expiry", now, **self._facts(row)))
+            .add(
+                "request",
+                self.tables.requests.back_to_waiting_item(
+                    sku, row.request_joined_ts, token_id=token_id, from_state=RequestState.RESERVED
+                ),
+            )
+        )
+        return self._outcome(self._commit(tx, "request"))
+
+    def convert(self, row: Offer, order_id: str, now: float) -> Move:
+        """Order placed: held → converted (leaves the sweep's index), request converted and off the list.
+
+        The unit left units_available at the hold; the sale is counted on the restock so that the lower level
+        the platform reports next is known to include it and is not taken off the counters a second time.
+        """
+        sku, token_id = row.sku, row.token_id
+        tx = (
+            Tx()
+            .add(
+                "row",
+                self.tables.reservations.transition_item(
+                    token_id,
+                    OfferState.HELD,
+                    OfferState.CONVERTED,
+                    due_at=None,
+                    order_id=order_id,
+                    converted_at=int(now),
+                ),
+            )
+            .add("sale", self.tables.restocks.sale_item(sku, row.restock_ts))
+            .add("fact", self.tables.audit.record_item(sku, "conversion", now, order_id=order_id, **self._facts(row)))
+            .add("request", self.tables.requests.mark_converted_item(sku, row.request_joined_ts, token_id=token_id))
+            # The waiting count moves with the request's state, so it is decremented only if that moved.
+            .add("waiting", self.tables.catalog.leave_item(sku))
+        )
+        return self._outcome(self._commit(tx, "request", "waiting"))
+
+    def late_order(self, row: Offer, order_id: str, now: float) -> None:
+        """An order for a hold that had already ended: recorded on the row once per order id, and tallied on
+        the restock beside its counters (which it never moves). Raises when the row refused it (already
+        recorded)."""
+        tx = (
+            Tx()
+            .add("row", self.tables.reservations.late_order_item(row.token_id, order_id, now))
+            .add("tally", self.tables.restocks.count_late_order_item(row.sku, row.restock_ts))
+            .add(
+                "fact",
+                self.tables.audit.record_item(
+                    row.sku,
+                    "order_on_expired_hold",
+                    now,
+                    token_id=row.token_id,
+                    restock_id=row.restock_id,
+                    contact_key=row.contact_key,
+                    order_id=order_id,
+                    hold_state=row.state,
+                ),
+            )
+        )
+        self.tables.run(tx)
+
+    def open_restock(
+        self,
+        *,
+        sku: str,
+        restock_ts: str,
+        restock_id: str,
+        webhook_id: str,
+        units: int,
+        level_before: int | None,
+        level_after: int,
+        threshold: int,
+        now: float,
+    ) -> TxItem:
+        """A restock opens with `units` available and offerable (written once per webhook id)."""
+        return self.tables.restocks.open_item(
+            sku=sku,
+            restock_ts=restock_ts,
+            restock_id=restock_id,
+            webhook_id=webhook_id,
+            units=units,
+            level_before=level_before,
+            level_after=level_after,
+            threshold=threshold,
+            now=now,
+        )
+
+    def follow_level(
+        self, restock: dict[str, Any], kind: str, amount: int, *, webhook_id: str, now: float
+    ) -> LevelMove:
+        """The open restock follows a new level: a rise, a fall or a close by `amount` (each net of our own sales
+        the level includes), or, when the level moved by exactly those sales, only the record of them.
+        `kind` is detection's: "rise", "fall", "close", anything else for the sales alone."""
+        sku, restock_ts = str(restock["sku"]), str(restock["restock_ts"])
+        if kind == "rise":
+            item = self.tables.restocks.rise_item(sku, restock_ts, rise=amount, seen=restock, token=webhook_id, now=now)
+            return LevelMove(item, "restock_topped_up", "topped_up", {"units_added": amount})
+        if kind in ("fall", "close"):
+            available, offerable = int(restock["units_available"]), int(restock["units_offerable"])
+            new_available, new_offerable = lowered(available, offerable, amount)
+            facts: dict[str, Any] = {"units_available": new_available, "units_offerable": new_offerable}
+            if kind == "fall":
+                item = self.tables.restocks.fall_item(
+                    sku, restock_ts, seen=restock, available=new_available, offerable=new_offerable
+                )
+                return LevelMove(item, "restock_lowered", "lowered", facts)
+            # Closed: no more offers are made (the notifier and the offer's condition check the state), but the
+            # counters stay exact, so live offers and holds still settle against them.
+            item = self.tables.restocks.close_item(
+                sku, restock_ts, seen=restock, available=new_available, offerable=new_offerable, now=now
+            )
+            return LevelMove(item, "restock_closed", "closed", {"reason": "below_threshold", **facts})
+        return LevelMove(self.tables.restocks.sales_seen_item(sku, restock_ts, seen=restock), "own_sales_seen", None)
