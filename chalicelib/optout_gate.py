@@ -6,15 +6,15 @@ committed together gets one `BatchOptoutCheck`, and every send of the batch is c
 
 When the read is made matters twice over:
 
-- It is made after the batch's offers are committed, never before. An opt-out takes the place off the list, which
-  cancels an offer transaction that comes after it; one that comes after the offer finds the offer made, and the
-  read after the commit sees the opt-out (invariant 3 is tried that way by tests/reliability).
-- It is made as late as the sends allow: no earlier than when at most `lead` of the notices committed before the
+- It is made after the batch's offers are committed, never before. An opt-out writes the suppression first and then
+  takes the place off the list: an offer transaction after that is cancelled (the place no longer waits), and for
+  one before it, the read after the commit is what sees the opt-out (tests/reliability try invariant 3 that way).
+- It is made close to the send: no earlier than when at most `lead` of the notices committed before the
   batch have yet to reach the provider (or to finish without reaching it). The walk commits offers several rounds
   of sends ahead of them, so a read at the commit could come seconds before the notice goes; with `lead` one round
   of sends, the read is made about one round before the batch's first send, on a reader thread of its own, and
-  the sends of the batch wait for it only when it is not done yet. If nothing starts it earlier, the batch's first
-  send starts it and waits for it.
+  the sends of the batch wait for it only when it is not done yet. When the batch's first send comes before that,
+  the send starts the read and waits for it.
 
 One `BatchGetItem` per batch, and the same number on every run: a read is started once, by whichever comes first.
 A read that fails is not kept: the next send of the batch reads again (the failed sends go nowhere).
