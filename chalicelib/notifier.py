@@ -39,7 +39,7 @@ from chalicelib.metrics import (
     MetricsFactory,
     skip_metric,
 )
-from chalicelib.optout_gate import BatchOptoutCheck
+from chalicelib.optout_gate import BatchOptoutCheck, LastLooks
 from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent
 from chalicelib.tables.audit import FACTS_PER_TRANSACTION
 from chalicelib.tables.base import TransactionCancelled, Tx, transact
@@ -194,6 +194,7 @@ class _Walk:
         self.pending: dict[Future[str], _Pending] = {}
         # `notice_sent` facts not yet written: appended a batch at a time, so the walk pays one call per batch.
         self.sent_facts: list[dict[str, Any]] = []
+        self.looks: LastLooks | None = None  # the last looks at the suppression list of the pass under way
 
     def restart(self, *, after: str) -> None:
         """Walk again from `after`: places up to the cursor were counted (and passed over with a reason) already."""
@@ -327,7 +328,13 @@ class Notifier:
         # Offers run at most four rounds of sends ahead of them: enough to keep every sender busy while the walk
         # reads a page or commits a batch, and few enough that a crash strands only that many offers until they lapse.
         max_in_flight = self.settings.sends_concurrency * 4
-        with ThreadPoolExecutor(max_workers=self.settings.sends_concurrency, thread_name_prefix="send") as pool:
+        # The reader outlives the senders (it shuts down last), so a send never waits on a read nobody makes.
+        with (
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="optout-read") as reader,
+            ThreadPoolExecutor(max_workers=self.settings.sends_concurrency, thread_name_prefix="send") as pool,
+        ):
+            # Each batch's last look is read about one round of sends before its first send, off the send threads.
+            walk.looks = LastLooks(self.tables.optout, lead=self.settings.sends_concurrency, reader=reader)
             try:
                 pages = self.tables.requests.queue_pages(
                     walk.job.sku, after=walk.start, page_size=lambda: self._page(walk)
@@ -411,10 +418,12 @@ class Notifier:
             # A crash here leaves offers nobody was told about; they lapse at their due time and the sweep passes
             # the units on. The retry of this job must not send them either: the requests are marked told already.
             self.faults(AFTER_OFFER_COMMITTED)
-            check = BatchOptoutCheck(self.tables.optout, [str(c.request["contact_key"]) for c in chosen])
-            for candidate, token_id in zip(chosen, tokens, strict=True):
+            assert walk.looks is not None
+            check = walk.looks.batch([str(c.request["contact_key"]) for c in chosen])
+            for turn, (candidate, token_id) in enumerate(zip(chosen, tokens, strict=True), start=check.first_turn):
                 notice = self._notice(walk.copy, walk.facts, candidate.request, token_id)
-                future = pool.submit(self._deliver, notice, str(candidate.request["contact_key"]), check)
+                contact_key = str(candidate.request["contact_key"])
+                future = pool.submit(self._deliver, notice, contact_key, check, walk.looks, turn)
                 walk.pending[future] = _Pending(token_id, candidate.request, candidate.position, notice.channel)
         return True
 
@@ -482,10 +491,11 @@ class Notifier:
             unsubscribe_url=self.links.unsubscribe(contact_key),
         )
 
-    def _deliver(self, notice: Notice, contact_key: str, check: BatchOptoutCheck) -> str:
+    def _deliver(self, notice: Notice, contact_key: str, check: BatchOptoutCheck, looks: LastLooks, turn: int) -> str:
         """Send one notice, unless its contact opted out since the queue page was read (invariant 3)."""
 
         def still_allowed() -> None:
+            looks.reached(turn)  # this notice is going: the batches behind it may start their reads
             try:
                 suppressed = check.suppressed(contact_key)
             except Exception as error:
@@ -494,7 +504,10 @@ class Notifier:
             if suppressed:
                 raise Suppressed(contact_key)
 
-        return self.senders.send(notice, just_before=still_allowed)
+        try:
+            return self.senders.send(notice, just_before=still_allowed)
+        finally:
+            looks.reached(turn)  # gone without reaching the provider counts as gone too
 
     def _collect(self, walk: _Walk, *, block: bool) -> None:
         """Account for finished sends: audit the sent ones, roll back the failed ones."""

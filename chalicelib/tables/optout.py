@@ -53,7 +53,7 @@ class OptoutTable:
         return self.table.get_item(Key={"contact": contact_key}, ConsistentRead=True).get("Item")
 
     def suppressed_among(self, contact_keys: list[str]) -> set[str]:
-        """Which of these contacts are suppressed, read in batches of 100."""
+        """Which of these contacts are suppressed, read strongly consistent in batches of 100."""
         found: set[str] = set()
         unique = list(dict.fromkeys(contact_keys))
         resource = self.table.meta.client
@@ -62,6 +62,9 @@ class OptoutTable:
                 self.name: {
                     "Keys": [{"contact": k} for k in unique[start : start + 100]],
                     "ProjectionExpression": "contact",
+                    # Strongly consistent: an opt-out written a moment ago must be seen (invariant 3); the last
+                    # look before a batch's sends exists for exactly that moment.
+                    "ConsistentRead": True,
                 }
             }
             while request:
