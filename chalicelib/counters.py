@@ -89,6 +89,10 @@ class UnitMoves:
 
     tables: Tables
 
+    def _move_row(self, row: Offer, start: OfferState, end: OfferState, **fields: Any) -> Tx:
+        """A move's transaction, begun with its offer row going from `start` to `end` (only from `start`)."""
+        return Tx().add("row", self.tables.reservations.transition_item(row.token_id, start, end, **fields))
+
     def _facts(self, row: Offer) -> dict[str, Any]:
         return {
             "token_id": row.token_id,
@@ -190,17 +194,8 @@ class UnitMoves:
         sku, token_id = row.sku, row.token_id
         expires = int(now) + int(hold_window_s)
         tx = (
-            Tx()
-            .add(
-                "row",
-                self.tables.reservations.transition_item(
-                    token_id,
-                    OfferState.OFFERED,
-                    OfferState.HELD,
-                    due_at=expires,
-                    held_at=int(now),
-                    hold_expires_at=expires,
-                ),
+            self._move_row(
+                row, OfferState.OFFERED, OfferState.HELD, due_at=expires, held_at=int(now), hold_expires_at=expires
             )
             .add("units", self.tables.restocks.hold_item(sku, row.restock_ts))
             .add("fact", self.tables.audit.record_item(sku, "hold", now, hold_expires_at=expires, **self._facts(row)))
@@ -215,21 +210,14 @@ class UnitMoves:
         counter item needs no condition of its own: the row's state lets only one lapse through, and a fall
         has already lowered units_offerable with the shelf (DESIGN §4), so the + 1 never promises a unit twice.
         """
-        return (
-            Tx()
-            .add(
-                "row",
-                self.tables.reservations.transition_item(
-                    row.token_id,
-                    OfferState.OFFERED,
-                    OfferState.LAPSED,
-                    due_at=min(row.due_at or int(now), int(now)),
-                    lapsed_at=int(now),
-                    lapse_reason=reason,
-                ),
-            )
-            .add("units", self.tables.restocks.release_offer_item(row.sku, row.restock_ts))
-        )
+        return self._move_row(
+            row,
+            OfferState.OFFERED,
+            OfferState.LAPSED,
+            due_at=min(row.due_at or int(now), int(now)),
+            lapsed_at=int(now),
+            lapse_reason=reason,
+        ).add("units", self.tables.restocks.release_offer_item(row.sku, row.restock_ts))
 
     def lapse(self, row: Offer, now: float, *, reason: str = UNUSED) -> Move:
         """Offer unused (or its unit just gone): offered → lapsed, units_offerable + 1, request back to waiting."""
@@ -263,16 +251,12 @@ class UnitMoves:
         """
         sku, token_id = row.sku, row.token_id
         tx = (
-            Tx()
-            .add(
-                "row",
-                self.tables.reservations.transition_item(
-                    token_id,
-                    OfferState.HELD,
-                    OfferState.EXPIRED,
-                    due_at=min(row.due_at or int(now), int(now)),
-                    expired_at=int(now),
-                ),
+            self._move_row(
+                row,
+                OfferState.HELD,
+                OfferState.EXPIRED,
+                due_at=min(row.due_at or int(now), int(now)),
+                expired_at=int(now),
             )
             .add("units", self.tables.restocks.return_hold_item(sku, row.restock_ts))
             .add("fact", self.tables.audit.record_item(sku, "expiry", now, **self._facts(row)))
@@ -293,17 +277,8 @@ class UnitMoves:
         """
         sku, token_id = row.sku, row.token_id
         tx = (
-            Tx()
-            .add(
-                "row",
-                self.tables.reservations.transition_item(
-                    token_id,
-                    OfferState.HELD,
-                    OfferState.CONVERTED,
-                    due_at=None,
-                    order_id=order_id,
-                    converted_at=int(now),
-                ),
+            self._move_row(
+                row, OfferState.HELD, OfferState.CONVERTED, due_at=None, order_id=order_id, converted_at=int(now)
             )
             .add("sale", self.tables.restocks.sale_item(sku, row.restock_ts))
             .add("fact", self.tables.audit.record_item(sku, "conversion", now, order_id=order_id, **self._facts(row)))
