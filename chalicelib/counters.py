@@ -12,10 +12,11 @@ change that causes it, conditional on that row's state:
 | owner of a live offer leaves the list | leaving | `lapse_leaving` |
 | hold not bought in time | sweep | `expire` |
 | order placed | orders webhook | `convert`; after the hold ended: `late_order` |
-| restock opens, level rises, falls or closes | detection | `open_restock`, `follow_level` |
+| level rises, falls or closes while a restock is open | detection | `follow_level` |
 
-No other module builds a counter item; the item builders themselves (the update expressions and their
-conditions) are `RestocksTable`'s, in chalicelib/tables/restocks.py.
+No other module builds an item that moves a counter; the item builders themselves (the update expressions
+and their conditions) are `RestocksTable`'s, in chalicelib/tables/restocks.py. Opening a restock is not a
+move: detection writes the new row with its first counters (`RestocksTable.open_item`).
 """
 
 from __future__ import annotations
@@ -311,32 +312,6 @@ class UnitMoves:
             )
         )
         self.tables.run(tx)
-
-    def open_restock(
-        self,
-        *,
-        sku: str,
-        restock_ts: str,
-        restock_id: str,
-        webhook_id: str,
-        units: int,
-        level_before: int | None,
-        level_after: int,
-        threshold: int,
-        now: float,
-    ) -> TxItem:
-        """A restock opens with `units` available and offerable (written once per webhook id)."""
-        return self.tables.restocks.open_item(
-            sku=sku,
-            restock_ts=restock_ts,
-            restock_id=restock_id,
-            webhook_id=webhook_id,
-            units=units,
-            level_before=level_before,
-            level_after=level_after,
-            threshold=threshold,
-            now=now,
-        )
 
     def follow_level(
         self, restock: dict[str, Any], kind: str, amount: int, *, webhook_id: str, now: float

@@ -354,7 +354,7 @@ class DetectService:
         tx = Tx().add("product", self.tables.catalog.level_item(sku, **level, open_restock=(restock_ts, restock_id)))
         tx.add(
             "restock",
-            self.moves.open_restock(
+            self.tables.restocks.open_item(
                 sku=sku,
                 restock_ts=restock_ts,
                 restock_id=restock_id,

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from chalicelib import holds
+from chalicelib import counters, holds
 from chalicelib.orders import Order
 from chalicelib.tables.base import TransactionCancelled
 from chalicelib.wiring import Services
@@ -290,7 +290,7 @@ def test_hold_refused_by_conflicts_writes_nothing(s: Scene) -> None:
         ExpressionAttributeValues={":held": "held"},
     )
     move = s.services.moves.hold(row, s.clock.now(), 900)
-    assert move.result == holds.MOVED
+    assert move.result == counters.MOVED
     assert move.row is not None and move.row.state == "held"
     assert s.counters() == (2, 1)
 
@@ -301,7 +301,7 @@ def test_transaction_cancelled_without_a_failed_condition_surfaces() -> None:
     names = {"row": [0], "units": [1]}
     cancelled = TransactionCancelled([Reason("TransactionConflict", None), Reason("None", None)], names)
     with pytest.raises(TransactionCancelled):
-        holds.UnitMoves._outcome(cancelled, counter="units")
+        counters.UnitMoves._outcome(cancelled, counter="units")
 
 
 # --- Level changes through restock detection, as the shop platform reports them.

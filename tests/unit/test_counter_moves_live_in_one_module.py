@@ -13,13 +13,16 @@ RESTOCKS = LIB / "tables" / "restocks.py"
 
 
 def counter_builders() -> set[str]:
-    """RestocksTable's item builders whose update moves a counter (units_*, unseen_sales, a tally)."""
+    """RestocksTable's item builders whose Update moves a counter (units_*, unseen_sales, a tally); the Put that
+    opens a restock with its first counters is a new row, not a move."""
     tree = ast.parse(RESTOCKS.read_text())
     [table] = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "RestocksTable"]
     found = set()
     for method in table.body:
         if isinstance(method, ast.FunctionDef) and method.name.endswith("_item"):
             text = ast.unparse(method)
+            if '"Put"' in text:
+                continue
             if re.search(r"units_available|units_offerable|unseen_sales|UNSEEN_SALES|_sales_update|orders_on_expired_holds", text):
                 found.add(method.name)
     return found
@@ -36,11 +39,11 @@ def callers(name: str) -> list[Path]:
 
 def test_the_restocks_table_builds_the_counter_items_the_design_lists() -> None:
     builders = counter_builders()
-    # Notice sent, rolled back or lapsed; link tapped; hold expired; order placed; level opened, rose, fell,
-    # closed, or moved by our own sales; an order after its hold ended.
+    # Notice sent, rolled back or lapsed; link tapped; hold expired; order placed; level rose, fell, closed,
+    # or moved by our own sales; an order after its hold ended.
     for expected in ("take_offers_item", "release_offer_item", "hold_item", "return_hold_item", "sale_item"):
         assert expected in builders
-    for expected in ("open_item", "rise_item", "fall_item", "close_item", "sales_seen_item"):
+    for expected in ("rise_item", "fall_item", "close_item", "sales_seen_item"):
         assert expected in builders
 
 
