@@ -377,18 +377,3 @@ def test_crash_after_the_hold_commits_is_answered_by_the_next_tap(s: Scene) -> N
     # The hold stands (one transaction), so tapping again goes straight to checkout on the same unit.
     assert s.tap(token_id).kind == holds.HELD_AGAIN
     assert s.counters() == (1, 1)
-
-
-def test_a_lapse_never_promises_more_than_the_units_left(s: Scene) -> None:
-    token_id = s.offer()
-    # Counters that already gave this promise back (as a floored level fall would): available 2, offerable 2.
-    s.services.tables.restocks.table.update_item(
-        Key={"sku": s.sku, "restock_ts": s.restock["restock_ts"]},
-        UpdateExpression="SET units_offerable = :two",
-        ExpressionAttributeValues={":two": 2},
-    )
-    s.clock.advance(CHAIR["offer_window_s"])
-    assert s.services.sweep.run()["lapsed"] == 1
-    assert s.row(token_id).state == "lapsed"
-    assert s.request()["state"] == "waiting"
-    assert s.counters() == (2, 2)
