@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from chalicelib.counters import lowered
 from chalicelib.leaving import GONE, HOLDING, LEFT, RELEASED
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
@@ -63,11 +64,14 @@ def test_a_crash_after_releasing_is_finished_by_the_sweep(services: Services, cl
 def test_leaving_after_the_stock_fell_never_over_promises(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=2)
     token = s.offer(0)
-    # The shop's level fell to zero while the offer was out: detection floors both counters at zero.
+    # The shop's level fell to zero while the offer was out: the counters follow the fall as detection moves
+    # them, no unit left and the live offer's promise owed (units_offerable below zero).
+    available, offerable = lowered(available=1, offerable=0, fall=1)
+    assert (available, offerable) == (0, -1)
     services.tables.restocks.table.update_item(
         Key={"sku": s.sku, "restock_ts": s.restock["restock_ts"]},
-        UpdateExpression="SET units_available = :zero, units_offerable = :zero",
-        ExpressionAttributeValues={":zero": 0},
+        UpdateExpression="SET units_available = :available, units_offerable = :offerable",
+        ExpressionAttributeValues={":available": available, ":offerable": offerable},
     )
     exit_ = services.exits.leave(s.request(0), reason="unsubscribe")
     assert exit_.outcome == RELEASED
