@@ -19,6 +19,7 @@ from chalicelib.config import Settings
 from chalicelib.copy_rules import CopyRejected, parse_model_text, template_copy, validate
 from chalicelib.links import Links
 from chalicelib.metrics import FALLBACK_COPY, Metrics
+from chalicelib.tables.catalog import Product
 from chalicelib.tables.restocks import RestocksTable
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,7 @@ class Copywriter:
         """A manage link as long as a real one."""
         return self.links.manage(secrets.token_hex(20))
 
-    def copy_for(self, restock: dict[str, Any], product: dict[str, Any], metrics: Metrics) -> Copy:
+    def copy_for(self, restock: dict[str, Any], product: Product, metrics: Metrics) -> Copy:
         """The copy of this restock; the first caller writes it onto the restock so later jobs reuse it."""
         cached = Copy.from_item(restock.get("copy"))
         if cached:

@@ -24,6 +24,7 @@ from chalicelib.errors import BadRequest, Busy
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.owed import OwedJobs
 from chalicelib.tables.base import TransactionCancelled, Tx
+from chalicelib.tables.catalog import Product
 from chalicelib.tables.restocks import RestockState, unseen_sales
 from chalicelib.tables.store import Tables
 from chalicelib.web import json_object
@@ -201,15 +202,13 @@ class _Seen:
     open_restock_id: str | None
 
     @classmethod
-    def of(cls, product: Mapping[str, Any]) -> _Seen:
-        level = product.get("level")
-        level_ts = product.get("level_ts")
+    def of(cls, product: Product) -> _Seen:
         return cls(
-            level=int(level) if level is not None else None,
-            level_ts=Decimal(str(level_ts)) if level_ts is not None else None,
-            version=int(product.get("level_version", 0)),
-            open_restock_ts=product.get("open_restock_ts"),
-            open_restock_id=product.get("open_restock_id"),
+            level=product.level,
+            level_ts=product.level_ts,
+            version=product.level_version or 0,
+            open_restock_ts=product.open_restock_ts,
+            open_restock_id=product.open_restock_id,
         )
 
 
@@ -270,7 +269,7 @@ class DetectService:
             if product is None:
                 return DetectOutcome("ignored", "unknown_sku")
             seen = _Seen.of(product)
-            threshold = int(product["threshold"])
+            threshold = product.threshold
             if seen.level is None or seen.level < threshold:
                 return DetectOutcome("no_restock", "below_threshold")
             if seen.open_restock_ts:
@@ -313,7 +312,7 @@ class DetectService:
         if restock is not None and restock.get("state") == RestockState.CLOSED:
             restock = None
         included = unseen_sales(restock)
-        threshold = int(product["threshold"])
+        threshold = product.threshold
         change = decide(seen.level, event.available, threshold, restock_open=restock is not None, own_sales=included)
         level: dict[str, Any] = {
             "seen_version": seen.version,

@@ -42,7 +42,7 @@ from chalicelib.optout_gate import BatchOptoutCheck
 from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent
 from chalicelib.tables.audit import FACTS_PER_TRANSACTION
 from chalicelib.tables.base import TransactionCancelled, Tx, transact
-from chalicelib.tables.catalog import with_defaults
+from chalicelib.tables.catalog import Product
 from chalicelib.tables.requests import ACTIVE_STATES, RequestState
 from chalicelib.tables.restocks import RestockState
 from chalicelib.tables.store import Tables
@@ -170,12 +170,12 @@ class _Candidate:
 class _Walk:
     """The state of one job's pass over the queue (the Notifier itself holds none, so jobs can overlap)."""
 
-    def __init__(self, job: Job, restock: dict[str, Any], product: dict[str, Any], shop: str, metrics: Metrics) -> None:
+    def __init__(self, job: Job, restock: dict[str, Any], product: Product, shop: str, metrics: Metrics) -> None:
         self.job = job
         self.restock = restock
         self.product = product
         self.metrics = metrics
-        self.offer_window_s = int(product.get("offer_window_s") or 3600)
+        self.offer_window_s = product.offer_window_s or 3600
         self.left = int(restock.get("units_offerable", 0))
         self.position = job.passed
         self.start = job.after
@@ -257,7 +257,7 @@ class Notifier:
             job, restock = forwarded
         metrics.gauge(UNITS_TOTAL, int(restock.get("units_total", 0)))
         metrics.gauge(UNITS_OFFERABLE, int(restock.get("units_offerable", 0)))
-        product = self.tables.catalog.get_cached(job.sku) or with_defaults({"sku": job.sku})
+        product = self.tables.catalog.get_cached(job.sku) or Product.from_item({"sku": job.sku})
         if int(restock.get("units_offerable", 0)) <= 0:
             self._clear_idle(job, product)
             return Outcome(job.restock_id, job.kind, StopReason.NO_UNITS)
@@ -290,8 +290,8 @@ class Notifier:
 
     def _open_restock_instead(self, job: Job) -> tuple[Job, dict[str, Any]] | None:
         """The SKU's open restock, when it is not the (closed) one the job names: the job's work goes to it."""
-        product = self.tables.catalog.get(job.sku, consistent=True) or {}
-        restock_ts = product.get("open_restock_ts")
+        product = self.tables.catalog.get(job.sku, consistent=True)
+        restock_ts = product.open_restock_ts if product else None
         if not restock_ts or restock_ts == job.restock_ts:
             return None
         restock = self.tables.restocks.get(job.sku, str(restock_ts))
@@ -311,9 +311,9 @@ class Notifier:
             return False
         return True
 
-    def _clear_idle(self, job: Job, product: dict[str, Any]) -> None:
+    def _clear_idle(self, job: Job, product: Product) -> None:
         """Take the idle mark off once every unit of the restock is promised (it stays if one is freed meanwhile)."""
-        if product.get("idle_restock_ts") != job.restock_ts:
+        if product.idle_restock_ts != job.restock_ts:
             return  # not marked as far as we know (the product is cached; a stale mark costs one empty job)
         with contextlib.suppress(TransactionCancelled):
             transact(

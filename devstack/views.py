@@ -12,7 +12,7 @@ from boto3.dynamodb.conditions import Attr, Key
 
 from chalicelib.contacts import mask
 from chalicelib.tables.base import plain
-from chalicelib.tables.catalog import PRODUCT_FIELDS
+from chalicelib.tables.catalog import PRODUCT_FIELDS, Product
 from chalicelib.tokens import TokenExpired, TokenInvalid
 from chalicelib.wiring import Services
 from devstack import outbox
@@ -23,9 +23,9 @@ STATUS_LABELS = {"reserved": "holding"}
 AFTER_OFFER = {"lapsed": "lapsed", "expired": "hold expired"}
 
 
-def product(item: dict[str, Any]) -> dict[str, Any]:
-    """A catalogue item as the console shows it."""
-    data = plain(item)
+def product(item: Product) -> dict[str, Any]:
+    """A catalogue product as the console shows it."""
+    data = plain(item.to_item())
     level = data.get("level")
     threshold = int(data.get("threshold", 1))
     view = {k: data.get(k) for k in ("sku", *PRODUCT_FIELDS)}
@@ -133,11 +133,11 @@ def queue(services: Services, sku: str) -> dict[str, Any] | None:
                 "hold_expires_at": offer.get("hold_expires_at"),
             }
         entries.append(entry)
-    open_ts = item.get("open_restock_ts")
-    restock = _restock(services, sku, str(open_ts) if open_ts else None)
+    open_ts = item.open_restock_ts
+    restock = _restock(services, sku, open_ts)
     return {
         "sku": sku,
-        "name": item.get("name"),
+        "name": item.name,
         "entries": entries,
         "waiting": sum(1 for e in entries if e["state"] in ACTIVE),
         "restock": restock_view(restock, offers, is_open=bool(open_ts)) if restock else None,

@@ -215,7 +215,7 @@ class SupportDesk:
         history = [self._history_line(f) for f in facts if f.get("kind") in (*LEAVE_KINDS, "optout", "forget")]
         return Explanation(
             sku=sku,
-            product=str((product or {}).get("name") or sku),
+            product=(product.name if product else "") or sku,
             contact=mask(contact.address),
             contact_key=key,
             state=state,
@@ -327,10 +327,10 @@ class SupportDesk:
         """Out-of-stock products ranked by people waiting (sparse index by-demand; never a scan)."""
         return [
             DemandRow(
-                sku=str(p["sku"]),
-                name=str(p.get("name") or p["sku"]),
-                waiting=int(p.get("waiting_count", 0)),
-                level=_int(p.get("level")),
+                sku=p.sku,
+                name=p.name or p.sku,
+                waiting=p.waiting_count,
+                level=p.level,
             )
             for p in self.tables.catalog.demand(limit=limit)
         ]

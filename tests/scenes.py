@@ -46,7 +46,8 @@ class Scene:
         return self.services.tables.requests.get(self.sku, self.requests[index]["joined_ts"]) or {}
 
     def waiting_count(self) -> int:
-        return int((self.services.tables.catalog.get(self.sku, consistent=True) or {}).get("waiting_count", 0))
+        product = self.services.tables.catalog.get(self.sku, consistent=True)
+        return product.waiting_count if product else 0
 
     def audit_kinds(self) -> Counter[str]:
         return Counter(str(f["kind"]) for f in self.services.tables.audit.for_sku(self.sku))

@@ -320,8 +320,8 @@ def detected_scene(services: Services, clock: FixedClock, units: int, people: in
     services.detector.apply("wh_level_0", clock.now(), InventoryEvent(sku, 0, None))
     clock.advance(1)
     services.detector.apply("wh_restock", clock.now(), InventoryEvent(sku, units, None))
-    product = services.tables.catalog.get(sku, consistent=True) or {}
-    restock = services.tables.restocks.get(sku, str(product["open_restock_ts"])) or {}
+    product = services.tables.catalog.get(sku, consistent=True)
+    restock = services.tables.restocks.get(sku, str(product.open_restock_ts)) or {}
     return Scene(services, clock, sku, restock, requests, [])
 
 
