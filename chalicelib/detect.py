@@ -25,7 +25,7 @@ from chalicelib.faults import FaultHook, no_faults
 from chalicelib.owed import OwedJobs
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.catalog import Product
-from chalicelib.tables.restocks import RestockState, unseen_sales
+from chalicelib.tables.restocks import Restock, RestockState, unseen_sales
 from chalicelib.tables.store import Tables
 from chalicelib.web import json_object
 from chalicelib.webhooks import verify
@@ -247,8 +247,8 @@ class DetectService:
         at = self.clock.now() if now is None else now
         sent = 0
         for restock in self.tables.restocks.owed_since(int(at) - STUCK_AFTER_S):
-            if self.owed.send(str(restock["sku"]), str(restock["restock_ts"]), at):
-                logger.warning("re-enqueued restock %s stuck before its job was sent", restock.get("restock_id"))
+            if self.owed.send(restock.sku, restock.restock_ts, at):
+                logger.warning("re-enqueued restock %s stuck before its job was sent", restock.restock_id)
                 sent += 1
         return sent
 
@@ -274,7 +274,7 @@ class DetectService:
                 return DetectOutcome("no_restock", "below_threshold")
             if seen.open_restock_ts:
                 restock = self.tables.restocks.get(sku, seen.open_restock_ts)
-                if restock is not None and restock.get("state") != RestockState.CLOSED:
+                if restock is not None and restock.state != RestockState.CLOSED:
                     return DetectOutcome("no_restock", "restock_open")
             webhook_id = f"threshold@{seen.version}"
             level: dict[str, Any] = {
@@ -309,7 +309,7 @@ class DetectService:
         if not is_newer(stamp, seen.level_ts):
             return DetectOutcome("no_restock", "stale")
         restock = self.tables.restocks.get(sku, seen.open_restock_ts) if seen.open_restock_ts else None
-        if restock is not None and restock.get("state") == RestockState.CLOSED:
+        if restock is not None and restock.state == RestockState.CLOSED:
             restock = None
         included = unseen_sales(restock)
         threshold = product.threshold
@@ -393,17 +393,17 @@ class DetectService:
     def _adjust(
         self,
         sku: str,
-        restock: dict[str, Any],
+        restock: Restock,
         change: LevelChange,
         level: dict[str, Any],
         facts: dict[str, Any],
         now: float,
     ) -> DetectOutcome:
         """The open restock follows the level: a rise, a fall or a close (each net of our own sales it includes)."""
-        restock_ts = str(restock["restock_ts"])
-        restock_id = str(restock["restock_id"])
+        restock_ts = restock.restock_ts
+        restock_id = restock.restock_id
         facts = {**facts, "restock_id": restock_id}
-        available, offerable = int(restock["units_available"]), int(restock["units_offerable"])
+        available, offerable = restock.units_available, restock.units_offerable
         catalog_item = self.tables.catalog.level_item(sku, **level, close_restock=change.kind == CLOSE)
         adjusted: str | None
         if change.kind == RISE:

@@ -58,9 +58,9 @@ def _offers(services: Services, sku: str) -> list[dict[str, Any]]:
 
 def _restock(services: Services, sku: str, open_ts: str | None) -> dict[str, Any] | None:
     if open_ts:
-        item = services.tables.restocks.get(sku, open_ts)
-        if item:
-            return plain(item)
+        restock = services.tables.restocks.get(sku, open_ts)
+        if restock:
+            return plain(restock.to_item())
     page = services.tables.restocks.table.query(
         KeyConditionExpression=Key("sku").eq(sku), ScanIndexForward=False, Limit=1, ConsistentRead=True
     )

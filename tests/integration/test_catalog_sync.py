@@ -103,7 +103,7 @@ def test_a_lowered_threshold_with_stock_on_hand_tells_the_people_waiting(
     feed.write([product("WW-A", threshold=2)])
     sync.run()
     [restock] = services.tables.restocks.for_sku("WW-A")
-    assert (restock["units_total"], restock["state"]) == (3, "queued")
+    assert (restock.units_total, restock.state) == (3, "queued")
     sync.run()  # the next sync changes nothing and opens nothing more
     assert len(services.tables.restocks.for_sku("WW-A")) == 1
 

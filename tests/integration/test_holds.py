@@ -117,7 +117,7 @@ def test_counter_table_moves_counters_and_rows_together(
     assert request["state"] == request_state
     # The request owns the offer while it is live, and lets go of it once the row is settled.
     assert request.get("offer_token") == (token_id if row_state in ("offered", "held") else None)
-    assert request["last_notified_restock"] == s.restock["restock_id"]
+    assert request["last_notified_restock"] == s.restock.restock_id
     # Only a conversion takes the shopper off the list.
     assert s.waiting_count() == waiting - (1 if row_state == "converted" else 0)
     if audit_kind:
@@ -175,7 +175,7 @@ def test_more_live_offers_than_units_after_a_level_fall_hold_only_the_units(
     for i, token_id in enumerate(tokens):
         if sc.row(token_id).state == "lapsed":
             assert sc.request(i)["state"] == "waiting"
-            assert sc.request(i)["last_notified_restock"] == sc.restock["restock_id"]
+            assert sc.request(i)["last_notified_restock"] == sc.restock.restock_id
 
 
 def test_just_gone_link_keeps_saying_so(s: Scene) -> None:
@@ -321,7 +321,7 @@ def detected_scene(services: Services, clock: FixedClock, units: int, people: in
     clock.advance(1)
     services.detector.apply("wh_restock", clock.now(), InventoryEvent(sku, units, None))
     product = services.tables.catalog.get(sku, consistent=True)
-    restock = services.tables.restocks.get(sku, str(product.open_restock_ts)) or {}
+    restock = services.tables.restocks.get(sku, str(product.open_restock_ts))
     return Scene(services, clock, sku, restock, requests, [])
 
 
@@ -383,7 +383,7 @@ def test_a_lapse_never_promises_more_than_the_units_left(s: Scene) -> None:
     token_id = s.offer()
     # Counters that already gave this promise back (as a floored level fall would): available 2, offerable 2.
     s.services.tables.restocks.table.update_item(
-        Key={"sku": s.sku, "restock_ts": s.restock["restock_ts"]},
+        Key={"sku": s.sku, "restock_ts": s.restock.restock_ts},
         UpdateExpression="SET units_offerable = :two",
         ExpressionAttributeValues={":two": 2},
     )
