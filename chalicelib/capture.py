@@ -15,6 +15,7 @@ from chalicelib.contacts import Contact, contact_key, normalise_contact
 from chalicelib.errors import BadRequest, Discontinued, RateLimited, UnknownSku
 from chalicelib.owed import OwedJobs
 from chalicelib.tables.base import TransactionCancelled, Tx
+from chalicelib.tables.catalog import Product
 from chalicelib.tables.requests import new_joined_ts
 from chalicelib.tables.store import Tables
 
@@ -160,10 +161,11 @@ class CaptureService:
             self.tables.run(join(True))
             return
         except TransactionCancelled as cancelled:
-            product = cancelled.old("product") if cancelled.failed("product") else None
-            if not product or not product.get("idle_restock_ts") or product.get("discontinued"):
+            old = cancelled.old("product") if cancelled.failed("product") else None
+            product = Product.from_item(old) if old else None
+            if not product or not product.idle_restock_ts or product.discontinued:
                 raise
-        restock_ts = str(product["idle_restock_ts"])
+        restock_ts = str(product.idle_restock_ts)
         owe = self.tables.restocks.owe_topup_item(sku, restock_ts, token=f"join#{uuid.uuid4().hex}", now=now)
         try:
             self.tables.run(join(False).add("owed job", owe))

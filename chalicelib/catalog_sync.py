@@ -313,7 +313,7 @@ class CatalogSync:
 
     def _apply(self, products: list[Product], named: set[str], report: SyncReport) -> None:
         now = self.clock.now()
-        existing = {str(item["sku"]): item for item in self.catalog.all()}
+        existing = {item.sku: item for item in self.catalog.all()}
         for product in products:
             settings = product.settings()
             current = existing.get(product.sku)
@@ -321,21 +321,22 @@ class CatalogSync:
                 self.catalog.sync_product(product.sku, settings, now=now, created=True, out_of_stock=True)
                 report.created.append(product.sku)
                 continue
-            discontinued = bool(current.get("discontinued"))
-            changed = any(current.get(key) != value for key, value in settings.items())
-            if not changed and not discontinued and "synced_at" in current:
+            discontinued = current.discontinued
+            stored = current.to_item()
+            changed = any(stored.get(key) != value for key, value in settings.items())
+            if not changed and not discontinued and current.synced_at is not None:
                 report.unchanged += 1
                 continue
-            level = current.get("level")
-            out_of_stock = int(level) < product.threshold if level is not None else None
+            level = current.level
+            out_of_stock = level < product.threshold if level is not None else None
             self.catalog.sync_product(product.sku, settings, now=now, created=False, out_of_stock=out_of_stock)
             (report.restored if discontinued else report.updated).append(product.sku)
-            if out_of_stock is False and int(current.get("threshold", 1)) > product.threshold:
+            if out_of_stock is False and current.threshold > product.threshold:
                 # The level did not move, so no webhook will come: without this, units already on the shelf
                 # would never be offered to the people waiting (invariant 7).
                 self.threshold_changed(product.sku)
         for sku, item in sorted(existing.items()):
-            if sku in named or "synced_at" not in item or item.get("discontinued"):
+            if sku in named or item.synced_at is None or item.discontinued:
                 continue
             if self.catalog.discontinue(sku, now):
                 report.discontinued.append(sku)

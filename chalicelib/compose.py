@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from chalicelib.senders import EMAIL, STOP_LINE, Notice
+from chalicelib.tables.catalog import Product
 
 LINK = "{link}"
 MANAGE_LABEL = "Manage alerts: "
@@ -60,14 +61,14 @@ def window_words(seconds: int) -> str:
     return f"{minutes} minute" + ("s" if minutes != 1 else "")
 
 
-def facts_for(product: dict[str, Any], shop: str) -> Facts:
+def facts_for(product: Product, shop: str) -> Facts:
     """The facts of a catalogue product the copy is written from."""
     return Facts(
-        product=str(product.get("name") or product.get("sku") or "your item").strip(),
+        product=(product.name or product.sku or "your item").strip(),
         shop=shop,
-        voice=str(product.get("voice") or "friendly"),
-        offer_window=window_words(int(product.get("offer_window_s") or 3600)),
-        hold_window=window_words(int(product.get("hold_window_s") or 900)),
+        voice=product.voice or "friendly",
+        offer_window=window_words(product.offer_window_s or 3600),
+        hold_window=window_words(product.hold_window_s or 900),
     )
 
 

@@ -19,7 +19,8 @@ from chalicelib.config import Settings
 from chalicelib.copy_rules import CopyRejected, parse_model_text, template_copy, validate
 from chalicelib.links import Links
 from chalicelib.metrics import FALLBACK_COPY, Metrics
-from chalicelib.tables.restocks import RestocksTable
+from chalicelib.tables.catalog import Product
+from chalicelib.tables.restocks import Restock, RestocksTable
 
 log = logging.getLogger(__name__)
 
@@ -73,13 +74,13 @@ class Copywriter:
         """A manage link as long as a real one."""
         return self.links.manage(secrets.token_hex(20))
 
-    def copy_for(self, restock: dict[str, Any], product: dict[str, Any], metrics: Metrics) -> Copy:
+    def copy_for(self, restock: Restock, product: Product, metrics: Metrics) -> Copy:
         """The copy of this restock; the first caller writes it onto the restock so later jobs reuse it."""
-        cached = Copy.from_item(restock.get("copy"))
+        cached = Copy.from_item(restock.copy)
         if cached:
             return cached
         copy = self.write(facts_for(product, self.settings.shop_name), metrics)
-        stored = self.restocks.cache_copy(str(restock["sku"]), str(restock["restock_ts"]), copy.to_item())
+        stored = self.restocks.cache_copy(restock.sku, restock.restock_ts, copy.to_item())
         return Copy.from_item(stored) or copy
 
     def write(self, facts: Facts, metrics: Metrics) -> Copy:

@@ -28,6 +28,7 @@ from typing import Any
 from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
 from chalicelib.tables.requests import RequestState
 from chalicelib.tables.reservations import Offer, OfferState
+from chalicelib.tables.restocks import Restock
 from chalicelib.tables.store import Tables
 
 # What a move did.
@@ -313,18 +314,16 @@ class UnitMoves:
         )
         self.tables.run(tx)
 
-    def follow_level(
-        self, restock: dict[str, Any], kind: str, amount: int, *, webhook_id: str, now: float
-    ) -> LevelMove:
+    def follow_level(self, restock: Restock, kind: str, amount: int, *, webhook_id: str, now: float) -> LevelMove:
         """The open restock follows a new level: a rise, a fall or a close by `amount` (each net of our own sales
         the level includes), or, when the level moved by exactly those sales, only the record of them.
         `kind` is detection's: "rise", "fall", "close", anything else for the sales alone."""
-        sku, restock_ts = str(restock["sku"]), str(restock["restock_ts"])
+        sku, restock_ts = restock.sku, restock.restock_ts
         if kind == "rise":
             item = self.tables.restocks.rise_item(sku, restock_ts, rise=amount, seen=restock, token=webhook_id, now=now)
             return LevelMove(item, "restock_topped_up", "topped_up", {"units_added": amount})
         if kind in ("fall", "close"):
-            available, offerable = int(restock["units_available"]), int(restock["units_offerable"])
+            available, offerable = restock.units_available, restock.units_offerable
             new_available, new_offerable = lowered(available, offerable, amount)
             facts: dict[str, Any] = {"units_available": new_available, "units_offerable": new_offerable}
             if kind == "fall":

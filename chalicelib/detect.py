@@ -25,7 +25,8 @@ from chalicelib.errors import BadRequest, Busy
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.owed import OwedJobs
 from chalicelib.tables.base import TransactionCancelled, Tx
-from chalicelib.tables.restocks import RestockState, unseen_sales
+from chalicelib.tables.catalog import Product
+from chalicelib.tables.restocks import Restock, RestockState, unseen_sales
 from chalicelib.tables.store import Tables
 from chalicelib.web import json_object
 from chalicelib.webhooks import verify
@@ -187,15 +188,13 @@ class _Seen:
     open_restock_id: str | None
 
     @classmethod
-    def of(cls, product: Mapping[str, Any]) -> _Seen:
-        level = product.get("level")
-        level_ts = product.get("level_ts")
+    def of(cls, product: Product) -> _Seen:
         return cls(
-            level=int(level) if level is not None else None,
-            level_ts=Decimal(str(level_ts)) if level_ts is not None else None,
-            version=int(product.get("level_version", 0)),
-            open_restock_ts=product.get("open_restock_ts"),
-            open_restock_id=product.get("open_restock_id"),
+            level=product.level,
+            level_ts=product.level_ts,
+            version=product.level_version or 0,
+            open_restock_ts=product.open_restock_ts,
+            open_restock_id=product.open_restock_id,
         )
 
 
@@ -235,8 +234,8 @@ class DetectService:
         at = self.clock.now() if now is None else now
         sent = 0
         for restock in self.tables.restocks.owed_since(int(at) - STUCK_AFTER_S):
-            if self.owed.send(str(restock["sku"]), str(restock["restock_ts"]), at):
-                logger.warning("re-enqueued restock %s stuck before its job was sent", restock.get("restock_id"))
+            if self.owed.send(restock.sku, restock.restock_ts, at):
+                logger.warning("re-enqueued restock %s stuck before its job was sent", restock.restock_id)
                 sent += 1
         return sent
 
@@ -257,12 +256,12 @@ class DetectService:
             if product is None:
                 return DetectOutcome("ignored", "unknown_sku")
             seen = _Seen.of(product)
-            threshold = int(product["threshold"])
+            threshold = product.threshold
             if seen.level is None or seen.level < threshold:
                 return DetectOutcome("no_restock", "below_threshold")
             if seen.open_restock_ts:
                 restock = self.tables.restocks.get(sku, seen.open_restock_ts)
-                if restock is not None and restock.get("state") != RestockState.CLOSED:
+                if restock is not None and restock.state != RestockState.CLOSED:
                     return DetectOutcome("no_restock", "restock_open")
             webhook_id = f"threshold@{seen.version}"
             level: dict[str, Any] = {
@@ -297,10 +296,10 @@ class DetectService:
         if not is_newer(stamp, seen.level_ts):
             return DetectOutcome("no_restock", "stale")
         restock = self.tables.restocks.get(sku, seen.open_restock_ts) if seen.open_restock_ts else None
-        if restock is not None and restock.get("state") == RestockState.CLOSED:
+        if restock is not None and restock.state == RestockState.CLOSED:
             restock = None
         included = unseen_sales(restock)
-        threshold = int(product["threshold"])
+        threshold = product.threshold
         change = decide(seen.level, event.available, threshold, restock_open=restock is not None, own_sales=included)
         level: dict[str, Any] = {
             "seen_version": seen.version,
@@ -381,15 +380,15 @@ class DetectService:
     def _adjust(
         self,
         sku: str,
-        restock: dict[str, Any],
+        restock: Restock,
         change: LevelChange,
         level: dict[str, Any],
         facts: dict[str, Any],
         now: float,
     ) -> DetectOutcome:
         """The open restock follows the level: a rise, a fall or a close (each net of our own sales it includes)."""
-        restock_ts = str(restock["restock_ts"])
-        restock_id = str(restock["restock_id"])
+        restock_ts = restock.restock_ts
+        restock_id = restock.restock_id
         facts = {**facts, "restock_id": restock_id}
         catalog_item = self.tables.catalog.level_item(sku, **level, close_restock=change.kind == CLOSE)
         move = self.moves.follow_level(restock, change.kind, change.amount, webhook_id=level["webhook_id"], now=now)

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import quote
 
 from chalicelib.clock import Clock
 from chalicelib.counters import DONE, JUST_GONE, NO_UNIT, UnitMoves
 from chalicelib.faults import FaultHook, no_faults
-from chalicelib.tables.catalog import with_defaults
+from chalicelib.tables.catalog import Product
 from chalicelib.tables.reservations import Offer, OfferState
 from chalicelib.tables.store import Tables
 from chalicelib.tokens import TokenExpired, TokenInvalid, Tokens
@@ -40,7 +39,7 @@ class ReserveOutcome:
     hold_expires_at: int | None = None
 
 
-def link_lifetime_s(row: Offer, product: dict[str, Any]) -> int:
+def link_lifetime_s(row: Offer, product: Product) -> int:
     """How long a reserve link can be in use: the offer window the row was given, then its hold.
 
     A held row carries its own hold window; an offer not yet held may still be held for the product's hold
@@ -50,7 +49,7 @@ def link_lifetime_s(row: Offer, product: dict[str, Any]) -> int:
     if row.held_at is not None and row.hold_expires_at is not None:
         hold_s = (row.hold_expires_at or 0) - (row.held_at or 0)
     else:
-        hold_s = int(product["hold_window_s"])
+        hold_s = product.hold_window_s
     return max(0, offer_s) + max(0, hold_s)
 
 
@@ -84,7 +83,7 @@ class HoldsService:
         row = self.tables.reservations.get(signed.value)
         if row is None:
             return ReserveOutcome(UNKNOWN_LINK)
-        product = self.tables.catalog.get_cached(row.sku) or with_defaults({"sku": row.sku})
+        product = self.tables.catalog.get_cached(row.sku) or Product.from_item({"sku": row.sku})
         try:
             # The token's age is measured on the clock that signed it (wall time) against the windows the row
             # was given, never the product's current ones: a window shortened later must not refuse a live link.
@@ -94,7 +93,7 @@ class HoldsService:
             return ReserveOutcome(EXPIRED_LINK, reason="link_too_old")
         return self._answer(row, product, self.clock.now())
 
-    def _answer(self, row: Offer, product: dict[str, Any], now: float) -> ReserveOutcome:
+    def _answer(self, row: Offer, product: Product, now: float) -> ReserveOutcome:
         state = row.state
         if state == OfferState.HELD:
             # The row is authoritative: a hold past its expiry is over even before the sweep has run.
@@ -110,16 +109,16 @@ class HoldsService:
         reasons = {OfferState.LAPSED: "offer_lapsed", OfferState.EXPIRED: "hold_expired", OfferState.CONVERTED: "used"}
         return ReserveOutcome(EXPIRED_LINK, reason=reasons.get(state, "ended"))
 
-    def _hold(self, row: Offer, product: dict[str, Any], now: float) -> ReserveOutcome:
-        location = checkout_location(str(product.get("checkout_url") or ""), row.sku, row.token_id)
+    def _hold(self, row: Offer, product: Product, now: float) -> ReserveOutcome:
+        location = checkout_location(product.checkout_url, row.sku, row.token_id)
         if location is None:
             # Nothing is held that could not be bought; the shop's settings need fixing.
             log.error("product %s has no usable checkout URL; reserve link refused", row.sku)
             return ReserveOutcome(UNAVAILABLE)
-        move = self.moves.hold(row, now, product["hold_window_s"])
+        move = self.moves.hold(row, now, product.hold_window_s)
         if move.result == DONE:
             self.faults("reserve.after_hold")
-            return ReserveOutcome(HELD_NOW, location, hold_expires_at=int(now) + int(product["hold_window_s"]))
+            return ReserveOutcome(HELD_NOW, location, hold_expires_at=int(now) + product.hold_window_s)
         if move.result == NO_UNIT:
             return self._just_gone(row, now)
         # The row moved first (a simultaneous tap, or the sweep): answer for the state it is in now.
@@ -136,8 +135,8 @@ class HoldsService:
             self.tables.audit.record(row.sku, JUST_GONE, now, token_id=row.token_id, contact_key=row.contact_key)
         return ReserveOutcome(JUST_GONE_PAGE)
 
-    def _redirect(self, kind: str, row: Offer, product: dict[str, Any]) -> ReserveOutcome:
-        location = checkout_location(str(product.get("checkout_url") or ""), row.sku, row.token_id)
+    def _redirect(self, kind: str, row: Offer, product: Product) -> ReserveOutcome:
+        location = checkout_location(product.checkout_url, row.sku, row.token_id)
         if location is None:
             log.error("product %s has no usable checkout URL; held shopper cannot be sent on", row.sku)
             return ReserveOutcome(UNAVAILABLE)

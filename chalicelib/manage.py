@@ -324,4 +324,4 @@ class ManageService:
 def product_name(catalog: CatalogTable, sku: str) -> str:
     """A product's display name (its SKU when it has left the catalogue)."""
     product = catalog.get_cached(sku)
-    return str(product.get("name") or sku) if product else sku
+    return (product.name or sku) if product else sku

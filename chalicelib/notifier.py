@@ -43,9 +43,9 @@ from chalicelib.optout_gate import BatchOptoutCheck, LastLooks
 from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent
 from chalicelib.tables.audit import FACTS_PER_TRANSACTION
 from chalicelib.tables.base import TransactionCancelled, Tx, transact
-from chalicelib.tables.catalog import with_defaults
+from chalicelib.tables.catalog import Product
 from chalicelib.tables.requests import ACTIVE_STATES, RequestState
-from chalicelib.tables.restocks import RestockState
+from chalicelib.tables.restocks import Restock, RestockState
 from chalicelib.tables.store import Tables
 
 log = logging.getLogger(__name__)
@@ -171,13 +171,13 @@ class _Candidate:
 class _Walk:
     """The state of one job's pass over the queue (the Notifier itself holds none, so jobs can overlap)."""
 
-    def __init__(self, job: Job, restock: dict[str, Any], product: dict[str, Any], shop: str, metrics: Metrics) -> None:
+    def __init__(self, job: Job, restock: Restock, product: Product, shop: str, metrics: Metrics) -> None:
         self.job = job
         self.restock = restock
         self.product = product
         self.metrics = metrics
-        self.offer_window_s = int(product.get("offer_window_s") or 3600)
-        self.left = int(restock.get("units_offerable", 0))
+        self.offer_window_s = product.offer_window_s or 3600
+        self.left = restock.units_offerable
         self.position = job.passed
         self.start = job.after
         self.cursor = job.after
@@ -249,19 +249,19 @@ class Notifier:
 
     def _run(self, job: Job, remaining_ms: Callable[[], int], metrics: Metrics) -> Outcome:
         restock = self.tables.restocks.get(job.sku, job.restock_ts)
-        if restock is None or restock.get("restock_id") != job.restock_id:
+        if restock is None or restock.restock_id != job.restock_id:
             raise UnknownRestock(f"no restock {job.restock_id} at {job.sku}/{job.restock_ts}")
-        if restock.get("state") == RestockState.CLOSED:
+        if restock.state == RestockState.CLOSED:
             # Someone freed from this restock (a lapse, an expiry, a leave) may be owed a notice of the one open
             # now, which passed them over while they held this restock's offer (invariant 7).
             forwarded = self._open_restock_instead(job)
             if forwarded is None:
                 return Outcome(job.restock_id, job.kind, StopReason.RESTOCK_CLOSED)
             job, restock = forwarded
-        metrics.gauge(UNITS_TOTAL, int(restock.get("units_total", 0)))
-        metrics.gauge(UNITS_OFFERABLE, int(restock.get("units_offerable", 0)))
-        product = self.tables.catalog.get_cached(job.sku) or with_defaults({"sku": job.sku})
-        if int(restock.get("units_offerable", 0)) <= 0:
+        metrics.gauge(UNITS_TOTAL, restock.units_total)
+        metrics.gauge(UNITS_OFFERABLE, restock.units_offerable)
+        product = self.tables.catalog.get_cached(job.sku) or Product.from_item({"sku": job.sku})
+        if restock.units_offerable <= 0:
             self._clear_idle(job, product)
             return Outcome(job.restock_id, job.kind, StopReason.NO_UNITS)
         walk = _Walk(job, restock, product, self.settings.shop_name, metrics)
@@ -291,16 +291,16 @@ class Notifier:
             outcome.continued = True
         return outcome
 
-    def _open_restock_instead(self, job: Job) -> tuple[Job, dict[str, Any]] | None:
+    def _open_restock_instead(self, job: Job) -> tuple[Job, Restock] | None:
         """The SKU's open restock, when it is not the (closed) one the job names: the job's work goes to it."""
-        product = self.tables.catalog.get(job.sku, consistent=True) or {}
-        restock_ts = product.get("open_restock_ts")
+        product = self.tables.catalog.get(job.sku, consistent=True)
+        restock_ts = product.open_restock_ts if product else None
         if not restock_ts or restock_ts == job.restock_ts:
             return None
         restock = self.tables.restocks.get(job.sku, str(restock_ts))
-        if restock is None or restock.get("state") == RestockState.CLOSED:
+        if restock is None or restock.state == RestockState.CLOSED:
             return None
-        return Job(job.sku, str(restock["restock_id"]), str(restock_ts), kind="topup"), restock
+        return Job(job.sku, restock.restock_id, str(restock_ts), kind="topup"), restock
 
     def _mark_idle(self, walk: _Walk) -> bool:
         """Mark the product as having units nobody eligible waits for; False when the restock has none left."""
@@ -314,9 +314,9 @@ class Notifier:
             return False
         return True
 
-    def _clear_idle(self, job: Job, product: dict[str, Any]) -> None:
+    def _clear_idle(self, job: Job, product: Product) -> None:
         """Take the idle mark off once every unit of the restock is promised (it stays if one is freed meanwhile)."""
-        if product.get("idle_restock_ts") != job.restock_ts:
+        if product.idle_restock_ts != job.restock_ts:
             return  # not marked as far as we know (the product is cached; a stale mark costs one empty job)
         with contextlib.suppress(TransactionCancelled):
             transact(
@@ -389,8 +389,8 @@ class Notifier:
 
     def _units_left(self, walk: _Walk) -> bool:
         """Re-read the counter once the local estimate reaches zero: lapses may have freed units meanwhile."""
-        fresh = self.tables.restocks.get(walk.job.sku, walk.job.restock_ts) or {}
-        walk.left = int(fresh.get("units_offerable", 0)) if fresh.get("state") != RestockState.CLOSED else 0
+        fresh = self.tables.restocks.get(walk.job.sku, walk.job.restock_ts)
+        walk.left = fresh.units_offerable if fresh and fresh.state != RestockState.CLOSED else 0
         return walk.left > 0
 
     def _commit_batch(self, walk: _Walk, batch: list[_Candidate], pool: ThreadPoolExecutor) -> bool:

@@ -33,9 +33,9 @@ class OwedJobs:
         claimed = self.restocks.claim_enqueue(sku, restock_ts, now=now, lease_s=ENQUEUE_LEASE_S)
         if claimed is None:
             return False
-        token = str(claimed["pending_token"])
+        token = str(claimed.pending_token)
         self.faults("detect.after_enqueue_claimed")
-        job = Job(sku, str(claimed["restock_id"]), restock_ts, kind=str(claimed.get("pending_kind", "restock")))
+        job = Job(sku, claimed.restock_id, restock_ts, kind=claimed.pending_kind or "restock")
         try:
             self.jobs.send(job)
         except Exception:

@@ -12,7 +12,7 @@ from boto3.dynamodb.conditions import Attr, Key
 
 from chalicelib.contacts import mask
 from chalicelib.tables.base import plain
-from chalicelib.tables.catalog import PRODUCT_FIELDS
+from chalicelib.tables.catalog import PRODUCT_FIELDS, Product
 from chalicelib.tokens import TokenExpired, TokenInvalid
 from chalicelib.wiring import Services
 from devstack import outbox
@@ -23,9 +23,9 @@ STATUS_LABELS = {"reserved": "holding"}
 AFTER_OFFER = {"lapsed": "lapsed", "expired": "hold expired"}
 
 
-def product(item: dict[str, Any]) -> dict[str, Any]:
-    """A catalogue item as the console shows it."""
-    data = plain(item)
+def product(item: Product) -> dict[str, Any]:
+    """A catalogue product as the console shows it."""
+    data = plain(item.to_item())
     level = data.get("level")
     threshold = int(data.get("threshold", 1))
     view = {k: data.get(k) for k in ("sku", *PRODUCT_FIELDS)}
@@ -58,9 +58,9 @@ def _offers(services: Services, sku: str) -> list[dict[str, Any]]:
 
 def _restock(services: Services, sku: str, open_ts: str | None) -> dict[str, Any] | None:
     if open_ts:
-        item = services.tables.restocks.get(sku, open_ts)
-        if item:
-            return plain(item)
+        restock = services.tables.restocks.get(sku, open_ts)
+        if restock:
+            return plain(restock.to_item())
     page = services.tables.restocks.table.query(
         KeyConditionExpression=Key("sku").eq(sku), ScanIndexForward=False, Limit=1, ConsistentRead=True
     )
@@ -133,11 +133,11 @@ def queue(services: Services, sku: str) -> dict[str, Any] | None:
                 "hold_expires_at": offer.get("hold_expires_at"),
             }
         entries.append(entry)
-    open_ts = item.get("open_restock_ts")
-    restock = _restock(services, sku, str(open_ts) if open_ts else None)
+    open_ts = item.open_restock_ts
+    restock = _restock(services, sku, open_ts)
     return {
         "sku": sku,
-        "name": item.get("name"),
+        "name": item.name,
         "entries": entries,
         "waiting": sum(1 for e in entries if e["state"] in ACTIVE),
         "restock": restock_view(restock, offers, is_open=bool(open_ts)) if restock else None,

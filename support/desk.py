@@ -25,6 +25,7 @@ from chalicelib.notifier import SkipReason
 from chalicelib.optout_service import OptOutResult, OptoutService
 from chalicelib.tables.base import error_code, plain
 from chalicelib.tables.requests import ACTIVE_STATES, RequestState
+from chalicelib.tables.restocks import Restock, RestockState
 from chalicelib.tables.store import Tables
 from chalicelib.wiring import Services
 
@@ -215,7 +216,7 @@ class SupportDesk:
         history = [self._history_line(f) for f in facts if f.get("kind") in (*LEAVE_KINDS, "optout", "forget")]
         return Explanation(
             sku=sku,
-            product=str((product or {}).get("name") or sku),
+            product=(product.name if product else "") or sku,
             contact=mask(contact.address),
             contact_key=key,
             state=state,
@@ -228,19 +229,19 @@ class SupportDesk:
 
     def _verdict(
         self,
-        restock: dict[str, Any],
+        restock: Restock,
         facts: list[dict[str, Any]],
         first_join: str | None,
         opted: dict[str, Any] | None,
         request: dict[str, Any] | None,
     ) -> RestockVerdict:
-        rid, rts = str(restock["restock_id"]), str(restock["restock_ts"])
-        detected = int(restock.get("created_at", _at(rts)))
+        rid, rts = restock.restock_id, restock.restock_ts
+        detected = restock.created_at if restock.created_at is not None else int(_at(rts))
         base = {
             "restock_id": rid,
             "restock_ts": rts,
             "detected_at": detected,
-            "units_total": int(restock.get("units_total", 0)),
+            "units_total": restock.units_total,
         }
         mine = [f for f in facts if f.get("restock_id") == rid]
         sent = [f for f in mine if f.get("kind") == "notice_sent"]
@@ -281,11 +282,11 @@ class SupportDesk:
             return RestockVerdict(
                 **base, verdict=NOT_ON_LIST, detail=f"not on the list: left ({left[-1].get('reason')}) before it"
             )
-        if restock.get("state") != "closed" and int(restock.get("units_offerable", 0)) > 0:
+        if restock.state != RestockState.CLOSED and restock.units_offerable > 0:
             return RestockVerdict(
                 **base, verdict=IN_PROGRESS, detail="not told yet: units are still being offered down the line"
             )
-        told = self._told_count(str(restock["sku"]), detected, rid)
+        told = self._told_count(restock.sku, detected, rid)
         return RestockVerdict(
             **base,
             verdict=BEHIND_CAP,
@@ -327,10 +328,10 @@ class SupportDesk:
         """Out-of-stock products ranked by people waiting (sparse index by-demand; never a scan)."""
         return [
             DemandRow(
-                sku=str(p["sku"]),
-                name=str(p.get("name") or p["sku"]),
-                waiting=int(p.get("waiting_count", 0)),
-                level=_int(p.get("level")),
+                sku=p.sku,
+                name=p.name or p.sku,
+                waiting=p.waiting_count,
+                level=p.level,
             )
             for p in self.tables.catalog.demand(limit=limit)
         ]

@@ -13,6 +13,7 @@ from chalicelib.detect import restock_id_for, restock_ts_for
 from chalicelib.jobs import Job
 from chalicelib.tables.base import transact
 from chalicelib.tables.requests import ACTIVE_STATES, RequestState, new_joined_ts
+from chalicelib.tables.restocks import Restock
 from chalicelib.wiring import Services
 
 # --- Restocks.
@@ -39,7 +40,8 @@ def add_restock(
     if state == "queued":
         assert services.tables.restocks.mark_enqueued(sku, restock_ts, token=webhook_id, now=now)
     elif state == "closed":
-        seen = services.tables.restocks.get(sku, restock_ts) or {}
+        seen = services.tables.restocks.get(sku, restock_ts)
+        assert seen is not None
         closed = services.tables.restocks.close_item(
             sku, restock_ts, seen=seen, available=units, offerable=units, now=now
         )
@@ -47,12 +49,12 @@ def add_restock(
     return Job(sku, restock_id, restock_ts)
 
 
-def put_restock(
-    services: Services, sku: str, units: int, now: float, *, webhook_id: str = "wh_restock"
-) -> dict[str, Any]:
+def put_restock(services: Services, sku: str, units: int, now: float, *, webhook_id: str = "wh_restock") -> Restock:
     """A queued restock of `units` units, both counters full, as detection leaves it; returns the stored item."""
     job = add_restock(services, sku, units, now, webhook_id=webhook_id)
-    return services.tables.restocks.get(sku, job.restock_ts) or {}
+    restock = services.tables.restocks.get(sku, job.restock_ts)
+    assert restock is not None
+    return restock
 
 
 # --- Places in line.
@@ -149,11 +151,11 @@ def joined(i: int, now: float, suffix: str = "000000") -> str:
 
 
 def make_offer(
-    services: Services, restock: dict[str, Any], request: dict[str, Any], now: float, *, offer_window_s: int = 3600
+    services: Services, restock: Restock, request: dict[str, Any], now: float, *, offer_window_s: int = 3600
 ) -> str:
     """Offer one unit to `request`: exactly the notifier's transaction. Returns the offer's token_id."""
     token_id = uuid.uuid4().hex
-    sku, restock_ts = restock["sku"], restock["restock_ts"]
+    sku, restock_ts = restock.sku, restock.restock_ts
     transact(
         services.tables.restocks.table.meta.client,
         [
@@ -162,7 +164,7 @@ def make_offer(
                 token_id=token_id,
                 sku=sku,
                 restock_ts=restock_ts,
-                restock_id=restock["restock_id"],
+                restock_id=restock.restock_id,
                 request_joined_ts=request["joined_ts"],
                 contact_key=request["contact_key"],
                 channel=request["channel"],
@@ -170,7 +172,7 @@ def make_offer(
                 offer_window_s=offer_window_s,
             ),
             services.tables.requests.mark_offered_item(
-                sku, request["joined_ts"], restock_id=restock["restock_id"], token_id=token_id
+                sku, request["joined_ts"], restock_id=restock.restock_id, token_id=token_id
             ),
         ],
     )

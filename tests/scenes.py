@@ -8,6 +8,7 @@ from typing import Any
 
 from chalicelib import holds
 from chalicelib.tables.reservations import Offer
+from chalicelib.tables.restocks import Restock
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.builders import join_request, make_offer, put_restock
@@ -21,13 +22,14 @@ class Scene:
     services: Services
     clock: FixedClock
     sku: str
-    restock: dict[str, Any]
+    restock: Restock
     requests: list[dict[str, Any]]
     tokens: list[str]
 
     def counters(self) -> tuple[int, int]:
-        item = self.services.tables.restocks.get(self.sku, self.restock["restock_ts"]) or {}
-        return int(item["units_available"]), int(item["units_offerable"])
+        item = self.services.tables.restocks.get(self.sku, self.restock.restock_ts)
+        assert item is not None
+        return item.units_available, item.units_offerable
 
     def offer(self, index: int = 0) -> str:
         token_id = make_offer(self.services, self.restock, self.requests[index], self.clock.now())
@@ -46,7 +48,8 @@ class Scene:
         return self.services.tables.requests.get(self.sku, self.requests[index]["joined_ts"]) or {}
 
     def waiting_count(self) -> int:
-        return int((self.services.tables.catalog.get(self.sku, consistent=True) or {}).get("waiting_count", 0))
+        product = self.services.tables.catalog.get(self.sku, consistent=True)
+        return product.waiting_count if product else 0
 
     def audit_kinds(self) -> Counter[str]:
         return Counter(str(f["kind"]) for f in self.services.tables.audit.for_sku(self.sku))
@@ -67,7 +70,7 @@ def level_falls_to(s: Scene, units: int) -> None:
     available, _ = s.counters()
     cut = available - units
     s.services.tables.restocks.table.update_item(
-        Key={"sku": s.sku, "restock_ts": s.restock["restock_ts"]},
+        Key={"sku": s.sku, "restock_ts": s.restock.restock_ts},
         UpdateExpression="ADD units_available :minus, units_offerable :minus",
         ExpressionAttributeValues={":minus": -cut},
     )

@@ -86,7 +86,7 @@ class CatalogTable:
     def __init__(self, table: Any, cache_ttl_s: float = 30.0) -> None:
         self.table = table
         self.cache_ttl_s = cache_ttl_s
-        self._cache: dict[str, tuple[float, dict[str, Any] | None]] = {}
+        self._cache: dict[str, tuple[float, Product | None]] = {}
         self._lock = threading.Lock()
 
     @property
@@ -94,15 +94,15 @@ class CatalogTable:
         """Full table name."""
         return str(self.table.name)
 
-    def get(self, sku: str, *, consistent: bool = False) -> dict[str, Any] | None:
+    def get(self, sku: str, *, consistent: bool = False) -> Product | None:
         """A product with defaults filled in, or None."""
         kwargs: dict[str, Any] = {"Key": {"sku": sku}}
         if consistent:
             kwargs["ConsistentRead"] = True
         item = self.table.get_item(**kwargs).get("Item")
-        return with_defaults(item) if item else None
+        return Product.from_item(item) if item else None
 
-    def get_cached(self, sku: str) -> dict[str, Any] | None:
+    def get_cached(self, sku: str) -> Product | None:
         """A product's settings, cached briefly: settings change rarely and every notice reads them."""
         now = time.monotonic()
         with self._lock:
@@ -114,7 +114,7 @@ class CatalogTable:
             self._cache[sku] = (now, product)
         return product
 
-    def upsert(self, sku: str, settings: dict[str, Any]) -> dict[str, Any]:
+    def upsert(self, sku: str, settings: dict[str, Any]) -> Product:
         """Create or update a product's settings, leaving its stock level and counters alone."""
         names = {f"#{k}": k for k in settings}
         values = {f":{k}": v for k, v in settings.items()}
@@ -144,17 +144,17 @@ class CatalogTable:
                 )["Attributes"]
         with self._lock:
             self._cache.pop(sku, None)
-        return with_defaults(attributes)
+        return Product.from_item(attributes)
 
-    def all(self) -> list[dict[str, Any]]:
+    def all(self) -> list[Product]:
         """Every product (dev console and catalogue sync only: the catalogue is small)."""
-        items: list[dict[str, Any]] = []
+        items: list[Product] = []
         kwargs: dict[str, Any] = {}
         while True:
             page = self.table.scan(**kwargs)
-            items.extend(with_defaults(i) for i in page.get("Items", []))
+            items.extend(Product.from_item(i) for i in page.get("Items", []))
             if "LastEvaluatedKey" not in page:
-                return sorted(items, key=lambda i: i["sku"])
+                return sorted(items, key=lambda i: i.sku)
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def join_item(self, sku: str, *, unless_idle: bool = False) -> TxItem:
@@ -335,11 +335,11 @@ class CatalogTable:
 
     # --- Demand: out-of-stock products ranked by people waiting, from the sparse by-demand index.
 
-    def demand(self, *, limit: int = 20) -> list[dict[str, Any]]:
+    def demand(self, *, limit: int = 20) -> list[Product]:
         """Out-of-stock products with the most people waiting first, read from GSI by-demand (never a scan)."""
         from boto3.dynamodb.conditions import Key
 
-        items: list[dict[str, Any]] = []
+        items: list[Product] = []
         kwargs: dict[str, Any] = {
             "IndexName": "by-demand",
             "KeyConditionExpression": Key("demand_key").eq(DEMAND_OUT),
@@ -348,7 +348,7 @@ class CatalogTable:
         }
         while len(items) < limit:
             page = self.table.query(**kwargs)
-            items.extend(with_defaults(i) for i in page.get("Items", []))
+            items.extend(Product.from_item(i) for i in page.get("Items", []))
             if "LastEvaluatedKey" not in page:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

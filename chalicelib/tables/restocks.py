@@ -88,9 +88,9 @@ class Restock:
         return item
 
 
-def unseen_sales(restock: dict[str, Any] | None) -> int:
+def unseen_sales(restock: Restock | None) -> int:
     """How many of a restock's sales through our own holds no stock level has been reported since."""
-    return int((restock or {}).get(UNSEEN_SALES) or 0)
+    return restock.unseen_sales if restock else 0
 
 
 class RestocksTable:
@@ -108,9 +108,10 @@ class RestocksTable:
         """Full table name."""
         return str(self.table.name)
 
-    def get(self, sku: str, restock_ts: str) -> dict[str, Any] | None:
+    def get(self, sku: str, restock_ts: str) -> Restock | None:
         """One restock, read strongly consistent (its counters decide who is told)."""
-        return self.table.get_item(Key={"sku": sku, "restock_ts": restock_ts}, ConsistentRead=True).get("Item")
+        item = self.table.get_item(Key={"sku": sku, "restock_ts": restock_ts}, ConsistentRead=True).get("Item")
+        return Restock.from_item(item) if item else None
 
     def cache_copy(self, sku: str, restock_ts: str, copy: dict[str, str]) -> dict[str, str]:
         """Store a restock's message copy once; returns the copy every notice of this restock must use."""
@@ -125,7 +126,8 @@ class RestocksTable:
                 ExpressionAttributeValues={":copy": copy},
             )
         except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            stored = (self.get(sku, restock_ts) or {}).get("copy")
+            current = self.get(sku, restock_ts)
+            stored = current.copy if current else None
             return dict(stored) if stored else copy
         return copy
 
@@ -239,13 +241,13 @@ class RestocksTable:
         restock_ts: str,
         *,
         rise: int,
-        seen: dict[str, Any],
+        seen: Restock,
         token: str,
         now: float,
     ) -> dict:
         """Transaction item: the level rose while the restock is open; add the rise and owe a job for it."""
         # A restock whose first job is still owed keeps owing that first job; a queued one owes a top-up.
-        kind = "restock" if seen["state"] == RestockState.PENDING else "topup"
+        kind = "restock" if seen.state == RestockState.PENDING else "topup"
         names = {"#state": "state"}
         values: dict[str, Any] = {
             ":rise": rise,
@@ -253,7 +255,7 @@ class RestocksTable:
             ":now": int(now),
             ":kind": kind,
             ":tok": token,
-            ":seen": seen["state"],
+            ":seen": seen.state,
         }
         sets, condition = self._sales_update(seen, names, values)
         return {
@@ -291,10 +293,10 @@ class RestocksTable:
             }
         }
 
-    def _sales_update(self, seen: dict[str, Any], names: dict[str, str], values: dict[str, Any]) -> tuple[str, str]:
+    def _sales_update(self, seen: Restock, names: dict[str, str], values: dict[str, Any]) -> tuple[str, str]:
         """The `, unseen_sales = 0` to append to a SET clause and the ` AND …` to append to a condition: the level
         being recorded includes the sales we read. Empty when there were none."""
-        seen_count = unseen_sales(seen)
+        seen_count = seen.unseen_sales
         if not seen_count:
             # Nothing to mark as seen, so the count is left alone and a sale recorded meanwhile is kept.
             return "", ""
@@ -304,12 +306,12 @@ class RestocksTable:
         # Exactly the sales we read: one recorded meanwhile is left for the next level (invariant 4).
         return ", #sales = :nosales", " AND #sales = :nsales"
 
-    def _seen_condition(self, seen: dict[str, Any], values: dict[str, Any]) -> str:
+    def _seen_condition(self, seen: Restock, values: dict[str, Any]) -> str:
         values.update(
             {
-                ":seen": seen["state"],
-                ":seen_a": int(seen.get("units_available", 0)),
-                ":seen_o": int(seen.get("units_offerable", 0)),
+                ":seen": seen.state,
+                ":seen_a": seen.units_available,
+                ":seen_o": seen.units_offerable,
             }
         )
         return "#state = :seen AND units_available = :seen_a AND units_offerable = :seen_o"
@@ -319,7 +321,7 @@ class RestocksTable:
         sku: str,
         restock_ts: str,
         *,
-        seen: dict[str, Any],
+        seen: Restock,
         available: int,
         offerable: int,
     ) -> dict:
@@ -346,7 +348,7 @@ class RestocksTable:
         sku: str,
         restock_ts: str,
         *,
-        seen: dict[str, Any],
+        seen: Restock,
         available: int,
         offerable: int,
         now: float,
@@ -371,10 +373,10 @@ class RestocksTable:
             }
         }
 
-    def sales_seen_item(self, sku: str, restock_ts: str, *, seen: dict[str, Any]) -> dict:
+    def sales_seen_item(self, sku: str, restock_ts: str, *, seen: Restock) -> dict:
         """Transaction item: a level included our own sales and nothing else moved; they are seen now."""
         names = {"#state": "state"}
-        values: dict[str, Any] = {":seen": seen["state"]}
+        values: dict[str, Any] = {":seen": seen.state}
         sets, condition = self._sales_update(seen, names, values)
         return {
             "Update": {
@@ -409,7 +411,7 @@ class RestocksTable:
             }
         }
 
-    def claim_enqueue(self, sku: str, restock_ts: str, *, now: float, lease_s: int) -> dict[str, Any] | None:
+    def claim_enqueue(self, sku: str, restock_ts: str, *, now: float, lease_s: int) -> Restock | None:
         """Take the right to send the owed job for `lease_s` seconds; the restock as claimed, or None."""
         try:
             result = self.table.update_item(
@@ -426,7 +428,7 @@ class RestocksTable:
             )
         except self.table.meta.client.exceptions.ConditionalCheckFailedException:
             return None
-        return dict(result["Attributes"])
+        return Restock.from_item(result["Attributes"])
 
     def release_enqueue(self, sku: str, restock_ts: str, *, token: str) -> None:
         """Give the lease back after a failed send, so the platform's retry can send the job at once."""
@@ -459,16 +461,19 @@ class RestocksTable:
             return False
         return True
 
-    def owed_since(self, cutoff: int, *, page_size: int = 100) -> Iterator[dict[str, Any]]:
+    def owed_since(self, cutoff: int, *, page_size: int = 100) -> Iterator[Restock]:
         """Restocks owed a job since `cutoff` (Unix seconds) or earlier, from the sparse by-pending index."""
-        return query_all(
+        items = query_all(
             self.table,
             IndexName="by-pending",
             KeyConditionExpression=Key("pending_key").eq(PENDING_KEY) & Key("pending_since").lte(int(cutoff)),
             Limit=page_size,
         )
+        return (Restock.from_item(item) for item in items)
 
-    def for_sku(self, sku: str, *, since_ts: str = "") -> list[dict[str, Any]]:
+    def for_sku(self, sku: str, *, since_ts: str = "") -> list[Restock]:
         """A SKU's restocks from `since_ts` (a restock_ts prefix, ISO-8601) on, oldest first (support tools)."""
         condition = Key("sku").eq(sku) & Key("restock_ts").gte(since_ts) if since_ts else Key("sku").eq(sku)
-        return list(query_all(self.table, KeyConditionExpression=condition, ScanIndexForward=True))
+        return [
+            Restock.from_item(i) for i in query_all(self.table, KeyConditionExpression=condition, ScanIndexForward=True)
+        ]

@@ -127,4 +127,4 @@ def test_the_catalog_sync_schedule_loads_the_feed(
         result = client.lambda_.invoke("catalog_sync", event)
     assert result.payload["created"] == ["WW-MUG-SPECKLE"]
     assert result.payload["error"] is None
-    assert services.tables.catalog.get("WW-MUG-SPECKLE")["threshold"] == 2
+    assert services.tables.catalog.get("WW-MUG-SPECKLE").threshold == 2

@@ -31,7 +31,7 @@ def ok(services: Services, *args: str, **kwargs: Any) -> str:
 
 def test_explain_prints_place_and_each_restock(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=2)
-    services.notifier.handle(Job(s.sku, s.restock["restock_id"], s.restock["restock_ts"]), lambda: 60_000)
+    services.notifier.handle(Job(s.sku, s.restock.restock_id, s.restock.restock_ts), lambda: 60_000)
     out = ok(services, "explain", s.sku, "07400 100001")
     assert "Place: 2 in line, waiting" in out
     assert "behind_cap — behind the cap: 1 unit(s), 1 notice(s) went to people ahead" in out

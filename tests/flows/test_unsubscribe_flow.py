@@ -51,7 +51,7 @@ def test_one_click_post_unsubscribes_and_passes_the_offer_to_the_next_person(
 ) -> None:
     s = scene(services, clock, units=1, people=3)
     # The restock's first pass tells the front of the line.
-    services.notifier.handle(Job(s.sku, s.restock["restock_id"], s.restock["restock_ts"]), lambda: 60_000)
+    services.notifier.handle(Job(s.sku, s.restock.restock_id, s.restock.restock_ts), lambda: 60_000)
     assert told(services, s.sku) == [s.requests[0]["contact_key"]]
     token = s.request(0)["offer_token"]
 
@@ -158,7 +158,7 @@ def test_after_unsubscribing_capture_acknowledges_and_the_notifier_skips(
     services.tables.optout.remove(s.requests[0]["contact_key"])
     late = join_request(services, s.sku, s.requests[0]["contact"], clock.now())
     services.tables.optout.add(late["contact_key"], "unsubscribe", clock.now())
-    services.notifier.handle(Job(s.sku, s.restock["restock_id"], s.restock["restock_ts"]), lambda: 60_000)
+    services.notifier.handle(Job(s.sku, s.restock.restock_id, s.restock.restock_ts), lambda: 60_000)
     assert told(services, s.sku) == [s.requests[1]["contact_key"]]
     [skip] = [f for f in services.tables.audit.for_sku(s.sku) if f["kind"] == "notice_skipped"]
     assert (skip["reason"], skip["contact_key"]) == ("opted_out", late["contact_key"])

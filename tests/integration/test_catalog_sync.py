@@ -66,9 +66,9 @@ def test_a_good_feed_creates_every_product(services: Services, feed: Feed, sync:
     assert report.error is None
     assert report.created == ["WW-A", "WW-B"]
     a = services.tables.catalog.get("WW-A")
-    assert (a["name"], a["threshold"], a["voice"], a["checkout_url"]) == ("Product WW-A", 2, "brief", CHECKOUT)
-    assert (a["waiting_count"], a["demand_key"]) == (0, "out")
-    assert services.tables.catalog.get("WW-B")["hold_window_s"] == 600
+    assert (a.name, a.threshold, a.voice, a.checkout_url) == ("Product WW-A", 2, "brief", CHECKOUT)
+    assert (a.waiting_count, a.demand_key) == (0, "out")
+    assert services.tables.catalog.get("WW-B").hold_window_s == 600
 
 
 def test_a_second_run_of_the_same_feed_writes_nothing(services: Services, feed: Feed, sync: CatalogSync) -> None:
@@ -88,8 +88,8 @@ def test_changed_settings_are_updated_and_the_level_is_kept(
     report = sync.run()
     assert report.updated == ["WW-A"]
     item = services.tables.catalog.get("WW-A")
-    assert (item["name"], item["threshold"], item["level"]) == ("Renamed", 3, 2)
-    assert item["demand_key"] == "out"  # 2 is now below the threshold of 3
+    assert (item.name, item.threshold, item.level) == ("Renamed", 3, 2)
+    assert item.demand_key == "out"  # 2 is now below the threshold of 3
 
 
 def test_a_lowered_threshold_with_stock_on_hand_tells_the_people_waiting(
@@ -103,7 +103,7 @@ def test_a_lowered_threshold_with_stock_on_hand_tells_the_people_waiting(
     feed.write([product("WW-A", threshold=2)])
     sync.run()
     [restock] = services.tables.restocks.for_sku("WW-A")
-    assert (restock["units_total"], restock["state"]) == (3, "queued")
+    assert (restock.units_total, restock.state) == (3, "queued")
     sync.run()  # the next sync changes nothing and opens nothing more
     assert len(services.tables.restocks.for_sku("WW-A")) == 1
 
@@ -130,7 +130,7 @@ def test_a_partial_feed_applies_the_good_entries_and_reports_the_rest(
     assert "threshold" in report.skipped[0].reason
     assert report.discontinued == []
     b = services.tables.catalog.get("WW-B")
-    assert b["threshold"] == 1 and "discontinued" not in b
+    assert b.threshold == 1 and not b.discontinued
 
 
 @pytest.mark.parametrize(
@@ -168,7 +168,7 @@ def test_a_vanished_product_with_a_waiting_list_is_discontinued_never_deleted(
     report = sync.run()
     assert report.discontinued == ["WW-B"]
     item = services.tables.catalog.get("WW-B")
-    assert item["discontinued"] is True and item["waiting_count"] == 1
+    assert item.discontinued is True and item.waiting_count == 1
     assert len(list(services.tables.requests.queue("WW-B"))) == 1
     with pytest.raises(Discontinued):
         join(services, "WW-B", "late@example.com")
@@ -176,7 +176,7 @@ def test_a_vanished_product_with_a_waiting_list_is_discontinued_never_deleted(
     feed.write([product("WW-A"), product("WW-B")])
     report = sync.run()
     assert report.restored == ["WW-B"]
-    assert "discontinued" not in services.tables.catalog.get("WW-B")
+    assert not services.tables.catalog.get("WW-B").discontinued
     assert len(list(services.tables.requests.queue("WW-B"))) == 1
 
 
@@ -196,7 +196,7 @@ def test_products_added_by_hand_are_left_alone(services: Services, feed: Feed, s
     feed.write([product("WW-A")])
     report = sync.run()
     assert report.discontinued == []
-    assert "discontinued" not in services.tables.catalog.get("CHAIR-WALNUT")
+    assert not services.tables.catalog.get("CHAIR-WALNUT").discontinued
 
 
 def test_a_stage_without_a_feed_reports_it(services: Services) -> None:
@@ -217,7 +217,7 @@ def test_the_local_stage_loads_the_demo_catalogue_from_the_repository_root(
     expected = [p["sku"] for p in json.loads((ROOT / "devstack" / "demo-catalog.json").read_text())["products"]]
     assert report.error is None and report.skipped == []
     assert sorted(report.created) == sorted(expected)
-    assert all(services.tables.catalog.get(sku)["demand_key"] == "out" for sku in expected)
+    assert all(services.tables.catalog.get(sku).demand_key == "out" for sku in expected)
 
 
 # --- HTTPS feeds: the bearer token from Secrets Manager, answers other than 200, no redirects.

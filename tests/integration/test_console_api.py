@@ -456,8 +456,8 @@ def test_put_catalog_creates_a_product_then_updates_it(console: FlaskClient, sta
     assert updated.status_code == 200
     product = stack_services.tables.catalog.get("NEW-LAMP")
     assert product is not None
-    assert (product["threshold"], product["voice"], product["name"]) == (4, "brisk", PRODUCT["name"])
-    assert product["checkout_url"] == PRODUCT["checkout_url"]
+    assert (product.threshold, product.voice, product.name) == (4, "brisk", PRODUCT["name"])
+    assert product.checkout_url == PRODUCT["checkout_url"]
 
 
 @pytest.mark.parametrize(
@@ -561,11 +561,11 @@ def test_status_reports_capabilities_clock_and_queue_depths(console: FlaskClient
 def test_the_demo_catalogue_loads_through_the_apps_catalogue_sync(stack: Stack, stack_services: Services) -> None:
     skus = demo.load(stack, demo.DEMO_CATALOG)
 
-    products = {p["sku"]: p for p in stack_services.tables.catalog.all()}
+    products = {p.sku: p for p in stack_services.tables.catalog.all()}
     assert sorted(skus) == sorted(products)
     assert len(products) >= 3
-    assert all(p["checkout_url"].startswith("http://127.0.0.1:8001/checkout?") for p in products.values())
-    assert all(p.get("level") in (None, 0) for p in products.values())
+    assert all(p.checkout_url.startswith("http://127.0.0.1:8001/checkout?") for p in products.values())
+    assert all(p.level in (None, 0) for p in products.values())
 
 
 def test_without_catalogue_sync_the_demo_products_are_upserted_directly(stack: Stack, stack_services: Services) -> None:
@@ -573,4 +573,4 @@ def test_without_catalogue_sync_the_demo_products_are_upserted_directly(stack: S
 
     skus = demo.load(bare, demo.DEMO_CATALOG)
 
-    assert sorted(skus) == sorted(p["sku"] for p in stack_services.tables.catalog.all())
+    assert sorted(skus) == sorted(p.sku for p in stack_services.tables.catalog.all())

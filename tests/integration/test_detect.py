@@ -127,7 +127,7 @@ def test_a_bad_signature_is_refused_before_anything_is_read(services: Services, 
     assert error.value.code == "invalid_signature"
     assert dynamodb.names == [] and sqs.names == []
     assert restocks(services, chair) == []
-    assert "level" not in services.tables.catalog.get(chair)
+    assert services.tables.catalog.get(chair).level is None
 
 
 def test_a_valid_signature_is_accepted(services: Services, chair: str) -> None:
@@ -185,7 +185,7 @@ def test_below_to_above_records_one_restock_and_queues_its_job(services: Service
         {"sku": chair, "restock_id": outcome.restock_id, "restock_ts": restock["restock_ts"], "kind": "restock"}
     ]
     product = services.tables.catalog.get(chair)
-    assert (product["level"], product["open_restock_id"]) == (4, outcome.restock_id)
+    assert (product.level, product.open_restock_id) == (4, outcome.restock_id)
 
 
 def test_above_to_above_is_no_restock(services: Services) -> None:
@@ -232,7 +232,7 @@ def test_an_out_of_order_delivery_never_makes_a_false_crossing(services: Service
     assert deliver(services, chair, 5, occurred_at=ago(services, 360)) == DetectOutcome("no_restock", "stale")
     assert restocks(services, chair) == []
     product = services.tables.catalog.get(chair)
-    assert product["level"] == 0
+    assert product.level == 0
     assert queued(services) == []
 
 
@@ -275,7 +275,7 @@ def test_a_late_retry_after_the_restock_closed_makes_no_second_restock(
     # The platform retries the first delivery (same id, fresh timestamp, no occurred_at).
     assert deliver(services, chair, 5, webhook_id="msg_crossing").reason == "duplicate"
     assert len(restocks(services, chair)) == 1
-    assert "open_restock_id" not in (services.tables.catalog.get(chair, consistent=True) or {})
+    assert services.tables.catalog.get(chair, consistent=True).open_restock_id is None
 
 
 def test_a_redelivery_with_a_fresh_timestamp_is_still_a_duplicate(services: Services, chair: str) -> None:
@@ -540,7 +540,7 @@ def test_a_fall_below_the_threshold_closes_the_restock(services: Services, clock
             [services.tables.restocks.take_offers_item("MUG", restock["restock_ts"], 1)],
         )
     product = services.tables.catalog.get("MUG")
-    assert "open_restock_id" not in product and "open_restock_ts" not in product
+    assert product.open_restock_id is None and product.open_restock_ts is None
     [fact] = audit(services, "MUG", "restock_closed")
     assert (fact["restock_id"], fact["reason"]) == (opened.restock_id, "below_threshold")
 
@@ -672,9 +672,9 @@ def test_the_level_and_its_event_time_are_kept(services: Services, chair: str) -
     at = ago(services, 90)
     deliver(services, chair, 0, webhook_id="msg_level", occurred_at=at)
     product = services.tables.catalog.get(chair)
-    assert product["level"] == 0
-    assert product["level_webhook_id"] == "msg_level"
-    assert iso(float(product["level_ts"])) == at
+    assert product.level == 0
+    assert product.level_webhook_id == "msg_level"
+    assert iso(float(product.level_ts)) == at
 
 
 def test_the_demand_index_lists_only_out_of_stock_skus_by_waiting_count(services: Services, clock: FixedClock) -> None:
@@ -721,4 +721,4 @@ def test_an_unknown_sku_is_ignored_and_recorded(services: Services) -> None:
 def test_level_ts_is_stored_to_the_microsecond(services: Services, chair: str) -> None:
     at = int(services.clock.now()) - 60 + 0.123456
     deliver(services, chair, 0, occurred_at=iso(at))
-    assert services.tables.catalog.get(chair)["level_ts"] == Decimal(f"{at:.6f}")
+    assert services.tables.catalog.get(chair).level_ts == Decimal(f"{at:.6f}")

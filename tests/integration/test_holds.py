@@ -117,7 +117,7 @@ def test_counter_table_moves_counters_and_rows_together(
     assert request["state"] == request_state
     # The request owns the offer while it is live, and lets go of it once the row is settled.
     assert request.get("offer_token") == (token_id if row_state in ("offered", "held") else None)
-    assert request["last_notified_restock"] == s.restock["restock_id"]
+    assert request["last_notified_restock"] == s.restock.restock_id
     # Only a conversion takes the shopper off the list.
     assert s.waiting_count() == waiting - (1 if row_state == "converted" else 0)
     if audit_kind:
@@ -175,7 +175,7 @@ def test_more_live_offers_than_units_after_a_level_fall_hold_only_the_units(
     for i, token_id in enumerate(tokens):
         if sc.row(token_id).state == "lapsed":
             assert sc.request(i)["state"] == "waiting"
-            assert sc.request(i)["last_notified_restock"] == sc.restock["restock_id"]
+            assert sc.request(i)["last_notified_restock"] == sc.restock.restock_id
 
 
 def test_just_gone_link_keeps_saying_so(s: Scene) -> None:
@@ -320,8 +320,8 @@ def detected_scene(services: Services, clock: FixedClock, units: int, people: in
     services.detector.apply("wh_level_0", clock.now(), InventoryEvent(sku, 0, None))
     clock.advance(1)
     services.detector.apply("wh_restock", clock.now(), InventoryEvent(sku, units, None))
-    product = services.tables.catalog.get(sku, consistent=True) or {}
-    restock = services.tables.restocks.get(sku, str(product["open_restock_ts"])) or {}
+    product = services.tables.catalog.get(sku, consistent=True)
+    restock = services.tables.restocks.get(sku, str(product.open_restock_ts))
     return Scene(services, clock, sku, restock, requests, [])
 
 

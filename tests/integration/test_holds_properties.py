@@ -129,7 +129,7 @@ def machine_for(base: Services) -> type[RuleBasedStateMachine]:
         def _adjust(self, delta: int, *, total: bool = False) -> None:
             expression = "ADD units_available :d, units_offerable :d" + (", units_total :d" if total else "")
             self.services.tables.restocks.table.update_item(
-                Key={"sku": self.sku, "restock_ts": self.restock_item["restock_ts"]},
+                Key={"sku": self.sku, "restock_ts": self.restock_item.restock_ts},
                 UpdateExpression=expression,
                 ExpressionAttributeValues={":d": delta},
             )
@@ -137,8 +137,8 @@ def machine_for(base: Services) -> type[RuleBasedStateMachine]:
         # --- reading the tables back
 
         def counters(self) -> tuple[int, int]:
-            item = self.services.tables.restocks.get(self.sku, self.restock_item["restock_ts"]) or {}
-            return int(item["units_available"]), int(item["units_offerable"])
+            item = self.services.tables.restocks.get(self.sku, self.restock_item.restock_ts)
+            return item.units_available, item.units_offerable
 
         def rows(self) -> dict[int, dict[str, Any]]:
             if not self.tokens:
@@ -182,9 +182,9 @@ def machine_for(base: Services) -> type[RuleBasedStateMachine]:
                     continue
                 assert current["state"] == ROW_TO_REQUEST.get(row["state"], "waiting")
                 assert current.get("offer_token") == (row["token_id"] if row["state"] in ("offered", "held") else None)
-                assert current["last_notified_restock"] == self.restock_item["restock_id"]
-            product = self.services.tables.catalog.get(self.sku, consistent=True) or {}
-            assert int(product["waiting_count"]) == sum(1 for r in places.values() if r["state"] in ACTIVE)
+                assert current["last_notified_restock"] == self.restock_item.restock_id
+            product = self.services.tables.catalog.get(self.sku, consistent=True)
+            assert product.waiting_count == sum(1 for r in places.values() if r["state"] in ACTIVE)
 
     return HoldsMachine
 

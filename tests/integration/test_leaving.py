@@ -41,7 +41,7 @@ def test_leaving_with_a_live_offer_releases_it_and_queues_a_top_up(services: Ser
     assert row.lapse_reason == "unsubscribe"
     assert row.due_at is None  # the top-up is queued, so the sweep has nothing left to do for it
     [job] = queued_jobs(services)
-    assert (job.kind, job.restock_id, job.sku) == ("topup", s.restock["restock_id"], s.sku)
+    assert (job.kind, job.restock_id, job.sku) == ("topup", s.restock.restock_id, s.sku)
     assert s.waiting_count() == 1
 
 
@@ -69,7 +69,7 @@ def test_leaving_after_the_stock_fell_never_over_promises(services: Services, cl
     available, offerable = lowered(available=1, offerable=0, fall=1)
     assert (available, offerable) == (0, -1)
     services.tables.restocks.table.update_item(
-        Key={"sku": s.sku, "restock_ts": s.restock["restock_ts"]},
+        Key={"sku": s.sku, "restock_ts": s.restock.restock_ts},
         UpdateExpression="SET units_available = :available, units_offerable = :offerable",
         ExpressionAttributeValues={":available": available, ":offerable": offerable},
     )
@@ -134,7 +134,7 @@ def test_unsubscribing_while_the_notifier_runs_keeps_every_count_right(services:
 
     def notify() -> None:
         barrier.wait()
-        services.notifier.handle(Job(s.sku, s.restock["restock_id"], s.restock["restock_ts"]), lambda: 60_000)
+        services.notifier.handle(Job(s.sku, s.restock.restock_id, s.restock.restock_ts), lambda: 60_000)
 
     def leave(request: dict[str, Any]) -> None:
         barrier.wait()

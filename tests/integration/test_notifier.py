@@ -29,6 +29,7 @@ from chalicelib.notifier import (
 )
 from chalicelib.senders import EmailSender, Senders, SmsSender
 from chalicelib.sms import sms_segments
+from chalicelib.tables.restocks import Restock
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
@@ -70,8 +71,10 @@ def told() -> list[str]:
     return [number for number, _ in sms_outbox()]
 
 
-def restock_item(services: Services, job: Job) -> dict[str, Any]:
-    return services.tables.restocks.get(job.sku, job.restock_ts) or {}
+def restock_item(services: Services, job: Job) -> Restock:
+    restock = services.tables.restocks.get(job.sku, job.restock_ts)
+    assert restock is not None
+    return restock
 
 
 def offers(services: Services, job: Job) -> list[dict[str, Any]]:
@@ -115,8 +118,8 @@ def test_the_cap_is_exact(shop: Services, clock: FixedClock) -> None:
 
     assert outcome.notices == 4 and outcome.stopped == StopReason.UNITS_EXHAUSTED
     assert sorted(told()) == numbers[:4]
-    assert int(restock_item(shop, job)["units_offerable"]) == 0
-    assert int(restock_item(shop, job)["units_available"]) == 4
+    assert int(restock_item(shop, job).units_offerable) == 0
+    assert int(restock_item(shop, job).units_available) == 4
     rows = offers(shop, job)
     assert len(rows) == 4 and {r["state"] for r in rows} == {"offered"}
     assert all(int(r["due_at"]) == int(clock.now()) + CHAIR["offer_window_s"] for r in rows)
@@ -161,7 +164,7 @@ def test_every_skip_reason_is_audited_and_counted(shop: Services, clock: FixedCl
     assert outcome.skipped == Counter(expected.values())
     for reason in expected.values():
         assert outcome.metrics[skip_metric(reason)] == 1
-    assert int(restock_item(shop, job)["units_offerable"]) == 3
+    assert int(restock_item(shop, job).units_offerable) == 3
 
 
 def test_an_opted_out_contact_is_never_messaged_even_while_queued(shop: Services, clock: FixedClock) -> None:
@@ -182,7 +185,7 @@ def test_the_same_job_delivered_twice_sends_nothing_new(shop: Services, clock: F
     assert again.notices == 0
     assert told() == before and len(before) == 5
     assert again.skipped == {SkipReason.ALREADY_NOTIFIED: 5}
-    assert int(restock_item(shop, job)["units_offerable"]) == 3
+    assert int(restock_item(shop, job).units_offerable) == 3
     assert len(offers(shop, job)) == 5
 
 
@@ -214,7 +217,7 @@ def test_two_invocations_of_one_job_at_once_tell_each_person_once(shop: Services
     assert sum(o.notices for o in outcomes) == 20
     assert sorted(told()) == numbers[:20]
     assert len(offers(shop, job)) == 20
-    assert int(restock_item(shop, job)["units_offerable"]) == 0
+    assert int(restock_item(shop, job).units_offerable) == 0
 
 
 def test_a_failed_send_is_rolled_back_and_the_retry_sends_it_exactly_once(shop: Services, clock: FixedClock) -> None:
@@ -232,7 +235,7 @@ def test_a_failed_send_is_rolled_back_and_the_retry_sends_it_exactly_once(shop: 
     assert after["state"] == "waiting"
     assert "last_notified_restock" not in after and "offer_token" not in after
     assert all(r["request_joined_ts"] != failing["joined_ts"] for r in offers(shop, job))
-    assert int(restock_item(shop, job)["units_offerable"]) == 3 - len(offers(shop, job))
+    assert int(restock_item(shop, job).units_offerable) == 3 - len(offers(shop, job))
     [failure] = audit(shop, "send_failed")
     assert failure["contact_key"] == key_of(shop, numbers[1]) and failure["error"] == "InternalError"
     assert failure["rolled_back"] is True
@@ -241,7 +244,7 @@ def test_a_failed_send_is_rolled_back_and_the_retry_sends_it_exactly_once(shop: 
 
     assert Counter(told()) == Counter(numbers[:3])
     assert retry.stopped == StopReason.UNITS_EXHAUSTED
-    assert int(restock_item(shop, job)["units_offerable"]) == 0
+    assert int(restock_item(shop, job).units_offerable) == 0
     assert len(offers(shop, job)) == 3
 
 
@@ -260,7 +263,7 @@ def test_a_failed_send_is_counted_in_the_emf_metrics(
     assert document["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "BackInStockTest"
     assert document[SEND_FAILURES] == [1.0] and NOTICES_SENT not in document
     assert document["restock_id"] == job.restock_id
-    assert int(restock_item(shop, job)["units_offerable"]) == 2 and offers(shop, job) == []
+    assert int(restock_item(shop, job).units_offerable) == 2 and offers(shop, job) == []
 
 
 def test_a_crash_between_transaction_and_send_sends_nothing_and_leaves_the_offers_to_lapse(
@@ -283,7 +286,7 @@ def test_a_crash_between_transaction_and_send_sends_nothing_and_leaves_the_offer
     for i in (0, 1):
         request = shop.tables.requests.get(SKU, joined(i, clock.now()))
         assert request["state"] == "offered" and request["last_notified_restock"] == job.restock_id
-    assert int(restock_item(shop, job)["units_offerable"]) == 0
+    assert int(restock_item(shop, job).units_offerable) == 0
 
     # A unit comes back: the retry does not send the crashed offers, it tells the next person.
     shop.tables.restocks.table.update_item(
@@ -295,7 +298,7 @@ def test_a_crash_between_transaction_and_send_sends_nothing_and_leaves_the_offer
 
     assert told() == [numbers[2]]
     assert retry.skipped[SkipReason.ALREADY_NOTIFIED] == 2
-    assert int(restock_item(shop, job)["units_offerable"]) == 0
+    assert int(restock_item(shop, job).units_offerable) == 0
 
 
 class AfterFirstCommit:
@@ -352,7 +355,7 @@ def test_offers_are_committed_a_batch_per_transaction(shop: Services, clock: Fix
     assert outcome.notices == 100 and sorted(told()) == numbers
     assert len(transactions) == math.ceil(100 / OFFER_BATCH)
     assert transactions[0] == 2 * OFFER_BATCH + 1 and max(transactions) <= 100
-    assert int(restock_item(shop, job)["units_offerable"]) == 0
+    assert int(restock_item(shop, job).units_offerable) == 0
     sent = sorted(audit(shop, "notice_sent"), key=lambda f: int(f["position"]))
     assert [int(f["position"]) for f in sent] == list(range(1, 101))
     assert [f["contact_key"] for f in sent] == [key_of(shop, n) for n in numbers]
@@ -420,7 +423,7 @@ def test_a_request_told_meanwhile_by_another_notifier_is_skipped_and_the_rest_of
     assert [f["contact_key"] for f in sent] == [key_of(shop, n) for n in expected]
     assert [int(f["position"]) for f in sent] == [p for p in range(1, 61) if p != late + 1]
     assert len(offers(shop, job)) == 60
-    assert int(restock_item(shop, job)["units_offerable"]) == 0
+    assert int(restock_item(shop, job).units_offerable) == 0
 
 
 def test_a_batch_larger_than_the_units_left_offers_exactly_those_units_oldest_first(
@@ -445,7 +448,7 @@ def test_a_batch_larger_than_the_units_left_offers_exactly_those_units_oldest_fi
 
     assert outcome.notices == OFFER_BATCH + 2 and outcome.stopped == StopReason.UNITS_EXHAUSTED
     assert sorted(told()) == numbers[: OFFER_BATCH + 2]
-    assert int(restock_item(shop, job)["units_offerable"]) == 0
+    assert int(restock_item(shop, job).units_offerable) == 0
     states = [r["state"] for r in shop.tables.requests.queue(SKU)]
     assert states == ["offered"] * (OFFER_BATCH + 2) + ["waiting"] * (40 - OFFER_BATCH - 2)
     assert not audit(shop, "notice_skipped")
@@ -457,7 +460,7 @@ def test_copy_is_written_once_per_restock_and_reused_by_top_ups(shop: Services, 
     numbers = line_up(shop, clock, 2)
     job = add_restock(shop, SKU, 1, clock.now())
     shop.notifier.handle(job, plenty)
-    copy = restock_item(shop, job)["copy"]
+    copy = restock_item(shop, job).copy
     assert copy["source"] == "bedrock" and len(bedrock.calls) == 1
 
     # A unit comes back (a lapse): the sweep's top-up job tells the next person with the same words.
@@ -481,7 +484,7 @@ def test_a_failing_model_still_sends_the_template(shop: Services, clock: FixedCl
     job = add_restock(shop, SKU, 1, clock.now())
     outcome = shop.notifier.handle(job, plenty)
     assert outcome.notices == 1 and outcome.metrics["FallbackCopyUsed"] == 1
-    assert restock_item(shop, job)["copy"]["source"] == "template"
+    assert restock_item(shop, job).copy["source"] == "template"
     [(_, text)] = sms_outbox()
     assert "Walnut dining chair is back" in text
 
@@ -581,7 +584,7 @@ def test_a_send_whose_answer_was_lost_is_kept_and_never_sent_again(shop: Service
     [fact] = audit(shop, "notice_unconfirmed")
     assert (fact["token_id"], fact["error"]) == (row["token_id"], "ReadTimeoutError")
     assert audit(shop, "send_failed") == []
-    assert int(restock_item(shop, job)["units_offerable"]) == 0
+    assert int(restock_item(shop, job).units_offerable) == 0
 
 
 def test_someone_who_opts_out_after_their_offer_was_made_is_not_messaged(shop: Services, clock: FixedClock) -> None:

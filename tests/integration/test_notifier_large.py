@@ -50,8 +50,8 @@ def run_large_restock(services: Services, clock: FixedClock, people: int, units:
     sent = Counter(number for number, _ in sms_outbox())
     assert max(sent.values()) == 1, "nobody is told twice"
     assert set(sent) == set(eligible[:units]), "exactly the oldest eligible, with no gap"
-    restock = services.tables.restocks.get(SKU, job.restock_ts) or {}
-    assert int(restock["units_offerable"]) == 0
+    restock = services.tables.restocks.get(SKU, job.restock_ts)
+    assert restock.units_offerable == 0
     positions = sorted(int(f["position"]) for f in services.tables.audit.for_sku(SKU) if f["kind"] == "notice_sent")
     told_positions = [i + 1 for i, n in enumerate(numbers) if n in set(eligible[:units])]
     assert positions == told_positions, "positions keep counting across continuations"

@@ -68,8 +68,8 @@ def test_order_on_an_expired_hold_is_recorded_and_counted_once(s: Scene) -> None
     outcome = s.services.orders.record(Order(token_id, "order-7"))
     s.services.orders.record(Order(token_id, "order-7"))
     assert outcome.status == "hold_expired"
-    restock = s.services.tables.restocks.get(s.sku, s.restock["restock_ts"]) or {}
-    assert restock["orders_on_expired_holds"] == 1
+    restock = s.services.tables.restocks.get(s.sku, s.restock.restock_ts)
+    assert restock.orders_on_expired_holds == 1
     facts = [f for f in s.services.tables.audit.for_sku(s.sku) if f["kind"] == "order_on_expired_hold"]
     assert [(f["order_id"], f["hold_state"]) for f in facts] == [("order-7", "expired")]
     # The unit was already returned; the order does not take it again.

@@ -32,7 +32,7 @@ MINUTE = 60.0
 
 
 def notify(s: Scene, restock: dict[str, Any], kind: str = "restock") -> None:
-    s.services.notifier.handle(Job(s.sku, restock["restock_id"], restock["restock_ts"], kind=kind), lambda: 60_000)
+    s.services.notifier.handle(Job(s.sku, restock.restock_id, restock.restock_ts, kind=kind), lambda: 60_000)
 
 
 def verdicts(services: Services, sku: str, contact: str) -> list[str]:
@@ -133,7 +133,7 @@ def test_explain_already_notified_when_only_the_skip_is_on_record(services: Serv
         s.sku,
         "notice_skipped",
         clock.now(),
-        restock_id=s.restock["restock_id"],
+        restock_id=s.restock.restock_id,
         reason="already_notified",
         contact_key=s.requests[0]["contact_key"],
     )
@@ -146,7 +146,7 @@ def test_explain_not_yet_joined(services: Services, clock: FixedClock) -> None:
     clock.advance(MINUTE)
     join_request(services, "LAMP", "+447400100050", clock.now())
     found = desk_for(services).explain("LAMP", "+447400100050")
-    assert [(r.restock_id, r.verdict) for r in found.restocks] == [(early["restock_id"], NOT_YET_JOINED)]
+    assert [(r.restock_id, r.verdict) for r in found.restocks] == [(early.restock_id, NOT_YET_JOINED)]
     assert found.position == 1
 
 
@@ -196,7 +196,7 @@ def test_demand_ranking_follows_joins_serves_and_leaves(services: Services, cloc
     for n in range(2):
         services.exits.leave_sku(desk_for(services).contact(f"+4474001002{n:02d}")[1], "LAMP", reason="manage")
     chair = put_restock(services, "CHAIR", 1, clock.now())
-    services.notifier.handle(Job("CHAIR", chair["restock_id"], chair["restock_ts"]), lambda: 60_000)
+    services.notifier.handle(Job("CHAIR", chair.restock_id, chair.restock_ts), lambda: 60_000)
     [first] = [r for r in services.tables.requests.queue("CHAIR") if r["state"] == "offered"]
     services.holds.reserve(services.tokens.reserve(first["offer_token"]))
     services.moves.convert(services.tables.reservations.get(first["offer_token"]), "o-1", clock.now())

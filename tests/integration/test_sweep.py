@@ -82,8 +82,8 @@ def test_one_top_up_per_restock_that_freed_units(services: Services, clock: Fixe
     jobs = queued_jobs(services)
     assert sorted((j.sku, j.restock_id, j.restock_ts, j.kind) for j in jobs) == sorted(
         [
-            ("CHAIR-WALNUT", chair.restock["restock_id"], chair.restock["restock_ts"], "topup"),
-            ("LAMP-BRASS", lamp.restock["restock_id"], lamp.restock["restock_ts"], "topup"),
+            ("CHAIR-WALNUT", chair.restock.restock_id, chair.restock.restock_ts, "topup"),
+            ("LAMP-BRASS", lamp.restock.restock_id, lamp.restock.restock_ts, "topup"),
         ]
     )
     # Settled rows leave the index once their top-up is queued: a second run sends nothing.
@@ -128,7 +128,7 @@ def test_concurrent_sweeps_return_each_unit_once(services: Services, clock: Fixe
     assert Counter(sc.audit_kinds())["lapse"] == 3
     # Each top-up is one restock's; a racing sweep may queue one more, which the notifier treats as a no-op.
     assert 1 <= sum(x["topups"] for x in summaries) <= len(sweeps)
-    assert {j.restock_id for j in queued_jobs(services)} == {sc.restock["restock_id"]}
+    assert {j.restock_id for j in queued_jobs(services)} == {sc.restock.restock_id}
 
 
 def test_crash_after_a_lapse_is_finished_by_the_next_sweep(s: Scene) -> None:
@@ -210,7 +210,7 @@ def test_stale_waiting_place_is_removed_with_its_uniqueness_item(services: Servi
     assert services.tables.requests.get("CHAIR-WALNUT", stale["joined_ts"]) is None
     assert services.tables.requests.get_unique("CHAIR-WALNUT", stale["contact_key"]) is None
     assert services.tables.requests.get("CHAIR-WALNUT", fresh["joined_ts"]) is not None
-    assert services.tables.catalog.get("CHAIR-WALNUT", consistent=True)["waiting_count"] == 1
+    assert services.tables.catalog.get("CHAIR-WALNUT", consistent=True).waiting_count == 1
     assert seen == []
     assert services.sweep.run()["stale_requests"] == 0
 
@@ -242,7 +242,7 @@ def test_stale_place_with_a_live_offer_waits_for_its_unit_to_come_back(services:
     assert (summary["lapsed"], summary["stale_requests"]) == (1, 1)
     assert sc.row(token_id).state == "lapsed"
     assert sc.counters() == (1, 1)
-    assert services.tables.catalog.get(sc.sku, consistent=True)["waiting_count"] == 0
+    assert services.tables.catalog.get(sc.sku, consistent=True).waiting_count == 0
 
 
 def test_stale_converted_place_goes_without_counting_twice(services: Services, clock: FixedClock) -> None:

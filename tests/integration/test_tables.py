@@ -35,24 +35,24 @@ def test_upsert_keeps_counters_and_fills_defaults(services: Services) -> None:
         Key={"sku": "LAMP"}, UpdateExpression="SET waiting_count = :n", ExpressionAttributeValues={":n": 7}
     )
     product = services.tables.catalog.upsert("LAMP", {"threshold": 3})
-    assert product["waiting_count"] == 7
-    assert product["name"] == "Brass lamp"
-    assert product["threshold"] == 3
-    assert product["hold_window_s"] == 900
+    assert product.waiting_count == 7
+    assert product.name == "Brass lamp"
+    assert product.threshold == 3
+    assert product.hold_window_s == 900
 
 
 def test_cached_reads_are_reused_until_upsert(services: Services) -> None:
     services.tables.catalog.upsert("LAMP", {"name": "Brass lamp"})
-    assert services.tables.catalog.get_cached("LAMP")["name"] == "Brass lamp"
+    assert services.tables.catalog.get_cached("LAMP").name == "Brass lamp"
     services.tables.catalog.table.update_item(
         Key={"sku": "LAMP"},
         UpdateExpression="SET #n = :n",
         ExpressionAttributeNames={"#n": "name"},
         ExpressionAttributeValues={":n": "Changed"},
     )
-    assert services.tables.catalog.get_cached("LAMP")["name"] == "Brass lamp"
+    assert services.tables.catalog.get_cached("LAMP").name == "Brass lamp"
     services.tables.catalog.upsert("LAMP", {"voice": "dry"})
-    assert services.tables.catalog.get_cached("LAMP")["name"] == "Changed"
+    assert services.tables.catalog.get_cached("LAMP").name == "Changed"
 
 
 def test_queue_reads_oldest_first_and_skips_uniqueness_items(services: Services, clock: FixedClock) -> None:

@@ -16,6 +16,7 @@ from chalicelib.links import Links
 from chalicelib.metrics import FALLBACK_COPY, Metrics
 from chalicelib.senders import STOP_LINE
 from chalicelib.sms import septets, sms_segments, to_gsm
+from chalicelib.tables.catalog import Product
 from chalicelib.tables.restocks import RestocksTable
 from chalicelib.tokens import Tokens
 from devstack.fake_model import FakeBedrock
@@ -24,7 +25,7 @@ from tests.support import CHAIR
 
 SETTINGS = settings_from_env({**stage_env("local"), "AWS_DEFAULT_REGION": "eu-west-2"})
 PRODUCT = {"sku": "CHAIR-WALNUT", **CHAIR}
-FACTS = facts_for(PRODUCT, SETTINGS.shop_name)
+FACTS = facts_for(Product.from_item(PRODUCT), SETTINGS.shop_name)
 LINKS = Links(SETTINGS.public_base_url, Tokens("k" * 32))
 
 GOOD = {
