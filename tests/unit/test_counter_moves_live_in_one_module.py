@@ -20,7 +20,9 @@ def counter_builders() -> set[str]:
     for method in table.body:
         if isinstance(method, ast.FunctionDef) and method.name.endswith("_item"):
             text = ast.unparse(method)
-            if re.search(r"units_available|units_offerable|unseen_sales|UNSEEN_SALES|_sales_update|orders_on_expired_holds", text):
+            if re.search(
+                r"units_available|units_offerable|unseen_sales|UNSEEN_SALES|_sales_update|orders_on_expired_holds", text
+            ):
                 found.add(method.name)
     return found
 
