@@ -28,6 +28,7 @@ from chalicelib.errors import NotFound
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.jobs import Job, JobQueue
 from chalicelib.links import Links
+from chalicelib.logs import correlated
 from chalicelib.metrics import (
     CONTINUATIONS,
     NOTICES_OVER_UNITS,
@@ -228,25 +229,26 @@ class Notifier:
 
     def handle(self, job: Job, remaining_ms: Callable[[], int]) -> Outcome:
         """Run one job; `remaining_ms` is the Lambda's time left. Raises so SQS retries (or dead-letters) it."""
-        metrics = self.metrics.start()
-        metrics.metadata("restock_id", job.restock_id)
-        metrics.metadata("sku", job.sku)
-        metrics.metadata("job_kind", job.kind)
-        try:
-            outcome = self._run(job, remaining_ms, metrics)
-        finally:
-            totals = metrics.flush()
-        outcome.metrics = totals
-        log.info(
-            "notifier job done: restock=%s kind=%s notices=%d skipped=%s stopped=%s continued=%s",
-            job.restock_id,
-            job.kind,
-            outcome.notices,
-            dict(outcome.skipped),
-            outcome.stopped,
-            outcome.continued,
-        )
-        return outcome
+        with correlated(restock_id=job.restock_id, sku=job.sku, job_kind=job.kind):
+            metrics = self.metrics.start()
+            metrics.metadata("restock_id", job.restock_id)
+            metrics.metadata("sku", job.sku)
+            metrics.metadata("job_kind", job.kind)
+            try:
+                outcome = self._run(job, remaining_ms, metrics)
+            finally:
+                totals = metrics.flush()
+            outcome.metrics = totals
+            log.info(
+                "notifier job done: restock=%s kind=%s notices=%d skipped=%s stopped=%s continued=%s",
+                job.restock_id,
+                job.kind,
+                outcome.notices,
+                {str(reason): count for reason, count in outcome.skipped.items()},
+                outcome.stopped,
+                outcome.continued,
+            )
+            return outcome
 
     def _run(self, job: Job, remaining_ms: Callable[[], int], metrics: Metrics) -> Outcome:
         restock = self.tables.restocks.get(job.sku, job.restock_ts)
