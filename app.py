@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, cast
 from chalice import Chalice, Rate, Response
 from chalice.app import CloudWatchEvent, Request, SQSEvent
 
-from chalicelib import wiring
+from chalicelib import logs, wiring
 from chalicelib.errors import DomainError
 from chalicelib.jobs import Job
 from chalicelib.web import MAX_BODY_BYTES, Headers, cors_headers, error_response, house_error, json_response, parse_body
@@ -17,6 +17,9 @@ from chalicelib.widget import widget_source
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
+
+# Every chalicelib logger writes JSON lines at the stage's POWERTOOLS_LOG_LEVEL (chalicelib/logs.py).
+logs.configure()
 
 app = Chalice(app_name="bisn")
 app.api.binary_types = []
@@ -136,7 +139,8 @@ def notifier(event: SQSEvent) -> None:
     context = cast("LambdaContext", event.context)
     for record in event:
         # A malformed body raises too: it is retried, then parked in the DLQ intact for a person to look at.
-        services.notifier.handle(Job.from_json(record.body), context.get_remaining_time_in_millis)
+        with logs.correlated(message_id=str(record.to_dict().get("messageId", ""))):
+            services.notifier.handle(Job.from_json(record.body), context.get_remaining_time_in_millis)
 
 
 @app.route("/reserve/{token}", methods=["GET"])

@@ -41,6 +41,9 @@ class Settings:
     # Powertools EMF metrics: the CloudWatch namespace, and whether to write them at all (off locally and in tests).
     metrics_namespace: str = "BackInStock"
     metrics_enabled: bool = True
+    # The `service` dimension of every metric (POWERTOOLS_SERVICE_NAME; the template sets it to the stack's
+    # NamePrefix, the dimension its alarms watch). Also the `service` key of every log line.
+    service_name: str = "bisn"
     # Where catalogue sync reads the store's product feed ('' = this stage has no feed).
     catalog_url: str = ""
 
@@ -156,6 +159,7 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         catalog_url=_catalog_url(env),
         metrics_namespace=env.get("POWERTOOLS_METRICS_NAMESPACE", "").strip() or "BackInStock",
         metrics_enabled=env.get("POWERTOOLS_METRICS_DISABLED", "").strip().lower() not in ("1", "true", "yes"),
+        service_name=env.get("POWERTOOLS_SERVICE_NAME", "").strip() or _required(env, "NAME_PREFIX"),
     )
 
 

@@ -12,6 +12,7 @@ from urllib.parse import quote
 from chalicelib.clock import Clock
 from chalicelib.counters import DONE, JUST_GONE, NO_UNIT, UnitMoves
 from chalicelib.faults import FaultHook, no_faults
+from chalicelib.logs import correlated
 from chalicelib.tables.catalog import Product
 from chalicelib.tables.reservations import Offer, OfferState
 from chalicelib.tables.store import Tables
@@ -80,7 +81,11 @@ class HoldsService:
             return ReserveOutcome(EXPIRED_LINK, reason="link_too_old")
         except TokenInvalid:
             return ReserveOutcome(INVALID_LINK)
-        row = self.tables.reservations.get(signed.value)
+        with correlated(token_id=signed.value):
+            return self._reserve(token, signed.value)
+
+    def _reserve(self, token: str, token_id: str) -> ReserveOutcome:
+        row = self.tables.reservations.get(token_id)
         if row is None:
             return ReserveOutcome(UNKNOWN_LINK)
         product = self.tables.catalog.get_cached(row.sku) or Product.from_item({"sku": row.sku})

@@ -14,6 +14,9 @@ SEND_FAILURES = "SendFailures"
 NOTICES_UNCONFIRMED = "NoticesUnconfirmed"  # the provider may have sent it; its answer was lost
 FALLBACK_COPY = "FallbackCopyUsed"
 CONTINUATIONS = "ContinuationsQueued"
+# Live offers beyond the units of a restock, read right after the notifier took its last units (invariant 5):
+# 0 whenever the check ran and the rule held; the `notices-over-units` alarm fires on anything above 0.
+NOTICES_OVER_UNITS = "NoticesOverUnits"
 
 
 def skip_metric(reason: str) -> str:

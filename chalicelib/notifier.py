@@ -28,8 +28,10 @@ from chalicelib.errors import NotFound
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.jobs import Job, JobQueue
 from chalicelib.links import Links
+from chalicelib.logs import correlated
 from chalicelib.metrics import (
     CONTINUATIONS,
+    NOTICES_OVER_UNITS,
     NOTICES_SENT,
     NOTICES_UNCONFIRMED,
     SEND_FAILURES,
@@ -227,25 +229,26 @@ class Notifier:
 
     def handle(self, job: Job, remaining_ms: Callable[[], int]) -> Outcome:
         """Run one job; `remaining_ms` is the Lambda's time left. Raises so SQS retries (or dead-letters) it."""
-        metrics = self.metrics.start()
-        metrics.metadata("restock_id", job.restock_id)
-        metrics.metadata("sku", job.sku)
-        metrics.metadata("job_kind", job.kind)
-        try:
-            outcome = self._run(job, remaining_ms, metrics)
-        finally:
-            totals = metrics.flush()
-        outcome.metrics = totals
-        log.info(
-            "notifier job done: restock=%s kind=%s notices=%d skipped=%s stopped=%s continued=%s",
-            job.restock_id,
-            job.kind,
-            outcome.notices,
-            dict(outcome.skipped),
-            outcome.stopped,
-            outcome.continued,
-        )
-        return outcome
+        with correlated(restock_id=job.restock_id, sku=job.sku, job_kind=job.kind):
+            metrics = self.metrics.start()
+            metrics.metadata("restock_id", job.restock_id)
+            metrics.metadata("sku", job.sku)
+            metrics.metadata("job_kind", job.kind)
+            try:
+                outcome = self._run(job, remaining_ms, metrics)
+            finally:
+                totals = metrics.flush()
+            outcome.metrics = totals
+            log.info(
+                "notifier job done: restock=%s kind=%s notices=%d skipped=%s stopped=%s continued=%s",
+                job.restock_id,
+                job.kind,
+                outcome.notices,
+                {str(reason): count for reason, count in outcome.skipped.items()},
+                outcome.stopped,
+                outcome.continued,
+            )
+            return outcome
 
     def _run(self, job: Job, remaining_ms: Callable[[], int], metrics: Metrics) -> Outcome:
         restock = self.tables.restocks.get(job.sku, job.restock_ts)
@@ -387,10 +390,24 @@ class Notifier:
         walk.pages += 1
         return self.page_size if walk.pages == 1 else min(MAX_PAGE, max(self.page_size, walk.left))
 
-    def _units_left(self, walk: _Walk) -> bool:
-        """Re-read the counter once the local estimate reaches zero: lapses may have freed units meanwhile."""
+    def _units_left(self, walk: _Walk, *, after_last_offers: bool = False) -> bool:
+        """Re-read the counter once the local estimate reaches zero: lapses may have freed units meanwhile.
+
+        `after_last_offers`: read just after a batch took what the walk counted as the last units. That batch's
+        decrement was conditional on the units being there, so the counter cannot be below zero now unless
+        more offers are live than units (invariant 5 broken; a fall reported in the instant between would
+        also show): NoticesOverUnits counts by how many, and is 0 when the rule held. A cancelled batch proves
+        nothing of the kind (another job or a fall took units first), so it is not counted.
+        """
         fresh = self.tables.restocks.get(walk.job.sku, walk.job.restock_ts)
-        walk.left = fresh.units_offerable if fresh and fresh.state != RestockState.CLOSED else 0
+        closed = fresh is not None and fresh.state == RestockState.CLOSED
+        offerable = fresh.units_offerable if fresh is not None else 0
+        if after_last_offers and not closed:
+            over = max(0, -offerable)
+            walk.metrics.count(NOTICES_OVER_UNITS, over)
+            if over:
+                log.error("restock %s has %d live offer(s) more than its units", walk.job.restock_id, over)
+        walk.left = 0 if closed else offerable
         return walk.left > 0
 
     def _commit_batch(self, walk: _Walk, batch: list[_Candidate], pool: ThreadPoolExecutor) -> bool:
@@ -425,6 +442,8 @@ class Notifier:
                 contact_key = str(candidate.request["contact_key"])
                 future = pool.submit(self._deliver, notice, contact_key, check, walk.looks, turn)
                 walk.pending[future] = _Pending(token_id, candidate.request, candidate.position, notice.channel)
+            if walk.left <= 0:
+                self._units_left(walk, after_last_offers=True)
         return True
 
     def _offers(self, walk: _Walk, chosen: list[_Candidate], tokens: list[str]) -> Tx:

@@ -11,6 +11,7 @@ from chalicelib.clock import Clock
 from chalicelib.counters import DONE, UnitMoves
 from chalicelib.errors import BadRequest, Conflict, NotFound
 from chalicelib.faults import FaultHook, no_faults
+from chalicelib.logs import correlated
 from chalicelib.tables.base import TransactionCancelled
 from chalicelib.tables.reservations import (
     Offer,
@@ -89,10 +90,11 @@ class OrdersService:
 
     def record(self, order: Order) -> OrderOutcome:
         """Convert the order's hold, or record why it could not be."""
-        row = self.tables.reservations.get(order.reservation_id)
-        if row is None:
-            raise NotFound("No reservation has this id.", code="unknown_reservation")
-        return self._settle(row, order, self.clock.now())
+        with correlated(token_id=order.reservation_id):
+            row = self.tables.reservations.get(order.reservation_id)
+            if row is None:
+                raise NotFound("No reservation has this id.", code="unknown_reservation")
+            return self._settle(row, order, self.clock.now())
 
     def _settle(self, row: Offer, order: Order, now: float) -> OrderOutcome:
         state = row.state

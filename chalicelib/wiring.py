@@ -119,7 +119,8 @@ class Services:
         """Per-invocation EMF metrics in the stage's namespace."""
         from chalicelib.metrics import MetricsFactory
 
-        return MetricsFactory(self.settings.metrics_namespace, enabled=self.settings.metrics_enabled)
+        settings = self.settings
+        return MetricsFactory(settings.metrics_namespace, settings.service_name, enabled=settings.metrics_enabled)
 
     @cached_property
     def bedrock(self) -> Any | None:

@@ -18,6 +18,8 @@ AT_LOAD = {
     "chalicelib.errors",
     "chalicelib.faults",
     "chalicelib.jobs",
+    # The app's log handler is installed as the app loads, so the first invocation's lines are JSON too.
+    "chalicelib.logs",
     "chalicelib.web",
     "chalicelib.widget",
     "chalicelib.wiring",
