@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -121,3 +122,19 @@ def test_the_feedback_function_reads_its_queue_messages(client: Client, shop: Se
     event = client.events.generate_sqs_event(message_bodies=[via_sns(bounce(ADA))], queue_name="bisn-ses-feedback")
     client.lambda_.invoke("feedback", event)
     assert shop.tables.optout.get(key_of(shop, ADA))["source"] == "bounce"
+
+
+def test_an_event_published_to_the_feedback_topic_reaches_the_queue_and_is_acted_on(shop: Services) -> None:
+    # The local stack subscribes the queue to the topic from infra/template.json; SNS wraps the record as it would.
+    sns, sqs = shop.aws.sns, shop.aws.sqs
+    (topic,) = [t["TopicArn"] for t in sns.list_topics()["Topics"] if t["TopicArn"].endswith(":bisn-ses-feedback")]
+    sns.publish(TopicArn=topic, Message=json.dumps(complaint(ADA)))
+    url = sqs.get_queue_url(QueueName=shop.settings.feedback_queue_name)["QueueUrl"]
+    (message,) = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    assert shop.feedback.handle([message["Body"]]).counts == {"complaint": 1}
+    assert shop.tables.optout.get(key_of(shop, ADA))["source"] == "complaint"
+
+
+def test_the_local_stack_has_the_configuration_set_every_email_goes_out_under(shop: Services) -> None:
+    names = shop.aws.sesv2.list_configuration_sets()["ConfigurationSets"]
+    assert shop.settings.ses_configuration_set in names
