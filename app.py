@@ -143,6 +143,18 @@ def notifier(event: SQSEvent) -> None:
             services.notifier.handle(Job.from_json(record.body), context.get_remaining_time_in_millis)
 
 
+FEEDBACK_QUEUE = os.environ.get("NAME_PREFIX", "bisn") + "-ses-feedback"
+
+
+@app.on_sqs_message(queue=FEEDBACK_QUEUE, batch_size=10)
+def feedback(event: SQSEvent) -> None:
+    """SES bounces, complaints and deliveries (through SNS): a hard bounce or a complaint opts the address out.
+
+    Unreadable messages are logged and dropped; an AWS error raises, and the batch comes back (DLQ after 5).
+    """
+    wiring.current().feedback.handle(record.body for record in event)
+
+
 @app.route("/reserve/{token}", methods=["GET"])
 def reserve(token: str) -> Response:
     """A notified shopper taps their link: hold one unit and go to checkout, or an honest page."""

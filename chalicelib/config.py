@@ -46,6 +46,9 @@ class Settings:
     service_name: str = "bisn"
     # Where catalogue sync reads the store's product feed ('' = this stage has no feed).
     catalog_url: str = ""
+    # The SES configuration set every email is sent under; its event destination publishes bounces, complaints
+    # and deliveries to the feedback queue ('' = send without one).
+    ses_configuration_set: str = ""
 
     def table_name(self, short: str) -> str:
         """Full name of a table from infra/template.json, e.g. 'catalog' -> 'bisn-catalog'."""
@@ -60,6 +63,11 @@ class Settings:
     def dlq_name(self) -> str:
         """Name of the job queue's dead-letter queue."""
         return f"{self.name_prefix}-jobs-dlq"
+
+    @property
+    def feedback_queue_name(self) -> str:
+        """Name of the queue SES's bounce, complaint and delivery events arrive on (through SNS)."""
+        return f"{self.name_prefix}-ses-feedback"
 
 
 SECRETS = ("WEBHOOK_SECRET", "TOKEN_KEY", "CONTACT_HASH_KEY")
@@ -157,6 +165,7 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         secret_refs=refs,
         secret_values=values,
         catalog_url=_catalog_url(env),
+        ses_configuration_set=env.get("SES_CONFIGURATION_SET", "").strip(),
         metrics_namespace=env.get("POWERTOOLS_METRICS_NAMESPACE", "").strip() or "BackInStock",
         metrics_enabled=env.get("POWERTOOLS_METRICS_DISABLED", "").strip().lower() not in ("1", "true", "yes"),
         service_name=env.get("POWERTOOLS_SERVICE_NAME", "").strip() or _required(env, "NAME_PREFIX"),

@@ -41,15 +41,29 @@ def normalise_phone(raw: str, default_region: str) -> str:
 
 
 def normalise_email(raw: str) -> str:
-    """An email address checked for syntax only (no DNS at run time), or BadRequest('invalid_email')."""
+    """An address SES can take, checked for syntax only (no DNS at run time), or BadRequest('invalid_email').
+
+    The SMTP envelope SES sends with is ASCII only: the local part must be ASCII, and an internationalised
+    domain is kept in its Punycode (IDNA) form, so `ana@bücher.de` is stored and sent as `ana@xn--bcher-kva.de`.
+    """
     # Imported here, not at the top: a cold start pays for it only on the paths that use it.
     from email_validator import EmailNotValidError, validate_email
 
+    local = raw.rpartition("@")[0]
+    if not local.isascii():
+        raise BadRequest(
+            "That email address has letters outside plain ASCII before the @, which email cannot be sent to; "
+            "use an address written in plain letters, digits and punctuation.",
+            code="invalid_email",
+        )
     try:
-        result = validate_email(raw, check_deliverability=False)
+        result = validate_email(raw, check_deliverability=False, allow_smtputf8=False)
     except EmailNotValidError as exc:
         raise BadRequest(f"That is not a valid email address: {exc}", code="invalid_email") from exc
-    return result.normalized
+    # The ASCII form: the local part as given, the domain in IDNA form (None only for a form SES cannot take).
+    if not result.ascii_email:
+        raise BadRequest("That email address cannot be written in ASCII.", code="invalid_email")
+    return str(result.ascii_email)
 
 
 def looks_like_email(raw: str) -> bool:
@@ -76,8 +90,7 @@ def normalise_contact(channel: str, raw: str, default_region: str) -> Contact:
     if not looks_like_email(text):
         raise BadRequest("That looks like a phone number; choose SMS instead.", code="contact_channel_mismatch")
     address = normalise_email(text)
-    # Lower-cased, not case-folded: folding turns "ß" into "ss" and so would make Straße@… and strasse@…
-    # (two mailboxes) one person. Lower-casing only merges spellings that differ in case.
+    # Lower-cased, not case-folded: the address is ASCII, and lower-casing only merges spellings that differ in case.
     return Contact(channel, address, address.lower())
 
 

@@ -120,13 +120,17 @@ class SmsSender:
 class EmailSender:
     """Email through SES v2 SendEmail: text and HTML parts, with RFC 8058 one-click unsubscribe headers."""
 
-    def __init__(self, sesv2: Any, from_address: str) -> None:
+    def __init__(self, sesv2: Any, from_address: str, configuration_set: str = "") -> None:
         self.sesv2 = sesv2
         self.from_address = from_address
+        self.configuration_set = configuration_set
 
     def request(self, notice: Notice) -> dict[str, Any]:
         """The SendEmail parameters for one notice."""
+        # The configuration set publishes this email's bounces, complaints and deliveries (chalicelib/feedback.py).
+        under = {"ConfigurationSetName": self.configuration_set} if self.configuration_set else {}
         return {
+            **under,
             "FromEmailAddress": self.from_address,
             "Destination": {"ToAddresses": [notice.to]},
             "Content": {

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from chalicelib.copywriter import Copywriter
     from chalicelib.counters import UnitMoves
     from chalicelib.detect import DetectService
+    from chalicelib.feedback import FeedbackService
     from chalicelib.holds import HoldsService
     from chalicelib.jobs import JobQueue
     from chalicelib.leaving import QueueExits
@@ -153,7 +154,7 @@ class Services:
             return self._senders
         return Senders(
             SmsSender(self.aws.sns_sends),
-            EmailSender(self.aws.sesv2_sends, self.settings.ses_from),
+            EmailSender(self.aws.sesv2_sends, self.settings.ses_from, self.settings.ses_configuration_set),
             sms_per_second=self.settings.sms_per_second,
             email_per_second=self.settings.email_per_second,
         )
@@ -295,6 +296,15 @@ class Services:
 
         return OptoutService(
             optout=self.tables.optout, exits=self.exits, sns=self.aws.sns, clock=self.clock, hash_key=self.hash_key
+        )
+
+    @cached_property
+    def feedback(self) -> FeedbackService:
+        """SES bounce, complaint and delivery events from the feedback queue."""
+        from chalicelib.feedback import FeedbackService
+
+        return FeedbackService(
+            tables=self.tables, optouts=self.optouts, metrics=self.metrics, clock=self.clock, hash_key=self.hash_key
         )
 
     @cached_property

@@ -1,6 +1,9 @@
-"""Creates the tables, queues and topic of infra/template.json on an AWS endpoint (the emulator, in practice).
+"""Creates the tables, queues and topics of infra/template.json on an AWS endpoint (the emulator, in practice).
 
-The template is the one definition of the schema; this reads it rather than repeating it.
+The template is the one definition of the schema; this reads it rather than repeating it. It also creates the SES
+configuration set and subscribes queues to topics. The emulator (moto 5.2.5) has no SES v2 event destinations and
+publishes no SES events, so the configuration set's event destination is not created here: locally, feedback
+reaches the queue only when something publishes an SES event record to the feedback topic.
 """
 
 from __future__ import annotations
@@ -90,4 +93,41 @@ def provision(session: Any, prefix: str = "bisn", template: dict[str, Any] | Non
         if res["Type"] == "AWS::SNS::Topic":
             props = resolve(res["Properties"], params, attrs)
             created[logical] = sns.create_topic(Name=props["TopicName"])["TopicArn"]
+            attrs[logical] = {"Ref": created[logical]}
+    _subscriptions(sns, template, params, attrs, created)
+    _configuration_sets(session.client("sesv2"), template, params, created)
     return created
+
+
+def _subscriptions(
+    sns: Any,
+    template: dict[str, Any],
+    params: dict[str, str],
+    attrs: dict[str, dict[str, str]],
+    created: dict[str, str],
+) -> None:
+    """Subscribe each queue to its topic (SNS returns the existing subscription when asked again).
+
+    Only queue subscriptions: the staff's optional email subscription to the alert topic is theirs to make."""
+    for logical, res in template["Resources"].items():
+        if res["Type"] != "AWS::SNS::Subscription" or res["Properties"].get("Protocol") != "sqs":
+            continue
+        props = res["Properties"]
+        topic = created[props["TopicArn"]["Ref"]]
+        endpoint = resolve(props["Endpoint"], params, attrs)
+        raw = "true" if props.get("RawMessageDelivery") else "false"
+        created[logical] = sns.subscribe(
+            TopicArn=topic, Protocol=props["Protocol"], Endpoint=endpoint, Attributes={"RawMessageDelivery": raw}
+        )["SubscriptionArn"]
+
+
+def _configuration_sets(sesv2: Any, template: dict[str, Any], params: dict[str, str], created: dict[str, str]) -> None:
+    """Create each SES configuration set that does not exist yet."""
+    existing = {c for c in sesv2.list_configuration_sets().get("ConfigurationSets", [])}
+    for logical, res in template["Resources"].items():
+        if res["Type"] != "AWS::SES::ConfigurationSet":
+            continue
+        name = resolve(res["Properties"], params, {})["Name"]
+        if name not in existing:
+            sesv2.create_configuration_set(ConfigurationSetName=name)
+        created[logical] = name

@@ -5,7 +5,8 @@ with another name prefix or in another region would start with functions that ma
 This pins the template's NamePrefix to the stage's NAME_PREFIX and adds a rule that refuses any
 region but the policies' one, so such a deployment fails at once with a clear message instead.
 
-It also binds the notifier's SQS trigger to the stack's own JobsQueue: Chalice writes the queue as
+It also binds each SQS trigger to the stack's own queue (the notifier's to JobsQueue, the SES feedback
+handler's to FeedbackQueue): Chalice writes the queue as
 ARN text built from the name given in app.py, which cannot know the stage and orders nothing (the
 queue must exist before Lambda maps it). And it refuses a template in which some function has no
 name or log group from infra/template.json.
@@ -56,19 +57,25 @@ def check_functions(template: dict[str, Any]) -> None:
             raise PackageError(f"function {logical} must depend on {group}, so the group exists before it logs")
 
 
+# The queues a function may consume, by the end of the name app.py gives them, and their logical ids.
+QUEUES = {"-jobs": "JobsQueue", "-ses-feedback": "FeedbackQueue"}
+
+
 def bind_queue(template: dict[str, Any]) -> None:
-    """Point every SQS trigger at the stack's JobsQueue (the only queue a function consumes)."""
+    """Point every SQS trigger at the stack's own queue of that name (the jobs queue, the SES feedback queue)."""
     for logical, function in functions(template).items():
         for name, event in function["Properties"].get("Events", {}).items():
             if event.get("Type") != "SQS":
                 continue
-            bound = {"Fn::GetAtt": ["JobsQueue", "Arn"]}
-            if event["Properties"]["Queue"] == bound:
+            if event["Properties"]["Queue"] in [{"Fn::GetAtt": [q, "Arn"]} for q in QUEUES.values()]:
                 continue
             queue = json.dumps(event["Properties"]["Queue"])
-            if not queue.rstrip('"}').endswith("-jobs"):
-                raise PackageError(f"{logical}.{name} consumes {queue}; only the jobs queue is defined")
-            event["Properties"]["Queue"] = bound
+            bound = [q for suffix, q in QUEUES.items() if queue.rstrip('"}').endswith(suffix)]
+            if not bound:
+                raise PackageError(
+                    f"{logical}.{name} consumes {queue}; only the jobs queue and the feedback queue exist"
+                )
+            event["Properties"]["Queue"] = {"Fn::GetAtt": [bound[0], "Arn"]}
 
 
 def pin(template: dict[str, Any], prefix: str, region: str = DEPLOY_REGION) -> dict[str, Any]:

@@ -29,7 +29,7 @@ POLICY_DIR = ROOT / ".chalice" / "policies"
 
 DEPLOY_REGION = "eu-west-2"
 LOCAL_STAGES = ("local",)  # run on the emulator only; never packaged
-FUNCTIONS = ("api_handler", "notifier", "sweep", "catalog_sync")
+FUNCTIONS = ("api_handler", "notifier", "sweep", "catalog_sync", "feedback")
 
 # The copy model: Claude Haiku 4.5 through the global cross-region inference profile.
 BEDROCK_PROFILE = "global.anthropic.claude-haiku-4-5-20251001-v1:0"
@@ -69,6 +69,7 @@ class Needs:
     copy_model: bool = False  # Bedrock, the copy model only
     sms_optouts: bool = False  # SNS ListPhoneNumbersOptedOut (an account-level call)
     optional_secrets: tuple[str, ...] = ()  # granted only when the stage configures them
+    feedback_queue: bool = False  # consume the SES feedback queue (its trigger)
 
 
 NEEDS: dict[str, Needs] = {
@@ -130,6 +131,22 @@ NEEDS: dict[str, Needs] = {
         queue=PRODUCE,
         optional_secrets=("CATALOG_TOKEN",),
     ),
+    # SES bounces, complaints and deliveries: a hard bounce or a complaint opts the address out everywhere.
+    "feedback": Needs(
+        tables={
+            "catalog": TableAccess((GET, UPDATE)),
+            # by-contact: the address leaves every list it was on; PUT: a told place leaves its memory behind.
+            "requests": TableAccess((GET, PUT, UPDATE, DELETE), ("by-contact",)),
+            "restocks": TableAccess((GET, UPDATE)),
+            "reservations": TableAccess((GET, UPDATE)),
+            "optout": TableAccess((PUT,)),
+            "throttle": TableAccess((PUT,)),  # each event remembered a week, so a redelivery counts once
+            "audit": TableAccess((PUT,)),
+        },
+        queue=PRODUCE,  # top-ups for live offers given up
+        secrets=("CONTACT_HASH_KEY",),  # addresses are known by keyed hash
+        feedback_queue=True,
+    ),
 }
 
 
@@ -143,6 +160,7 @@ class Stage:
     ses_from: str
     copy_mode: str
     model_id: str
+    configuration_set: str
     region: str = DEPLOY_REGION
 
 
@@ -155,7 +173,7 @@ def stage_settings(config: dict[str, Any], name: str) -> Stage:
     """Read what the policies need from a stage's environment, refusing anything incomplete."""
     env = stage_env(name, config)
     secret_ids = {key[: -len("_SECRET_ID")]: value for key, value in env.items() if key.endswith("_SECRET_ID")}
-    for key in ("NAME_PREFIX", "SES_FROM"):
+    for key in ("NAME_PREFIX", "SES_FROM", "SES_CONFIGURATION_SET"):
         if not env.get(key):
             raise ValueError(f"stage {name} sets no {key}")
     return Stage(
@@ -165,6 +183,7 @@ def stage_settings(config: dict[str, Any], name: str) -> Stage:
         ses_from=env["SES_FROM"],
         copy_mode=env.get("COPY_MODE", "bedrock"),
         model_id=env.get("BEDROCK_MODEL_ID", BEDROCK_PROFILE),
+        configuration_set=env["SES_CONFIGURATION_SET"],
     )
 
 
@@ -229,6 +248,15 @@ def policy(stage: Stage, function: str) -> dict[str, Any]:
                 "Resource": f"arn:aws:sqs:{region}:*:{stage.prefix}-jobs",
             }
         )
+    if needs.feedback_queue:
+        statements.append(
+            {
+                "Sid": "FeedbackQueue",
+                "Effect": "Allow",
+                "Action": list(CONSUME),
+                "Resource": f"arn:aws:sqs:{region}:*:{stage.prefix}-ses-feedback",
+            }
+        )
     wanted = list(needs.secrets) + [name for name in needs.optional_secrets if name in stage.secret_ids]
     if wanted:
         missing = [name for name in wanted if name not in stage.secret_ids]
@@ -283,10 +311,12 @@ def policy(stage: Stage, function: str) -> dict[str, Any]:
                 "Sid": "Email",
                 "Effect": "Allow",
                 "Action": ["ses:SendEmail"],
-                # Either the address or its whole domain may be the verified identity.
+                # Either the address or its whole domain may be the verified identity; a send under a
+                # configuration set is authorised against the set as well.
                 "Resource": [
                     f"arn:aws:ses:{region}:*:identity/{domain}",
                     f"arn:aws:ses:{region}:*:identity/{address}",
+                    f"arn:aws:ses:{region}:*:configuration-set/{stage.configuration_set}",
                 ],
                 "Condition": {"StringEquals": {"ses:FromAddress": address}},
             }

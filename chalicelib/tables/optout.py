@@ -6,7 +6,9 @@ from typing import Any
 
 from chalicelib.tables.base import TxItem
 
-SOURCES = ("stop", "unsubscribe", "admin")
+# Why a contact is suppressed: an SMS STOP, the unsubscribe link, staff, or SES feedback (a hard bounce or a
+# complaint, chalicelib/feedback.py).
+SOURCES = ("stop", "unsubscribe", "admin", "bounce", "complaint")
 
 
 class OptoutTable:

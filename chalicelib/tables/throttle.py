@@ -42,7 +42,7 @@ class ThrottleTable:
             "Put": {
                 "TableName": self.name,
                 "Item": {"key": key, "ttl": expires_at},
-                # Exactly once (invariant 6): a second delivery of the same webhook finds the first one's record.
+                # Exactly once (invariant 6): a second delivery of the same webhook or SES event finds the first one's record.
                 "ConditionExpression": "attribute_not_exists(#key)",
                 "ExpressionAttributeNames": {"#key": "key"},
             }

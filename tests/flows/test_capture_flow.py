@@ -74,3 +74,26 @@ def test_opted_out_contact_is_acknowledged_and_not_stored(client: Client, servic
     assert response.status_code == 202
     assert response.json_body == {"status": "acknowledged"}
     assert requests_for(services, chair) == []
+
+
+def test_an_internationalised_domain_is_stored_in_its_ascii_form(
+    client: Client, services: Services, chair: str
+) -> None:
+    # SES's envelope is ASCII only: the domain is kept as Punycode (IDNA), the form every send uses.
+    first = tap(client, {"sku": chair, "channel": "email", "contact": "ana@bücher.de"})
+    assert first.status_code == 201
+    [request] = requests_for(services, chair)
+    assert request["contact"] == "ana@xn--bcher-kva.de"
+    # The same mailbox written in Punycode is the same person, who keeps their place.
+    again = tap(client, {"sku": chair, "channel": "email", "contact": "ana@xn--bcher-kva.de"})
+    assert again.status_code == 200
+    assert again.json_body["status"] == "already_queued"
+    assert len(requests_for(services, chair)) == 1
+
+
+def test_a_local_part_outside_ascii_gets_a_clear_400(client: Client, services: Services, chair: str) -> None:
+    response = tap(client, {"sku": chair, "channel": "email", "contact": "anä@bücher.de"})
+    assert response.status_code == 400
+    assert response.json_body["error"] == "invalid_email"
+    assert "ASCII" in response.json_body["message"]
+    assert requests_for(services, chair) == []

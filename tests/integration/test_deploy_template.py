@@ -22,7 +22,13 @@ from tests.support import ROOT
 
 BIN = Path(sys.executable).parent
 STAGES = policies.deployed_stages(load_config())
-LOGICAL = {"api_handler": "APIHandler", "notifier": "Notifier", "sweep": "Sweep", "catalog_sync": "CatalogSync"}
+LOGICAL = {
+    "api_handler": "APIHandler",
+    "notifier": "Notifier",
+    "sweep": "Sweep",
+    "catalog_sync": "CatalogSync",
+    "feedback": "Feedback",
+}
 TOPIC = {"Ref": "AlertsTopic"}
 
 
@@ -153,18 +159,19 @@ def test_every_function_logs_to_its_own_group_kept_seven_days_made_before_it(pac
         assert group in package.template["Resources"][logical]["DependsOn"]
 
 
-def alarm(package: Package, metric: str) -> dict[str, Any]:
-    """The one alarm on a metric."""
+def alarm(package: Package, metric: str, dimension: Any = None) -> dict[str, Any]:
+    """The one alarm on a metric (of one dimension value, when given)."""
     (found,) = [
         a["Properties"]
         for a in package.resources("AWS::CloudWatch::Alarm").values()
         if a["Properties"]["MetricName"] == metric
+        and (dimension is None or a["Properties"]["Dimensions"][0]["Value"] == dimension)
     ]
     return found
 
 
 def test_alarms_watch_dead_letters_over_promising_api_errors_and_the_sweep(package: Package) -> None:
-    dlq = alarm(package, "ApproximateNumberOfMessagesVisible")
+    dlq = alarm(package, "ApproximateNumberOfMessagesVisible", {"Fn::GetAtt": ["JobsDeadLetterQueue", "QueueName"]})
     assert dlq["Namespace"] == "AWS/SQS"
     assert dlq["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["JobsDeadLetterQueue", "QueueName"]}}]
     over = alarm(package, "NoticesOverUnits")
@@ -182,6 +189,34 @@ def test_alarms_watch_dead_letters_over_promising_api_errors_and_the_sweep(packa
         assert found["TreatMissingData"] == "notBreaching"
 
 
+def test_ses_feedback_reaches_its_own_queue_and_function(package: Package) -> None:
+    resources = package.template["Resources"]
+    destination = resources["FeedbackEventDestination"]["Properties"]
+    assert destination["ConfigurationSetName"] == {"Ref": "FeedbackConfigurationSet"}
+    assert sorted(destination["EventDestination"]["MatchingEventTypes"]) == ["bounce", "complaint", "delivery"]
+    assert destination["EventDestination"]["SnsDestination"] == {"TopicARN": {"Ref": "FeedbackTopic"}}
+    subscription = resources["FeedbackSubscription"]["Properties"]
+    assert (subscription["Protocol"], subscription["RawMessageDelivery"]) == ("sqs", False)
+    assert subscription["Endpoint"] == {"Fn::GetAtt": ["FeedbackQueue", "Arn"]}
+    (publish,) = resources["FeedbackTopicPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    assert publish["Principal"] == {"Service": "ses.amazonaws.com"}
+    (deliver,) = resources["FeedbackQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    assert deliver["Condition"] == {"ArnEquals": {"aws:SourceArn": {"Ref": "FeedbackTopic"}}}
+    (event,) = package.function("feedback")["Events"].values()
+    assert event["Properties"]["Queue"] == {"Fn::GetAtt": ["FeedbackQueue", "Arn"]}
+    queue = resources["FeedbackQueue"]["Properties"]
+    assert queue["VisibilityTimeout"] >= 6 * package.function("feedback")["Timeout"]
+    assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {"Fn::GetAtt": ["FeedbackDeadLetterQueue", "Arn"]}
+    dead = alarm(
+        package, "ApproximateNumberOfMessagesVisible", {"Fn::GetAtt": ["FeedbackDeadLetterQueue", "QueueName"]}
+    )
+    assert dead["AlarmActions"] == [TOPIC]
+    name = resources["FeedbackConfigurationSet"]["Properties"]["Name"]["Fn::Sub"].replace(
+        "${NamePrefix}", package.prefix
+    )
+    assert package.function("notifier")["Environment"]["Variables"]["SES_CONFIGURATION_SET"] == name
+
+
 def test_the_monthly_budget_warns_the_alert_topic_which_may_receive_it(package: Package) -> None:
     (budget,) = package.resources("AWS::Budgets::Budget").values()
     props = budget["Properties"]
@@ -190,7 +225,7 @@ def test_the_monthly_budget_warns_the_alert_topic_which_may_receive_it(package: 
     assert package.template["Parameters"]["MonthlyBudgetUsd"]["Type"] == "Number"
     for notification in props["NotificationsWithSubscribers"]:
         assert notification["Subscribers"] == [{"SubscriptionType": "SNS", "Address": TOPIC}]
-    (topic_policy,) = package.resources("AWS::SNS::TopicPolicy").values()
+    topic_policy = package.template["Resources"]["AlertsTopicPolicy"]
     (statement,) = topic_policy["Properties"]["PolicyDocument"]["Statement"]
     assert set(statement["Principal"]["Service"]) == {"budgets.amazonaws.com", "cloudwatch.amazonaws.com"}
     assert statement["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}

@@ -64,13 +64,29 @@ def test_emails_are_lower_cased_whole_for_matching(raw: str, address: str, match
     assert contact.match == match
 
 
-def test_mailboxes_that_differ_beyond_case_stay_two_people() -> None:
-    # Unicode case folding turns "ß" into "ss"; two mailboxes must never become one person.
-    sharp = normalise_contact("email", "Straße@example.de", "GB")
-    plain = normalise_contact("email", "strasse@example.de", "GB")
-    assert sharp.match == "straße@example.de"
-    assert sharp.match != plain.match
-    assert normalise_contact("email", "STRASSE@Example.DE", "GB").match == plain.match
+@pytest.mark.parametrize(
+    ("raw", "address"),
+    [
+        ("ana@bücher.de", "ana@xn--bcher-kva.de"),
+        ("Ana@Bücher.DE", "Ana@xn--bcher-kva.de"),
+        ("ana@xn--bcher-kva.de", "ana@xn--bcher-kva.de"),
+    ],
+)
+def test_internationalised_domains_are_kept_in_their_punycode_form(raw: str, address: str) -> None:
+    contact = normalise_contact("email", raw, "GB")
+    assert contact.address == address
+    assert contact.address.isascii()
+    # Written either way, the domain is one person.
+    assert contact.match == "ana@xn--bcher-kva.de"
+
+
+@pytest.mark.parametrize("raw", ["Straße@example.de", "anä@bücher.de", "josé@example.com", "用户@例子.广告"])
+def test_a_local_part_outside_ascii_is_refused(raw: str) -> None:
+    # SES's envelope is ASCII only; such an address could never be sent to.
+    with pytest.raises(BadRequest) as caught:
+        normalise_contact("email", raw, "GB")
+    assert caught.value.code == "invalid_email"
+    assert "ASCII" in caught.value.message
 
 
 @pytest.mark.parametrize(

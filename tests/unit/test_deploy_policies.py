@@ -35,11 +35,14 @@ TABLES_PER_FUNCTION = {
     "notifier": {"catalog", "requests", "optout", "restocks", "reservations", "audit"},
     "sweep": {"catalog", "reservations", "restocks", "requests", "optout", "audit"},
     "catalog_sync": {"catalog", "restocks", "throttle", "audit"},
+    # A hard bounce or a complaint opts the address out and takes it off every list, as the sweep's STOP sync does.
+    "feedback": {"catalog", "requests", "restocks", "reservations", "optout", "throttle", "audit"},
 }
 SECRETS_PER_FUNCTION = {
     "api_handler": {"webhook-secret", "token-key", "contact-hash-key"},
     "notifier": {"token-key"},
     "sweep": {"contact-hash-key"},
+    "feedback": {"contact-hash-key"},
 }
 
 
@@ -143,7 +146,16 @@ def test_email_is_sent_only_from_the_stages_sender(stage: str) -> None:
     address = env["SES_FROM"].split("<")[-1].rstrip(">")
     (statement,) = [s for s in statements(policy(stage, "notifier")) if "ses:SendEmail" in s["Action"]]
     assert statement["Condition"] == {"StringEquals": {"ses:FromAddress": address}}
-    assert all(r.endswith((f"identity/{address}", f"identity/{address.split('@')[1]}")) for r in statement["Resource"])
+    identities = (f"identity/{address}", f"identity/{address.split('@')[1]}")
+    configuration_set = f"configuration-set/{env['SES_CONFIGURATION_SET']}"
+    assert all(r.endswith((*identities, configuration_set)) for r in statement["Resource"])
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_every_email_goes_out_under_the_templates_configuration_set(stage: str) -> None:
+    # The stage's setting names the set infra/template.json creates for that prefix, whose events reach the queue.
+    name = TEMPLATE["Resources"]["FeedbackConfigurationSet"]["Properties"]["Name"]["Fn::Sub"]
+    assert stage_env(stage, CONFIG)["SES_CONFIGURATION_SET"] == name.replace("${NamePrefix}", prefix(stage))
 
 
 def named(resource: str) -> str:

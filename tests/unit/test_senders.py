@@ -69,8 +69,17 @@ def test_the_email_request_is_valid_for_the_ses_v2_api() -> None:
 
     model = boto3.session.Session(region_name=REGION).client("sesv2").meta.service_model
     shape = model.operation_model("SendEmail").input_shape
-    report = ParamValidator().validate(EmailSender(None, SES_FROM).request(email_notice()), shape)
-    assert not report.has_errors(), report.generate_report()
+    for sender in (EmailSender(None, SES_FROM), EmailSender(None, SES_FROM, "bisn-feedback")):
+        report = ParamValidator().validate(sender.request(email_notice()), shape)
+        assert not report.has_errors(), report.generate_report()
+
+
+def test_an_email_goes_out_under_the_stages_configuration_set() -> None:
+    # SendEmail's ConfigurationSetName (botocore's sesv2 model): the set whose event destination reports bounces.
+    assert (
+        EmailSender(None, SES_FROM, "bisn-feedback").request(email_notice())["ConfigurationSetName"] == "bisn-feedback"
+    )
+    assert "ConfigurationSetName" not in EmailSender(None, SES_FROM).request(email_notice())
 
 
 def test_senders_route_by_channel_and_refuse_an_unknown_one() -> None:
