@@ -164,6 +164,8 @@ def parse_feed(raw: bytes) -> tuple[list[Product], list[Skipped], set[str]]:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise FeedError("the feed is not UTF-8 JSON") from exc
+    except RecursionError as exc:
+        raise FeedError("the feed is nested too deeply") from exc
     entries = data.get("products") if isinstance(data, dict) else data
     if not isinstance(entries, list):
         raise FeedError('the feed must be {"products": [...]} or a JSON array of products')

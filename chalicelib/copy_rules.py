@@ -70,11 +70,11 @@ def parse_model_text(text: str) -> dict[str, str]:
         body = fenced.group(1)
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         start, end = body.find("{"), body.rfind("}")
         try:
             data = json.loads(body[start : end + 1]) if 0 <= start < end else None
-        except ValueError:
+        except (ValueError, RecursionError):
             data = None
     if not isinstance(data, dict):
         raise CopyRejected("not_json")

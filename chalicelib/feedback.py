@@ -166,7 +166,7 @@ def parse_message(body: str) -> SesEvent:
         if not isinstance(message, str):
             raise MalformedEvent("the notification has no Message")
         return parse_event(_object(json.loads(message), "the event record"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:
         raise MalformedEvent(f"not JSON: {error.__class__.__name__}") from error
 
 

@@ -42,7 +42,7 @@ class Job:
         """Parse a message body; BadRequest for anything malformed (it will go to the DLQ)."""
         try:
             data: Any = json.loads(body)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise BadRequest("job body is not JSON", code="invalid_job") from exc
         if not isinstance(data, dict):
             raise BadRequest("job body is not an object", code="invalid_job")

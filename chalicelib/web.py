@@ -14,6 +14,9 @@ from chalicelib.errors import BadRequest, DomainError, PayloadTooLarge, RateLimi
 # The largest notify-me body accepted: a SKU, a contact and a name fit many times over.
 MAX_BODY_BYTES = 4096
 
+# Fields a form body may carry: the notify-me form has four.
+MAX_FORM_FIELDS = 20
+
 # Response headers as Chalice types them: a name may carry several values.
 Headers = dict[str, str | list[str]]
 
@@ -31,7 +34,10 @@ def parse_body(raw: bytes | None, content_type: str, max_bytes: int) -> dict[str
     except UnicodeDecodeError as exc:
         raise BadRequest("The body must be UTF-8.", code="invalid_body") from exc
     if kind == "application/x-www-form-urlencoded":
-        fields = parse_qs(text, keep_blank_values=True, max_num_fields=20)
+        try:
+            fields = parse_qs(text, keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS)
+        except ValueError as exc:  # more fields than max_num_fields
+            raise BadRequest(f"The form may have at most {MAX_FORM_FIELDS} fields.", code="invalid_body") from exc
         return {k: v[-1] for k, v in fields.items()}
     return json_object(text)
 
@@ -42,6 +48,9 @@ def json_object(text: str) -> dict[str, Any]:
         parsed = json.loads(text)
     except ValueError as exc:
         raise BadRequest("The body is not valid JSON.", code="invalid_json") from exc
+    except RecursionError as exc:
+        # Arrays or objects nested deeper than the parser's stack: no body we accept looks like that.
+        raise BadRequest("The body is nested too deeply.", code="invalid_body") from exc
     if not isinstance(parsed, dict):
         raise BadRequest("The body must be a JSON object.", code="invalid_body")
     return parsed

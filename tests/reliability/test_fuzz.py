@@ -219,3 +219,37 @@ def test_any_signed_order_body_gets_a_2xx_or_a_4xx(shop: tuple[World, ChaliceWsg
     assert 200 <= status < 500, (status, text, body)
     if status >= 400:
         assert set(json.loads(body)) == {"error", "message"}
+
+
+def nested(depth: int, opener: str) -> str:
+    """A JSON body nested `depth` levels deep (arrays or objects)."""
+    if opener == "[":
+        return "[" * depth + "]" * depth
+    return '{"a":' * depth + "1" + "}" * depth
+
+
+def form_with(fields: int) -> str:
+    return "&".join(f"field{i}=x" for i in range(fields))
+
+
+@FUZZ
+@given(
+    depth=st.integers(min_value=1, max_value=6000),
+    opener=st.sampled_from("[{"),
+    fields=st.integers(min_value=0, max_value=400),
+    kind=st.sampled_from(["json", "form", "webhook"]),
+)
+def test_bodies_nested_deep_or_with_many_fields_get_a_4xx(
+    shop: tuple[World, ChaliceWsgi, list[str]], depth: int, opener: str, fields: int, kind: str
+) -> None:
+    world, gateway, _ = shop
+    if kind == "form":
+        headers = {"content-type": "application/x-www-form-urlencoded"}
+        status, _headers, _body = gateway._handle("POST", "/notify-me", headers, form_with(fields).encode())
+    elif kind == "json":
+        headers = {"content-type": "application/json"}
+        status, _headers, _body = gateway._handle("POST", "/notify-me", headers, nested(depth, opener).encode())
+    else:
+        status, _body = post_signed(world, gateway, "/webhooks/inventory", nested(depth, opener))
+    count("deep or wide bodies")
+    assert 400 <= status < 500, (kind, depth, fields, status)
