@@ -106,7 +106,12 @@ class CaptureService:
             raise RateLimited("Too many requests from this address; try again in a minute.", retry_after)
 
     def capture(self, source: str, data: Any) -> CaptureOutcome:
-        """Handle one tap end to end; raises a DomainError for anything the caller must fix."""
+        """Handle one tap end to end; raises a DomainError for anything the caller must fix.
+
+        `source` is the caller's IP address. It is kept only as a keyed hash (in the rate limit's key and the
+        audit), like a contact: enough to count taps from one address, nothing to read it back from.
+        """
+        source = contact_key(f"ip:{source}", self.hash_key)
         tap = parse_notify_me(data, self.settings.default_phone_region)
         now = self.clock.now()
         key = contact_key(tap.contact.match, self.hash_key)

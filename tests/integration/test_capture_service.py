@@ -5,6 +5,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
+
+from chalicelib.errors import UnknownSku
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 
@@ -80,3 +83,15 @@ def test_a_new_tap_costs_one_transaction_and_one_count(services: Services, chair
     client.meta.events.register("before-call.dynamodb.*", lambda model, **_: calls.append(model.name))
     services.capture.capture("ip", TAP)
     assert calls == ["TransactWriteItems", "Query"]
+
+
+def test_the_callers_address_is_stored_only_as_a_keyed_hash(services: Services, chair: str) -> None:
+    address = "198.51.100.23"
+    services.capture.capture(address, {"sku": chair, "channel": "sms", "contact": "+447400300001"})
+    with pytest.raises(UnknownSku):
+        services.capture.capture(address, {"sku": "NO-SUCH-SKU", "channel": "sms", "contact": "+447400300002"})
+    stored = [
+        str(item) for table in (services.tables.throttle, services.tables.audit) for item in table.table.scan()["Items"]
+    ]
+    assert stored, "the taps were counted and audited"
+    assert not [item for item in stored if address in item]
