@@ -20,7 +20,10 @@ from chalicelib.tables.requests import new_joined_ts
 from chalicelib.tables.store import Tables
 
 SKU_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}$")
-MAX_NAME_LEN = 100
+MAX_NAME_LEN = 40
+# A first name or a short full name: letters of any script, spaces, apostrophes and hyphens. No digits or dots,
+# so a name can never carry a link, a price or a code into anything the shop shows or sends.
+NAME_PUNCTUATION = " '’-"
 
 
 @dataclass(frozen=True)
@@ -79,8 +82,8 @@ def parse_notify_me(data: Any, default_region: str) -> NotifyMe:
     channel = _text(data, "channel", required=True, max_len=10).lower()
     raw_contact = _text(data, "contact", required=True, max_len=254)
     name = _text(data, "name", required=False, max_len=MAX_NAME_LEN)
-    if any(ord(c) < 32 for c in name):
-        raise BadRequest("name may not contain control characters.", code="invalid_field")
+    if not all(c.isalpha() or c in NAME_PUNCTUATION for c in name):
+        raise BadRequest("name may hold letters, spaces, apostrophes and hyphens only.", code="invalid_field")
     return NotifyMe(sku=sku, contact=normalise_contact(channel, raw_contact, default_region), name=name)
 
 

@@ -40,7 +40,7 @@
     var contactLabel = el("label", { "for": id + "-contact" }, "Mobile number");
     var contact = el("input", { id: id + "-contact", name: "contact", type: "tel", autocomplete: "tel", required: "", maxlength: "254" });
     var nameLabel = el("label", { "for": id + "-name" }, "Your name (optional)");
-    var name = el("input", { id: id + "-name", name: "name", type: "text", autocomplete: "given-name", maxlength: "100" });
+    var name = el("input", { id: id + "-name", name: "name", type: "text", autocomplete: "given-name", maxlength: "40" });
     var button = el("button", { type: "submit" }, "Notify me");
     var status = el("p", { "class": "bisn-status", role: "status", "aria-live": "polite" });
     [contactLabel, contact, nameLabel, name, button].forEach(function (n) { fieldset.appendChild(n); });

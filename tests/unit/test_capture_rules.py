@@ -65,3 +65,23 @@ def test_a_body_that_is_not_an_object_is_refused(body: Any) -> None:
 @pytest.mark.parametrize(("status", "http"), [("queued", 201), ("already_queued", 200), ("acknowledged", 202)])
 def test_outcomes_map_to_their_status_codes(status: str, http: int) -> None:
     assert CAPTURE_STATUS[CaptureOutcome(status).status] == http
+
+
+@pytest.mark.parametrize("name", ["Ada", "Anne-Marie", "O'Brien", "Zoë", "José María", "Łucja", "王芳", "D’Arcy"])
+def test_a_name_of_letters_spaces_apostrophes_and_hyphens_is_kept(name: str) -> None:
+    assert parse_notify_me({**GOOD, "name": name}, "GB").name == name
+
+
+@pytest.mark.parametrize(
+    "name", ["visit evil.example", "http://x", "50% off", "Ada2", "call 0800", "a\nb", "<b>Ada</b>", "Ada!"]
+)
+def test_a_name_that_could_carry_a_link_a_price_or_markup_is_refused(name: str) -> None:
+    with pytest.raises(BadRequest) as refused:
+        parse_notify_me({**GOOD, "name": name}, "GB")
+    assert refused.value.code == "invalid_field"
+
+
+def test_a_name_longer_than_forty_characters_is_refused() -> None:
+    with pytest.raises(BadRequest) as refused:
+        parse_notify_me({**GOOD, "name": "A" * 41}, "GB")
+    assert refused.value.code == "field_too_long"
