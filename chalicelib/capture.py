@@ -8,7 +8,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from chalicelib.alerts import StaffAlerts
 from chalicelib.clock import Clock
 from chalicelib.config import Settings
 from chalicelib.contacts import Contact, contact_key, normalise_contact
@@ -18,6 +17,7 @@ from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.catalog import Product
 from chalicelib.tables.requests import new_joined_ts
 from chalicelib.tables.store import Tables
+from chalicelib.unknown_skus import UnknownSkus
 
 SKU_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}$")
 MAX_NAME_LEN = 40
@@ -93,7 +93,7 @@ class CaptureService:
 
     settings: Settings
     tables: Tables
-    alerts: StaffAlerts
+    unknown_skus: UnknownSkus
     owed: OwedJobs
     clock: Clock
     hash_key: str
@@ -251,16 +251,7 @@ class CaptureService:
         return CaptureOutcome("queued", self.tables.requests.position(tap.sku, joined), joined, self.manage_link(key))
 
     def _record_unknown(self, tap: NotifyMe, key: str, source: str, now: float) -> None:
-        window = self.settings.unknown_sku_window_s
-        bucket = int(now // window)
         self.tables.audit.record(
             tap.sku, "unknown_sku", now, contact_key=key, channel=tap.contact.channel, source=source
         )
-        count = self.tables.throttle.bump(f"unknown#{tap.sku}#{bucket}", (bucket + 2) * window)
-        # Exactly at the threshold, so one burst of attempts alerts staff once per window, not per tap.
-        if count == self.settings.unknown_sku_alert_threshold:
-            self.alerts.send(
-                f"Shoppers are asking for unknown SKU {tap.sku}",
-                f"{count} Notify-me taps in the last {window // 60} minutes named SKU {tap.sku!r}, "
-                "which is not in the catalogue. If it is a real product, add it (or fix the product page's SKU).",
-            )
+        self.unknown_skus.record(tap.sku, now)

@@ -24,6 +24,7 @@ from chalicelib.tables.store import Tables
 if TYPE_CHECKING:
     from chalicelib.detect import DetectService
     from chalicelib.optout_service import OptoutService
+    from chalicelib.unknown_skus import UnknownSkus
 from chalicelib.tables.requests import RequestState
 from chalicelib.tables.reservations import Offer, OfferState
 
@@ -55,6 +56,7 @@ class SweepService:
     exits: QueueExits  # someone who opted out while holding a unit leaves the list once the hold expires
     jobs: JobQueue
     detector: DetectService  # restocks written but never put on the queue are finished by restock detection
+    unknown_skus: UnknownSkus  # staff hear once per window about SKUs shoppers asked for that do not exist
     optouts: OptoutService  # SMS STOP replies recorded by SNS become opt-outs here (and their places leave)
     clock: Clock
     faults: FaultHook = no_faults
@@ -62,11 +64,22 @@ class SweepService:
     budget_s: float = BUDGET_S
 
     def run(self, now: float | None = None) -> dict[str, int]:
-        """One sweep; returns counts: lapsed, expired, topups, stale_requests, pending_requeued, optouts_synced, raced."""
+        """One sweep; returns counts: lapsed, expired, topups, stale_requests, pending_requeued, unknown_sku_digests,
+        optouts_synced, raced."""
         at = self.clock.now() if now is None else float(now)
         deadline = time.monotonic() + self.budget_s
         summary = dict.fromkeys(
-            ("lapsed", "expired", "topups", "stale_requests", "pending_requeued", "optouts_synced", "raced"), 0
+            (
+                "lapsed",
+                "expired",
+                "topups",
+                "stale_requests",
+                "pending_requeued",
+                "unknown_sku_digests",
+                "optouts_synced",
+                "raced",
+            ),
+            0,
         )
         owed: dict[tuple[str, str], _Owed] = {}
         for page in self.tables.reservations.due_pages(at, page_size=self.page_size):
@@ -77,6 +90,7 @@ class SweepService:
         summary["topups"] = self._top_up(owed)
         summary["stale_requests"] = self._expire_stale(at, deadline)
         summary["pending_requeued"] = self.requeue_restocks_stuck_in_pending(at)
+        summary["unknown_sku_digests"] = int(self.unknown_skus.send_due(at))
         # Last: units and places first, so a slow or failing SNS call never holds them up.
         summary["optouts_synced"] = self.optouts.sync_sms_optouts().newly_suppressed
         return summary

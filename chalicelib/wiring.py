@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from chalicelib.sweep import SweepService
     from chalicelib.tables.store import Tables
     from chalicelib.tokens import Tokens
+    from chalicelib.unknown_skus import UnknownSkus
 
 
 class Services:
@@ -100,6 +101,18 @@ class Services:
         from chalicelib.alerts import StaffAlerts
 
         return StaffAlerts(self.aws.sns, self.settings.alert_topic_arn)
+
+    @cached_property
+    def unknown_skus(self) -> UnknownSkus:
+        """Taps on SKUs the catalogue does not know, and the staff digest of them once per window."""
+        from chalicelib.unknown_skus import UnknownSkus
+
+        return UnknownSkus(
+            throttle=self.tables.throttle,
+            alerts=self.alerts,
+            window_s=self.settings.unknown_sku_window_s,
+            threshold=self.settings.unknown_sku_alert_threshold,
+        )
 
     @cached_property
     def jobs(self) -> JobQueue:
@@ -185,7 +198,7 @@ class Services:
         return CaptureService(
             settings=self.settings,
             tables=self.tables,
-            alerts=self.alerts,
+            unknown_skus=self.unknown_skus,
             owed=self.owed,
             clock=self.clock,
             hash_key=self.hash_key,
@@ -268,6 +281,7 @@ class Services:
             exits=self.exits,
             jobs=self.jobs,
             detector=self.detector,
+            unknown_skus=self.unknown_skus,
             optouts=self.optouts,
             clock=self.clock,
             faults=self.faults,

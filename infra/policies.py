@@ -115,10 +115,13 @@ NEEDS: dict[str, Needs] = {
             "reservations": TableAccess((GET, UPDATE), ("by-due",)),
             "optout": TableAccess((GET, BATCH_GET, PUT)),
             "audit": TableAccess((PUT,)),
+            # The unknown-SKU digest of the window that ended: read, then marked sent.
+            "throttle": TableAccess((GET, UPDATE)),
         },
         queue=PRODUCE,  # top-ups for freed units; restocks stuck before their job
         secrets=("CONTACT_HASH_KEY",),  # opted-out numbers are stored as keyed hashes
         sms_optouts=True,
+        alerts=True,  # the unknown-SKU digest
     ),
     "catalog_sync": Needs(
         tables={

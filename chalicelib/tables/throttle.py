@@ -64,3 +64,38 @@ class ThrottleTable:
             ReturnValues="UPDATED_NEW",
         )
         return int(result["Attributes"]["n"])
+
+    # --- The unknown-SKU digest: one item per window naming the SKUs that crossed the alert threshold.
+
+    def add_to_digest(self, key: str, sku: str, *, cap: int, expires_at: int) -> None:
+        """Name `sku` in a window's digest; past `cap` names only the count of the others grows."""
+        try:
+            self.table.update_item(
+                Key={"key": key},
+                UpdateExpression="ADD skus :sku SET #ttl = if_not_exists(#ttl, :ttl)",
+                # Bounded: taps on made-up SKUs must not grow one item without limit (400 KB per item).
+                ConditionExpression="attribute_not_exists(skus) OR size(skus) < :cap",
+                ExpressionAttributeNames={"#ttl": "ttl"},
+                ExpressionAttributeValues={":sku": {sku}, ":cap": cap, ":ttl": expires_at},
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            self.bump(key, expires_at)
+
+    def digest(self, key: str) -> tuple[list[str], int, bool]:
+        """A window's digest: the SKUs named, how many more crossed the threshold, and whether it was sent."""
+        item = self.table.get_item(Key={"key": key}, ConsistentRead=True).get("Item") or {}
+        return sorted(str(s) for s in item.get("skus", ())), int(item.get("n", 0)), "sent_at" in item
+
+    def mark_digest_sent(self, key: str, now: float) -> bool:
+        """Mark a window's digest sent; False when another sweep marked it first."""
+        try:
+            self.table.update_item(
+                Key={"key": key},
+                UpdateExpression="SET sent_at = :now",
+                # One digest per window: whichever sweep marks it first is the one that sent it.
+                ConditionExpression="attribute_exists(skus) AND attribute_not_exists(sent_at)",
+                ExpressionAttributeValues={":now": int(now)},
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True

@@ -9,6 +9,7 @@ import boto3
 import pytest
 from chalice.test import Client
 
+from chalicelib.unknown_skus import DIGEST_CAP
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 
@@ -84,7 +85,7 @@ def staff_messages(session: boto3.session.Session, url: str) -> list[dict[str, A
     return [json.loads(m["Body"]) for m in received]
 
 
-def test_unknown_sku_is_404_recorded_and_staff_alerted_once(
+def test_unknown_sku_is_404_recorded_and_staff_told_once_after_the_window(
     client: Client, services: Services, session: boto3.session.Session, clock: FixedClock
 ) -> None:
     inbox = subscribe_staff_inbox(session, services)
@@ -96,13 +97,17 @@ def test_unknown_sku_is_404_recorded_and_staff_alerted_once(
     attempts = services.tables.audit.for_sku("LAMP-OLD")
     assert [a["kind"] for a in attempts] == ["unknown_sku"] * (threshold + 3)
     assert all("contact" not in a and len(a["contact_key"]) == 40 for a in attempts)
-    alerts = staff_messages(session, inbox)
-    assert len(alerts) == 1
-    assert "LAMP-OLD" in alerts[0]["Subject"]
     assert stored(services) == []
+    assert services.sweep.run()["unknown_sku_digests"] == 0, "the window is still open"
+    clock.advance(services.settings.unknown_sku_window_s)
+    assert services.sweep.run()["unknown_sku_digests"] == 1
+    assert services.sweep.run()["unknown_sku_digests"] == 0, "one digest per window"
+    [alert] = staff_messages(session, inbox)
+    assert "1 unknown SKU" in alert["Subject"]
+    assert "- LAMP-OLD" in alert["Message"]
 
 
-def test_unknown_sku_alerts_again_in_a_later_window(
+def test_unknown_skus_are_told_again_in_a_later_window(
     client: Client, services: Services, session: boto3.session.Session, clock: FixedClock
 ) -> None:
     inbox = subscribe_staff_inbox(session, services)
@@ -111,7 +116,26 @@ def test_unknown_sku_alerts_again_in_a_later_window(
         for i in range(threshold):
             post(client, json.dumps({**GOOD, "sku": "LAMP-OLD", "contact": f"074001{window}{i:04d}"}))
         clock.advance(services.settings.unknown_sku_window_s)
+        services.sweep.run()
     assert len(staff_messages(session, inbox)) == 2
+
+
+def test_made_up_skus_come_as_one_bounded_digest_with_no_link_in_it(
+    services: Services, session: boto3.session.Session, clock: FixedClock
+) -> None:
+    inbox = subscribe_staff_inbox(session, services)
+    threshold = services.settings.unknown_sku_alert_threshold
+    skus = ["http://evil.example/x", *(f"MADE-UP-{n:03d}" for n in range(DIGEST_CAP + 9))]
+    for sku in skus:
+        for _ in range(threshold):
+            services.unknown_skus.record(sku, clock.now())
+    clock.advance(services.settings.unknown_sku_window_s)
+    assert services.sweep.run()["unknown_sku_digests"] == 1
+    [alert] = staff_messages(session, inbox)
+    assert f"{len(skus)} unknown SKU" in alert["Subject"]
+    assert "and 10 more unknown SKUs" in alert["Message"]
+    assert "evil.example" not in alert["Message"] and "http://" not in alert["Message"]
+    assert len([line for line in alert["Message"].splitlines() if line.startswith("- ")]) == DIGEST_CAP
 
 
 def test_a_discontinued_product_cannot_be_joined(client: Client, services: Services, chair: str) -> None:

@@ -318,6 +318,7 @@ def test_summary_counts_every_kind_of_work(s: Scene) -> None:
         "topups",
         "stale_requests",
         "pending_requeued",
+        "unknown_sku_digests",
         "optouts_synced",
         "raced",
     }

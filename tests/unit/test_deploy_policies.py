@@ -33,7 +33,7 @@ TEMPLATE = json.loads((ROOT / "infra" / "template.json").read_text())
 TABLES_PER_FUNCTION = {
     "api_handler": {"catalog", "requests", "restocks", "reservations", "optout", "throttle", "audit"},
     "notifier": {"catalog", "requests", "optout", "restocks", "reservations", "audit"},
-    "sweep": {"catalog", "reservations", "restocks", "requests", "optout", "audit"},
+    "sweep": {"catalog", "reservations", "restocks", "requests", "optout", "throttle", "audit"},
     "catalog_sync": {"catalog", "restocks", "throttle", "audit"},
     # A hard bounce or a complaint opts the address out and takes it off every list, as the sweep's STOP sync does.
     "feedback": {"catalog", "requests", "restocks", "reservations", "optout", "throttle", "audit"},
