@@ -4,11 +4,13 @@ included), and the number of live offers beyond the units when a batch of offers
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from chalicelib.metrics import NOTICES_OVER_UNITS, NOTICES_SENT
+from chalicelib.tables.restocks import Restock
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.builders import add_request, add_restock, joined
@@ -31,13 +33,13 @@ def shop(services: Services, clock: FixedClock) -> Services:
 def first_read_says(shop: Services, monkeypatch: pytest.MonkeyPatch, offerable: int) -> None:
     """The job's first read of the restock counts `offerable` units (another job took some since); later reads
     are true."""
-    real: Callable[[str, str], dict[str, Any] | None] = shop.tables.restocks.get
+    real: Callable[[str, str], Restock | None] = shop.tables.restocks.get
     reads = []
 
-    def get(sku: str, restock_ts: str) -> dict[str, Any] | None:
+    def get(sku: str, restock_ts: str) -> Restock | None:
         item = real(sku, restock_ts)
         reads.append(item)
-        return {**item, "units_offerable": offerable} if item and len(reads) == 1 else item
+        return replace(item, units_offerable=offerable) if item and len(reads) == 1 else item
 
     monkeypatch.setattr(shop.tables.restocks, "get", get)
 
