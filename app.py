@@ -10,6 +10,7 @@ from chalice import Chalice, Rate, Response
 from chalice.app import CloudWatchEvent, Request, SQSEvent
 
 from chalicelib import logs, wiring
+from chalicelib.config import NOTIFIER_MAX_CONCURRENCY
 from chalicelib.errors import DomainError
 from chalicelib.jobs import Job
 from chalicelib.web import MAX_BODY_BYTES, Headers, cors_headers, error_response, house_error, json_response, parse_body
@@ -131,7 +132,8 @@ def catalog_sync(event: CloudWatchEvent) -> dict[str, object]:
 JOBS_QUEUE = os.environ.get("NAME_PREFIX", "bisn") + "-jobs"
 
 
-@app.on_sqs_message(queue=JOBS_QUEUE, batch_size=1)
+# At most NOTIFIER_MAX_CONCURRENCY jobs at once: the account's send rates are shared out among them.
+@app.on_sqs_message(queue=JOBS_QUEUE, batch_size=1, maximum_concurrency=NOTIFIER_MAX_CONCURRENCY)
 def notifier(event: SQSEvent) -> None:
     """Tell the front of a SKU's waiting list about a restock. Raising returns the job to the queue (DLQ after 5)."""
     services = wiring.current()

@@ -16,8 +16,11 @@ ClientService = Literal["sqs", "sns", "sesv2", "secretsmanager"]
 class Aws:
     """One region's boto3 clients, each built on first use and then reused."""
 
-    def __init__(self, region: str, session: boto3.session.Session | None = None) -> None:
+    def __init__(
+        self, region: str, session: boto3.session.Session | None = None, *, sends_concurrency: int = 10
+    ) -> None:
         self.region = region
+        self.sends_concurrency = sends_concurrency  # the notifier's send threads, which share the sending clients
         self._session = session
         self._lock = threading.Lock()
         self._local = threading.local()
@@ -70,7 +73,15 @@ class Aws:
     def _sending_client(self, service: ClientService) -> Any:
         # One attempt per call: an SMS or email whose answer was lost may have been sent, and botocore would
         # send it again on a read timeout. The senders retry only answers that prove nothing was sent.
-        config = self._config.merge(Config(retries={"mode": "standard", "total_max_attempts": 1}))
+        # Adaptive mode adds botocore's client-side rate limiting, which slows this container's calls down
+        # when the provider throttles (boto3's retries guide), even with one attempt per call. One pooled
+        # connection per send thread, so no send waits for a connection another thread holds.
+        config = self._config.merge(
+            Config(
+                retries={"mode": "adaptive", "total_max_attempts": 1},
+                max_pool_connections=max(10, self.sends_concurrency),
+            )
+        )
         with self._lock:
             return self.session.client(service, region_name=self.region, config=config)
 

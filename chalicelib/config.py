@@ -8,6 +8,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import urlparse
 
+# Notifier invocations that may run at once: the `MaximumConcurrency` of its SQS trigger (app.py; SQS allows 2 to
+# 1000). The account's send rates are shared out among them (chalicelib/senders.py: `per_function_rate`).
+NOTIFIER_MAX_CONCURRENCY = 2
+
 
 class ConfigError(RuntimeError):
     """A required setting is missing or malformed; the function must not start half-configured."""

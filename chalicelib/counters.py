@@ -7,6 +7,7 @@ change that causes it, conditional on that row's state:
 |---|---|---|
 | notice sent | notifier | `offer` (a batch: k units, k offer rows, k requests marked told) |
 | notice not sent after all | notifier | `roll_back` |
+| notice refused for its recipient | notifier | `undeliverable` |
 | link tapped | reserve link | `hold` |
 | offer unused in time, or its unit just gone | sweep, reserve link | `lapse` |
 | owner of a live offer leaves the list | leaving | `lapse_leaving` |
@@ -188,6 +189,36 @@ class UnitMoves:
                     sku, request_joined_ts, token_id=token_id, previous_restock=previous_restock
                 ),
             )
+        )
+        self.tables.run(tx)
+
+    def undeliverable(
+        self,
+        *,
+        sku: str,
+        restock_ts: str,
+        token_id: str,
+        request_joined_ts: str,
+        restock_id: str,
+        now: float,
+        facts: dict[str, Any],
+    ) -> None:
+        """The provider refused a notice for its recipient alone: the offer row gone, units_offerable + 1 (the unit
+        goes to the next person), the request waiting but still told about this restock and marked undeliverable
+        for it (never offered or sent again for it), and the fact `notice_undeliverable` (with `facts`) appended: all
+        in one transaction.
+        Raises when it could not be undone."""
+        tx = (
+            Tx()
+            .add("row", self.tables.reservations.delete_offer_item(token_id))
+            .add("units", self.tables.restocks.release_offer_item(sku, restock_ts))
+            .add(
+                "request",
+                self.tables.requests.mark_undeliverable_item(
+                    sku, request_joined_ts, token_id=token_id, restock_id=restock_id
+                ),
+            )
+            .add("fact", self.tables.audit.record_item(sku, "notice_undeliverable", now, **facts))
         )
         self.tables.run(tx)
 

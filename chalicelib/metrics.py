@@ -12,6 +12,8 @@ UNITS_TOTAL = "UnitsTotal"
 UNITS_OFFERABLE = "UnitsOfferableAtStart"
 SEND_FAILURES = "SendFailures"
 NOTICES_UNCONFIRMED = "NoticesUnconfirmed"  # the provider may have sent it; its answer was lost
+NOTICES_UNDELIVERABLE = "NoticesUndeliverable"  # refused for the recipient: their unit goes onward
+SENDS_THROTTLED = "SendsThrottled"  # still throttled after the sender's tries: rolled back, told later
 FALLBACK_COPY = "FallbackCopyUsed"
 CONTINUATIONS = "ContinuationsQueued"
 # Live offers beyond the units of a restock, read right after the notifier took its last units (invariant 5):

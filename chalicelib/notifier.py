@@ -4,7 +4,9 @@ Eligible requests are offered in batches, oldest first: one transaction takes k 
 (all or none, never below zero), writes the k offer rows and marks the k requests told for this restock.
 Only then are the notices sent.
 A send that fails is rolled back by the inverse transaction and the job fails, so SQS retries it; a job
-redelivered after success finds everyone already told and sends nothing.
+redelivered after success finds everyone already told and sends nothing. A send the provider refuses for its
+recipient alone is undone and marked undeliverable in one transaction, and the walk goes on; a send still
+throttled is undone and told by a later job.
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ from chalicelib.metrics import (
     NOTICES_OVER_UNITS,
     NOTICES_SENT,
     NOTICES_UNCONFIRMED,
+    NOTICES_UNDELIVERABLE,
     SEND_FAILURES,
+    SENDS_THROTTLED,
     UNITS_OFFERABLE,
     UNITS_TOTAL,
     Metrics,
@@ -42,7 +46,7 @@ from chalicelib.metrics import (
     skip_metric,
 )
 from chalicelib.optout_gate import BatchOptoutCheck, LastLooks
-from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent
+from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent, refused_recipient, throttled
 from chalicelib.tables.audit import FACTS_PER_TRANSACTION
 from chalicelib.tables.base import TransactionCancelled, Tx, transact
 from chalicelib.tables.catalog import Product
@@ -64,6 +68,7 @@ class SkipReason(StrEnum):
     NOT_WAITING = "not_waiting"
     NO_CONTACT = "no_contact"
     LEAVING = "leaving"  # asked to leave while holding a unit; the place goes when the hold ends
+    UNDELIVERABLE = "undeliverable"  # the provider refused this restock's notice for the contact
 
 
 class StopReason(StrEnum):
@@ -73,11 +78,19 @@ class StopReason(StrEnum):
     UNITS_EXHAUSTED = "units_exhausted"
     DEADLINE = "deadline"
     SEND_FAILED = "send_failed"
+    THROTTLED = "throttled"
     RESTOCK_CLOSED = "closed"
     NO_UNITS = "no_units"
 
 
 AFTER_OFFER_COMMITTED = "notifier.after_offer_committed"
+
+# Recipient refusals in a row on one channel, with no notice of it sent between, after which the next is taken
+# for a problem of ours (an unverified sender, a paused account) and fails the job instead of marking the
+# person undeliverable: a misconfiguration never costs more than this many people their notice of a restock.
+MAX_REFUSALS_IN_A_ROW = 5
+# When a top-up comes back for the notices the provider kept throttling (SQS DelaySeconds).
+THROTTLED_RETRY_S = 60
 
 # Offers committed per transaction: one restock update plus two items per offer, within DynamoDB's 100 items.
 OFFER_BATCH = 25
@@ -124,6 +137,8 @@ def skip_reason(request: dict[str, Any], restock_id: str, suppressed: set[str]) 
         return SkipReason.OPTED_OUT
     if state == RequestState.CONVERTED:
         return SkipReason.CONVERTED
+    if request.get("undeliverable_restock") == restock_id:
+        return SkipReason.UNDELIVERABLE
     if request.get("last_notified_restock") == restock_id:
         return SkipReason.ALREADY_NOTIFIED
     if state == RequestState.OFFERED:
@@ -190,6 +205,9 @@ class _Walk:
         self.failures = 0
         self.withdrawn = 0  # offers undone because the contact opted out just before the send
         self.unconfirmed = 0  # notices the provider may have taken, whose answer was lost
+        self.undeliverable = 0  # offers undone because the provider refused the recipient for good
+        self.throttled = 0  # offers undone because the provider kept throttling: a later job tells them
+        self.refused_in_a_row: Counter[str] = Counter()  # per channel, since its last notice sent
         self.skipped: Counter[SkipReason] = Counter()
         self.copy: Copy | None = None
         self.facts: Facts = facts_for(product, shop)
@@ -271,7 +289,12 @@ class Notifier:
         # Keep back enough time to let the sends in flight finish and to queue the continuation.
         reserve_ms = min(self.deadline_margin_ms, max(0, remaining_ms()) // 4)
         stopped = self._walk(walk, remaining_ms, reserve_ms)
-        if stopped == StopReason.QUEUE_END and walk.left > 0 and not walk.failures and self._mark_idle(walk):
+        if (
+            stopped == StopReason.QUEUE_END
+            and walk.left > 0
+            and not walk.failures + walk.throttled
+            and self._mark_idle(walk)
+        ):
             # Units are left and nobody eligible waits: say so on the product, where every new place looks
             # (capture sends a job when it sees it), then read the end of the queue once more, so a place
             # that joined before the mark was visible is walked here instead (one of the two always sees the
@@ -280,9 +303,12 @@ class Notifier:
             stopped = self._walk(walk, remaining_ms, reserve_ms)
         if stopped == StopReason.UNITS_EXHAUSTED:
             self._clear_idle(job, product)
-        if walk.withdrawn and stopped != StopReason.DEADLINE and not walk.failures:
+        if walk.withdrawn + walk.undeliverable and stopped != StopReason.DEADLINE and not walk.failures:
             # Units came back from offers withdrawn at the last moment: the next walk hands them on.
             self.jobs.send(Job(job.sku, job.restock_id, job.restock_ts, kind="topup"))
+        if walk.throttled and not walk.failures:
+            # Back-pressure, not a failure: the people rolled back wait untold, and a later walk tells them first.
+            self.jobs.send(Job(job.sku, job.restock_id, job.restock_ts, kind="topup"), delay_s=THROTTLED_RETRY_S)
         if walk.failures:
             raise SendFailed(f"{walk.failures} notice(s) for restock {job.restock_id} could not be sent; retrying")
         outcome = Outcome(job.restock_id, job.kind, stopped, notices=walk.notices, skipped=walk.skipped)
@@ -351,6 +377,8 @@ class Notifier:
                         self._collect(walk, block=len(walk.pending) >= max_in_flight)
                         if walk.failures:
                             return StopReason.SEND_FAILED
+                        if walk.throttled:
+                            return StopReason.THROTTLED
                         if walk.examined and remaining_ms() < reserve_ms:
                             # Everyone examined is offered or skipped before the continuation resumes after them.
                             return (
@@ -542,10 +570,15 @@ class Notifier:
                 self._withdraw(walk, pending)
             elif maybe_sent(error):
                 self._unconfirmed(walk, pending, error)
+            elif refused_recipient(pending.channel, error) and self._refusal_believed(walk, pending):
+                self._undeliverable(walk, pending, error)
+            elif throttled(error):
+                self._throttled(walk, pending, error)
             else:
                 self._send_failed(walk, pending, error)
 
     def _sent(self, walk: _Walk, pending: _Pending, message_id: str) -> None:
+        walk.refused_in_a_row[pending.channel] = 0
         walk.notices += 1
         walk.metrics.count(NOTICES_SENT)
         self._notice_fact(walk, pending, "notice_sent", message_id=message_id)
@@ -605,6 +638,70 @@ class Notifier:
         self.tables.audit.record(
             job.sku,
             "send_failed",
+            self.clock.now(),
+            restock_id=job.restock_id,
+            channel=pending.channel,
+            contact_key=pending.request.get("contact_key"),
+            token_id=pending.token_id,
+            error=error_code(error),
+            rolled_back=rolled_back,
+        )
+
+    def _refusal_believed(self, walk: _Walk, pending: _Pending) -> bool:
+        """Whether a refusal of the recipient is taken as theirs: not after MAX_REFUSALS_IN_A_ROW on the channel
+        with nothing sent between, which look like our own problem (the job fails and a person must look)."""
+        walk.refused_in_a_row[pending.channel] += 1
+        return walk.refused_in_a_row[pending.channel] <= MAX_REFUSALS_IN_A_ROW
+
+    def _undeliverable(self, walk: _Walk, pending: _Pending, error: BaseException) -> None:
+        """The provider refused this notice for its recipient alone (an address SES will not take, a number SNS
+        will not send to). One transaction undoes the offer and marks the person undeliverable for this restock,
+        with the fact: no retry offers or sends it again, the place stays for later restocks, and the unit goes
+        to the next person while the walk goes on."""
+        job, request = walk.job, pending.request
+        code = error_code(error)
+        walk.undeliverable += 1
+        walk.metrics.count(NOTICES_UNDELIVERABLE)
+        log.warning("notice of offer %s undeliverable (%s): the unit goes on", pending.token_id, code)
+        facts: dict[str, Any] = {
+            "restock_id": job.restock_id,
+            "position": pending.position,
+            "channel": pending.channel,
+            "contact_key": request.get("contact_key"),
+            "token_id": pending.token_id,
+            "request_joined_ts": request.get("joined_ts"),
+            "job_kind": job.kind,
+            "error": code,
+        }
+        try:
+            self.moves.undeliverable(
+                sku=job.sku,
+                restock_ts=job.restock_ts,
+                token_id=pending.token_id,
+                request_joined_ts=str(request["joined_ts"]),
+                restock_id=job.restock_id,
+                now=self.clock.now(),
+                facts={**facts, "rolled_back": True},
+            )
+        except Exception:
+            # The offer stands, told about this restock: the sweep lapses it and returns the unit; never resent.
+            log.exception("undoing the undeliverable offer %s failed; the sweep will lapse it", pending.token_id)
+            self.tables.audit.record(job.sku, "notice_undeliverable", self.clock.now(), **facts, rolled_back=False)
+            return
+        walk.left += 1  # the unit is offerable again: the walk offers it onward
+
+    def _throttled(self, walk: _Walk, pending: _Pending, error: BaseException) -> None:
+        """The provider still throttled after the sender's tries: nothing was sent. The offer is rolled back (the
+        person waits, untold), the walk makes no more offers, and a delayed top-up tells them: back-pressure,
+        never a failed job."""
+        walk.throttled += 1
+        walk.metrics.count(SENDS_THROTTLED)
+        job = walk.job
+        log.warning("send throttled for restock %s (%s); told later", job.restock_id, pending.channel)
+        rolled_back = self._roll_back(walk, pending)
+        self.tables.audit.record(
+            job.sku,
+            "send_throttled",
             self.clock.now(),
             restock_id=job.restock_id,
             channel=pending.channel,

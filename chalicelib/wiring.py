@@ -56,7 +56,7 @@ class Services:
         senders: Senders | None = None,
     ) -> None:
         self.settings = settings
-        self.aws = aws or Aws(settings.aws_region)
+        self.aws = aws or Aws(settings.aws_region, sends_concurrency=settings.sends_concurrency)
         self.clock: Clock = clock or SystemClock()
         self.faults = faults
         # A Converse-shaped client the caller brings (the local stack's and the tests' fake model).
@@ -160,16 +160,21 @@ class Services:
 
     @cached_property
     def senders(self) -> Senders:
-        """SMS (SNS) and email (SES v2), each under its per-second rate."""
-        from chalicelib.senders import EmailSender, Senders, SmsSender
+        """SMS (SNS) and email (SES v2), each at this notifier's share of the account's rate.
+
+        Built on the first job of a container, which reads the account's SES sending rate once (GetAccount)."""
+        from chalicelib.config import NOTIFIER_MAX_CONCURRENCY
+        from chalicelib.senders import EmailSender, Senders, SmsSender, per_function_rate, ses_max_send_rate
 
         if self._senders is not None:
             return self._senders
         return Senders(
             SmsSender(self.aws.sns_sends),
             EmailSender(self.aws.sesv2_sends, self.settings.ses_from, self.settings.ses_configuration_set),
-            sms_per_second=self.settings.sms_per_second,
-            email_per_second=self.settings.email_per_second,
+            sms_per_second=per_function_rate(self.settings.sms_per_second, None, NOTIFIER_MAX_CONCURRENCY),
+            email_per_second=per_function_rate(
+                self.settings.email_per_second, ses_max_send_rate(self.aws.sesv2), NOTIFIER_MAX_CONCURRENCY
+            ),
         )
 
     @cached_property

@@ -324,6 +324,16 @@ def policy(stage: Stage, function: str) -> dict[str, Any]:
                 "Condition": {"StringEquals": {"ses:FromAddress": address}},
             }
         )
+        statements.append(
+            {
+                "Sid": "EmailQuota",
+                "Effect": "Allow",
+                # The account's sending rate (SendQuota.MaxSendRate), read once per container to pace sends.
+                "Action": ["ses:GetAccount"],
+                # An account-level call: SES defines no resource for it.
+                "Resource": "*",
+            }
+        )
     if needs.copy_model and stage.copy_mode == "bedrock":
         statements.extend(_bedrock(stage))
     return {"Version": "2012-10-17", "Statement": statements}

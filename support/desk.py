@@ -39,6 +39,7 @@ NOT_YET_JOINED = "not_yet_joined"
 NOT_ON_LIST = "not_on_list"
 BOUGHT = "bought"
 IN_PROGRESS = "in_progress"
+UNDELIVERABLE = "undeliverable"
 OTHER = "other"
 
 # The notifier's skip reasons (audit `reason`) and what they mean for the shopper.
@@ -51,6 +52,7 @@ SKIP_VERDICTS: dict[SkipReason, tuple[str, str]] = {
     SkipReason.NOT_WAITING: (OTHER, "skipped: their place was not waiting"),
     SkipReason.NO_CONTACT: (OTHER, "skipped: no usable contact on their place"),
     SkipReason.LEAVING: (NOT_ON_LIST, "skipped: they had asked to leave this list once their hold ended"),
+    SkipReason.UNDELIVERABLE: (UNDELIVERABLE, "skipped: the provider had refused their notice of this restock"),
 }
 PASS_NOTES = {
     "topup": " (on a top-up pass, when a unit came back)",
@@ -266,6 +268,19 @@ class SupportDesk:
                 channel=str(notice.get("channel")),
                 told_at=_int(notice.get("at")),
                 follow_ups=follow,
+            )
+        refused = [f for f in mine if f.get("kind") == "notice_undeliverable"]
+        if refused:
+            # The provider refused this contact for good (an address SES will not take, a number SNS rejects):
+            # nothing reached them, their unit went to the next person, and their place stays for later restocks.
+            fact = refused[0]
+            return RestockVerdict(
+                **base,
+                verdict=UNDELIVERABLE,
+                detail=f"not told: the {fact.get('channel')} provider refused this contact ({fact.get('error')}); "
+                "the unit went to the next person and the place stays for later restocks: check the contact",
+                position=_int(fact.get("position")),
+                channel=str(fact.get("channel")),
             )
         skipped = [f for f in mine if f.get("kind") == "notice_skipped"]
         if skipped:

@@ -7,9 +7,10 @@ from typing import Any
 
 from infra.policies import BEDROCK_PROFILE
 
-# Calls that SNS defines no resource for: each may use Resource "*", and only in the named function.
+# Calls that SNS or SES define no resource for: each may use Resource "*", and only in the named function.
 ANY_RESOURCE_ALLOWED = {
     ("notifier", "sns:Publish"),  # an SMS to a phone number has no ARN
+    ("notifier", "ses:GetAccount"),  # the account's sending quota
     ("sweep", "sns:ListPhoneNumbersOptedOut"),  # an account-level listing
 }
 MODEL = BEDROCK_PROFILE.split(".", 1)[1]
@@ -130,6 +131,7 @@ CALLS = {
     "check_if_phone_number_is_opted_out": "sns:CheckIfPhoneNumberIsOptedOut",
     "opt_in_phone_number": "sns:OptInPhoneNumber",
     "send_email": "ses:SendEmail",
+    "get_account": "ses:GetAccount",
     "converse": "bedrock:InvokeModel",
     "converse_stream": "bedrock:InvokeModelWithResponseStream",
     "invoke_model": "bedrock:InvokeModel",

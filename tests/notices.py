@@ -3,6 +3,7 @@ client that fails on demand (restocks and places are written by tests/builders.p
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from email.utils import parseaddr
 from typing import Any
@@ -92,18 +93,34 @@ def drain(services: Services, *, looks: int | None = None, limit: int = 500) -> 
     raise AssertionError(f"the queue did not drain in {limit} deliveries")
 
 
-class FlakySns:
-    """An SNS client that refuses to publish to some numbers a given number of times, then publishes for real."""
+# SNS Publish's answers, with their codes from botocore's SNS service model (botocore/data/sns/*/service-2.json):
+# AuthorizationErrorException (403) is our account's problem, never the recipient's, and fails the job; the
+# message of an InvalidParameterException for a number SNS cannot send to is the one SNS gives.
+NOT_AUTHORISED = ("AuthorizationError", "User is not authorized to perform: SNS:Publish")
+BAD_NUMBER = ("InvalidParameter", "Invalid parameter: PhoneNumber Reason: the number is not valid to publish to")
+OPTED_OUT = ("OptedOut", "Phone number is opted out")  # OptedOutException
+THROTTLED = ("Throttled", "Rate exceeded")  # ThrottledException (429)
 
-    def __init__(self, real: Any, failures: dict[str, int]) -> None:
+
+class FlakySns:
+    """An SNS client that refuses to publish to some numbers a given number of times (with `answer`, a code and
+    message above), then publishes for real."""
+
+    def __init__(self, real: Any, failures: dict[str, int], answer: tuple[str, str] = NOT_AUTHORISED) -> None:
         self.real = real
         self.failures = dict(failures)
+        self.answer = answer
         self.refused: list[str] = []
+        self._lock = threading.Lock()
 
     def publish(self, **kwargs: Any) -> dict[str, Any]:
         number = kwargs.get("PhoneNumber", "")
-        if self.failures.get(number, 0) > 0:
-            self.failures[number] -= 1
-            self.refused.append(number)
-            raise ClientError({"Error": {"Code": "InternalError", "Message": "try again"}}, "Publish")
+        with self._lock:
+            refuse = self.failures.get(number, 0) > 0
+            if refuse:
+                self.failures[number] -= 1
+                self.refused.append(number)
+        if refuse:
+            code, message = self.answer
+            raise ClientError({"Error": {"Code": code, "Message": message}}, "Publish")
         return dict(self.real.publish(**kwargs))

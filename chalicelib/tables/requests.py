@@ -48,6 +48,7 @@ class Request:
     last_notified_restock: str | None = None  # the restock this place was last told about
     offer_token: str | None = None  # the live offer or hold of this place
     leave_requested: str | None = None  # why the holder asked to leave once their hold ends
+    undeliverable_restock: str | None = None  # the restock whose notice the provider refused for this contact
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Self:
@@ -67,6 +68,7 @@ class Request:
             last_notified_restock=str_or_none(item.get("last_notified_restock")),
             offer_token=str_or_none(item.get("offer_token")),
             leave_requested=str_or_none(item.get("leave_requested")),
+            undeliverable_restock=str_or_none(item.get("undeliverable_restock")),
         )
 
     def to_item(self) -> dict[str, Any]:
@@ -308,6 +310,18 @@ class RequestsTable:
             # Only the offer being rolled back is undone, never a later one.
             "#state = :offered AND offer_token = :tok",
             values,
+        )
+
+    def mark_undeliverable_item(self, sku: str, joined_ts: str, *, token_id: str, restock_id: str) -> TxItem:
+        """Transaction item: the provider refused this contact's notice of `restock_id` for good. The place is kept
+        for later restocks, waiting; it stays told about this one, so no retry offers or sends it again."""
+        return self._state_item(
+            sku,
+            joined_ts,
+            "SET #state = :waiting, undeliverable_restock = :rid REMOVE offer_token",
+            # Only the request that owns this very offer (exactly once, invariant 6: last_notified_restock stays).
+            "#state = :offered AND offer_token = :tok",
+            {":waiting": RequestState.WAITING, ":offered": RequestState.OFFERED, ":tok": token_id, ":rid": restock_id},
         )
 
     def back_to_waiting_item(self, sku: str, joined_ts: str, *, token_id: str, from_state: str) -> TxItem:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from chalicelib.config import NOTIFIER_MAX_CONCURRENCY
 from infra import policies
 from infra.pin_stage import PackageError, pin
 from infra.policies import DEPLOY_REGION, FUNCTIONS
@@ -133,6 +134,8 @@ def test_the_notifier_consumes_the_stacks_own_queue_one_job_at_a_time(package: P
     assert event["Type"] == "SQS"
     assert event["Properties"]["Queue"] == {"Fn::GetAtt": ["JobsQueue", "Arn"]}
     assert event["Properties"]["BatchSize"] == 1
+    # At most this many jobs at once: the account's send rates are divided by it (chalicelib/senders.py).
+    assert event["Properties"]["ScalingConfig"] == {"MaximumConcurrency": NOTIFIER_MAX_CONCURRENCY}
     schedules = {name: package.function(name)["Events"] for name in ("sweep", "catalog_sync")}
     assert [e["Properties"]["Schedule"] for e in schedules["sweep"].values()] == ["rate(1 minute)"]
     assert [e["Properties"]["Schedule"] for e in schedules["catalog_sync"].values()] == ["rate(15 minutes)"]

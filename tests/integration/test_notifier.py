@@ -237,7 +237,7 @@ def test_a_failed_send_is_rolled_back_and_the_retry_sends_it_exactly_once(shop: 
     assert all(r["request_joined_ts"] != failing["joined_ts"] for r in offers(shop, job))
     assert int(restock_item(shop, job).units_offerable) == 3 - len(offers(shop, job))
     [failure] = audit(shop, "send_failed")
-    assert failure["contact_key"] == key_of(shop, numbers[1]) and failure["error"] == "InternalError"
+    assert failure["contact_key"] == key_of(shop, numbers[1]) and failure["error"] == "AuthorizationError"
     assert failure["rolled_back"] is True
 
     retry = shop.notifier.handle(job, plenty)

@@ -304,6 +304,18 @@ def exactly_once(services: Services, t: Tables) -> list[str]:
     found += [f"6 exactly once: {j} recorded {n} notices for {rid}" for (rid, j), n in notices.items() if n > 1]
     # One notice per person per restock, whatever place they hold: a person who bought or left and joined
     # again has a new place, but the restock already told them.
+    # A notice the provider refused for its recipient is undone once, and that place is never told the restock.
+    refused = Counter(
+        (str(f.get("restock_id")), str(f.get("request_joined_ts"))) for f in t.facts("notice_undeliverable")
+    )
+    found += [
+        f"6 exactly once: {j} was found undeliverable {n} times for {rid}" for (rid, j), n in refused.items() if n > 1
+    ]
+    found += [
+        f"6 exactly once: {j} was told about {rid} after its notice was refused"
+        for rid, j in refused
+        if notices[rid, j]
+    ]
     people = Counter((str(f.get("restock_id")), str(f.get("contact_key"))) for f in t.facts("notice_sent"))
     found += [
         f"6 exactly once: contact {key[:8]} recorded {n} notices for {rid}" for (rid, key), n in people.items() if n > 1

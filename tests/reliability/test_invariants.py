@@ -115,6 +115,12 @@ def messaged_again_on_a_new_place(world: World) -> None:
     world.services.aws.sns.publish(PhoneNumber="+447400100501", Message=f"Back in stock again: {link}")
 
 
+def told_after_being_refused(world: World) -> None:
+    """A person told about the restock is also recorded as refused by the provider for it."""
+    [fact, *_] = [f for f in scan(world.table("audit")) if f["kind"] == "notice_sent"]
+    world.table("audit").put_item(Item={**fact, "ts": str(fact["ts"]) + "u", "kind": "notice_undeliverable"})
+
+
 def idle_on_the_catalogues_open_restock(world: World) -> None:
     """A unit to offer on the restock the catalogue names open, marked closed, while someone waits untold."""
     set_restock(
@@ -159,6 +165,9 @@ DAMAGE: dict[str, Damage] = {
     "one person recorded told twice for one restock": Damage(told_again_on_a_new_place, "6 exactly once: contact"),
     "one person messaged twice for one restock": Damage(
         messaged_again_on_a_new_place, "6 exactly once: contact", "messaged 2 times"
+    ),
+    "told after the provider refused them": Damage(
+        told_after_being_refused, "6 exactly once", "after its notice was refused"
     ),
     "a restock still owed its job": Damage(left_pending, "7 nothing lost"),
     "a unit idle on the catalogue's open restock": Damage(

@@ -238,10 +238,120 @@ def test_the_sending_clients_never_retry_on_their_own() -> None:
     from chalicelib.aws import Aws
 
     aws = Aws(
-        REGION, session=boto3.session.Session(region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x")
+        REGION,
+        session=boto3.session.Session(region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x"),
+        sends_concurrency=16,
     )
     for client in (aws.sns_sends, aws.sesv2_sends):
         assert client.meta.config.retries["total_max_attempts"] == 1
+        # botocore's client-side rate limiting slows the container down when the provider throttles.
+        assert client.meta.config.retries["mode"] == "adaptive"
+        # One pooled connection per send thread (botocore's default pool holds 10).
+        assert client.meta.config.max_pool_connections == 16
+
+
+# Error answers in the shapes botocore raises them: the codes are those of SES v2 SendEmail and SNS Publish in
+# botocore's service models (botocore/data/sesv2/*/service-2.json, botocore/data/sns/*/service-2.json).
+def refusal(code: str, message: str = "refused", operation: str = "SendEmail") -> Exception:
+    from botocore.exceptions import ClientError
+
+    return ClientError({"Error": {"Code": code, "Message": message}}, operation)
+
+
+def test_refusals_of_one_recipient_are_told_apart_from_our_accounts_and_our_requests() -> None:
+    from chalicelib.senders import refused_recipient
+
+    # SES v2 SendEmail: MessageRejected refuses this message to its recipient (an invalid address, or in the
+    # sandbox one not verified: SES API reference, SendEmail).
+    assert refused_recipient(EMAIL, refusal("MessageRejected", "Email address is not verified."))
+    # The rest are about the account, the sender identity or the request: they would refuse anyone.
+    for code in (
+        "MailFromDomainNotVerifiedException",
+        "AccountSuspendedException",
+        "SendingPausedException",
+        "LimitExceededException",
+        "NotFoundException",
+        "BadRequestException",
+        "TooManyRequestsException",
+    ):
+        assert not refused_recipient(EMAIL, refusal(code)), code
+    # SNS Publish: OptedOut (OptedOutException), and an InvalidParameter naming the number (the message SNS
+    # gives a number it cannot send to).
+    publish = "Publish"
+    assert refused_recipient(SMS, refusal("OptedOut", "Phone number is opted out", publish))
+    bad_number = "Invalid parameter: PhoneNumber Reason: +1555 is not valid to publish to"
+    assert refused_recipient(SMS, refusal("InvalidParameter", bad_number, publish))
+    assert refused_recipient(SMS, refusal("ParameterValueInvalid", bad_number, publish))
+    # An invalid parameter that is not the number is our request's fault; authorisation and KMS our account's.
+    assert not refused_recipient(SMS, refusal("InvalidParameter", "Invalid parameter: MessageAttributes", publish))
+    for code in ("AuthorizationError", "KMSDisabled", "EndpointDisabled", "Throttled", "InternalError"):
+        assert not refused_recipient(SMS, refusal(code, "PhoneNumber", publish)), code
+    # No answer at all is never a refusal.
+    from botocore.exceptions import EndpointConnectionError
+
+    assert not refused_recipient(SMS, EndpointConnectionError(endpoint_url="https://sns.eu-west-2.amazonaws.com/"))
+
+
+def test_a_throttle_is_back_pressure_asked_again_longer_than_other_answers() -> None:
+    from chalicelib.senders import THROTTLE_ATTEMPTS
+
+    sns = client_double("sns", "publish", {"MessageId": "sms-1"})
+    # SNS Publish's ThrottledException has the code "Throttled" (botocore's SNS service model).
+    throttle = refusal("Throttled", "Rate exceeded", "Publish")
+    sns.publish.side_effect = [throttle] * (THROTTLE_ATTEMPTS - 1) + [{"MessageId": "sms-1"}]
+    senders, slept = senders_over(sns)
+    assert senders.send(sms_notice()) == "sms-1"
+    assert sns.publish.call_count == THROTTLE_ATTEMPTS
+    assert slept == [0.4, 0.8, 1.6, 3.2]  # waiting longer each time
+
+
+def test_a_provider_failure_on_its_side_is_asked_again_as_nothing_was_sent() -> None:
+    from chalicelib.senders import ATTEMPTS
+
+    sns = client_double("sns", "publish", {"MessageId": "sms-1"})
+    # SNS Publish's InternalErrorException: code "InternalError", HTTP 500 (botocore's SNS service model).
+    sns.publish.side_effect = [refusal("InternalError", "oops", "Publish")] * ATTEMPTS
+    senders, slept = senders_over(sns)
+    with pytest.raises(Exception, match="InternalError"):
+        senders.send(sms_notice())
+    assert sns.publish.call_count == ATTEMPTS
+    assert len(slept) == ATTEMPTS - 1
+
+
+def test_a_functions_share_of_the_send_rate_is_the_accounts_divided_among_the_notifiers() -> None:
+    from chalicelib.senders import per_function_rate
+
+    # The stage's rate is the ceiling; SES's MaxSendRate lowers it when lower; the notifiers share it.
+    assert per_function_rate(14.0, 50.0, 2) == 7.0
+    assert per_function_rate(14.0, 1.0, 2) == 0.5  # a sandboxed account: SES allows 1 per second
+    assert per_function_rate(20.0, None, 4) == 5.0  # SMS: SNS has no quota to read
+    assert per_function_rate(14.0, 0.0, 2) == 7.0  # an unreadable quota leaves the stage's rate alone
+    with pytest.raises(ConfigError):
+        per_function_rate(0.0, 10.0, 2)
+    with pytest.raises(ConfigError):
+        per_function_rate(14.0, 10.0, 0)
+
+
+def test_the_accounts_ses_rate_is_read_from_get_account_or_left_to_the_stage() -> None:
+    from chalicelib.senders import ses_max_send_rate
+
+    # GetAccount's SendQuota (SES v2 API reference, GetAccount; botocore's sesv2 model, shape SendQuota).
+    ses = client_double(
+        "sesv2", "get_account", {"SendQuota": {"Max24HourSend": 50000.0, "MaxSendRate": 14.0, "SentLast24Hours": 3.0}}
+    )
+    assert ses_max_send_rate(ses) == 14.0
+    ses.get_account.side_effect = refusal("TooManyRequestsException", "slow down", "GetAccount")
+    assert ses_max_send_rate(ses) is None
+    assert ses_max_send_rate(client_double("sesv2", "get_account", {})) is None
+
+
+def test_the_notifier_trigger_is_capped_at_the_concurrency_the_rates_are_divided_by() -> None:
+    import app
+    from chalicelib.config import NOTIFIER_MAX_CONCURRENCY
+
+    assert 2 <= NOTIFIER_MAX_CONCURRENCY <= 1000  # SQS event source mappings allow 2 to 1000
+    [notifier] = [h for h in app.app.event_sources if getattr(h, "name", "") == "notifier"]
+    assert notifier.maximum_concurrency == NOTIFIER_MAX_CONCURRENCY
 
 
 def test_a_batch_reads_the_suppression_list_once_when_its_first_send_is_due() -> None:
