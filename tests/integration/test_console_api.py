@@ -162,15 +162,19 @@ def test_outbox_lists_sms_email_and_alerts_oldest_first(
     assert "html" not in sms
 
 
-def test_unknown_sku_taps_alert_staff_once_in_the_outbox(console: FlaskClient, api: Client) -> None:
+def test_unknown_sku_taps_reach_staff_once_in_the_outbox_after_their_window(console: FlaskClient, api: Client) -> None:
     for n in range(7):
         body = json.dumps({"sku": "NOT-SOLD", "channel": "sms", "contact": f"07400 12345{n}"})
         assert api.http.post("/notify-me", headers={"Content-Type": "application/json"}, body=body).status_code == 404
+    assert [m for m in messages(console) if m["channel"] == "alert"] == [], "the window is still open"
 
+    post(console, "/api/clock/advance", {"minutes": 60})
+    assert post(console, "/api/run/sweep").get_json()["result"]["unknown_sku_digests"] == 1
+    assert post(console, "/api/run/sweep").get_json()["result"]["unknown_sku_digests"] == 0
     alerts = [m for m in messages(console) if m["channel"] == "alert"]
 
     assert len(alerts) == 1
-    assert "NOT-SOLD" in alerts[0]["subject"]
+    assert "unknown SKU" in alerts[0]["subject"] and "NOT-SOLD" in alerts[0]["body"]
 
 
 def test_a_notice_is_tied_to_its_sku_and_reservation_through_its_reserve_link(
