@@ -222,7 +222,8 @@ class CaptureService:
         # never to be told again about the restock the old place was told about (exactly once per person).
         told = unique.get("told_restock")
         if ref:
-            told = (self.tables.requests.get(tap.sku, ref) or {}).get("last_notified_restock")
+            old = self.tables.requests.get(tap.sku, ref)
+            told = old.last_notified_restock if old else None
 
         def rejoin(quiet: bool) -> Tx:
             unique, request = self.tables.requests.rejoin_items(old_ref=ref, **fields, told=told)

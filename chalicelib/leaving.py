@@ -27,7 +27,7 @@ from chalicelib.counters import UnitMoves
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.jobs import Job, JobQueue
 from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
-from chalicelib.tables.requests import ACTIVE_STATES, RequestState
+from chalicelib.tables.requests import Request, RequestState
 from chalicelib.tables.reservations import OfferState
 from chalicelib.tables.store import Tables
 
@@ -68,42 +68,42 @@ class QueueExits:
     clock: Clock
     faults: FaultHook = no_faults
 
-    def places(self, contact_key: str) -> list[dict[str, Any]]:
+    def places(self, contact_key: str) -> list[Request]:
         """Every request one person has (any state), each re-read strongly consistent, oldest SKU first."""
         found = []
         for seen in self.tables.requests.by_contact(contact_key):
             # The by-contact index is eventually consistent; the table item is the truth.
-            current = self.tables.requests.get(str(seen["sku"]), str(seen["joined_ts"]))
-            if current is not None and current.get("contact_key") == contact_key:
+            current = self.tables.requests.get(seen.sku, seen.joined_ts)
+            if current is not None and current.contact_key == contact_key:
                 found.append(current)
-        return sorted(found, key=lambda r: (str(r["sku"]), str(r["joined_ts"])))
+        return sorted(found, key=lambda r: (r.sku, r.joined_ts))
 
     def leave_all(self, contact_key: str, *, reason: str, erase_finished: bool = False) -> list[Exit]:
         """Take one person off every list they are on; bought places are erased only when asked."""
         return [
             self.leave(request, reason=reason, erase_finished=erase_finished)
             for request in self.places(contact_key)
-            if erase_finished or request.get("state") in ACTIVE_STATES
+            if erase_finished or request.live
         ]
 
     def leave_sku(self, contact_key: str, sku: str, *, reason: str) -> Exit:
         """Take one person off one SKU's list (the manage page's 'leave this list')."""
         unique = self.tables.requests.get_unique(sku, contact_key)
         request = self.tables.requests.get(sku, str(unique["ref"])) if unique and unique.get("ref") else None
-        if request is None or request.get("contact_key") != contact_key:
+        if request is None or request.contact_key != contact_key:
             return Exit(sku, "", GONE)
         return self.leave(request, reason=reason)
 
-    def leave(self, request: dict[str, Any], *, reason: str, erase_finished: bool = False) -> Exit:
+    def leave(self, request: Request, *, reason: str, erase_finished: bool = False) -> Exit:
         """Take one request off its list, retrying when it moves between our read and our write."""
         if reason not in REASONS:
             raise ValueError(f"unknown reason {reason!r}")
-        sku, joined_ts, key = str(request["sku"]), str(request["joined_ts"]), str(request["contact_key"])
-        current: dict[str, Any] | None = request
+        sku, joined_ts, key = request.sku, request.joined_ts, request.contact_key
+        current: Request | None = request
         for _ in range(ATTEMPTS):
-            if current is None or current.get("contact_key") != key:
+            if current is None or current.contact_key != key:
                 return Exit(sku, joined_ts, GONE)
-            state = str(current.get("state", ""))
+            state = current.state
             try:
                 if state == RequestState.WAITING:
                     return self._leave_waiting(current, reason)
@@ -121,9 +121,9 @@ class QueueExits:
 
     # --- One transaction per state the request can be left from.
 
-    def _remove(self, tx: Tx, request: dict[str, Any], state: str, token_id: str | None = None) -> Tx:
+    def _remove(self, tx: Tx, request: Request, state: str, token_id: str | None = None) -> Tx:
         """Add the items that take the place off its list: the request, its uniqueness item, the count."""
-        sku, joined_ts, key = str(request["sku"]), str(request["joined_ts"]), str(request["contact_key"])
+        sku, joined_ts, key = request.sku, request.joined_ts, request.contact_key
         return (
             tx.add(
                 "request",
@@ -132,23 +132,23 @@ class QueueExits:
             .add(
                 "unique",
                 self.tables.requests.remove_unique_item(
-                    sku, key, joined_ts, told=request.get("last_notified_restock"), ttl=request.get("ttl")
+                    sku, key, joined_ts, told=request.last_notified_restock, ttl=request.ttl
                 ),
             )
             .add("waiting", self.tables.catalog.leave_item(sku))
         )
 
-    def _leave_waiting(self, request: dict[str, Any], reason: str) -> Exit:
+    def _leave_waiting(self, request: Request, reason: str) -> Exit:
         now = self.clock.now()
-        sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
+        sku, joined_ts = request.sku, request.joined_ts
         tx = self._remove(Tx(), request, RequestState.WAITING).add("fact", self._fact(request, reason, now))
         self.tables.run(tx)
         return Exit(sku, joined_ts, LEFT)
 
-    def _leave_offered(self, request: dict[str, Any], reason: str) -> Exit:
+    def _leave_offered(self, request: Request, reason: str) -> Exit:
         now = self.clock.now()
-        sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
-        token_id = str(request.get("offer_token", ""))
+        sku, joined_ts = request.sku, request.joined_ts
+        token_id = request.offer_token or ""
         offer = self.tables.reservations.get(token_id) if token_id else None
         if offer is None or offer.state != OfferState.OFFERED:
             # The request says offered but its row moved on (clicked, or lapsed by the sweep this instant).
@@ -165,20 +165,20 @@ class QueueExits:
         self.tables.reservations.clear_due(token_id, OfferState.LAPSED)
         return Exit(sku, joined_ts, RELEASED, restock_id=restock_id)
 
-    def _holding(self, request: dict[str, Any], reason: str) -> Exit:
-        token_id = str(request.get("offer_token", ""))
-        sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
+    def _holding(self, request: Request, reason: str) -> Exit:
+        token_id = request.offer_token or ""
+        sku, joined_ts = request.sku, request.joined_ts
         if not self.tables.requests.request_leave(sku, joined_ts, token_id=token_id, reason=reason):
             raise _Moved(token_id)  # bought or expired this instant: look again
         hold = self.tables.reservations.get(token_id) if token_id else None
         expires = hold.hold_expires_at if hold else None
-        return Exit(str(request["sku"]), str(request["joined_ts"]), HOLDING, hold_expires_at=expires)
+        return Exit(sku, joined_ts, HOLDING, hold_expires_at=expires)
 
-    def _erase_finished(self, request: dict[str, Any], reason: str) -> Exit:
+    def _erase_finished(self, request: Request, reason: str) -> Exit:
         now = self.clock.now()
-        sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
+        sku, joined_ts = request.sku, request.joined_ts
         # A bought place no longer counts as waiting, so the catalogue's count is left alone.
-        key = str(request["contact_key"])
+        key = request.contact_key
         tx = (
             Tx()
             .add(
@@ -192,14 +192,14 @@ class QueueExits:
         self.tables.requests.drop_unique(sku, key, only_ref=joined_ts)
         return Exit(sku, joined_ts, ERASED)
 
-    def _fact(self, request: dict[str, Any], reason: str, now: float, **extra: Any) -> TxItem:
+    def _fact(self, request: Request, reason: str, now: float, **extra: Any) -> TxItem:
         return self.tables.audit.record_item(
-            str(request["sku"]),
+            request.sku,
             "leave",
             now,
-            contact_key=request["contact_key"],
+            contact_key=request.contact_key,
             reason=reason,
-            joined_ts=request["joined_ts"],
-            state=request.get("state"),
+            joined_ts=request.joined_ts,
+            state=request.state,
             **extra,
         )

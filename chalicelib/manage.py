@@ -17,7 +17,7 @@ from chalicelib.errors import BadRequest, DomainError
 from chalicelib.leaving import Exit, QueueExits
 from chalicelib.tables.base import TransactionCancelled, TxItem, transact
 from chalicelib.tables.catalog import CatalogTable
-from chalicelib.tables.requests import ACTIVE_STATES, RequestState
+from chalicelib.tables.requests import ACTIVE_STATES, Request, RequestState
 from chalicelib.tables.store import Tables
 from chalicelib.tokens import Tokens
 
@@ -142,13 +142,13 @@ class ManageService:
         """The person's live places, each with its current place in line."""
         places: list[Place] = []
         for request in self.exits.places(key):
-            state = str(request.get("state", ""))
+            state = str(request.state)
             if state not in ACTIVE_STATES:
                 continue
-            sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
+            sku, joined_ts = request.sku, request.joined_ts
             offer_expires = hold_expires = None
-            if state in (RequestState.OFFERED, RequestState.RESERVED) and request.get("offer_token"):
-                row = self.tables.reservations.get(str(request["offer_token"]))
+            if state in (RequestState.OFFERED, RequestState.RESERVED) and request.offer_token:
+                row = self.tables.reservations.get(request.offer_token)
                 offer_expires = row.offer_expires_at if row else None
                 hold_expires = row.hold_expires_at if row else None
             places.append(
@@ -158,8 +158,8 @@ class ManageService:
                     state=state,
                     position=self.tables.requests.position(sku, joined_ts),
                     joined_ts=joined_ts,
-                    channel=str(request.get("channel", "")),
-                    contact=mask(str(request.get("contact", ""))),
+                    channel=request.channel,
+                    contact=mask(request.contact),
                     offer_expires_at=offer_expires,
                     hold_expires_at=hold_expires,
                 )
@@ -217,12 +217,12 @@ class ManageService:
         now = self.clock.now()
         for _ in range(3):
             request = self.tables.requests.get(place.sku, place.joined_ts)
-            if request is None or request.get("contact_key") != key or request.get("state") not in ACTIVE_STATES:
+            if request is None or request.contact_key != key or not request.live:
                 return "unchanged"
-            ttl = int(request.get("ttl", int(now) + 86400))
+            ttl = request.ttl if request.ttl is not None else int(now) + 86400
             theirs = self.tables.requests.get_unique(place.sku, new_key)
             other = self.tables.requests.get(place.sku, str(theirs["ref"])) if theirs and theirs.get("ref") else None
-            other_live = other is not None and other.get("state") in ACTIVE_STATES
+            other_live = other is not None and other.live
             try:
                 if not other_live:
                     self._move(request, key, address, new_key, channel, ttl, theirs, now)
@@ -235,7 +235,7 @@ class ManageService:
 
     def _switch_items(
         self,
-        request: dict[str, Any],
+        request: Request,
         key: str,
         address: str,
         new_key: str,
@@ -243,7 +243,7 @@ class ManageService:
         now: float,
         theirs: dict[str, Any] | None = None,
     ) -> list[TxItem]:
-        sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
+        sku, joined_ts = request.sku, request.joined_ts
         told = (theirs or {}).get("told_restock")
         return [
             self.tables.requests.switch_contact_item(
@@ -251,7 +251,7 @@ class ManageService:
             ),
             # The old contact leaves this place; what it was told about stays remembered for it.
             self.tables.requests.remove_unique_item(
-                sku, key, joined_ts, told=request.get("last_notified_restock"), ttl=request.get("ttl")
+                sku, key, joined_ts, told=request.last_notified_restock, ttl=request.ttl
             ),
             self.tables.optout.not_suppressed_item(new_key),
             self.tables.audit.record_item(sku, "switch", now, contact_key=new_key, previous_key=key, channel=channel),
@@ -259,7 +259,7 @@ class ManageService:
 
     def _move(
         self,
-        request: dict[str, Any],
+        request: Request,
         key: str,
         address: str,
         new_key: str,
@@ -268,15 +268,15 @@ class ManageService:
         theirs: dict[str, Any] | None,
         now: float,
     ) -> None:
-        sku, joined_ts = str(request["sku"]), str(request["joined_ts"])
+        sku, joined_ts = request.sku, request.joined_ts
         items = self._switch_items(request, key, address, new_key, channel, now, theirs)
         items.append(self.tables.requests.claim_unique_item(sku, new_key, joined_ts, ttl, replacing=theirs))
         transact(self.tables.client, items)
 
     def _merge(
         self,
-        request: dict[str, Any],
-        other: dict[str, Any],
+        request: Request,
+        other: Request,
         key: str,
         address: str,
         new_key: str,
@@ -285,32 +285,28 @@ class ManageService:
         now: float,
     ) -> str:
         """Both contacts wait for this SKU: keep one place (the one with a live offer, else the earlier)."""
-        sku = str(request["sku"])
-        mine_waiting = request.get("state") == RequestState.WAITING
-        theirs_waiting = other.get("state") == RequestState.WAITING
+        sku = request.sku
+        mine_waiting = request.state == RequestState.WAITING
+        theirs_waiting = other.state == RequestState.WAITING
         if not mine_waiting and not theirs_waiting:
             return "unchanged"  # both have a live offer or hold; each runs its course
-        keep_mine = (not mine_waiting) or (theirs_waiting and str(request["joined_ts"]) < str(other["joined_ts"]))
+        keep_mine = (not mine_waiting) or (theirs_waiting and request.joined_ts < other.joined_ts)
         if keep_mine:
             # This place moves onto the new contact; the new contact's later place is given up.
             items = self._switch_items(request, key, address, new_key, channel, now)
             items += [
                 self.tables.requests.claim_unique_item(
-                    sku, new_key, str(request["joined_ts"]), ttl, replacing={"ref": str(other["joined_ts"])}
+                    sku, new_key, request.joined_ts, ttl, replacing={"ref": other.joined_ts}
                 ),
-                self.tables.requests.remove_item(
-                    sku, str(other["joined_ts"]), contact_key=new_key, state=RequestState.WAITING
-                ),
+                self.tables.requests.remove_item(sku, other.joined_ts, contact_key=new_key, state=RequestState.WAITING),
                 self.tables.catalog.leave_item(sku),
             ]
         else:
             # The new contact's place is better: this one is given up.
             items = [
-                self.tables.requests.remove_item(
-                    sku, str(request["joined_ts"]), contact_key=key, state=RequestState.WAITING
-                ),
+                self.tables.requests.remove_item(sku, request.joined_ts, contact_key=key, state=RequestState.WAITING),
                 self.tables.requests.remove_unique_item(
-                    sku, key, str(request["joined_ts"]), told=request.get("last_notified_restock"), ttl=ttl
+                    sku, key, request.joined_ts, told=request.last_notified_restock, ttl=ttl
                 ),
                 self.tables.catalog.leave_item(sku),
                 self.tables.audit.record_item(

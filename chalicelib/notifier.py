@@ -50,7 +50,7 @@ from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_se
 from chalicelib.tables.audit import FACTS_PER_TRANSACTION
 from chalicelib.tables.base import TransactionCancelled, Tx, transact
 from chalicelib.tables.catalog import Product
-from chalicelib.tables.requests import ACTIVE_STATES, RequestState
+from chalicelib.tables.requests import Request, RequestState
 from chalicelib.tables.restocks import Restock, RestockState
 from chalicelib.tables.store import Tables
 
@@ -130,26 +130,26 @@ class SendFailed(RuntimeError):
     """Some notices could not be sent; their offers were rolled back and the job must be retried."""
 
 
-def skip_reason(request: dict[str, Any], restock_id: str, suppressed: set[str]) -> SkipReason | None:
-    """Why this request must not be told about this restock now, or None when it is eligible."""
-    state = request.get("state")
-    if request.get("contact_key") in suppressed:
+def skip_reason(request: Request | None, restock_id: str, suppressed: set[str]) -> SkipReason | None:
+    """Why this request must not be told about this restock now, or None when it is eligible (None: it is gone)."""
+    if request is None:
+        return SkipReason.NOT_WAITING
+    state = request.state
+    if request.contact_key in suppressed:
         return SkipReason.OPTED_OUT
     if state == RequestState.CONVERTED:
         return SkipReason.CONVERTED
-    if request.get("undeliverable_restock") == restock_id:
+    if request.undeliverable_restock == restock_id:
         return SkipReason.UNDELIVERABLE
-    if request.get("last_notified_restock") == restock_id:
+    if request.last_notified_restock == restock_id:
         return SkipReason.ALREADY_NOTIFIED
     if state == RequestState.OFFERED:
         return SkipReason.HOLDING_OFFER
     if state == RequestState.RESERVED:
         return SkipReason.HOLDING_UNIT
-    if state != RequestState.WAITING:
-        return SkipReason.NOT_WAITING
-    if request.get("leave_requested"):
+    if request.leave_requested:
         return SkipReason.LEAVING
-    if request.get("channel") not in (SMS, EMAIL) or not request.get("contact"):
+    if request.channel not in (SMS, EMAIL) or not request.contact:
         return SkipReason.NO_CONTACT
     return None
 
@@ -172,7 +172,7 @@ class _Pending:
     """An offer committed whose notice is on its way."""
 
     token_id: str
-    request: dict[str, Any]
+    request: Request
     position: int
     channel: str
 
@@ -181,7 +181,7 @@ class _Pending:
 class _Candidate:
     """An eligible request waiting for its batch to commit, with its place in line when examined."""
 
-    request: dict[str, Any]
+    request: Request
     position: int
 
 
@@ -369,9 +369,7 @@ class Notifier:
                     walk.job.sku, after=walk.start, page_size=lambda: self._page(walk)
                 )
                 for page in pages:
-                    suppressed = self.tables.optout.suppressed_among(
-                        [str(r["contact_key"]) for r in page if r.get("contact_key")]
-                    )
+                    suppressed = self.tables.optout.suppressed_among([r.contact_key for r in page if r.contact_key])
                     batch: list[_Candidate] = []
                     for request in page:
                         self._collect(walk, block=len(walk.pending) >= max_in_flight)
@@ -390,8 +388,8 @@ class Notifier:
                             return StopReason.UNITS_EXHAUSTED
                         walk.examined += 1
                         # A second look passes places this job already counted and audited again: once each.
-                        again = str(request["joined_ts"]) <= walk.seen_up_to
-                        if request.get("state") in ACTIVE_STATES and not again:
+                        again = request.joined_ts <= walk.seen_up_to
+                        if request.live and not again:
                             walk.position += 1
                         reason = skip_reason(request, walk.job.restock_id, suppressed)
                         if reason:
@@ -399,7 +397,7 @@ class Notifier:
                                 self._skip(walk, request, reason, walk.position)
                         else:
                             batch.append(_Candidate(request, walk.position))
-                        walk.cursor = str(request["joined_ts"])
+                        walk.cursor = request.joined_ts
                         full = bool(batch) and len(batch) >= min(self.offer_batch, walk.left)
                         if full and not self._commit_batch(walk, batch, pool):
                             return StopReason.UNITS_EXHAUSTED
@@ -464,10 +462,10 @@ class Notifier:
             # the units on. The retry of this job must not send them either: the requests are marked told already.
             self.faults(AFTER_OFFER_COMMITTED)
             assert walk.looks is not None
-            check = walk.looks.batch([str(c.request["contact_key"]) for c in chosen])
+            check = walk.looks.batch([c.request.contact_key for c in chosen])
             for turn, (candidate, token_id) in enumerate(zip(chosen, tokens, strict=True), start=check.first_turn):
                 notice = self._notice(walk.copy, walk.facts, candidate.request, token_id)
-                contact_key = str(candidate.request["contact_key"])
+                contact_key = candidate.request.contact_key
                 future = pool.submit(self._deliver, notice, contact_key, check, walk.looks, turn)
                 walk.pending[future] = _Pending(token_id, candidate.request, candidate.position, notice.channel)
             if walk.left <= 0:
@@ -484,9 +482,9 @@ class Notifier:
             offers=[
                 NewOffer(
                     token_id=token_id,
-                    request_joined_ts=str(candidate.request["joined_ts"]),
-                    contact_key=str(candidate.request["contact_key"]),
-                    channel=str(candidate.request["channel"]),
+                    request_joined_ts=candidate.request.joined_ts,
+                    contact_key=candidate.request.contact_key,
+                    channel=candidate.request.channel,
                 )
                 for candidate, token_id in zip(chosen, tokens, strict=True)
             ],
@@ -504,8 +502,8 @@ class Notifier:
         for i, candidate in enumerate(chosen):
             if cancelled.failed(f"told {i}"):
                 # Another invocation told them first, or their state moved: say which, from a fresh read.
-                joined_ts = str(candidate.request["joined_ts"])
-                fresh = self.tables.requests.get(job.sku, joined_ts) or {}
+                joined_ts = candidate.request.joined_ts
+                fresh = self.tables.requests.get(job.sku, joined_ts)
                 reason = skip_reason(fresh, job.restock_id, set()) or SkipReason.ALREADY_NOTIFIED
                 self._skip(walk, candidate.request, reason, candidate.position)
                 dropped.append(candidate)
@@ -520,18 +518,18 @@ class Notifier:
         if not understood:
             raise cancelled
 
-    def _notice(self, copy: Copy, facts: Facts, request: dict[str, Any], token_id: str) -> Notice:
+    def _notice(self, copy: Copy, facts: Facts, request: Request, token_id: str) -> Notice:
         """The message for one recipient, with their own signed links."""
-        contact_key = str(request["contact_key"])
+        contact_key = request.contact_key
         reserve_url = self.links.reserve(token_id)
         manage_url = self.links.manage(contact_key)
-        to = str(request["contact"])
-        if request["channel"] == SMS:
+        to = request.contact
+        if request.channel == SMS:
             return Notice(channel=SMS, to=to, text=compose_sms(copy.sms, reserve_url, manage_url))
         return compose_email(
             copy,
             to=to,
-            name=str(request.get("name") or ""),
+            name=request.name,
             facts=facts,
             reserve_url=reserve_url,
             manage_url=manage_url,
@@ -593,9 +591,9 @@ class Notifier:
                 restock_id=walk.job.restock_id,
                 position=pending.position,
                 channel=pending.channel,
-                contact_key=pending.request.get("contact_key"),
+                contact_key=pending.request.contact_key,
                 token_id=pending.token_id,
-                request_joined_ts=pending.request.get("joined_ts"),
+                request_joined_ts=pending.request.joined_ts,
                 job_kind=walk.job.kind,
                 **extra,
             )
@@ -620,8 +618,8 @@ class Notifier:
                 sku=job.sku,
                 restock_ts=job.restock_ts,
                 token_id=pending.token_id,
-                request_joined_ts=str(request["joined_ts"]),
-                previous_restock=request.get("last_notified_restock"),
+                request_joined_ts=request.joined_ts,
+                previous_restock=request.last_notified_restock,
             )
         except Exception:
             log.exception("rolling back the offer %s failed; the sweep will lapse it", pending.token_id)
@@ -641,7 +639,7 @@ class Notifier:
             self.clock.now(),
             restock_id=job.restock_id,
             channel=pending.channel,
-            contact_key=pending.request.get("contact_key"),
+            contact_key=pending.request.contact_key,
             token_id=pending.token_id,
             error=error_code(error),
             rolled_back=rolled_back,
@@ -667,9 +665,9 @@ class Notifier:
             "restock_id": job.restock_id,
             "position": pending.position,
             "channel": pending.channel,
-            "contact_key": request.get("contact_key"),
+            "contact_key": request.contact_key,
             "token_id": pending.token_id,
-            "request_joined_ts": request.get("joined_ts"),
+            "request_joined_ts": request.joined_ts,
             "job_kind": job.kind,
             "error": code,
         }
@@ -678,7 +676,7 @@ class Notifier:
                 sku=job.sku,
                 restock_ts=job.restock_ts,
                 token_id=pending.token_id,
-                request_joined_ts=str(request["joined_ts"]),
+                request_joined_ts=request.joined_ts,
                 restock_id=job.restock_id,
                 now=self.clock.now(),
                 facts={**facts, "rolled_back": True},
@@ -705,7 +703,7 @@ class Notifier:
             self.clock.now(),
             restock_id=job.restock_id,
             channel=pending.channel,
-            contact_key=pending.request.get("contact_key"),
+            contact_key=pending.request.contact_key,
             token_id=pending.token_id,
             error=error_code(error),
             rolled_back=rolled_back,
@@ -725,10 +723,10 @@ class Notifier:
         log.warning("send of offer %s unconfirmed (%s); kept, never resent", pending.token_id, error_code(error))
         self._notice_fact(walk, pending, "notice_unconfirmed", error=error_code(error))
 
-    def _skip(self, walk: _Walk, request: dict[str, Any], reason: SkipReason, position: int) -> None:
+    def _skip(self, walk: _Walk, request: Request, reason: SkipReason, position: int) -> None:
         walk.skipped[reason] += 1
         walk.metrics.count(skip_metric(reason))
-        live = request.get("state") in ACTIVE_STATES
+        live = request.live
         self.tables.audit.record(
             walk.job.sku,
             "notice_skipped",
@@ -736,6 +734,6 @@ class Notifier:
             restock_id=walk.job.restock_id,
             reason=reason,
             position=position if live else None,
-            contact_key=request.get("contact_key"),
-            request_joined_ts=request.get("joined_ts"),
+            contact_key=request.contact_key,
+            request_joined_ts=request.joined_ts,
         )

@@ -129,9 +129,9 @@ class SweepService:
         or opting out): with the unit back, their place leaves the list, as it would have had they been waiting.
         """
         request = self.tables.requests.get(row.sku, row.request_joined_ts)
-        if request is None or request.get("contact_key") != row.contact_key:
+        if request is None or request.contact_key != row.contact_key:
             return
-        reason = request.get("leave_requested")
+        reason = request.leave_requested
         if reason is None and self.tables.optout is not None:
             record = self.tables.optout.get(row.contact_key)
             reason = (record.get("source") or "unsubscribe") if record is not None else None
@@ -157,21 +157,23 @@ class SweepService:
         """Delete places whose ttl passed, with their uniqueness items, keeping the waiting count in step."""
         cutoff = at + STALE_LEAD_S
         removed = 0
-        for item in self.tables.requests.stale(cutoff, lookback_days=STALE_LOOKBACK_DAYS, page_size=self.page_size):
+        # Rows from the by-expiry index carry the keys, ttl, state and contact_key only: last_notified_restock
+        # is not projected, so it reads as None here.
+        for place in self.tables.requests.stale(cutoff, lookback_days=STALE_LOOKBACK_DAYS, page_size=self.page_size):
             if time.monotonic() > deadline:
                 break
-            state = item.get("state")
+            state = place.state
             # A place with a live offer or hold is left until its unit has come back through it.
             if state not in (RequestState.WAITING, RequestState.CONVERTED):
                 continue
-            sku, joined_ts = str(item["sku"]), str(item["joined_ts"])
+            sku, joined_ts = place.sku, place.joined_ts
             request, unique = self.tables.requests.expire_items(
                 sku,
                 joined_ts,
                 state=str(state),
-                contact_key=str(item["contact_key"]),
+                contact_key=place.contact_key,
                 cutoff=cutoff,
-                told=item.get("last_notified_restock"),
+                told=place.last_notified_restock,
             )
             tx = Tx().add("request", request).add("unique", unique)
             if state == RequestState.WAITING:  # a converted request already left the waiting count when it converted

@@ -109,9 +109,8 @@ def queue(services: Services, sku: str) -> dict[str, Any] | None:
     entries = []
     place = 0
     for request in services.tables.requests.queue(sku, active_only=False):
-        request = plain(request)
-        state = str(request.get("state", ""))
-        offer = latest.get(str(request["joined_ts"]))
+        state = str(request.state)
+        offer = latest.get(request.joined_ts)
         if state in ACTIVE:
             place += 1
         status = STATUS_LABELS.get(state, state)
@@ -119,11 +118,11 @@ def queue(services: Services, sku: str) -> dict[str, Any] | None:
             status = AFTER_OFFER[offer["state"]]
         entry: dict[str, Any] = {
             "position": place if state in ACTIVE else None,
-            "contact": mask(str(request.get("contact", ""))),
-            "channel": request.get("channel"),
+            "contact": mask(request.contact),
+            "channel": request.channel,
             "state": state,
             "status": status,
-            "joined_ts": request["joined_ts"],
+            "joined_ts": request.joined_ts,
         }
         if offer:
             entry["offer"] = {

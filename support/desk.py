@@ -24,7 +24,7 @@ from chalicelib.leaving import ERASED, LEFT, RELEASED, QueueExits
 from chalicelib.notifier import SkipReason
 from chalicelib.optout_service import OptOutResult, OptoutService
 from chalicelib.tables.base import error_code, plain
-from chalicelib.tables.requests import ACTIVE_STATES, RequestState
+from chalicelib.tables.requests import Request, RequestState
 from chalicelib.tables.restocks import Restock, RestockState
 from chalicelib.tables.store import Tables
 from chalicelib.wiring import Services
@@ -200,12 +200,12 @@ class SupportDesk:
         product = self.tables.catalog.get(sku)
         unique = self.tables.requests.get_unique(sku, key)
         request = self.tables.requests.get(sku, str(unique["ref"])) if unique and unique.get("ref") else None
-        if request is not None and request.get("contact_key") != key:
+        if request is not None and request.contact_key != key:
             request = None
-        state = str(request["state"]) if request else None
-        position = self.tables.requests.position(sku, str(request["joined_ts"])) if state in ACTIVE_STATES else None
+        state = str(request.state) if request else None
+        position = self.tables.requests.position(sku, request.joined_ts) if request and request.live else None
         facts = [f for f in self.tables.audit.for_contact(key) if f.get("sku") == sku]
-        joins = [str(request["joined_ts"])] if request else []
+        joins = [request.joined_ts] if request else []
         joins += [str(f[k]) for f in facts for k in ("request_joined_ts", "joined_ts") if f.get(k)]
         first_join = min(joins) if joins else None
         opted = self.tables.optout.get(key)
@@ -223,7 +223,7 @@ class SupportDesk:
             contact_key=key,
             state=state,
             position=position,
-            joined_ts=str(request["joined_ts"]) if request else None,
+            joined_ts=request.joined_ts if request else None,
             opted_out=plain(opted) if opted else None,
             restocks=verdicts,
             history=history,
@@ -235,7 +235,7 @@ class SupportDesk:
         facts: list[dict[str, Any]],
         first_join: str | None,
         opted: dict[str, Any] | None,
-        request: dict[str, Any] | None,
+        request: Request | None,
     ) -> RestockVerdict:
         rid, rts = restock.restock_id, restock.restock_ts
         detected = restock.created_at if restock.created_at is not None else int(_at(rts))
@@ -328,11 +328,11 @@ class SupportDesk:
             rows.append(
                 QueueRow(
                     position=position,
-                    joined_ts=str(request["joined_ts"]),
-                    state=str(request.get("state")),
-                    channel=str(request.get("channel")),
-                    contact=mask(str(request.get("contact", ""))),
-                    last_notified_restock=request.get("last_notified_restock"),
+                    joined_ts=request.joined_ts,
+                    state=str(request.state),
+                    channel=request.channel,
+                    contact=mask(request.contact),
+                    last_notified_restock=request.last_notified_restock,
                 )
             )
             if len(rows) >= limit:
@@ -375,9 +375,9 @@ class SupportDesk:
         contact, key = self.contact(raw_contact)
         places = self.exits.places(key)
         facts = self.tables.audit.for_contact(key)
-        skus = sorted({str(p["sku"]) for p in places} | {str(f["sku"]) for f in facts})
+        skus = sorted({p.sku for p in places} | {str(f["sku"]) for f in facts})
         uniques = [u for u in (self.tables.requests.get_unique(s, key) for s in skus) if u]
-        tokens = {str(p["offer_token"]) for p in places if p.get("offer_token")}
+        tokens = {p.offer_token for p in places if p.offer_token}
         tokens |= {str(f["token_id"]) for f in facts if f.get("token_id")}
         offers = [r.to_item() for r in map(self.tables.reservations.get, sorted(tokens)) if r and r.contact_key == key]
         opted = self.tables.optout.get(key)
@@ -388,7 +388,7 @@ class SupportDesk:
                 "contact_key": key,
                 "exported_at": iso(self.clock.now()),
                 "opt_out": opted,
-                "requests": places,
+                "requests": [p.to_item() for p in places],
                 "uniqueness_items": uniques,
                 "offers_and_holds": offers,
                 "audit": facts,
@@ -402,14 +402,14 @@ class SupportDesk:
         """
         _, key = self.contact(raw_contact)
         places = self.exits.places(key)
-        holds = [p for p in places if p.get("state") == RequestState.RESERVED]
+        holds = [p for p in places if p.state == RequestState.RESERVED]
         if holds:
             ends = max(_int(self._hold_end(p)) or 0 for p in holds)
             raise StillHolding(
                 f"They hold a unit until {_short(ends) if ends else 'the hold ends'}; nothing was erased. "
                 "Run forget again after that (the hold ends on its own within the hold window)."
             )
-        skus = sorted({str(p["sku"]) for p in places} | {str(f["sku"]) for f in self.tables.audit.for_contact(key)})
+        skus = sorted({p.sku for p in places} | {str(f["sku"]) for f in self.tables.audit.for_contact(key)})
         uniques = [sku for sku in skus if self.tables.requests.get_unique(sku, key)]
         exits = self.exits.leave_all(key, reason="forget", erase_finished=True)
         # Uniqueness items hold only the keyed hash, but they are still this person's: none stay behind,
@@ -426,8 +426,8 @@ class SupportDesk:
             remaining=remaining,
         )
 
-    def _hold_end(self, place: dict[str, Any]) -> Any:
-        row = self.tables.reservations.get(str(place.get("offer_token", "")))
+    def _hold_end(self, place: Request) -> Any:
+        row = self.tables.reservations.get(place.offer_token or "")
         return row.hold_expires_at if row else None
 
     # --- dead letters

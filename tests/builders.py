@@ -12,7 +12,7 @@ from chalicelib.contacts import contact_key
 from chalicelib.detect import restock_id_for, restock_ts_for
 from chalicelib.jobs import Job
 from chalicelib.tables.base import transact
-from chalicelib.tables.requests import ACTIVE_STATES, RequestState, new_joined_ts
+from chalicelib.tables.requests import ACTIVE_STATES, Request, RequestState, new_joined_ts
 from chalicelib.tables.restocks import Restock
 from chalicelib.wiring import Services
 
@@ -105,7 +105,7 @@ def add_request(
     name: str = "",
     ttl: int | None = None,
     **fields: Any,
-) -> dict[str, Any]:
+) -> Request:
     """One place, written as capture writes it; `fields` then set state or history directly.
 
     A place set to a state that has left the line (converted) is not counted as waiting, as the move there
@@ -124,10 +124,12 @@ def add_request(
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
         )
-    return services.tables.requests.get(sku, joined_ts) or {}
+    request = services.tables.requests.get(sku, joined_ts)
+    assert request is not None
+    return request
 
 
-def join_request(services: Services, sku: str, contact: str, now: float, *, ttl: int | None = None) -> dict[str, Any]:
+def join_request(services: Services, sku: str, contact: str, now: float, *, ttl: int | None = None) -> Request:
     """A waiting place for `contact` joining at `now`, with a join stamp made as capture makes it."""
     return add_request(services, sku, contact, new_joined_ts(now), now, ttl=ttl)
 
@@ -151,7 +153,7 @@ def joined(i: int, now: float, suffix: str = "000000") -> str:
 
 
 def make_offer(
-    services: Services, restock: Restock, request: dict[str, Any], now: float, *, offer_window_s: int = 3600
+    services: Services, restock: Restock, request: Request, now: float, *, offer_window_s: int = 3600
 ) -> str:
     """Offer one unit to `request`: exactly the notifier's transaction. Returns the offer's token_id."""
     token_id = uuid.uuid4().hex
@@ -165,14 +167,14 @@ def make_offer(
                 sku=sku,
                 restock_ts=restock_ts,
                 restock_id=restock.restock_id,
-                request_joined_ts=request["joined_ts"],
-                contact_key=request["contact_key"],
-                channel=request["channel"],
+                request_joined_ts=request.joined_ts,
+                contact_key=request.contact_key,
+                channel=request.channel,
                 now=now,
                 offer_window_s=offer_window_s,
             ),
             services.tables.requests.mark_offered_item(
-                sku, request["joined_ts"], restock_id=restock.restock_id, token_id=token_id
+                sku, request.joined_ts, restock_id=restock.restock_id, token_id=token_id
             ),
         ],
     )

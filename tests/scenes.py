@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
 
 from chalicelib import holds
+from chalicelib.tables.requests import Request
 from chalicelib.tables.reservations import Offer
 from chalicelib.tables.restocks import Restock
 from chalicelib.wiring import Services
@@ -23,7 +23,7 @@ class Scene:
     clock: FixedClock
     sku: str
     restock: Restock
-    requests: list[dict[str, Any]]
+    requests: list[Request]
     tokens: list[str]
 
     def counters(self) -> tuple[int, int]:
@@ -44,8 +44,10 @@ class Scene:
         assert row is not None, f"no offer {token_id}"
         return row
 
-    def request(self, index: int = 0) -> dict[str, Any]:
-        return self.services.tables.requests.get(self.sku, self.requests[index]["joined_ts"]) or {}
+    def request(self, index: int = 0) -> Request:
+        request = self.services.tables.requests.get(self.sku, self.requests[index].joined_ts)
+        assert request is not None, f"no place {self.requests[index].joined_ts}"
+        return request
 
     def waiting_count(self) -> int:
         product = self.services.tables.catalog.get(self.sku, consistent=True)

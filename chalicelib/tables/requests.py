@@ -175,15 +175,20 @@ class RequestsTable:
             unique["ConditionExpression"] = "attribute_exists(joined_ts) AND attribute_not_exists(#ref)"
         return items
 
-    def get(self, sku: str, joined_ts: str, *, consistent: bool = True) -> dict[str, Any] | None:
+    def get(self, sku: str, joined_ts: str, *, consistent: bool = True) -> Request | None:
         """One request, or None."""
+        item = self._item(sku, joined_ts, consistent=consistent)
+        return Request.from_item(item) if item else None
+
+    def _item(self, sku: str, joined_ts: str, *, consistent: bool = True) -> dict[str, Any] | None:
         return self.table.get_item(Key={"sku": sku, "joined_ts": joined_ts}, ConsistentRead=consistent).get("Item")
 
     def get_unique(self, sku: str, contact_key: str) -> dict[str, Any] | None:
-        """The uniqueness item of one person for one SKU, or None."""
-        return self.get(sku, unique_sk(contact_key))
+        """The uniqueness item of one person for one SKU, or None: as stored (`ref`, the place it names, absent
+        once that place left; `told_restock`, the memory a told place left behind; `ttl`)."""
+        return self._item(sku, unique_sk(contact_key))
 
-    def refresh(self, sku: str, joined_ts: str, *, name: str, ttl: int, now: float) -> dict[str, Any] | None:
+    def refresh(self, sku: str, joined_ts: str, *, name: str, ttl: int, now: float) -> Request | None:
         """A repeat tap: extend the request's life and update the name; never touch joined_ts."""
         try:
             result = self.table.update_item(
@@ -214,7 +219,7 @@ class RequestsTable:
             ExpressionAttributeNames={"#ttl": "ttl"},
             ExpressionAttributeValues={":ttl": ttl},
         )
-        return result["Attributes"]
+        return Request.from_item(result["Attributes"])
 
     def position(self, sku: str, joined_ts: str) -> int:
         """1-based place in line: live requests that joined at or before this one."""
@@ -234,16 +239,16 @@ class RequestsTable:
             "ConsistentRead": True,
         }
 
-    def queue(self, sku: str, *, page_size: int = 100, active_only: bool = True) -> Iterator[dict[str, Any]]:
+    def queue(self, sku: str, *, page_size: int = 100, active_only: bool = True) -> Iterator[Request]:
         """The waiting list oldest first (the join stamp is the order)."""
         kwargs = self._queue_query(sku, page_size)
         if active_only:
             kwargs["FilterExpression"] = Attr("state").is_in(list(ACTIVE_STATES))
-        return query_all(self.table, **kwargs)
+        return (Request.from_item(item) for item in query_all(self.table, **kwargs))
 
     def queue_pages(
         self, sku: str, *, after: str = "", page_size: int | Callable[[], int] = 100
-    ) -> Iterator[list[dict[str, Any]]]:
+    ) -> Iterator[list[Request]]:
         """Every request of the waiting list in any state, oldest first, page by page, resuming after `after`.
 
         `page_size` may be a function, asked before each page, so a reader can size pages to what it still needs.
@@ -255,18 +260,17 @@ class RequestsTable:
         while True:
             kwargs["Limit"] = size()
             page = self.table.query(**kwargs)
-            items = list(page.get("Items", []))
+            items = [Request.from_item(item) for item in page.get("Items", [])]
             if items:
                 yield items
             if "LastEvaluatedKey" not in page:
                 return
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def by_contact(self, contact_key: str) -> list[dict[str, Any]]:
+    def by_contact(self, contact_key: str) -> list[Request]:
         """Every request one person has, across SKUs (eventually consistent index)."""
-        return list(
-            query_all(self.table, IndexName="by-contact", KeyConditionExpression=Key("contact_key").eq(contact_key))
-        )
+        items = query_all(self.table, IndexName="by-contact", KeyConditionExpression=Key("contact_key").eq(contact_key))
+        return [Request.from_item(item) for item in items]
 
     # --- Request state moves that ride in the same transaction as an offer/hold row change.
 
@@ -359,16 +363,22 @@ class RequestsTable:
 
     # --- Stale places: requests whose ttl passed, found through the sparse "by-expiry" index, never a scan.
 
-    def stale(self, cutoff: float, *, lookback_days: int, page_size: int = 100) -> Iterator[dict[str, Any]]:
-        """Requests whose ttl is at or before `cutoff`, from the day buckets of the last `lookback_days` days."""
+    def stale(self, cutoff: float, *, lookback_days: int, page_size: int = 100) -> Iterator[Request]:
+        """Requests whose ttl is at or before `cutoff`, from the day buckets of the last `lookback_days` days.
+
+        Partial rows: the "by-expiry" index projects only `state` and `contact_key` beyond the keys, so each
+        carries sku, joined_ts, expiry_day, ttl, state and contact_key, and every other field as absent
+        (channel, contact and name "", the rest None), whatever the table item holds.
+        """
         last = int(cutoff)
         for back in range(lookback_days, -1, -1):
-            yield from query_all(
+            for item in query_all(
                 self.table,
                 IndexName="by-expiry",
                 KeyConditionExpression=Key("expiry_day").eq(expiry_day(last - back * 86400)) & Key("ttl").lte(last),
                 Limit=page_size,
-            )
+            ):
+                yield Request.from_item(item)
 
     def expire_items(
         self, sku: str, joined_ts: str, *, state: str, contact_key: str, cutoff: float, told: Any = None

@@ -9,6 +9,7 @@ from typing import Any
 from chalice.test import Client
 
 from chalicelib.contacts import contact_key
+from chalicelib.tables.requests import Request
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 
@@ -20,7 +21,7 @@ def tap(client: Client, body: Any, headers: dict[str, str] | None = None) -> Any
     return client.http.post("/notify-me", headers={**JSON, **(headers or {})}, body=payload)
 
 
-def requests_for(services: Services, sku: str) -> list[dict[str, Any]]:
+def requests_for(services: Services, sku: str) -> list[Request]:
     return list(services.tables.requests.queue(sku, active_only=False))
 
 
@@ -31,8 +32,8 @@ def test_new_tap_joins_with_place_one(client: Client, services: Services, chair:
     assert body.pop("manage_url").startswith("http://127.0.0.1:8000/me/")
     assert body == {"status": "queued", "position": 1}
     [request] = requests_for(services, chair)
-    assert request["contact"] == "+447400123456"
-    assert request["state"] == "waiting"
+    assert request.contact == "+447400123456"
+    assert request.state == "waiting"
 
 
 def test_repeat_tap_keeps_place(client: Client, services: Services, clock: FixedClock, chair: str) -> None:
@@ -48,7 +49,7 @@ def test_repeat_tap_keeps_place(client: Client, services: Services, clock: Fixed
     assert repeat == {"status": "already_queued", "position": 2}
     after = requests_for(services, chair)
     assert len(after) == 2
-    assert after[1]["joined_ts"] == before["joined_ts"]
+    assert after[1].joined_ts == before.joined_ts
 
 
 def test_simultaneous_taps_leave_one_place(client: Client, services: Services, chair: str) -> None:
@@ -83,7 +84,7 @@ def test_an_internationalised_domain_is_stored_in_its_ascii_form(
     first = tap(client, {"sku": chair, "channel": "email", "contact": "ana@bücher.de"})
     assert first.status_code == 201
     [request] = requests_for(services, chair)
-    assert request["contact"] == "ana@xn--bcher-kva.de"
+    assert request.contact == "ana@xn--bcher-kva.de"
     # The same mailbox written in Punycode is the same person, who keeps their place.
     again = tap(client, {"sku": chair, "channel": "email", "contact": "ana@xn--bcher-kva.de"})
     assert again.status_code == 200

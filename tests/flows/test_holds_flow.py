@@ -65,7 +65,7 @@ def test_units_at_zero_get_a_kind_just_gone_page(client: Client, services: Servi
     body = page(response)
     assert "Just gone — you keep your place for next time" in body
     assert SHOP in body
-    assert s.request()["state"] == "waiting"
+    assert s.request().state == "waiting"
 
 
 def test_lapsed_expired_and_used_links_get_the_expired_page(
@@ -111,7 +111,7 @@ def test_orders_webhook_converts_and_answers_redelivery(client: Client, services
     assert (first.status_code, first.json_body["status"]) == (200, "converted")
     assert (again.status_code, again.json_body["status"]) == (200, "already_converted")
     assert s.row(token_id).state == "converted"
-    assert s.request()["state"] == "converted"
+    assert s.request().state == "converted"
 
 
 def test_orders_webhook_on_an_expired_hold_answers_200_and_says_so(

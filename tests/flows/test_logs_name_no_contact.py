@@ -127,7 +127,7 @@ def test_no_log_line_names_a_contact(lines: Lines, services: Services, clock: Fi
         assert response.status_code == 200
 
         # Leave from the shopper's own page, for someone still waiting.
-        waiting = [r for r in shop.tables.requests.queue(chair) if r["state"] == "waiting"]
+        waiting = [r for r in shop.tables.requests.queue(chair) if r.state == "waiting"]
         assert waiting
         url = me(shop, waiting[0])
         assert post(client, url, form_for(client.http.get(url).body, "leave", chair)).status_code in (200, 303)

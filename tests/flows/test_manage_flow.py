@@ -12,6 +12,7 @@ from chalice.test import Client
 from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 
 from chalicelib.contacts import contact_key
+from chalicelib.tables.requests import Request
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.builders import join_request
@@ -45,8 +46,8 @@ def form_for(body: bytes, action: str, sku: str | None = None) -> dict[str, str]
     return next(f for f in forms(body) if f.get("action") == action and (sku is None or f.get("sku") == sku))
 
 
-def me(services: Services, request: dict[str, Any]) -> str:
-    return f"/me/{services.tokens.manage(request['contact_key'])}"
+def me(services: Services, request: Request) -> str:
+    return f"/me/{services.tokens.manage(request.contact_key)}"
 
 
 def post(client: Client, url: str, fields: dict[str, str], **headers: str) -> Any:
@@ -83,7 +84,7 @@ def test_the_page_says_when_a_link_was_sent_or_a_unit_is_held(
 ) -> None:
     s = scene(services, clock, units=2, people=1)
     services.tables.catalog.upsert("LAMP", {"name": "Brass lamp"})
-    join_request(services, "LAMP", s.requests[0]["contact"], clock.now())
+    join_request(services, "LAMP", s.requests[0].contact, clock.now())
     token = s.offer(0)
     page = client.http.get(me(services, s.requests[0])).body.decode()
     assert "Walnut dining chair" in page and "We sent you a link to reserve one; it works until" in page
@@ -105,7 +106,7 @@ def test_leaving_from_the_page_redirects_back_with_a_note(
     after = client.http.get(f"{url}?done=left").body.decode()
     assert "You have left that list." in after
     assert "You are not waiting for anything right now." in after
-    assert services.tables.requests.get(s.sku, s.requests[0]["joined_ts"]) is None
+    assert services.tables.requests.get(s.sku, s.requests[0].joined_ts) is None
     assert s.waiting_count() == 1
 
 
@@ -114,14 +115,14 @@ def test_stop_everything_from_the_page(client: Client, services: Services, clock
     url = me(services, s.requests[0])
     response = post(client, url, form_for(client.http.get(url).body, "stop"))
     assert response.status_code == 303
-    assert services.tables.optout.get(s.requests[0]["contact_key"])["source"] == "unsubscribe"
+    assert services.tables.optout.get(s.requests[0].contact_key)["source"] == "unsubscribe"
     page = client.http.get(url).body.decode()
     assert "You have unsubscribed" in page
     assert not forms(client.http.get(url).body)
 
 
 def unchanged(s: Scene) -> tuple[Any, ...]:
-    return ([s.services.tables.requests.get(s.sku, r["joined_ts"]) for r in s.requests], s.waiting_count())
+    return ([s.services.tables.requests.get(s.sku, r.joined_ts) for r in s.requests], s.waiting_count())
 
 
 @pytest.mark.parametrize(
@@ -144,7 +145,7 @@ def test_a_forged_form_is_refused_and_changes_nothing(
     assert response.status_code == 403
     assert "try that again" in response.body.decode()
     assert unchanged(s) == before
-    assert services.tables.optout.get(s.requests[0]["contact_key"]) is None
+    assert services.tables.optout.get(s.requests[0].contact_key) is None
 
 
 @pytest.mark.parametrize(
@@ -178,18 +179,18 @@ def test_a_page_left_open_too_long_asks_for_a_reload(client: Client, services: S
 def test_switching_to_email_keeps_every_place(client: Client, services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=3)
     services.tables.catalog.upsert("LAMP", {"name": "Brass lamp"})
-    join_request(services, "LAMP", s.requests[2]["contact"], clock.now())
+    join_request(services, "LAMP", s.requests[2].contact, clock.now())
     url = me(services, s.requests[2])
     fields = {**form_for(client.http.get(url).body, "switch"), "contact": "Ada@Example.com"}
     response = post(client, url, fields)
     assert response.status_code == 303
     new_key = contact_key("ada@example.com", services.hash_key)
     assert response.headers["Location"] == f"{services.tokens.manage(new_key)}?done=switched"
-    moved = services.tables.requests.get(s.sku, s.requests[2]["joined_ts"])
-    assert (moved["channel"], moved["contact"], moved["contact_key"]) == ("email", "Ada@example.com", new_key)
-    assert services.tables.requests.get_unique(s.sku, new_key)["ref"] == s.requests[2]["joined_ts"]
-    assert services.tables.requests.get_unique(s.sku, s.requests[2]["contact_key"]) is None
-    assert services.tables.requests.position(s.sku, s.requests[2]["joined_ts"]) == 3
+    moved = services.tables.requests.get(s.sku, s.requests[2].joined_ts)
+    assert (moved.channel, moved.contact, moved.contact_key) == ("email", "Ada@example.com", new_key)
+    assert services.tables.requests.get_unique(s.sku, new_key)["ref"] == s.requests[2].joined_ts
+    assert services.tables.requests.get_unique(s.sku, s.requests[2].contact_key) is None
+    assert services.tables.requests.position(s.sku, s.requests[2].joined_ts) == 3
     page = client.http.get(f"/me/{response.headers['Location']}").body.decode()
     assert "your notices now go to the contact shown below" in page
     assert "A•••@example.com" in page and "Brass lamp" in page and "3rd in line" in page
@@ -208,8 +209,8 @@ def test_switching_onto_a_contact_that_already_waits_keeps_the_earlier_place(
     assert response.status_code == 303
     new_key = contact_key("ada@example.com", services.hash_key)
     assert services.tables.requests.get(s.sku, str(by_email.joined_ts)) is None
-    assert services.tables.requests.get(s.sku, s.requests[0]["joined_ts"])["contact_key"] == new_key
-    assert services.tables.requests.get_unique(s.sku, new_key)["ref"] == s.requests[0]["joined_ts"]
+    assert services.tables.requests.get(s.sku, s.requests[0].joined_ts).contact_key == new_key
+    assert services.tables.requests.get_unique(s.sku, new_key)["ref"] == s.requests[0].joined_ts
     assert s.waiting_count() == 3
 
 
@@ -230,7 +231,7 @@ def test_a_bad_switch_contact_gets_a_clear_page(
     response = post(client, url, {**form_for(client.http.get(url).body, "switch"), "contact": contact})
     assert response.status_code == 400
     assert message in response.body.decode()
-    assert services.tables.requests.get(s.sku, s.requests[0]["joined_ts"])["channel"] == "sms"
+    assert services.tables.requests.get(s.sku, s.requests[0].joined_ts).channel == "sms"
 
 
 def test_switching_to_an_opted_out_contact_is_refused(client: Client, services: Services, clock: FixedClock) -> None:
@@ -239,7 +240,7 @@ def test_switching_to_an_opted_out_contact_is_refused(client: Client, services: 
     url = me(services, s.requests[0])
     response = post(client, url, {**form_for(client.http.get(url).body, "switch"), "contact": "gone@example.com"})
     assert response.status_code == 400
-    assert services.tables.requests.get(s.sku, s.requests[0]["joined_ts"])["channel"] == "sms"
+    assert services.tables.requests.get(s.sku, s.requests[0].joined_ts).channel == "sms"
 
 
 def test_after_unsubscribing_there_is_nothing_to_switch(client: Client, services: Services, clock: FixedClock) -> None:
@@ -247,13 +248,13 @@ def test_after_unsubscribing_there_is_nothing_to_switch(client: Client, services
     s.tap(s.offer(0))  # a held unit stays on the page after unsubscribing
     url = me(services, s.requests[0])
     switch = form_for(client.http.get(url).body, "switch")
-    services.optouts.opt_out(s.requests[0]["contact_key"], "unsubscribe")
+    services.optouts.opt_out(s.requests[0].contact_key, "unsubscribe")
     page = client.http.get(url).body
     assert "One is held for you until" in page.decode()
     assert [f["action"] for f in forms(page)] == ["leave"]
     response = post(client, url, {**switch, "contact": "ada@example.com"})
     assert response.status_code == 400
-    assert services.tables.requests.get(s.sku, s.requests[0]["joined_ts"])["channel"] == "sms"
+    assert services.tables.requests.get(s.sku, s.requests[0].joined_ts).channel == "sms"
 
 
 def test_an_old_or_broken_manage_link_gets_an_honest_page(client: Client, services: Services) -> None:

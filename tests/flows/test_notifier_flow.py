@@ -52,7 +52,7 @@ def test_a_restock_job_tells_the_front_of_the_queue_by_sms_and_email(
     assert "/reserve/" in text and "/me/" in text and text.endswith("Reply STOP to opt out")
     restock = services.tables.restocks.get(chair, job.restock_ts)
     assert restock.units_offerable == 0
-    waiting = [r["state"] for r in services.tables.requests.queue(chair)]
+    waiting = [r.state for r in services.tables.requests.queue(chair)]
     assert waiting == ["offered", "offered", "waiting"]
 
 

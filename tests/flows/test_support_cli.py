@@ -71,10 +71,10 @@ def test_forget_asks_first_then_erases(services: Services, clock: FixedClock) ->
     s = scene(services, clock, units=1, people=1)
     declined = bisn(services, "forget", "+447400100000", input="n\n")
     assert declined.exit_code == 1
-    assert services.tables.requests.get(s.sku, s.requests[0]["joined_ts"]) is not None
+    assert services.tables.requests.get(s.sku, s.requests[0].joined_ts) is not None
     out = ok(services, "forget", "+447400100000", "--yes")
     assert "Erased 1 request(s) and 1 uniqueness item(s)" in out
-    assert services.tables.requests.get(s.sku, s.requests[0]["joined_ts"]) is None
+    assert services.tables.requests.get(s.sku, s.requests[0].joined_ts) is None
 
 
 def test_forget_while_holding_is_refused_clearly(services: Services, clock: FixedClock) -> None:

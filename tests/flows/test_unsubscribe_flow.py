@@ -8,6 +8,7 @@ import pytest
 from chalice.test import Client
 
 from chalicelib.jobs import Job
+from chalicelib.tables.requests import Request
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.builders import join_request
@@ -17,12 +18,12 @@ from tests.support import queued_jobs
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 
 
-def link(services: Services, request: dict[str, Any]) -> str:
-    return f"/unsubscribe/{services.tokens.unsubscribe(request['contact_key'])}"
+def link(services: Services, request: Request) -> str:
+    return f"/unsubscribe/{services.tokens.unsubscribe(request.contact_key)}"
 
 
 def snapshot(s: Scene) -> tuple[Any, ...]:
-    requests = [s.services.tables.requests.get(s.sku, r["joined_ts"]) for r in s.requests]
+    requests = [s.services.tables.requests.get(s.sku, r.joined_ts) for r in s.requests]
     return (requests, s.counters(), s.waiting_count(), [s.row(t) for t in s.tokens], s.audit_kinds())
 
 
@@ -43,7 +44,7 @@ def test_opening_the_link_changes_nothing(client: Client, services: Services, cl
     assert response.headers["Referrer-Policy"] == "no-referrer"
     assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
     assert snapshot(s) == before
-    assert services.tables.optout.get(s.requests[0]["contact_key"]) is None
+    assert services.tables.optout.get(s.requests[0].contact_key) is None
 
 
 def test_one_click_post_unsubscribes_and_passes_the_offer_to_the_next_person(
@@ -52,20 +53,20 @@ def test_one_click_post_unsubscribes_and_passes_the_offer_to_the_next_person(
     s = scene(services, clock, units=1, people=3)
     # The restock's first pass tells the front of the line.
     services.notifier.handle(Job(s.sku, s.restock.restock_id, s.restock.restock_ts), lambda: 60_000)
-    assert told(services, s.sku) == [s.requests[0]["contact_key"]]
-    token = s.request(0)["offer_token"]
+    assert told(services, s.sku) == [s.requests[0].contact_key]
+    token = s.request(0).offer_token
 
     response = client.http.post(link(services, s.requests[0]), headers=FORM, body="List-Unsubscribe=One-Click")
     assert response.status_code == 200
     assert "You are unsubscribed" in response.body.decode()
-    assert services.tables.optout.get(s.requests[0]["contact_key"])["source"] == "unsubscribe"
-    assert services.tables.requests.get(s.sku, s.requests[0]["joined_ts"]) is None
+    assert services.tables.optout.get(s.requests[0].contact_key)["source"] == "unsubscribe"
+    assert services.tables.requests.get(s.sku, s.requests[0].joined_ts) is None
     assert services.tables.reservations.get(token).state == "lapsed"
     [topup] = queued_jobs(services)
     assert topup.kind == "topup"
 
     services.notifier.handle(topup, lambda: 60_000)
-    assert sorted(told(services, s.sku)) == sorted([s.requests[0]["contact_key"], s.requests[1]["contact_key"]])
+    assert sorted(told(services, s.sku)) == sorted([s.requests[0].contact_key, s.requests[1].contact_key])
     assert s.waiting_count() == 2
 
 
@@ -86,7 +87,7 @@ def test_every_one_click_encoding_is_understood(
     s = scene(services, clock, units=1, people=1)
     response = client.http.post(link(services, s.requests[0]), headers={"Content-Type": content_type}, body=body)
     assert response.status_code == 200
-    assert services.tables.optout.get(s.requests[0]["contact_key"]) is not None
+    assert services.tables.optout.get(s.requests[0].contact_key) is not None
     assert s.waiting_count() == 0
 
 
@@ -97,7 +98,7 @@ def test_a_post_without_the_one_click_body_changes_nothing(
     response = client.http.post(link(services, s.requests[0]), headers=FORM, body="something=else")
     assert response.status_code == 400
     assert "Please use the button" in response.body.decode()
-    assert services.tables.optout.get(s.requests[0]["contact_key"]) is None
+    assert services.tables.optout.get(s.requests[0].contact_key) is None
     assert s.waiting_count() == 1
 
 
@@ -120,7 +121,7 @@ def test_a_held_unit_is_kept_and_the_page_says_so(client: Client, services: Serv
     assert "You are holding one Walnut dining chair until" in page
     assert "stays yours" in page
     assert s.row(token).state == "held"
-    assert s.request(0)["state"] == "reserved"
+    assert s.request(0).state == "reserved"
 
 
 @pytest.mark.parametrize("token", ["not-a-token", "x" * 600])
@@ -135,10 +136,10 @@ def test_a_broken_link_gets_an_honest_page(client: Client, services: Services, t
 
 def test_a_manage_token_is_not_an_unsubscribe_token(client: Client, services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=1)
-    manage_token = services.tokens.manage(s.requests[0]["contact_key"])
+    manage_token = services.tokens.manage(s.requests[0].contact_key)
     response = client.http.post(f"/unsubscribe/{manage_token}", headers=FORM, body="List-Unsubscribe=One-Click")
     assert response.status_code == 400
-    assert services.tables.optout.get(s.requests[0]["contact_key"]) is None
+    assert services.tables.optout.get(s.requests[0].contact_key) is None
 
 
 def test_after_unsubscribing_capture_acknowledges_and_the_notifier_skips(
@@ -149,16 +150,16 @@ def test_after_unsubscribing_capture_acknowledges_and_the_notifier_skips(
     again = client.http.post(
         "/notify-me",
         headers={"Content-Type": "application/json"},
-        body=f'{{"sku": "{s.sku}", "channel": "sms", "contact": "{s.requests[0]["contact"]}"}}',
+        body=f'{{"sku": "{s.sku}", "channel": "sms", "contact": "{s.requests[0].contact}"}}',
     )
     assert again.status_code == 202
     assert again.json_body == {"status": "acknowledged"}
     # A place written before the opt-out reached every list (say, a tap racing the click) is still never
     # messaged: the notifier checks the opt-out table for each person it is about to tell.
-    services.tables.optout.remove(s.requests[0]["contact_key"])
-    late = join_request(services, s.sku, s.requests[0]["contact"], clock.now())
-    services.tables.optout.add(late["contact_key"], "unsubscribe", clock.now())
+    services.tables.optout.remove(s.requests[0].contact_key)
+    late = join_request(services, s.sku, s.requests[0].contact, clock.now())
+    services.tables.optout.add(late.contact_key, "unsubscribe", clock.now())
     services.notifier.handle(Job(s.sku, s.restock.restock_id, s.restock.restock_ts), lambda: 60_000)
-    assert told(services, s.sku) == [s.requests[1]["contact_key"]]
+    assert told(services, s.sku) == [s.requests[1].contact_key]
     [skip] = [f for f in services.tables.audit.for_sku(s.sku) if f["kind"] == "notice_skipped"]
-    assert (skip["reason"], skip["contact_key"]) == ("opted_out", late["contact_key"])
+    assert (skip["reason"], skip["contact_key"]) == ("opted_out", late.contact_key)

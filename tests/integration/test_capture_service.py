@@ -72,7 +72,7 @@ def test_a_shopper_who_bought_joins_again_at_the_back(services: Services, chair:
     assert again.joined_ts != first.joined_ts
     assert again.position == 2
     unique = services.tables.requests.get_unique(
-        chair, services.tables.requests.get(chair, again.joined_ts or "")["contact_key"]
+        chair, services.tables.requests.get(chair, again.joined_ts or "").contact_key
     )
     assert unique["ref"] == again.joined_ts
 

@@ -9,6 +9,7 @@ import pytest
 from chalice.test import Client
 
 from chalicelib.feedback import AUDIT_PARTITION
+from chalicelib.tables.requests import Request
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.builders import add_request, add_restock, joined, key_of
@@ -38,7 +39,7 @@ def facts(services: Services, kind: str) -> list[dict[str, Any]]:
     return [f for f in services.tables.audit.for_sku(AUDIT_PARTITION) if f["kind"] == kind]
 
 
-def places_of(services: Services, contact: str) -> list[dict[str, Any]]:
+def places_of(services: Services, contact: str) -> list[Request]:
     return services.exits.places(key_of(services, contact))
 
 

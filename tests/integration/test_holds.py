@@ -114,10 +114,10 @@ def test_counter_table_moves_counters_and_rows_together(
     row = s.row(token_id)
     assert row.state == row_state
     request = s.request()
-    assert request["state"] == request_state
+    assert request.state == request_state
     # The request owns the offer while it is live, and lets go of it once the row is settled.
-    assert request.get("offer_token") == (token_id if row_state in ("offered", "held") else None)
-    assert request["last_notified_restock"] == s.restock.restock_id
+    assert request.offer_token == (token_id if row_state in ("offered", "held") else None)
+    assert request.last_notified_restock == s.restock.restock_id
     # Only a conversion takes the shopper off the list.
     assert s.waiting_count() == waiting - (1 if row_state == "converted" else 0)
     if audit_kind:
@@ -174,8 +174,8 @@ def test_more_live_offers_than_units_after_a_level_fall_hold_only_the_units(
     # The refused keep their place: back to waiting, not offered again for this restock.
     for i, token_id in enumerate(tokens):
         if sc.row(token_id).state == "lapsed":
-            assert sc.request(i)["state"] == "waiting"
-            assert sc.request(i)["last_notified_restock"] == sc.restock.restock_id
+            assert sc.request(i).state == "waiting"
+            assert sc.request(i).last_notified_restock == sc.restock.restock_id
 
 
 def test_just_gone_link_keeps_saying_so(s: Scene) -> None:
@@ -272,7 +272,7 @@ def test_product_without_checkout_url_holds_nothing(s: Scene) -> None:
 def test_hold_goes_on_when_the_request_was_tidied_away(s: Scene) -> None:
     token_id = s.offer()
     # DynamoDB's TTL deletes on its own schedule; the shopper's unit must not be stranded by it.
-    s.services.tables.requests.table.delete_item(Key={"sku": s.sku, "joined_ts": s.requests[0]["joined_ts"]})
+    s.services.tables.requests.table.delete_item(Key={"sku": s.sku, "joined_ts": s.requests[0].joined_ts})
     assert s.tap(token_id).kind == holds.HELD_NOW
     assert s.counters() == (1, 1)
     s.clock.advance(CHAIR["hold_window_s"])

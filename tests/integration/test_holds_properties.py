@@ -25,6 +25,7 @@ from hypothesis.stateful import (
 from chalicelib.errors import Conflict
 from chalicelib.orders import Order
 from chalicelib.tables.base import TransactionCancelled
+from chalicelib.tables.requests import Request
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
@@ -46,7 +47,7 @@ def machine_for(base: Services) -> type[RuleBasedStateMachine]:
             self.services = Services(base.settings, aws=base.aws, clock=self.clock, model=FakeBedrock())
             self.sku = f"PROP-{next(_skus)}"
             self.services.tables.catalog.upsert(self.sku, dict(CHAIR))
-            self.requests: list[dict[str, Any]] = []
+            self.requests: list[Request] = []
             self.tokens: dict[int, str] = {}
             self.total = 0
             self.cut = 0
@@ -173,18 +174,18 @@ def machine_for(base: Services) -> type[RuleBasedStateMachine]:
             assert facts["expiry"] == states["expired"]
             assert facts["conversion"] == states["converted"]
             assert facts["lapse"] + facts["just_gone"] == states["lapsed"]
-            places = {r["joined_ts"]: r for r in self.services.tables.requests.queue(self.sku, active_only=False)}
+            places = {r.joined_ts: r for r in self.services.tables.requests.queue(self.sku, active_only=False)}
             for i, request in enumerate(self.requests):
-                current = places[request["joined_ts"]]
+                current = places[request.joined_ts]
                 row = rows.get(i)
                 if row is None:
-                    assert current["state"] == "waiting"
+                    assert current.state == "waiting"
                     continue
-                assert current["state"] == ROW_TO_REQUEST.get(row["state"], "waiting")
-                assert current.get("offer_token") == (row["token_id"] if row["state"] in ("offered", "held") else None)
-                assert current["last_notified_restock"] == self.restock_item.restock_id
+                assert current.state == ROW_TO_REQUEST.get(row["state"], "waiting")
+                assert current.offer_token == (row["token_id"] if row["state"] in ("offered", "held") else None)
+                assert current.last_notified_restock == self.restock_item.restock_id
             product = self.services.tables.catalog.get(self.sku, consistent=True)
-            assert product.waiting_count == sum(1 for r in places.values() if r["state"] in ACTIVE)
+            assert product.waiting_count == sum(1 for r in places.values() if r.state in ACTIVE)
 
     return HoldsMachine
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from chalicelib.counters import lowered
 from chalicelib.leaving import GONE, HOLDING, LEFT, RELEASED
+from chalicelib.tables.requests import Request
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.scenes import scene
@@ -19,13 +18,13 @@ def test_leaving_a_waiting_place_removes_it_with_its_uniqueness_item(services: S
     assert s.waiting_count() == 2
     exit_ = services.exits.leave(s.request(0), reason="manage")
     assert exit_.outcome == LEFT
-    assert services.tables.requests.get(s.sku, s.requests[0]["joined_ts"]) is None
-    assert services.tables.requests.get_unique(s.sku, s.requests[0]["contact_key"]) is None
+    assert services.tables.requests.get(s.sku, s.requests[0].joined_ts) is None
+    assert services.tables.requests.get_unique(s.sku, s.requests[0].contact_key) is None
     assert s.waiting_count() == 1
-    assert services.tables.requests.position(s.sku, s.requests[1]["joined_ts"]) == 1
+    assert services.tables.requests.position(s.sku, s.requests[1].joined_ts) == 1
     [fact] = [f for f in services.tables.audit.for_sku(s.sku) if f["kind"] == "leave"]
     assert fact["reason"] == "manage"
-    assert fact["contact_key"] == s.requests[0]["contact_key"]
+    assert fact["contact_key"] == s.requests[0].contact_key
     assert "contact" not in fact
 
 
@@ -77,7 +76,7 @@ def test_leaving_after_the_stock_fell_never_over_promises(services: Services, cl
     assert exit_.outcome == RELEASED
     assert s.counters() == (0, 0)
     assert s.row(token).state == "lapsed"
-    assert services.tables.requests.get(s.sku, s.requests[0]["joined_ts"]) is None
+    assert services.tables.requests.get(s.sku, s.requests[0].joined_ts) is None
     assert s.waiting_count() == 1
 
 
@@ -88,7 +87,7 @@ def test_a_held_unit_stays_held(services: Services, clock: FixedClock) -> None:
     exit_ = services.exits.leave(s.request(0), reason="unsubscribe")
     assert exit_.outcome == HOLDING
     assert exit_.hold_expires_at == s.row(token).hold_expires_at
-    assert s.request(0)["state"] == "reserved"
+    assert s.request(0).state == "reserved"
     assert s.counters() == (0, 0)
     assert s.waiting_count() == 2
 
@@ -106,7 +105,7 @@ def test_an_offer_made_between_read_and_write_is_released_not_lost(services: Ser
 def test_leaving_twice_changes_nothing_more(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=2)
     first = services.exits.leave(s.request(0), reason="manage")
-    again = services.exits.leave_sku(s.requests[0]["contact_key"], s.sku, reason="manage")
+    again = services.exits.leave_sku(s.requests[0].contact_key, s.sku, reason="manage")
     assert (first.outcome, again.outcome) == (LEFT, GONE)
     assert s.waiting_count() == 1
 
@@ -116,10 +115,10 @@ def test_leave_all_covers_every_sku(services: Services, clock: FixedClock) -> No
 
     s = scene(services, clock, units=1, people=1)
     services.tables.catalog.upsert("LAMP", {"name": "Brass lamp"})
-    join_request(services, "LAMP", s.requests[0]["contact"], clock.now())
-    exits = services.exits.leave_all(s.requests[0]["contact_key"], reason="admin")
+    join_request(services, "LAMP", s.requests[0].contact, clock.now())
+    exits = services.exits.leave_all(s.requests[0].contact_key, reason="admin")
     assert sorted((e.sku, e.outcome) for e in exits) == [("CHAIR-WALNUT", LEFT), ("LAMP", LEFT)]
-    assert services.exits.places(s.requests[0]["contact_key"]) == []
+    assert services.exits.places(s.requests[0].contact_key) == []
 
 
 def test_unsubscribing_while_the_notifier_runs_keeps_every_count_right(services: Services, clock: FixedClock) -> None:
@@ -136,10 +135,10 @@ def test_unsubscribing_while_the_notifier_runs_keeps_every_count_right(services:
         barrier.wait()
         services.notifier.handle(Job(s.sku, s.restock.restock_id, s.restock.restock_ts), lambda: 60_000)
 
-    def leave(request: dict[str, Any]) -> None:
+    def leave(request: Request) -> None:
         barrier.wait()
         try:
-            services.optouts.opt_out(request["contact_key"], "unsubscribe")
+            services.optouts.opt_out(request.contact_key, "unsubscribe")
         except BaseException as exc:  # surfaced below; a thread's exception is otherwise lost
             errors.append(exc)
 
@@ -153,9 +152,9 @@ def test_unsubscribing_while_the_notifier_runs_keeps_every_count_right(services:
     for job in queued_jobs(services):
         services.notifier.handle(job, lambda: 60_000)
     live = list(services.tables.requests.queue(s.sku))
-    assert {r["contact_key"] for r in live}.isdisjoint({r["contact_key"] for r in leavers})
+    assert {r.contact_key for r in live}.isdisjoint({r.contact_key for r in leavers})
     assert s.waiting_count() == len(live) == 6
-    offered = [r for r in live if r["state"] == "offered"]
+    offered = [r for r in live if r.state == "offered"]
     available, offerable = s.counters()
     assert available == 3
     assert offerable + len(offered) == available  # every unit is either offered or still offerable

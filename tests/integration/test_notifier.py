@@ -107,7 +107,7 @@ def test_notices_go_oldest_first_with_ties_broken_by_the_suffix(shop: Services, 
         (2, key_of(shop, "+447400900002")),
         (3, key_of(shop, "+447400900003")),
     ]
-    assert shop.tables.requests.get(SKU, joined(5, now, "00000c"))["state"] == "waiting"
+    assert shop.tables.requests.get(SKU, joined(5, now, "00000c")).state == "waiting"
 
 
 def test_the_cap_is_exact(shop: Services, clock: FixedClock) -> None:
@@ -123,7 +123,7 @@ def test_the_cap_is_exact(shop: Services, clock: FixedClock) -> None:
     rows = offers(shop, job)
     assert len(rows) == 4 and {r["state"] for r in rows} == {"offered"}
     assert all(int(r["due_at"]) == int(clock.now()) + CHAIR["offer_window_s"] for r in rows)
-    states = Counter(r["state"] for r in shop.tables.requests.queue(SKU))
+    states = Counter(r.state for r in shop.tables.requests.queue(SKU))
     assert states == {"offered": 4, "waiting": 6}
     assert outcome.metrics[NOTICES_SENT] == 4
     assert outcome.metrics[UNITS_TOTAL] == 4 and outcome.metrics[UNITS_OFFERABLE] == 4
@@ -231,10 +231,10 @@ def test_a_failed_send_is_rolled_back_and_the_retry_sends_it_exactly_once(shop: 
 
     assert flaky.refused == [numbers[1]]
     assert numbers[1] not in told()
-    after = shop.tables.requests.get(SKU, failing["joined_ts"])
-    assert after["state"] == "waiting"
-    assert "last_notified_restock" not in after and "offer_token" not in after
-    assert all(r["request_joined_ts"] != failing["joined_ts"] for r in offers(shop, job))
+    after = shop.tables.requests.get(SKU, failing.joined_ts)
+    assert after.state == "waiting"
+    assert after.last_notified_restock is None and after.offer_token is None
+    assert all(r["request_joined_ts"] != failing.joined_ts for r in offers(shop, job))
     assert int(restock_item(shop, job).units_offerable) == 3 - len(offers(shop, job))
     [failure] = audit(shop, "send_failed")
     assert failure["contact_key"] == key_of(shop, numbers[1]) and failure["error"] == "AuthorizationError"
@@ -285,7 +285,7 @@ def test_a_crash_between_transaction_and_send_sends_nothing_and_leaves_the_offer
     assert all(r["state"] == "offered" and int(r["due_at"]) == int(r["offer_expires_at"]) for r in rows)
     for i in (0, 1):
         request = shop.tables.requests.get(SKU, joined(i, clock.now()))
-        assert request["state"] == "offered" and request["last_notified_restock"] == job.restock_id
+        assert request.state == "offered" and request.last_notified_restock == job.restock_id
     assert int(restock_item(shop, job).units_offerable) == 0
 
     # A unit comes back: the retry does not send the crashed offers, it tells the next person.
@@ -449,7 +449,7 @@ def test_a_batch_larger_than_the_units_left_offers_exactly_those_units_oldest_fi
     assert outcome.notices == OFFER_BATCH + 2 and outcome.stopped == StopReason.UNITS_EXHAUSTED
     assert sorted(told()) == numbers[: OFFER_BATCH + 2]
     assert int(restock_item(shop, job).units_offerable) == 0
-    states = [r["state"] for r in shop.tables.requests.queue(SKU)]
+    states = [r.state for r in shop.tables.requests.queue(SKU)]
     assert states == ["offered"] * (OFFER_BATCH + 2) + ["waiting"] * (40 - OFFER_BATCH - 2)
     assert not audit(shop, "notice_skipped")
 

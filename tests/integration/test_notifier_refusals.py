@@ -105,10 +105,10 @@ def test_a_number_sns_refuses_is_passed_over_and_its_unit_goes_to_the_next_perso
     refused = shop.tables.requests.get(SKU, joined(0, clock.now()))
     assert refused is not None
     # The place is kept for later restocks, waiting, and marked for this restock so nothing offers it again.
-    assert refused["state"] == "waiting" and "offer_token" not in refused
-    assert refused["last_notified_restock"] == job.restock_id
-    assert refused["undeliverable_restock"] == job.restock_id
-    assert all(r["request_joined_ts"] != refused["joined_ts"] for r in offers(shop, job))
+    assert refused.state == "waiting" and refused.offer_token is None
+    assert refused.last_notified_restock == job.restock_id
+    assert refused.undeliverable_restock == job.restock_id
+    assert all(r["request_joined_ts"] != refused.joined_ts for r in offers(shop, job))
     assert len(offers(shop, job)) == 3 and restock(shop, job).units_offerable == 0
     [fact] = audit(shop, "notice_undeliverable")
     assert fact["contact_key"] == key_of(shop, numbers[0]) and fact["error"] == "InvalidParameter"
@@ -230,7 +230,7 @@ def test_a_throttle_that_lasts_is_back_pressure_the_job_succeeds_and_a_later_one
     assert outcome.metrics.get(SENDS_THROTTLED) == 1
     assert numbers[0] not in told()
     first = shop.tables.requests.get(SKU, joined(0, clock.now()))
-    assert first is not None and first["state"] == "waiting" and "last_notified_restock" not in first
+    assert first is not None and first.state == "waiting" and first.last_notified_restock is None
     [fact] = audit(shop, "send_throttled")
     assert fact["error"] == "Throttled" and fact["rolled_back"] is True
     attributes = shop.aws.sqs.get_queue_attributes(QueueUrl=shop.jobs.url, AttributeNames=["All"])["Attributes"]

@@ -100,7 +100,7 @@ def test_unknown_reservation_is_not_found(s: Scene) -> None:
 
 def test_conversion_goes_on_when_the_request_was_tidied_away(s: Scene) -> None:
     token_id = held(s)
-    s.services.tables.requests.table.delete_item(Key={"sku": s.sku, "joined_ts": s.requests[0]["joined_ts"]})
+    s.services.tables.requests.table.delete_item(Key={"sku": s.sku, "joined_ts": s.requests[0].joined_ts})
     waiting = s.waiting_count()
     assert s.services.orders.record(Order(token_id, "order-1")).status == "converted"
     # The waiting count moves only with a request that moved.

@@ -28,24 +28,24 @@ def reply_stop(number: str) -> None:
 def test_stop_reply_becomes_an_optout_and_leaves_every_list(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=3)
     token = s.offer(1)
-    reply_stop(s.requests[1]["contact"])
-    reply_stop(s.requests[2]["contact"])
+    reply_stop(s.requests[1].contact)
+    reply_stop(s.requests[2].contact)
     report = services.optouts.sync_sms_optouts()
     # The emulator also lists a few numbers of its own; each is suppressed too (nobody waits for them).
     assert report.newly_suppressed == report.numbers_seen >= 2
     assert report.places_left == 2
     for request in s.requests[1:]:
-        record = services.tables.optout.get(request["contact_key"])
+        record = services.tables.optout.get(request.contact_key)
         assert record is not None and record["source"] == "stop"
-        assert services.tables.requests.get(s.sku, request["joined_ts"]) is None
+        assert services.tables.requests.get(s.sku, request.joined_ts) is None
     assert s.row(token).state == "lapsed"  # the live offer went back for the next person
     assert s.waiting_count() == 1
-    assert services.tables.optout.get(s.requests[0]["contact_key"]) is None
+    assert services.tables.optout.get(s.requests[0].contact_key) is None
 
 
 def test_a_second_sync_changes_nothing(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=1)
-    reply_stop(s.requests[0]["contact"])
+    reply_stop(s.requests[0].contact)
     services.optouts.sync_sms_optouts()
     again = services.optouts.sync_sms_optouts()
     assert again.newly_suppressed == 0
@@ -54,18 +54,18 @@ def test_a_second_sync_changes_nothing(services: Services, clock: FixedClock) ->
 
 def test_the_minute_sweep_runs_the_sync(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=1)
-    reply_stop(s.requests[0]["contact"])
+    reply_stop(s.requests[0].contact)
     summary = services.sweep.run()
     assert summary["optouts_synced"] >= 1
-    assert services.tables.optout.get(s.requests[0]["contact_key"])["source"] == "stop"
+    assert services.tables.optout.get(s.requests[0].contact_key)["source"] == "stop"
 
 
 def test_sync_follows_next_token_across_pages(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=2)
     sns = Mock(spec=services.aws.sns)
     pages: list[dict[str, Any]] = [
-        {"phoneNumbers": ["+447700900001", s.requests[0]["contact"]], "nextToken": "page-2"},
-        {"phoneNumbers": [s.requests[1]["contact"]], "nextToken": "page-3"},
+        {"phoneNumbers": ["+447700900001", s.requests[0].contact], "nextToken": "page-2"},
+        {"phoneNumbers": [s.requests[1].contact], "nextToken": "page-3"},
         {"phoneNumbers": []},
     ]
     sns.list_phone_numbers_opted_out.side_effect = pages

@@ -42,7 +42,7 @@ def verdicts(services: Services, sku: str, contact: str) -> list[str]:
 def test_explain_told_with_what_happened_next(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=2)
     notify(s, s.restock)
-    token = s.request(0)["offer_token"]
+    token = s.request(0).offer_token
     clock.advance(MINUTE)
     s.tap(token)
     clock.advance(MINUTE)
@@ -57,7 +57,7 @@ def test_explain_told_with_what_happened_next(services: Services, clock: FixedCl
 def test_explain_behind_the_cap(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=2)
     notify(s, s.restock)
-    found = desk_for(services).explain(s.sku, s.requests[1]["contact"])
+    found = desk_for(services).explain(s.sku, s.requests[1].contact)
     assert found.position == 2
     [r] = found.restocks
     assert r.verdict == BEHIND_CAP
@@ -66,16 +66,16 @@ def test_explain_behind_the_cap(services: Services, clock: FixedClock) -> None:
 
 def test_explain_still_in_progress_while_units_are_left(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=1)
-    assert verdicts(services, s.sku, s.requests[0]["contact"]) == [IN_PROGRESS]
+    assert verdicts(services, s.sku, s.requests[0].contact) == [IN_PROGRESS]
 
 
 def test_explain_opted_out(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=2)
-    services.optouts.opt_out(s.requests[1]["contact_key"], "stop")
+    services.optouts.opt_out(s.requests[1].contact_key, "stop")
     clock.advance(MINUTE)
     later = put_restock(services, s.sku, 1, clock.now(), webhook_id="wh_later")
     notify(s, later)
-    found = desk_for(services).explain(s.sku, s.requests[1]["contact"])
+    found = desk_for(services).explain(s.sku, s.requests[1].contact)
     assert found.opted_out is not None and found.opted_out["source"] == "stop"
     assert found.state is None
     assert [r.verdict for r in found.restocks][-1] == OPTED_OUT
@@ -85,32 +85,32 @@ def test_explain_opted_out(services: Services, clock: FixedClock) -> None:
 def test_explain_opted_out_while_still_queued_comes_from_the_notifier(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=1)
     # Suppressed but the place not yet removed (a STOP the sync has not seen): the notifier skips them.
-    services.tables.optout.add(s.requests[0]["contact_key"], "admin", clock.now())
+    services.tables.optout.add(s.requests[0].contact_key, "admin", clock.now())
     notify(s, s.restock)
-    assert verdicts(services, s.sku, s.requests[0]["contact"]) == [OPTED_OUT]
+    assert verdicts(services, s.sku, s.requests[0].contact) == [OPTED_OUT]
 
 
 def test_explain_holding_a_unit_from_an_earlier_restock(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=2)
     notify(s, s.restock)
-    s.tap(s.request(0)["offer_token"])
+    s.tap(s.request(0).offer_token)
     clock.advance(MINUTE)
     second = put_restock(services, s.sku, 1, clock.now(), webhook_id="wh_second")
     notify(s, second)
-    assert verdicts(services, s.sku, s.requests[0]["contact"]) == [TOLD, HOLDING_VERDICT]
-    assert verdicts(services, s.sku, s.requests[1]["contact"]) == [BEHIND_CAP, TOLD]
+    assert verdicts(services, s.sku, s.requests[0].contact) == [TOLD, HOLDING_VERDICT]
+    assert verdicts(services, s.sku, s.requests[1].contact) == [BEHIND_CAP, TOLD]
 
 
 def test_explain_bought_before_a_later_restock(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=1)
     notify(s, s.restock)
-    token = s.request(0)["offer_token"]
+    token = s.request(0).offer_token
     s.tap(token)
     services.moves.convert(s.row(token), "order-9", clock.now())
     clock.advance(MINUTE)
     second = put_restock(services, s.sku, 1, clock.now(), webhook_id="wh_after_buying")
     notify(s, second)
-    assert verdicts(services, s.sku, s.requests[0]["contact"]) == [TOLD, BOUGHT]
+    assert verdicts(services, s.sku, s.requests[0].contact) == [TOLD, BOUGHT]
 
 
 def test_explain_already_notified_on_a_later_pass(services: Services, clock: FixedClock) -> None:
@@ -120,7 +120,7 @@ def test_explain_already_notified_on_a_later_pass(services: Services, clock: Fix
     services.sweep.run()
     [topup] = queued_jobs(services)
     notify(s, s.restock, kind=topup.kind)
-    [r] = desk_for(services).explain(s.sku, s.requests[0]["contact"]).restocks
+    [r] = desk_for(services).explain(s.sku, s.requests[0].contact).restocks
     assert r.verdict == TOLD
     assert any(f.startswith("lapse at") for f in r.follow_ups)
     assert any("already told about this restock" in f for f in r.follow_ups)
@@ -135,9 +135,9 @@ def test_explain_already_notified_when_only_the_skip_is_on_record(services: Serv
         clock.now(),
         restock_id=s.restock.restock_id,
         reason="already_notified",
-        contact_key=s.requests[0]["contact_key"],
+        contact_key=s.requests[0].contact_key,
     )
-    assert verdicts(services, s.sku, s.requests[0]["contact"]) == [ALREADY_NOTIFIED]
+    assert verdicts(services, s.sku, s.requests[0].contact) == [ALREADY_NOTIFIED]
 
 
 def test_explain_not_yet_joined(services: Services, clock: FixedClock) -> None:
@@ -156,7 +156,7 @@ def test_explain_not_on_the_list_after_leaving(services: Services, clock: FixedC
     clock.advance(MINUTE)
     later = put_restock(services, s.sku, 1, clock.now(), webhook_id="wh_after_leaving")
     notify(s, later)
-    found = desk_for(services).explain(s.sku, s.requests[1]["contact"])
+    found = desk_for(services).explain(s.sku, s.requests[1].contact)
     assert [r.verdict for r in found.restocks][-1] == NOT_ON_LIST
 
 
@@ -166,7 +166,7 @@ def test_queue_lists_live_places_in_order_masked(services: Services, clock: Fixe
     rows = desk_for(services).queue(s.sku)
     assert [(r.position, r.state) for r in rows] == [(1, "offered"), (2, "waiting"), (3, "waiting")]
     assert rows[0].contact == "+4474•••••000"
-    assert all(r.contact not in {q["contact"] for q in s.requests} for r in rows)
+    assert all(r.contact not in {q.contact for q in s.requests} for r in rows)
 
 
 def out_of_stock(services: Services, sku: str, name: str, clock: FixedClock) -> None:
@@ -197,9 +197,9 @@ def test_demand_ranking_follows_joins_serves_and_leaves(services: Services, cloc
         services.exits.leave_sku(desk_for(services).contact(f"+4474001002{n:02d}")[1], "LAMP", reason="manage")
     chair = put_restock(services, "CHAIR", 1, clock.now())
     services.notifier.handle(Job("CHAIR", chair.restock_id, chair.restock_ts), lambda: 60_000)
-    [first] = [r for r in services.tables.requests.queue("CHAIR") if r["state"] == "offered"]
-    services.holds.reserve(services.tokens.reserve(first["offer_token"]))
-    services.moves.convert(services.tables.reservations.get(first["offer_token"]), "o-1", clock.now())
+    [first] = [r for r in services.tables.requests.queue("CHAIR") if r.state == "offered"]
+    services.holds.reserve(services.tokens.reserve(first.offer_token))
+    services.moves.convert(services.tables.reservations.get(first.offer_token), "o-1", clock.now())
     assert sorted(ranking(services)) == [("CHAIR", 1), ("LAMP", 1), ("RUG", 1)]
     for n in range(1, 4):
         tap("RUG", n)
@@ -213,11 +213,11 @@ def test_optout_add_and_remove(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=1)
     result = desk_for(services).optout_add("07400 100000")
     assert result.newly and [e.sku for e in result.left] == [s.sku]
-    assert services.tables.optout.get(s.requests[0]["contact_key"])["source"] == "admin"
+    assert services.tables.optout.get(s.requests[0].contact_key)["source"] == "admin"
     assert desk_for(services).optout_add("+447400100000").newly is False
     removal = desk_for(services).optout_remove("+447400100000")
     assert (removal.removed, removal.sms_still_opted_out) == (True, False)
-    assert services.tables.optout.get(s.requests[0]["contact_key"]) is None
+    assert services.tables.optout.get(s.requests[0].contact_key) is None
     # The emulator reports numbers ending in 99 as opted out at SNS (a STOP reply).
     desk_for(services).optout_add("+447400100099")
     assert desk_for(services).optout_remove("+447400100099").sms_still_opted_out is True
@@ -230,7 +230,7 @@ def test_export_holds_everything_about_them(services: Services, clock: FixedCloc
     data = desk_for(services).export("+447400100000")
     assert data["contact"] == "+447400100000"
     assert [r["sku"] for r in data["requests"]] == [s.sku]
-    assert [u["ref"] for u in data["uniqueness_items"]] == [s.requests[0]["joined_ts"]]
+    assert [u["ref"] for u in data["uniqueness_items"]] == [s.requests[0].joined_ts]
     assert [o["state"] for o in data["offers_and_holds"]] == ["offered"]
     assert "notice_sent" in [f["kind"] for f in data["audit"]]
     assert data["opt_out"] is None
@@ -257,7 +257,7 @@ def test_forget_leaves_no_personal_data_readable(
     services.capture.capture("10.0.0.1", {"sku": s.sku, "channel": "email", "contact": "Ada@Example.com"})
     notify(s, s.restock)  # a live offer to them, which must pass on
     if opted_out_first:
-        services.tables.optout.add(s.requests[0]["contact_key"], "unsubscribe", clock.now())
+        services.tables.optout.add(s.requests[0].contact_key, "unsubscribe", clock.now())
     forms = ["+447400100000", "07400100000", "7400100000", "Ada@Example.com", "ada@example.com", "Ada"]
     assert any(f in everything_stored(session) for f in forms)
     phone = desk_for(services).forget("07400 100000")
@@ -266,9 +266,9 @@ def test_forget_leaves_no_personal_data_readable(
     assert [f for f in forms if f in stored] == []
     assert (phone.requests_erased, phone.offers_released, email.requests_erased) == (2, 1, 1)
     assert phone.kept_optout is opted_out_first
-    assert (services.tables.optout.get(s.requests[0]["contact_key"]) is not None) is opted_out_first
+    assert (services.tables.optout.get(s.requests[0].contact_key) is not None) is opted_out_first
     assert desk_for(services).export("+447400100000")["requests"] == []
-    assert services.tables.requests.get(s.sku, s.requests[1]["joined_ts"])["state"] == "waiting"
+    assert services.tables.requests.get(s.sku, s.requests[1].joined_ts).state == "waiting"
     [topup] = queued_jobs(services)
     assert topup.kind == "topup"
 
@@ -278,8 +278,8 @@ def test_forget_waits_for_a_hold_to_end(services: Services, clock: FixedClock) -
     token = s.offer(0)
     s.tap(token)
     with pytest.raises(StillHolding):
-        desk_for(services).forget(s.requests[0]["contact"])
-    assert s.request(0)["contact"] == s.requests[0]["contact"]
+        desk_for(services).forget(s.requests[0].contact)
+    assert s.request(0).contact == s.requests[0].contact
 
 
 def test_dlq_redrive_moves_dead_letters_back(services: Services) -> None:

@@ -43,7 +43,7 @@ def test_sweep_lapses_unused_offers_and_expires_unbought_holds(s: Scene) -> None
     assert (summary["lapsed"], summary["expired"]) == (2, 0)
     assert [s.row(t).state for t in (lapsing, expiring, live)] == ["lapsed", "expired", "lapsed"]
     assert s.counters() == (3, 3)
-    assert [s.request(i)["state"] for i in range(3)] == ["waiting"] * 3
+    assert [s.request(i).state for i in range(3)] == ["waiting"] * 3
 
 
 def test_sweep_reads_due_rows_through_the_index_never_a_scan(s: Scene) -> None:
@@ -190,7 +190,7 @@ def test_top_up_tells_the_next_in_line(services: Services, clock: FixedClock) ->
     assert outcome.notices == 1
     assert sc.row(first).state == "lapsed"
     # The first in line had their turn for this restock; the unit goes to the next, and no further.
-    assert [sc.request(i)["state"] for i in range(3)] == ["waiting", "offered", "waiting"]
+    assert [sc.request(i).state for i in range(3)] == ["waiting", "offered", "waiting"]
     assert sc.counters() == (1, 0)
     # A second delivery of the same top-up tells nobody else.
     assert services.notifier.handle(job, lambda: 60_000).notices == 0
@@ -207,9 +207,9 @@ def test_stale_waiting_place_is_removed_with_its_uniqueness_item(services: Servi
     seen = scans(services)
     clock.advance(86400 - STALE_LEAD_S)
     assert services.sweep.run()["stale_requests"] == 1
-    assert services.tables.requests.get("CHAIR-WALNUT", stale["joined_ts"]) is None
-    assert services.tables.requests.get_unique("CHAIR-WALNUT", stale["contact_key"]) is None
-    assert services.tables.requests.get("CHAIR-WALNUT", fresh["joined_ts"]) is not None
+    assert services.tables.requests.get("CHAIR-WALNUT", stale.joined_ts) is None
+    assert services.tables.requests.get_unique("CHAIR-WALNUT", stale.contact_key) is None
+    assert services.tables.requests.get("CHAIR-WALNUT", fresh.joined_ts) is not None
     assert services.tables.catalog.get("CHAIR-WALNUT", consistent=True).waiting_count == 1
     assert seen == []
     assert services.sweep.run()["stale_requests"] == 0
@@ -221,11 +221,11 @@ def test_place_refreshed_by_a_repeat_tap_is_not_stale(services: Services, clock:
     place = join_request(services, "CHAIR-WALNUT", "+447400200001", now, ttl=int(now) + 86400)
     clock.advance(3600)
     services.tables.requests.refresh(
-        "CHAIR-WALNUT", place["joined_ts"], name="", ttl=int(clock.now()) + 90 * 86400, now=clock.now()
+        "CHAIR-WALNUT", place.joined_ts, name="", ttl=int(clock.now()) + 90 * 86400, now=clock.now()
     )
     clock.advance(86400)
     assert services.sweep.run()["stale_requests"] == 0
-    assert services.tables.requests.get("CHAIR-WALNUT", place["joined_ts"]) is not None
+    assert services.tables.requests.get("CHAIR-WALNUT", place.joined_ts) is not None
 
 
 def test_stale_place_with_a_live_offer_waits_for_its_unit_to_come_back(services: Services, clock: FixedClock) -> None:
@@ -236,7 +236,7 @@ def test_stale_place_with_a_live_offer_waits_for_its_unit_to_come_back(services:
     clock.advance(1800)
     summary = services.sweep.run()
     assert summary["stale_requests"] == 0
-    assert sc.request(0)["state"] == "offered"
+    assert sc.request(0).state == "offered"
     clock.advance(CHAIR["offer_window_s"])
     summary = services.sweep.run()
     assert (summary["lapsed"], summary["stale_requests"]) == (1, 1)
@@ -258,7 +258,7 @@ def test_stale_converted_place_goes_without_counting_twice(services: Services, c
     clock.advance(7200)
     assert services.sweep.run()["stale_requests"] == 1
     assert sc.waiting_count() == 0
-    assert services.tables.requests.get(sc.sku, sc.requests[0]["joined_ts"]) is None
+    assert services.tables.requests.get(sc.sku, sc.requests[0].joined_ts) is None
 
 
 def test_stale_place_leaves_a_newer_places_uniqueness_item(services: Services, clock: FixedClock) -> None:
@@ -269,7 +269,7 @@ def test_stale_place_leaves_a_newer_places_uniqueness_item(services: Services, c
     old = join_request(services, "CHAIR-WALNUT", "+447400200005", now, ttl=int(now) + 3600)
     # The same person's uniqueness item now names a newer place (a re-join after the old one finished).
     services.tables.requests.table.update_item(
-        Key={"sku": "CHAIR-WALNUT", "joined_ts": unique_sk(old["contact_key"])},
+        Key={"sku": "CHAIR-WALNUT", "joined_ts": unique_sk(old.contact_key)},
         UpdateExpression="SET #ref = :newer",
         ExpressionAttributeNames={"#ref": "ref"},
         ExpressionAttributeValues={":newer": "2099-01-01T00:00:00.000000Z#abcdef"},
@@ -277,8 +277,8 @@ def test_stale_place_leaves_a_newer_places_uniqueness_item(services: Services, c
     assert transact is not None
     clock.advance(3600)
     assert services.sweep.run()["stale_requests"] == 1
-    assert services.tables.requests.get("CHAIR-WALNUT", old["joined_ts"]) is None
-    assert services.tables.requests.get_unique("CHAIR-WALNUT", old["contact_key"]) is not None
+    assert services.tables.requests.get("CHAIR-WALNUT", old.joined_ts) is None
+    assert services.tables.requests.get_unique("CHAIR-WALNUT", old.contact_key) is not None
 
 
 def test_stale_places_are_found_days_after_their_ttl(services: Services, clock: FixedClock) -> None:

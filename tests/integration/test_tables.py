@@ -62,13 +62,13 @@ def test_queue_reads_oldest_first_and_skips_uniqueness_items(services: Services,
         stamps.append(join(services, "CHAIR", f"+44740012345{i}", clock.now()))
         clock.advance(1)
     queue = list(services.tables.requests.queue("CHAIR", page_size=2))
-    assert [r["joined_ts"] for r in queue] == stamps
+    assert [r.joined_ts for r in queue] == stamps
     assert services.tables.requests.position("CHAIR", stamps[3]) == 4
 
 
 def test_ties_in_the_same_instant_are_broken_by_the_suffix(services: Services, clock: FixedClock) -> None:
     stamps = [join(services, "CHAIR", f"+44740012345{i}", clock.now()) for i in range(6)]
-    queue = [r["joined_ts"] for r in services.tables.requests.queue("CHAIR")]
+    queue = [r.joined_ts for r in services.tables.requests.queue("CHAIR")]
     assert queue == sorted(stamps)
     assert len({s.split("#")[0] for s in stamps}) == 1
 
@@ -98,7 +98,7 @@ def test_position_counts_only_live_requests(services: Services, clock: FixedCloc
 def test_refresh_keeps_the_join_stamp_and_refuses_finished_places(services: Services, clock: FixedClock) -> None:
     joined = join(services, "CHAIR", "+447400123456", clock.now())
     refreshed = services.tables.requests.refresh("CHAIR", joined, name="Ada", ttl=123, now=clock.now())
-    assert refreshed is not None and refreshed["joined_ts"] == joined and refreshed["name"] == "Ada"
+    assert refreshed is not None and refreshed.joined_ts == joined and refreshed.name == "Ada"
     services.tables.requests.table.update_item(
         Key={"sku": "CHAIR", "joined_ts": joined},
         UpdateExpression="SET #s = :c",
@@ -112,7 +112,7 @@ def test_requests_are_found_by_contact_key(services: Services, clock: FixedClock
     join(services, "CHAIR", "+447400123456", clock.now(), key="k1")
     join(services, "LAMP", "+447400123456", clock.now(), key="k1")
     join(services, "LAMP", "+447400123457", clock.now(), key="k2")
-    assert sorted(r["sku"] for r in services.tables.requests.by_contact("k1")) == ["CHAIR", "LAMP"]
+    assert sorted(r.sku for r in services.tables.requests.by_contact("k1")) == ["CHAIR", "LAMP"]
 
 
 def test_optout_keeps_the_first_reason_and_batches_lookups(services: Services, clock: FixedClock) -> None:

@@ -55,10 +55,10 @@ def older_untold(world: World) -> None:
     clock_back = world.clock.now() - 3600
     request = join_request(world.services, world.sku, "+447400100599", clock_back)
     # Joined an hour before anyone was told, written with an older join stamp and never passed over.
-    world.table("requests").delete_item(Key={"sku": world.sku, "joined_ts": request["joined_ts"]})
-    world.table("requests").put_item(Item={**request, "joined_ts": "2000-01-01T00:00:00.000000Z#000000"})
+    world.table("requests").delete_item(Key={"sku": world.sku, "joined_ts": request.joined_ts})
+    world.table("requests").put_item(Item={**request.to_item(), "joined_ts": "2000-01-01T00:00:00.000000Z#000000"})
     world.table("requests").update_item(
-        Key={"sku": world.sku, "joined_ts": f"U#{request['contact_key']}"},
+        Key={"sku": world.sku, "joined_ts": f"U#{request.contact_key}"},
         UpdateExpression="SET #r = :r",
         ExpressionAttributeNames={"#r": "ref"},
         ExpressionAttributeValues={":r": "2000-01-01T00:00:00.000000Z#000000"},

@@ -12,6 +12,7 @@ import pytest
 
 from chalicelib import holds
 from chalicelib.leaving import HOLDING, RELEASED
+from chalicelib.tables.requests import Request
 from tests.reliability.invariants import Tables, assert_invariants
 from tests.reliability.world import World
 
@@ -33,9 +34,9 @@ def notices_to(world: World, contact: str, restock_id: str) -> int:
     return sum(1 for f in facts if f.get("contact_key") == key and f.get("restock_id") == restock_id)
 
 
-def places_of(world: World, contact: str) -> list[dict[str, Any]]:
+def places_of(world: World, contact: str) -> list[Request]:
     """Every request (any state) of one contact for the world's SKU."""
-    return [r for r in world.services.exits.places(world.key_of(contact)) if r["sku"] == world.sku]
+    return [r for r in world.services.exits.places(world.key_of(contact)) if r.sku == world.sku]
 
 
 def offered_token(world: World, contact: str) -> str:
@@ -122,7 +123,7 @@ def test_someone_who_left_with_a_live_offer_and_joins_again_is_never_told_twice(
     world.pump()
     assert notices_to(world, A, restock["restock_id"]) == 1
     [place] = places_of(world, A)
-    assert place["last_notified_restock"] == restock["restock_id"]
+    assert place.last_notified_restock == restock["restock_id"]
     world.settle()
     assert_invariants(world.services, settled=True)
 
@@ -176,7 +177,7 @@ def test_an_opted_out_holder_leaves_the_list_even_when_the_sweep_crashes_after_t
     world.clock.advance(901)
     world.faults.crash_at("sweep.after_expiry")
     world.sweep()  # crashes after the expiry; the next minute's sweep finishes
-    assert [p["state"] for p in places_of(world, A)] == []
+    assert [p.state for p in places_of(world, A)] == []
     world.settle()
     assert len(offers_to(world, B)) == 1
     assert_invariants(world.services, settled=True)
@@ -214,7 +215,7 @@ def test_tapping_notify_me_again_while_a_leave_waits_for_the_hold_keeps_the_plac
     world.tap(A)  # asking again means staying
     world.clock.advance(901)
     world.sweep()
-    assert [p["state"] for p in places_of(world, A)] == ["waiting"]
+    assert [p.state for p in places_of(world, A)] == ["waiting"]
     world.settle()
     assert_invariants(world.services, settled=True)
 
@@ -232,7 +233,7 @@ def test_a_place_can_switch_onto_a_contact_that_left_after_being_told_and_keeps_
     switched = world.services.manage.switch(world.key_of(email), A)  # the email's place moves onto A's number
     assert switched.moved == [world.sku]
     [place] = places_of(world, A)
-    assert place["last_notified_restock"] == restock["restock_id"]
+    assert place.last_notified_restock == restock["restock_id"]
     world.settle()
     assert notices_to(world, A, restock["restock_id"]) == 1
     assert_invariants(world.services, settled=True)
@@ -250,7 +251,7 @@ def test_a_late_joiner_whose_tap_died_before_its_job_went_is_told_after_the_swee
     with pytest.raises(PowerCut):
         world.services.capture.capture("198.51.100.7", {"sku": world.sku, "channel": "sms", "contact": B})
     world.faults.restore()
-    assert [p["state"] for p in places_of(world, B)] == ["waiting"]
+    assert [p.state for p in places_of(world, B)] == ["waiting"]
     world.pump()
     assert offers_to(world, B) == []
     world.clock.advance(61)

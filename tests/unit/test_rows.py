@@ -146,3 +146,18 @@ def test_a_level_time_keeps_its_fraction() -> None:
 def test_a_request_is_live_while_in_line() -> None:
     assert Request.from_item(stored(REQUEST)).live
     assert not Request.from_item({**stored(REQUEST), "state": "converted"}).live
+
+
+def test_a_stale_row_carries_only_what_the_expiry_index_projects() -> None:
+    projected = ("sku", "joined_ts", "expiry_day", "ttl", "state", "contact_key")
+    request = Request.from_item({k: v for k, v in stored(REQUEST).items() if k in projected})
+    assert (request.sku, request.joined_ts, request.state, request.contact_key) == (
+        "CHAIR",
+        REQUEST["joined_ts"],
+        RequestState.OFFERED,
+        "k1",
+    )
+    assert (request.ttl, request.expiry_day) == (REQUEST["ttl"], REQUEST["expiry_day"])
+    assert (request.channel, request.contact, request.name) == ("", "", "")
+    assert request.last_notified_restock is None and request.offer_token is None and request.leave_requested is None
+    assert request.created_at is None and request.updated_at is None
