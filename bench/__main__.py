@@ -16,6 +16,7 @@ from bench.calls import ROOT
 from bench.cost import monthly_cost
 from bench.imports import import_times
 from bench.prices import PRICES_AS_OF, REGION
+from bench.sms import sms_segments_per_notice
 
 PACKAGE = ROOT / "build" / "deployment.zip"
 
@@ -37,6 +38,9 @@ def run() -> dict[str, Any]:
     throughput = measure.notifier_throughput()
     print("measuring: cold imports ...", file=sys.stderr)
     imports = import_times()
+    print("measuring: SMS segments of composed notices ...", file=sys.stderr)
+    sms = sms_segments_per_notice()
+    measured["sms_segments"] = sms["segments"]
     cost = monthly_cost(measured)
     return {
         "capture_calls_per_tap": round(tap["total"], 2),
@@ -66,6 +70,7 @@ def run() -> dict[str, Any]:
         "import_ms_boto3_bytecode": round(imports["boto3_bytecode"], 1),
         "import_ratio_bytecode": round(imports["app_bytecode"] / imports["boto3_bytecode"], 2),
         "package_zip_bytes": PACKAGE.stat().st_size if PACKAGE.exists() else None,
+        **sms_fields(sms),
         "monthly_cost_usd": round(cost["total"], 2),
         "monthly_sms_usd": round(cost["sms"], 2),
         "monthly_cost_usd_without_sms": round(cost["without_sms"], 2),
@@ -74,6 +79,19 @@ def run() -> dict[str, Any]:
         "reference_shop": cost["shop"],
         "prices": f"{REGION} on demand, list prices as of {PRICES_AS_OF} (bench/prices.py)",
         "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def sms_fields(sms: dict[str, Any]) -> dict[str, Any]:
+    """The JSON fields of the SMS measurement (bench/sms.py)."""
+    used = [x for x in sms["samples"] if x["two_way"] == sms["two_way"]]
+    return {
+        "sms_segments_per_notice": sms["segments"],
+        "sms_two_way": sms["two_way"],
+        "sms_characters": [min(x["characters"] for x in used), max(x["characters"] for x in used)],
+        "sms_encodings": sorted({x["encoding"] for x in used}),
+        "sms_link_base": sms["link_base"],
+        "sms_samples": sms["samples"],
     }
 
 
@@ -135,6 +153,13 @@ def table(r: dict[str, Any]) -> str:
             "",
         ),
         (
+            "SMS segments per notice",
+            f"{r['sms_segments_per_notice']:g}",
+            "<= 2 (needs shorter links)",
+            f"{'/'.join(r['sms_encodings'])}, {r['sms_characters'][0]}-{r['sms_characters'][1]} characters "
+            f"with {r['sms_link_base']} links; two-way {'on' if r['sms_two_way'] else 'off'}",
+        ),
+        (
             "monthly cost, reference shop",
             f"${r['monthly_cost_usd_without_sms']:.2f} + SMS ${r['monthly_sms_usd']:.2f}",
             "",
@@ -153,7 +178,12 @@ def table(r: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    """Measure, print the table, then the JSON object as the last line."""
+    """Measure, print the table, then the JSON object as the last line.
+
+    `python -m bench sms` measures only the SMS segments (a second, no emulator) and prints them as JSON."""
+    if sys.argv[1:] == ["sms"]:
+        print(json.dumps(sms_fields(sms_segments_per_notice()), sort_keys=True))
+        return
     from devstack import moto_patches
 
     # The emulator as `make dev` runs it: faithful, and without the bookkeeping DynamoDB does not do.

@@ -3,7 +3,8 @@
 The reference shop: 5,000 taps, 40 restocks and 1,500 notices a month, half by SMS and half by email.
 What the issue does not fix is assumed here, in one place: half the links are tapped (750 holds), half
 the holds are bought (375 orders), the rest lapse or expire, and each lapse or expiry is followed by its
-own top-up job (an upper bound: one sweep often frees several units at once).
+own top-up job (an upper bound: one sweep often frees several units at once). SMS are billed per segment:
+each SMS notice costs the segments measured on the composed messages (bench/sms.py), not one.
 """
 
 from __future__ import annotations
@@ -53,7 +54,10 @@ class Shop:
 
 
 def monthly_cost(measured: dict[str, Any], shop: Shop = Shop()) -> dict[str, Any]:
-    """Lines of the month's bill in USD (SMS apart), with the quantities behind them."""
+    """Lines of the month's bill in USD (SMS apart), with the quantities behind them.
+
+    `measured["sms_segments"]` is the segments billed per SMS notice, as measured on composed messages."""
+    segments = measured["sms_segments"]
     tap, detect = measured["tap"], measured["detection"]
     notice, job = measured["notifier"]["per_notice"], measured["notifier"]["per_job"]
     hold, order = measured["hold_order"]["per_hold"], measured["hold_order"]["per_order"]
@@ -89,7 +93,7 @@ def monthly_cost(measured: dict[str, Any], shop: Shop = Shop()) -> dict[str, Any
         * (BEDROCK_TOKENS[0] * USD["bedrock_input_token"] + BEDROCK_TOKENS[1] * USD["bedrock_output_token"]),
         "secrets": SECRETS * USD["secret_month"] + SECRET_READS * USD["secret_request"],
     }
-    sms = shop.sms * USD["sms_uk"]
+    sms = shop.sms * segments * USD["sms_uk_segment"]
     without_sms = sum(lines.values())
     return {
         "lines": lines,
@@ -104,12 +108,14 @@ def monthly_cost(measured: dict[str, Any], shop: Shop = Shop()) -> dict[str, Any
             "lambda_invocations": invocations,
             "lambda_gb_seconds": gb_seconds,
             "api_requests": api_requests,
+            "sms_segments": shop.sms * segments,
         },
         "shop": {
             "taps": shop.taps,
             "restocks": shop.restocks,
             "notices": shop.notices,
             "sms": shop.sms,
+            "sms_segments_per_notice": segments,
             "emails": shop.emails,
             "holds": shop.holds,
             "orders": shop.orders,

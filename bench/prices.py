@@ -20,7 +20,7 @@ USD = {
     "api_gateway_request": 3.70 / 1_000_000,  # REST API, first 333 million a month
     "sqs_request": 0.40 / 1_000_000,  # standard queue, per 64 KB request
     "sns_request": 0.50 / 1_000_000,  # API requests other than SMS deliveries
-    "sms_uk": 0.040,  # one transactional SMS segment to a UK number (carrier fee included)
+    "sms_uk_segment": 0.040,  # one transactional SMS segment to a UK number (carrier fee included)
     "email": 0.10 / 1_000,  # SES outbound
     "bedrock_input_token": 1.00 / 1_000_000,  # Claude Haiku 4.5
     "bedrock_output_token": 5.00 / 1_000_000,

@@ -9,10 +9,16 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from chalicelib.senders import EMAIL, STOP_LINE, Notice
+from chalicelib.sms import is_gsm, to_gsm
 from chalicelib.tables.catalog import Product
 
 LINK = "{link}"
+# How the SMS ends depends on whether a reply can reach us (SMS_TWO_WAY): with a two-way origination identity
+# (a number or pool that receives replies) the manage link and "Reply STOP"; without one, a reply goes nowhere,
+# so the manage link, where the shopper can stop everything, is the opt-out and says so.
 MANAGE_LABEL = "Manage alerts: "
+OPT_OUT_LABEL = "Stop texts: "
+SHOP_NAME_LIMIT = 40  # the frame's shop name, shortened beyond this so the copy keeps its room
 
 
 @dataclass(frozen=True)
@@ -77,9 +83,34 @@ def fill(text: str, url: str) -> str:
     return text.replace(LINK, url)
 
 
-def compose_sms(copy_sms: str, reserve_url: str, manage_url: str) -> str:
-    """The whole SMS: the copy with its link, the manage link, and the STOP line last."""
-    return f"{fill(copy_sms, reserve_url)}\n{MANAGE_LABEL}{manage_url}\n{STOP_LINE}"
+def gsm_only(text: str) -> str:
+    """Text in GSM-7, anything without a GSM-7 form dropped (one such character would make every part UCS-2)."""
+    return "".join(c for c in to_gsm(text) if is_gsm(c))
+
+
+def shorten(text: str, limit: int) -> str:
+    """Text cut to at most `limit` characters, with an ellipsis when cut."""
+    return text if len(text) <= limit else text[: max(1, limit - 3)].rstrip() + "..."
+
+
+def sms_shop(shop: str) -> str:
+    """The shop's name as the SMS frame prints it."""
+    return shorten(gsm_only(shop).strip(), SHOP_NAME_LIMIT)
+
+
+def compose_sms(copy_sms: str, facts: Facts, reserve_url: str, manage_url: str, *, two_way: bool) -> str:
+    """The whole SMS: the shop's name, the copy with its link, how long the link lasts, then the opt-out.
+
+    The shop and the offer window are written here, around the copy, not asked of the copy: whatever the model
+    wrote (or a copy cached before a window changed), every SMS names who sent it and how long the offer lasts,
+    from the facts of this very offer. A copy that already starts with the shop's name is not prefixed twice.
+    """
+    shop = sms_shop(facts.shop)
+    body = fill(copy_sms, reserve_url)
+    lead = "" if not shop or body.startswith(shop) else f"{shop}: "
+    window = f"Link valid for {gsm_only(facts.offer_window)}."
+    ending = f"{MANAGE_LABEL}{manage_url}\n{STOP_LINE}" if two_way else f"{OPT_OUT_LABEL}{manage_url}"
+    return f"{lead}{body}\n{window}\n{ending}"
 
 
 def email_html(text: str) -> str:

@@ -53,6 +53,9 @@ class Settings:
     # The SES configuration set every email is sent under; its event destination publishes bounces, complaints
     # and deliveries to the feedback queue ('' = send without one).
     ses_configuration_set: str = ""
+    # Whether SMS go out from a two-way origination identity (an End User Messaging phone number or pool that
+    # receives replies). Only then does an SMS say "Reply STOP"; otherwise its manage link is the opt-out.
+    sms_two_way: bool = False
 
     def table_name(self, short: str) -> str:
         """Full name of a table from infra/template.json, e.g. 'catalog' -> 'bisn-catalog'."""
@@ -105,6 +108,17 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         return float(raw) if raw else default
     except ValueError as exc:
         raise ConfigError(f"{name} must be a number, got {raw!r}") from exc
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name} must be true or false, got {raw!r}")
 
 
 def _catalog_url(env: Mapping[str, str]) -> str:
@@ -170,6 +184,7 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         secret_values=values,
         catalog_url=_catalog_url(env),
         ses_configuration_set=env.get("SES_CONFIGURATION_SET", "").strip(),
+        sms_two_way=_bool(env, "SMS_TWO_WAY", False),
         metrics_namespace=env.get("POWERTOOLS_METRICS_NAMESPACE", "").strip() or "BackInStock",
         metrics_enabled=env.get("POWERTOOLS_METRICS_DISABLED", "").strip().lower() not in ("1", "true", "yes"),
         service_name=env.get("POWERTOOLS_SERVICE_NAME", "").strip() or _required(env, "NAME_PREFIX"),

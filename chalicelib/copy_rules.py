@@ -1,19 +1,20 @@
-"""Copy rules: the checks a model's copy must pass (the link exactly once, no other links, two SMS segments,
-no promise the system cannot keep), and the plain template used whenever it does not (pure)."""
+"""Copy rules: the checks a model's copy must pass (the link exactly once, no other links, the whole SMS within
+its segment budget, no promise the system cannot keep), and the plain template used whenever it does not (pure)."""
 
 from __future__ import annotations
 
 import json
 import re
 
-from chalicelib.compose import LINK, Copy, Facts, compose_sms, email_html, fill
-from chalicelib.senders import STOP_LINE
+from chalicelib.compose import LINK, Copy, Facts, compose_sms, email_html, gsm_only, shorten
 from chalicelib.sms import is_gsm, sms_segments, to_gsm
 
 BEDROCK = "bedrock"
 TEMPLATE = "template"
-SMS_COPY_SEGMENTS = 2  # the copy with its reserve link and the STOP line
-SMS_TOTAL_SEGMENTS = 3  # everything, including the manage link
+# The whole SMS as sent (shop, copy, reserve link, window, manage link, and the STOP line when two-way) with
+# real-length links. Two signed links of about 130 characters each leave no way into 2 GSM-7 segments (306):
+# that needs shorter links (docs/NOTICES.md).
+SMS_TOTAL_SEGMENTS = 3
 MAX_SUBJECT = 100
 MAX_EMAIL_BODY = 1500
 
@@ -87,7 +88,13 @@ def parse_model_text(text: str) -> dict[str, str]:
     return out
 
 
-def validate(raw: dict[str, str], facts: Facts, reserve_sample: str, manage_sample: str) -> Copy:
+def fits(sms: str, facts: Facts, reserve_sample: str, manage_sample: str, *, two_way: bool) -> bool:
+    """True when the SMS composed around this copy, with the opt-out line in use, fits the segment budget."""
+    composed = compose_sms(sms, facts, reserve_sample, manage_sample, two_way=two_way)
+    return sms_segments(composed) <= SMS_TOTAL_SEGMENTS
+
+
+def validate(raw: dict[str, str], facts: Facts, reserve_sample: str, manage_sample: str, *, two_way: bool) -> Copy:
     """Check a model's copy against every rule; returns it as Copy, or raises CopyRejected naming the rule."""
     sms = to_gsm(raw["sms"])
     subject = " ".join(raw["email_subject"].split())
@@ -107,9 +114,7 @@ def validate(raw: dict[str, str], facts: Facts, reserve_sample: str, manage_samp
         raise CopyRejected("sms_has_stop_line")
     if not is_gsm(sms):
         raise CopyRejected("sms_not_gsm")
-    if sms_segments(f"{fill(sms, reserve_sample)}\n{STOP_LINE}") > SMS_COPY_SEGMENTS:
-        raise CopyRejected("sms_too_long")
-    if sms_segments(compose_sms(sms, reserve_sample, manage_sample)) > SMS_TOTAL_SEGMENTS:
+    if not fits(sms, facts, reserve_sample, manage_sample, two_way=two_way):
         raise CopyRejected("sms_too_long")
     if len(subject) > MAX_SUBJECT:
         raise CopyRejected("subject_too_long")
@@ -121,12 +126,10 @@ def validate(raw: dict[str, str], facts: Facts, reserve_sample: str, manage_samp
 # --- The template: plain, friendly, always valid.
 
 
-def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: max(1, limit - 3)].rstrip() + "..."
+def template_copy(facts: Facts, reserve_sample: str, manage_sample: str, *, two_way: bool) -> Copy:
+    """The plain copy used when the model is off, fails, or says something it must not.
 
-
-def template_copy(facts: Facts, reserve_sample: str, manage_sample: str) -> Copy:
-    """The plain copy used when the model is off, fails, or says something it must not."""
+    The SMS copy leaves the shop's name and the offer window to the frame compose_sms puts around it."""
     product, shop = facts.product, facts.shop
     body = (
         f"Good news: {product} is back in stock at {shop}.\n\n"
@@ -135,19 +138,16 @@ def template_copy(facts: Facts, reserve_sample: str, manage_sample: str) -> Copy
         "If you don't use it in time, it passes to the next person waiting."
     )
     sms = ""
-    # Long product or shop names are shortened until the SMS fits; the link and the windows always stay.
+    # A long product name is shortened until the SMS fits; the link and the windows always stay.
     for limit in (80, 60, 40, 24, 12):
-        sms = to_gsm(
-            f"{_shorten(shop, limit)}: {_shorten(product, limit)} is back. Tap within {facts.offer_window} "
-            f"to hold one for {facts.hold_window} while you check out: {LINK}"
+        sms = gsm_only(
+            f"{shorten(product, limit)} is back. Tap to hold one for {facts.hold_window} while you check out: {LINK}"
         )
-        sms = "".join(c for c in sms if is_gsm(c))
-        fits_copy = sms_segments(f"{fill(sms, reserve_sample)}\n{STOP_LINE}") <= SMS_COPY_SEGMENTS
-        if fits_copy and sms_segments(compose_sms(sms, reserve_sample, manage_sample)) <= SMS_TOTAL_SEGMENTS:
+        if fits(sms, facts, reserve_sample, manage_sample, two_way=two_way):
             break
     return Copy(
         sms=sms,
-        email_subject=_shorten(f"{product} is back in stock", MAX_SUBJECT),
+        email_subject=shorten(f"{product} is back in stock", MAX_SUBJECT),
         email_text=body,
         email_html=email_html(body),
         source=TEMPLATE,

@@ -1,7 +1,7 @@
 """Message copy for a restock: one Bedrock Converse call, checked against what the system can promise.
 
 The copy carries the placeholder LINK where each recipient's reserve link goes. Anything the model returns
-that breaks a rule (link missing or doubled, other links, an SMS that would need more than two segments,
+that breaks a rule (link missing or doubled, other links, an SMS that would need more than its segment budget,
 prices, guarantees, invented times) is replaced by a plain template, and a metric says so.
 """
 
@@ -31,8 +31,8 @@ SYSTEM_PROMPT = (
     "Write no other links, web addresses or email addresses, no prices, discounts, offers or numbers of items, "
     "no guarantees, and no times other than the two windows you are given. Do not say an item is reserved, "
     "saved or set aside for the reader: the link holds one only when they use it in time. "
-    "The sms must be plain text under 150 characters without emoji and without an opt-out line "
-    "(one is added). The email_body is two or three short plain-text paragraphs without markup or a greeting."
+    "The sms must be plain text under 120 characters without emoji and without an opt-out line: "
+    "the shop's name is put before it, and how long the link lasts and the opt-out after it. The email_body is two or three short plain-text paragraphs without markup or a greeting."
 )
 
 
@@ -86,7 +86,7 @@ class Copywriter:
     def write(self, facts: Facts, metrics: Metrics) -> Copy:
         """New copy for these facts: the model's when it passes every rule, the template otherwise."""
         if self.bedrock is None:
-            return template_copy(facts, self.reserve_sample, self.manage_sample)
+            return template_copy(facts, self.reserve_sample, self.manage_sample, two_way=self.settings.sms_two_way)
         try:
             response = self.bedrock.converse(
                 modelId=self.settings.bedrock_model_id,
@@ -97,7 +97,13 @@ class Copywriter:
             text = converse_text(response)
             if not text:
                 raise CopyRejected("empty")
-            return validate(parse_model_text(text), facts, self.reserve_sample, self.manage_sample)
+            return validate(
+                parse_model_text(text),
+                facts,
+                self.reserve_sample,
+                self.manage_sample,
+                two_way=self.settings.sms_two_way,
+            )
         except CopyRejected as rejected:
             reason = rejected.reason
         except Exception as exc:  # any model failure (throttling, timeout, access) means the template
@@ -105,4 +111,4 @@ class Copywriter:
         log.warning("copy fell back to the template: %s", reason)
         metrics.count(FALLBACK_COPY)
         metrics.metadata("copy_fallback_reason", reason)
-        return template_copy(facts, self.reserve_sample, self.manage_sample)
+        return template_copy(facts, self.reserve_sample, self.manage_sample, two_way=self.settings.sms_two_way)

@@ -525,7 +525,8 @@ class Notifier:
         manage_url = self.links.manage(contact_key)
         to = request.contact
         if request.channel == SMS:
-            return Notice(channel=SMS, to=to, text=compose_sms(copy.sms, reserve_url, manage_url))
+            text = compose_sms(copy.sms, facts, reserve_url, manage_url, two_way=self.settings.sms_two_way)
+            return Notice(channel=SMS, to=to, text=text)
         return compose_email(
             copy,
             to=to,

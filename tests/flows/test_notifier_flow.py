@@ -49,7 +49,7 @@ def test_a_restock_job_tells_the_front_of_the_queue_by_sms_and_email(
     assert "Hi Grace," in email.body and "/reserve/" in email.body and "/unsubscribe/" in email.body
     [(number, text)] = sms_outbox()
     assert number == "+447400123456"
-    assert "/reserve/" in text and "/me/" in text and text.endswith("Reply STOP to opt out")
+    assert "/reserve/" in text and "Link valid for" in text and "\nStop texts: " in text and "STOP" not in text
     restock = services.tables.restocks.get(chair, job.restock_ts)
     assert restock.units_offerable == 0
     waiting = [r.state for r in services.tables.requests.queue(chair)]

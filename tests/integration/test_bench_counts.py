@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import threading
+from collections.abc import Callable
+from typing import Any
+
 from bench.measure import calls_per_tap
 
 
@@ -20,3 +25,41 @@ def test_the_throughput_bench_tells_every_waiting_shopper_through_the_real_notif
     result = one_restock(units=30, latency_s=0.001)
     assert result["sent"] == 30
     assert result["jobs"] >= 1
+
+
+class Outbox:
+    """Stands in for SNS and SES: keeps every notice the notifier hands over."""
+
+    def __init__(self) -> None:
+        self.notices: list[Any] = []
+        self.lock = threading.Lock()
+
+    def send(self, notice: Any, *, just_before: Callable[[], None] | None = None) -> str:
+        if just_before is not None:
+            just_before()
+        with self.lock:
+            self.notices.append(notice)
+            return f"msg-{len(self.notices)}"
+
+
+def test_the_reported_sms_segments_are_those_the_notifier_sends_for_the_demo_catalogue() -> None:
+    from bench.sms import DEMO_CATALOG, demo_products, measured_settings, sms_segments_per_notice
+    from bench.stack import stack, waiting_list
+    from chalicelib.sms import sms_segments
+
+    reported = sms_segments_per_notice()
+    catalogue = {p["sku"]: p for p in json.loads(DEMO_CATALOG.read_text())["products"]}
+    base_url = measured_settings().public_base_url
+    for copy_mode in ("template", "fake"):
+        outbox = Outbox()
+        with stack({"PUBLIC_BASE_URL": base_url, "COPY_MODE": copy_mode}, senders=outbox) as s:
+            for product in demo_products().values():
+                item = {k: v for k, v in catalogue[product.sku].items() if k != "sku"}
+                s.services.tables.catalog.upsert(product.sku, item)
+                waiting_list(s, product.sku, 3, email_every=1_000)  # the first by email, the rest by SMS
+                s.inventory(product.sku, 3)
+            s.deliver_jobs()
+        texts = [notice.text for notice in outbox.notices if notice.channel == "sms"]
+        assert len(texts) == 4
+        assert all(text.startswith("Walnut & Wool (demo shop): ") and "Link valid for " in text for text in texts)
+        assert max(sms_segments(text) for text in texts) == reported["segments"]

@@ -474,7 +474,7 @@ def test_copy_is_written_once_per_restock_and_reused_by_top_ups(shop: Services, 
     assert len(bedrock.calls) == 1
     assert told() == numbers
     first, second = (text for _, text in sms_outbox())
-    prefix = copy["sms"].split("{link}")[0]
+    prefix = f"{shop.settings.shop_name}: " + copy["sms"].split("{link}")[0]
     assert first.startswith(prefix) and second.startswith(prefix)
 
 
@@ -489,7 +489,11 @@ def test_a_failing_model_still_sends_the_template(shop: Services, clock: FixedCl
     assert "Walnut dining chair is back" in text
 
 
-def test_each_sms_is_short_has_its_own_links_and_ends_with_stop(shop: Services, clock: FixedClock) -> None:
+@pytest.mark.parametrize("two_way", [False, True])
+def test_each_sms_is_short_names_the_shop_and_window_has_its_own_links_and_an_honest_opt_out(
+    shop: Services, clock: FixedClock, two_way: bool
+) -> None:
+    shop = rebuilt(shop, settings=replace(shop.settings, sms_two_way=two_way))
     numbers = line_up(shop, clock, 2)
     job = add_restock(shop, SKU, 2, clock.now())
     shop.notifier.handle(job, plenty)
@@ -499,11 +503,17 @@ def test_each_sms_is_short_has_its_own_links_and_ends_with_stop(shop: Services, 
     for number, text in sms_outbox():
         assert number in numbers
         lines = text.split("\n")
-        assert lines[-1] == "Reply STOP to opt out"
+        assert lines[0].startswith(f"{shop.settings.shop_name}: ")
+        assert "Link valid for 1 hour." in lines  # the product's offer window
+        if two_way:
+            assert lines[-1] == "Reply STOP to opt out"
+            manage = lines[-2].removeprefix(f"Manage alerts: {base}/me/")
+        else:
+            assert "STOP" not in text  # no reply reaches a one-way sender: the manage link is the opt-out
+            manage = lines[-1].removeprefix(f"Stop texts: {base}/me/")
         assert sms_segments(text) <= 3
         reserve = text.split(f"{base}/reserve/")[1].split()[0]
         assert shop.tokens.read_reserve(reserve).value == rows[key_of(shop, number)]["token_id"]
-        manage = lines[-2].removeprefix(f"Manage alerts: {base}/me/")
         assert shop.tokens.read_manage(manage).value == key_of(shop, number)
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bench.__main__ import table
+from bench.__main__ import sms_fields, table
 from bench.calls import CallLog
 from bench.cost import MINUTES_A_MONTH, Shop, monthly_cost
 from bench.prices import USD
+from bench.sms import composed_sms, demo_products, measured_settings, sms_segments_per_notice
+from chalicelib.sms import sms_segments
 
 
 def activity(total: float, writes: float = 0.0, reads: float = 0.0, **calls: float) -> dict[str, Any]:
@@ -21,6 +23,7 @@ MEASURED = {
     "notifier": {"per_notice": activity(3, writes=6), "per_job": activity(5, reads=3)},
     "hold_order": {"per_hold": activity(2, writes=8), "per_order": activity(2, writes=8)},
     "sweep": {"idle": activity(8, reads=8), "per_lapse": activity(2, writes=6), "per_expiry": activity(3, writes=8)},
+    "sms_segments": 3,
 }
 
 
@@ -36,7 +39,7 @@ def test_a_transaction_bills_two_units_per_item_plus_index_writes() -> None:
 def test_the_month_is_priced_from_calls_per_activity_with_sms_apart() -> None:
     shop = Shop()
     cost = monthly_cost(MEASURED, shop)
-    assert cost["sms"] == shop.sms * USD["sms_uk"]
+    assert cost["sms"] == shop.sms * 3 * USD["sms_uk_segment"]
     assert cost["total"] == cost["without_sms"] + cost["sms"]
     writes = shop.taps * 10 + shop.restocks * 8 + shop.notices * 6 + (shop.holds + shop.orders) * 8
     writes += shop.lapses * 6 + shop.expiries * 8
@@ -74,6 +77,11 @@ def test_the_table_names_every_target() -> None:
         "import_ms_boto3_bytecode": 120,
         "import_ratio_bytecode": 1.25,
         "package_zip_bytes": None,
+        "sms_segments_per_notice": 3,
+        "sms_two_way": False,
+        "sms_characters": [417, 423],
+        "sms_encodings": ["GSM-7"],
+        "sms_link_base": "https://notify.your-shop.example",
         "monthly_cost_usd": 32.5,
         "monthly_sms_usd": 30.0,
         "monthly_cost_usd_without_sms": 2.5,
@@ -81,7 +89,30 @@ def test_the_table_names_every_target() -> None:
         "prices": "eu-west-2",
     }
     text = table(row)
-    for target in ("<= 2 (goal 1)", ">= 0.8 of bound (goal 0.9)", "<= 1.5x (goal 1.3x)", "<= 3 MB"):
+    for target in ("<= 2 (goal 1)", ">= 0.8 of bound (goal 0.9)", "<= 1.5x (goal 1.3x)", "<= 3 MB", "<= 2 (needs"):
         assert target in text
     assert "no build/ (make package)" in text
     json.dumps(row)
+
+
+def test_sms_are_priced_per_measured_segment_not_per_message() -> None:
+    one, three = (monthly_cost({**MEASURED, "sms_segments": n}) for n in (1, 3))
+    assert three["sms"] == 3 * one["sms"] == Shop().sms * 3 * USD["sms_uk_segment"]
+    assert three["quantities"]["sms_segments"] == Shop().sms * 3
+    assert three["without_sms"] == one["without_sms"]
+
+
+def test_the_reported_segments_are_those_of_a_composed_demo_message() -> None:
+    measured = sms_segments_per_notice()
+    settings = measured_settings()
+    for product in demo_products().values():
+        for model in (False, True):
+            text = composed_sms(settings, product, model=model)
+            assert text.startswith("Walnut & Wool (demo shop): ") and "Link valid for " in text
+            assert sms_segments(text) <= measured["segments"]
+    longest = composed_sms(settings, demo_products()["longest"], model=False)
+    assert sms_segments(longest) == measured["segments"]
+    fields = sms_fields(measured)
+    assert fields["sms_segments_per_notice"] == measured["segments"]
+    assert fields["sms_link_base"] == "https://notify.your-shop.example"  # a deployed stage's link length
+    json.dumps(fields)

@@ -49,3 +49,11 @@ def test_malformed_numbers_fail_fast(name: str, value: str) -> None:
 def test_every_stage_in_chalice_config_is_complete(stage: str) -> None:
     settings = settings_from_env({**stage_env(stage), "AWS_DEFAULT_REGION": "eu-west-2"})
     assert settings.stage == stage
+
+
+def test_sms_two_way_is_off_unless_a_stage_says_so() -> None:
+    assert settings_from_env(local()).sms_two_way is False
+    assert settings_from_env({**local(), "SMS_TWO_WAY": "true"}).sms_two_way is True
+    assert settings_from_env({**local(), "SMS_TWO_WAY": "false"}).sms_two_way is False
+    with pytest.raises(ConfigError, match="SMS_TWO_WAY"):
+        settings_from_env({**local(), "SMS_TWO_WAY": "maybe"})

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 
-from chalicelib.compose import LINK, Copy, Facts, compose_sms, facts_for, fill, window_words
+from chalicelib.compose import LINK, Copy, Facts, compose_sms, facts_for, window_words
 from chalicelib.config import settings_from_env
-from chalicelib.copy_rules import SMS_COPY_SEGMENTS, SMS_TOTAL_SEGMENTS, template_copy
+from chalicelib.copy_rules import SMS_TOTAL_SEGMENTS, template_copy
 from chalicelib.copywriter import Copywriter
 from chalicelib.links import Links
 from chalicelib.metrics import FALLBACK_COPY, Metrics
@@ -50,6 +51,13 @@ def model_says(**changes: str) -> FakeBedrock:
 def write(bedrock: Any) -> tuple[Copy, Metrics]:
     metrics = Metrics("Test", "bisn", enabled=False)
     return writer(bedrock).write(FACTS, metrics), metrics
+
+
+def write_with(bedrock: Any, *, two_way: bool) -> tuple[Copy, Metrics]:
+    settings = dataclasses.replace(SETTINGS, sms_two_way=two_way)
+    copywriter = Copywriter(settings=settings, restocks=RestocksTable(None), links=LINKS, bedrock=bedrock)
+    metrics = Metrics("Test", "bisn", enabled=False)
+    return copywriter.write(FACTS, metrics), metrics
 
 
 def test_valid_model_copy_is_used_as_written() -> None:
@@ -133,7 +141,7 @@ def test_every_failure_falls_back_to_the_template_and_counts_it(case: str) -> No
     copy, metrics = write(bedrock)
     assert metrics.document()["copy_fallback_reason"] == reason
     assert copy.source == "template"
-    assert copy == template_copy(FACTS, writer(None).reserve_sample, writer(None).manage_sample)
+    assert copy == template_copy(FACTS, writer(None).reserve_sample, writer(None).manage_sample, two_way=False)
     assert metrics.totals == {FALLBACK_COPY: 1}
 
 
@@ -144,15 +152,18 @@ def test_template_mode_never_calls_a_model() -> None:
 
 
 def test_template_says_the_windows_and_never_promises() -> None:
-    copy = template_copy(FACTS, "https://x.example/reserve/t", "https://x.example/me/t")
-    assert "within 1 hour" in copy.sms and "15 minutes" in copy.sms
+    copy = template_copy(FACTS, "https://x.example/reserve/t", "https://x.example/me/t", two_way=False)
+    assert "15 minutes" in copy.sms  # the hold; the offer window is the frame's (compose_sms)
+    sms = compose_sms(copy.sms, FACTS, "https://x.example/reserve/t", "https://x.example/me/t", two_way=False)
+    assert "Link valid for 1 hour." in sms and "15 minutes" in sms
     assert copy.sms.count(LINK) == 1 and copy.email_text.count(LINK) == 1
     assert copy.email_subject == "Walnut dining chair is back in stock"
     for word in ("guarantee", "reserved for you", "£", "%"):
         assert word not in (copy.sms + copy.email_text).lower()
 
 
-def test_template_sms_fits_two_segments_with_real_links_even_for_long_names() -> None:
+@pytest.mark.parametrize("two_way", [False, True])
+def test_template_sms_fits_its_segments_with_real_links_even_for_long_names(two_way: bool) -> None:
     sample = writer(None)
     facts = Facts(
         product="Hand-turned solid walnut dining chair with woven seat, natural oil finish, set of one",
@@ -161,15 +172,67 @@ def test_template_sms_fits_two_segments_with_real_links_even_for_long_names() ->
         offer_window="1 hour",
         hold_window="15 minutes",
     )
-    copy = template_copy(facts, sample.reserve_sample, sample.manage_sample)
-    filled = f"{fill(copy.sms, sample.reserve_sample)}\n{STOP_LINE}"
-    assert sms_segments(filled) <= SMS_COPY_SEGMENTS
-    assert sms_segments(compose_sms(copy.sms, sample.reserve_sample, sample.manage_sample)) <= SMS_TOTAL_SEGMENTS
+    copy = template_copy(facts, sample.reserve_sample, sample.manage_sample, two_way=two_way)
+    composed = compose_sms(copy.sms, facts, sample.reserve_sample, sample.manage_sample, two_way=two_way)
+    assert sms_segments(composed) <= SMS_TOTAL_SEGMENTS
+    assert composed.startswith("The Very Long Named Independent Furni...: ")
+    assert "Link valid for 1 hour." in composed
 
 
-def test_sms_ends_with_the_stop_line_after_the_manage_link() -> None:
-    text = compose_sms(f"Back: {LINK}", "https://a.example/reserve/r", "https://a.example/me/m")
-    assert text == "Back: https://a.example/reserve/r\nManage alerts: https://a.example/me/m\nReply STOP to opt out"
+RESERVE, MANAGE = "https://a.example/reserve/r", "https://a.example/me/m"
+
+
+def test_without_two_way_the_manage_link_is_the_opt_out_and_no_reply_is_asked_for() -> None:
+    text = compose_sms(f"Back: {LINK}", FACTS, RESERVE, MANAGE, two_way=False)
+    assert text == (
+        "Walnut & Wool (demo shop): Back: https://a.example/reserve/r\n"
+        "Link valid for 1 hour.\n"
+        "Stop texts: https://a.example/me/m"
+    )
+    assert "STOP" not in text and STOP_LINE not in text
+
+
+def test_with_two_way_the_sms_ends_with_the_stop_line_after_the_manage_link() -> None:
+    text = compose_sms(f"Back: {LINK}", FACTS, RESERVE, MANAGE, two_way=True)
+    assert text == (
+        "Walnut & Wool (demo shop): Back: https://a.example/reserve/r\n"
+        "Link valid for 1 hour.\n"
+        "Manage alerts: https://a.example/me/m\n"
+        "Reply STOP to opt out"
+    )
+
+
+@pytest.mark.parametrize("two_way", [False, True])
+def test_every_sms_names_the_shop_and_how_long_the_offer_lasts_whatever_the_copy_says(two_way: bool) -> None:
+    # The copy says neither; a cached copy may even name an older window: the frame says this offer's.
+    facts = Facts(
+        product="Mug", shop="Walnut & Wool", voice="plain", offer_window="45 minutes", hold_window="10 minutes"
+    )
+    for copy_sms in (f"It's back: {LINK}", f"Back! Tap within 1 hour: {LINK}"):
+        text = compose_sms(copy_sms, facts, RESERVE, MANAGE, two_way=two_way)
+        assert text.startswith("Walnut & Wool: ")
+        assert "Link valid for 45 minutes." in text.split("\n")
+    # A copy that already opens with the shop's name is not prefixed twice.
+    text = compose_sms(f"Walnut & Wool: it's back: {LINK}", facts, RESERVE, MANAGE, two_way=two_way)
+    assert text.startswith("Walnut & Wool: it's back") and text.count("Walnut & Wool") == 1
+
+
+@pytest.mark.parametrize("two_way", [False, True])
+def test_the_segment_rule_follows_the_opt_out_line_in_use(two_way: bool) -> None:
+    # Copy that fits only without the 25 characters "Reply STOP" costs is refused only when two-way is on.
+    sample = writer(None)
+    room = 0
+    for n in range(60, 240):
+        copy_sms = "x" * n + " " + LINK
+        if sms_segments(compose_sms(copy_sms, FACTS, sample.reserve_sample, sample.manage_sample, two_way=False)) > 3:
+            room = n - 1
+            break
+    copy_sms = "It's back. " + "Tap the link. " * ((room - 20) // 14) + LINK
+    one_way = compose_sms(copy_sms, FACTS, sample.reserve_sample, sample.manage_sample, two_way=False)
+    both = compose_sms(copy_sms, FACTS, sample.reserve_sample, sample.manage_sample, two_way=True)
+    assert sms_segments(one_way) <= SMS_TOTAL_SEGMENTS < sms_segments(both)
+    copy, _ = write_with(model_says(sms=copy_sms), two_way=two_way)
+    assert copy.source == ("template" if two_way else "bedrock")
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,101 @@
+"""SMS segments per notice, measured on the composed messages themselves (no emulator needed).
+
+Each notice is composed as the notifier composes it (chalicelib/notifier.py: the restock's copy, then
+`compose_sms` with the recipient's own signed links), for the demo catalogue's longest product name and a
+typical one (the median length), with links as long as a deployed stage's (the `prod` stage's
+`PUBLIC_BASE_URL` and real token lengths), the copy from both sources the notifier may use: the template, and
+the local stage's stand-in for the model. A segment is billed whatever it holds, so the month's SMS cost
+(bench/cost.py) is priced per segment from the largest count, with the stage's opt-out line (`SMS_TWO_WAY`).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from bench.stack import bench_env
+from chalicelib.compose import compose_sms, facts_for
+from chalicelib.config import Settings, settings_from_env
+from chalicelib.contacts import contact_key
+from chalicelib.copywriter import Copywriter
+from chalicelib.links import Links
+from chalicelib.metrics import Metrics
+from chalicelib.sms import is_gsm, septets, sms_segments
+from chalicelib.tables.catalog import Product
+from chalicelib.tables.restocks import RestocksTable
+from chalicelib.tokens import Tokens
+from devstack.fake_model import FakeBedrock
+from infra.stages import stage_env
+
+DEMO_CATALOG = Path(__file__).resolve().parent.parent / "devstack" / "demo-catalog.json"
+DEPLOYED_STAGE = "prod"
+
+
+def demo_products() -> dict[str, Product]:
+    """The demo catalogue's longest product name and a typical one (the median length)."""
+    products = [Product.from_item(p) for p in json.loads(DEMO_CATALOG.read_text())["products"]]
+    by_length = sorted(products, key=lambda p: (len(p.name), p.sku))
+    return {"longest": by_length[-1], "typical": by_length[(len(by_length) - 1) // 2]}
+
+
+def measured_settings(**overrides: str) -> Settings:
+    """The local stage (the demo shop) with a deployed stage's public base URL, so links are as long as live ones."""
+    base_url = stage_env(DEPLOYED_STAGE)["PUBLIC_BASE_URL"]
+    return settings_from_env(bench_env("local", PUBLIC_BASE_URL=base_url, **overrides))
+
+
+def composed_sms(settings: Settings, product: Product, *, model: bool) -> str:
+    """One recipient's SMS for a restock of `product`, composed as the notifier composes it."""
+    links = Links(settings.public_base_url, Tokens(secrets.token_urlsafe(48)))
+    writer = Copywriter(
+        settings=settings, restocks=RestocksTable(None), links=links, bedrock=FakeBedrock() if model else None
+    )
+    facts = facts_for(product, settings.shop_name)
+    copy = writer.write(facts, Metrics("Bench", "bench", enabled=False))
+    # The notifier's own ids: an offer row's uuid4 hex, a contact's keyed hash.
+    reserve = links.reserve(uuid.uuid4().hex)
+    manage = links.manage(contact_key("+447400123456", secrets.token_urlsafe(48)))
+    return compose_sms(copy.sms, facts, reserve, manage, two_way=settings.sms_two_way)
+
+
+def sample(text: str) -> dict[str, Any]:
+    """What a composed SMS costs: characters, encoding and segments."""
+    gsm = is_gsm(text)
+    return {
+        "characters": len(text),
+        "encoding": "GSM-7" if gsm else "UCS-2",
+        "units": septets(text) if gsm else len(text.encode("utf-16-le")) // 2,
+        "segments": sms_segments(text),
+    }
+
+
+def sms_segments_per_notice(settings: Settings | None = None) -> dict[str, Any]:
+    """Segments per SMS notice: the largest count over the demo's longest and typical names and both copy
+    sources, with the stage's opt-out line; the samples behind it, with and without two-way."""
+    settings = settings or measured_settings()
+    samples = []
+    for two_way in (False, True):
+        variant = replace(settings, sms_two_way=two_way)
+        for name, product in demo_products().items():
+            for model in (False, True):
+                text = composed_sms(variant, product, model=model)
+                samples.append(
+                    {
+                        "product": name,
+                        "name_chars": len(product.name),
+                        "copy": "model" if model else "template",
+                        "two_way": two_way,
+                        **sample(text),
+                    }
+                )
+    used = [s for s in samples if s["two_way"] == settings.sms_two_way]
+    return {
+        "segments": max(s["segments"] for s in used),
+        "two_way": settings.sms_two_way,
+        "link_base": settings.public_base_url,
+        "samples": samples,
+    }
