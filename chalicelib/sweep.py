@@ -157,11 +157,15 @@ class SweepService:
         """Delete places whose ttl passed, with their uniqueness items, keeping the waiting count in step."""
         cutoff = at + STALE_LEAD_S
         removed = 0
-        # Rows from the by-expiry index carry the keys, ttl, state and contact_key only: last_notified_restock
-        # is not projected, so it reads as None here.
-        for place in self.tables.requests.stale(cutoff, lookback_days=STALE_LOOKBACK_DAYS, page_size=self.page_size):
+        for seen in self.tables.requests.stale(cutoff, lookback_days=STALE_LOOKBACK_DAYS, page_size=self.page_size):
             if time.monotonic() > deadline:
                 break
+            # The by-expiry index carries the keys, ttl, state and contact_key only. The place itself says which
+            # restock it was told about, which its uniqueness item must remember once it goes (one notice per
+            # person per restock, invariant 2): read it whole.
+            place = self.tables.requests.get(seen.sku, seen.joined_ts)
+            if place is None:
+                continue
             state = place.state
             # A place with a live offer or hold is left until its unit has come back through it.
             if state not in (RequestState.WAITING, RequestState.CONVERTED):

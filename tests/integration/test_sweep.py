@@ -322,3 +322,20 @@ def test_summary_counts_every_kind_of_work(s: Scene) -> None:
         "optouts_synced",
         "raced",
     }
+
+
+def test_a_stale_place_that_was_told_leaves_that_memory_behind(services: Services, clock: FixedClock) -> None:
+    services.tables.catalog.upsert("CHAIR-WALNUT", dict(CHAIR))
+    now = clock.now()
+    told = join_request(services, "CHAIR-WALNUT", "+447400200006", now, ttl=int(now) + 3600)
+    # Told about a restock, and back to waiting (its offer lapsed): the place remembers which restock.
+    services.tables.requests.table.update_item(
+        Key={"sku": "CHAIR-WALNUT", "joined_ts": told.joined_ts},
+        UpdateExpression="SET last_notified_restock = :rid",
+        ExpressionAttributeValues={":rid": "rs_told"},
+    )
+    clock.advance(3600)
+    assert services.sweep.run()["stale_requests"] == 1
+    assert services.tables.requests.get("CHAIR-WALNUT", told.joined_ts) is None
+    unique = services.tables.requests.get_unique("CHAIR-WALNUT", told.contact_key)
+    assert unique is not None and unique["told_restock"] == "rs_told", "joining again brings no second notice"
