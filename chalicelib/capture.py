@@ -211,9 +211,7 @@ class CaptureService:
         self, tap: NotifyMe, key: str, fields: dict[str, Any], unique: dict[str, Any], now: float
     ) -> CaptureOutcome:
         ref = str(unique.get("ref", ""))
-        refreshed = (
-            self.tables.requests.refresh(tap.sku, ref, name=tap.name, ttl=fields["ttl"], now=now) if ref else None
-        )
+        refreshed = self.tables.requests.refresh(tap.sku, ref, ttl=fields["ttl"], now=now) if ref else None
         if refreshed is not None:
             return CaptureOutcome(
                 "already_queued", self.tables.requests.position(tap.sku, ref), ref, self.manage_link(key)

@@ -188,18 +188,19 @@ class RequestsTable:
         once that place left; `told_restock`, the memory a told place left behind; `ttl`)."""
         return self._item(sku, unique_sk(contact_key))
 
-    def refresh(self, sku: str, joined_ts: str, *, name: str, ttl: int, now: float) -> Request | None:
-        """A repeat tap: extend the request's life and update the name; never touch joined_ts."""
+    def refresh(self, sku: str, joined_ts: str, *, ttl: int, now: float) -> Request | None:
+        """A repeat tap: extend the request's life; never touch joined_ts or the name.
+
+        Anyone who knows a contact can tap for it, so a repeat tap changes nothing a stranger could use: the
+        name given at the first tap stays."""
         try:
             result = self.table.update_item(
                 Key={"sku": sku, "joined_ts": joined_ts},
                 # Asking again while a leave waits for a hold to end means staying: the leave is called off.
-                UpdateExpression="SET #ttl = :ttl, expiry_day = :day, updated_at = :now"
-                + (", #name = :name" if name else "")
-                + " REMOVE leave_requested",
+                UpdateExpression="SET #ttl = :ttl, expiry_day = :day, updated_at = :now REMOVE leave_requested",
                 # Only a live place is refreshed; a finished one is replaced by a new join instead.
                 ConditionExpression="attribute_exists(joined_ts) AND #state IN (:w, :o, :r)",
-                ExpressionAttributeNames={"#ttl": "ttl", "#state": "state", **({"#name": "name"} if name else {})},
+                ExpressionAttributeNames={"#ttl": "ttl", "#state": "state"},
                 ExpressionAttributeValues={
                     ":ttl": ttl,
                     ":day": expiry_day(ttl),
@@ -207,7 +208,6 @@ class RequestsTable:
                     ":w": RequestState.WAITING,
                     ":o": RequestState.OFFERED,
                     ":r": RequestState.RESERVED,
-                    **({":name": name} if name else {}),
                 },
                 ReturnValues="ALL_NEW",
             )

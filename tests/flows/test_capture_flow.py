@@ -98,3 +98,11 @@ def test_a_local_part_outside_ascii_gets_a_clear_400(client: Client, services: S
     assert response.json_body["error"] == "invalid_email"
     assert "ASCII" in response.json_body["message"]
     assert requests_for(services, chair) == []
+
+
+def test_a_repeat_tap_never_changes_the_name_given_first(client: Client, services: Services, chair: str) -> None:
+    tap(client, {"sku": chair, "channel": "sms", "contact": "07400 123456", "name": "Ada"})
+    again = tap(client, {"sku": chair, "channel": "sms", "contact": "07400 123456", "name": "Mallory"})
+    assert again.json_body["status"] == "already_queued"
+    [place] = requests_for(services, chair)
+    assert place.name == "Ada", "anyone who knows the number can tap for it; only the first tap names the place"

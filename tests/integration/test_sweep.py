@@ -221,7 +221,7 @@ def test_place_refreshed_by_a_repeat_tap_is_not_stale(services: Services, clock:
     place = join_request(services, "CHAIR-WALNUT", "+447400200001", now, ttl=int(now) + 86400)
     clock.advance(3600)
     services.tables.requests.refresh(
-        "CHAIR-WALNUT", place.joined_ts, name="", ttl=int(clock.now()) + 90 * 86400, now=clock.now()
+        "CHAIR-WALNUT", place.joined_ts, ttl=int(clock.now()) + 90 * 86400, now=clock.now()
     )
     clock.advance(86400)
     assert services.sweep.run()["stale_requests"] == 0

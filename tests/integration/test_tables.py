@@ -95,17 +95,20 @@ def test_position_counts_only_live_requests(services: Services, clock: FixedCloc
     assert services.tables.requests.position("CHAIR", stamps[2]) == 2
 
 
-def test_refresh_keeps_the_join_stamp_and_refuses_finished_places(services: Services, clock: FixedClock) -> None:
+def test_refresh_keeps_the_join_stamp_and_the_name_and_refuses_finished_places(
+    services: Services, clock: FixedClock
+) -> None:
     joined = join(services, "CHAIR", "+447400123456", clock.now())
-    refreshed = services.tables.requests.refresh("CHAIR", joined, name="Ada", ttl=123, now=clock.now())
-    assert refreshed is not None and refreshed.joined_ts == joined and refreshed.name == "Ada"
+    refreshed = services.tables.requests.refresh("CHAIR", joined, ttl=123, now=clock.now())
+    assert refreshed is not None and refreshed.joined_ts == joined and refreshed.ttl == 123
+    assert refreshed.name == "", "the name given at the first tap stays"
     services.tables.requests.table.update_item(
         Key={"sku": "CHAIR", "joined_ts": joined},
         UpdateExpression="SET #s = :c",
         ExpressionAttributeNames={"#s": "state"},
         ExpressionAttributeValues={":c": "converted"},
     )
-    assert services.tables.requests.refresh("CHAIR", joined, name="", ttl=456, now=clock.now()) is None
+    assert services.tables.requests.refresh("CHAIR", joined, ttl=456, now=clock.now()) is None
 
 
 def test_requests_are_found_by_contact_key(services: Services, clock: FixedClock) -> None:
