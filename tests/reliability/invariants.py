@@ -1,6 +1,6 @@
 """DESIGN §4's invariants 1–7, checked against everything in the tables (and the emulator's outbox).
 
-`violations(services, now)` reads every table whole and returns one line per broken promise; the tests
+`violations(services, now)` reads every table whole and returns one line per broken invariant; the tests
 call `assert_invariants` after a crash and its retry, after concurrent runs, after redeliveries. It reads
 rows only, never the code's own opinion of them, so a bug anywhere shows up here.
 

@@ -406,7 +406,7 @@ def emulator() -> Iterator[Emulator]:
 
 @dataclass
 class Result:
-    """What one storm came to: its violations (empty when every promise held) and what each op did."""
+    """What one storm came to: its violations (empty when every invariant held) and what each op did."""
 
     ops: list[Op]
     violations: list[str]
@@ -415,7 +415,7 @@ class Result:
 
     @property
     def failed(self) -> bool:
-        """Whether any promise broke (or an operation failed with an unexpected exception)."""
+        """Whether any invariant broke (or an operation failed with an unexpected exception)."""
         return bool(self.violations)
 
 

@@ -196,11 +196,11 @@ def chaos(world: World, rounds: int, width: int, seed: int) -> None:
     assert_invariants(world.services, settled=True)
 
 
-def test_taps_links_leaving_notifier_and_sweep_racing_keep_every_promise(world: World) -> None:
+def test_taps_links_leaving_notifier_and_sweep_racing_keep_every_invariant(world: World) -> None:
     chaos(world, rounds=4, width=8, seed=7)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
-def test_longer_races_keep_every_promise(world: World, seed: int) -> None:
+def test_longer_races_keep_every_invariant(world: World, seed: int) -> None:
     chaos(world, rounds=8, width=12, seed=seed)

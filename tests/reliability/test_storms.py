@@ -54,7 +54,7 @@ from tests.reliability.world import outbox_texts, scan
 from tests.support import ROOT
 
 BLOCK = 25
-FAST_BLOCKS = 8  # 200 storms
+FAST_BLOCKS = 6  # 150 storms
 SLOW_BLOCK = 50  # seeds shared out among the processes at once
 SLOW_BLOCKS = 40  # 2,000 more
 SLOW_SEEDS_FROM = 1_000_000
@@ -99,22 +99,22 @@ def storm_block(bench: Emulator, seeds: range, play_seeds: PlaySeeds | None = No
             continue
         shrunk.add(first)
         reports.append(describe(seed, result, shrink_storm(result, bench, budget=SHRINK_BUDGET)))
-    pytest.fail(f"{len(failures)} of {len(seeds)} storms broke a promise\n\n" + "\n\n".join(reports), pytrace=False)
+    pytest.fail(f"{len(failures)} of {len(seeds)} storms broke an invariant\n\n" + "\n\n".join(reports), pytrace=False)
 
 
 @pytest.mark.parametrize("block", range(FAST_BLOCKS))
-def test_storms_keep_every_promise(bench: Emulator, block: int) -> None:
+def test_storms_keep_every_invariant(bench: Emulator, block: int) -> None:
     storm_block(bench, range(block * BLOCK, (block + 1) * BLOCK))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("block", range(SLOW_BLOCKS))
-def test_many_more_storms_keep_every_promise(bench: Emulator, in_processes: PlaySeeds, block: int) -> None:
+def test_many_more_storms_keep_every_invariant(bench: Emulator, in_processes: PlaySeeds, block: int) -> None:
     start = SLOW_SEEDS_FROM + block * SLOW_BLOCK
     storm_block(bench, range(start, start + SLOW_BLOCK), in_processes)
 
 
-# --- storms that once broke a promise, shrunk, kept as they were found
+# --- storms that once broke an invariant, shrunk, kept as they were found
 
 ONCE_BROKEN: dict[str, list[Op]] = {
     "left with a live offer, joined again, told again for the same restock": [
@@ -140,7 +140,7 @@ ONCE_BROKEN: dict[str, list[Op]] = {
 
 
 @pytest.mark.parametrize("story", list(ONCE_BROKEN))
-def test_a_storm_that_once_broke_a_promise_keeps_it_now(bench: Emulator, story: str) -> None:
+def test_a_storm_that_once_broke_an_invariant_keeps_it_now(bench: Emulator, story: str) -> None:
     result = play(ONCE_BROKEN[story], bench)
     assert not result.violations, "\n".join(result.trace + result.violations)
 
