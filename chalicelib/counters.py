@@ -174,21 +174,24 @@ class UnitMoves:
             )
         return tx
 
+    def _withdraw_offer(self, sku: str, restock_ts: str, token_id: str) -> Tx:
+        """A notice that did not go, begun: its offer row deleted and its unit offerable again."""
+        return (
+            Tx()
+            .add("row", self.tables.reservations.delete_offer_item(token_id))
+            .add("units", self.tables.restocks.release_offer_item(sku, restock_ts))
+        )
+
     def roll_back(
         self, *, sku: str, restock_ts: str, token_id: str, request_joined_ts: str, previous_restock: str | None
     ) -> None:
         """Undo a notice that did not go: the offer row gone, units_offerable + 1, the request waiting and untold
         (told about `previous_restock` again). Raises when it could not be undone."""
-        tx = (
-            Tx()
-            .add("row", self.tables.reservations.delete_offer_item(token_id))
-            .add("units", self.tables.restocks.release_offer_item(sku, restock_ts))
-            .add(
-                "request",
-                self.tables.requests.unmark_offered_item(
-                    sku, request_joined_ts, token_id=token_id, previous_restock=previous_restock
-                ),
-            )
+        tx = self._withdraw_offer(sku, restock_ts, token_id).add(
+            "request",
+            self.tables.requests.unmark_offered_item(
+                sku, request_joined_ts, token_id=token_id, previous_restock=previous_restock
+            ),
         )
         self.tables.run(tx)
 
@@ -209,9 +212,7 @@ class UnitMoves:
         in one transaction.
         Raises when it could not be undone."""
         tx = (
-            Tx()
-            .add("row", self.tables.reservations.delete_offer_item(token_id))
-            .add("units", self.tables.restocks.release_offer_item(sku, restock_ts))
+            self._withdraw_offer(sku, restock_ts, token_id)
             .add(
                 "request",
                 self.tables.requests.mark_undeliverable_item(

@@ -633,12 +633,16 @@ class Notifier:
         walk.metrics.count(SEND_FAILURES)
         job = walk.job
         log.warning("send failed for restock %s (%s): %s", job.restock_id, pending.channel, error_code(error))
+        self._roll_back_unsent(walk, pending, "send_failed", error)
+
+    def _roll_back_unsent(self, walk: _Walk, pending: _Pending, kind: str, error: BaseException) -> None:
+        """Roll back the offer of a notice that was not sent, and record why (`kind`) and whether it came back."""
         rolled_back = self._roll_back(walk, pending)
         self.tables.audit.record(
-            job.sku,
-            "send_failed",
+            walk.job.sku,
+            kind,
             self.clock.now(),
-            restock_id=job.restock_id,
+            restock_id=walk.job.restock_id,
             channel=pending.channel,
             contact_key=pending.request.contact_key,
             token_id=pending.token_id,
@@ -697,18 +701,7 @@ class Notifier:
         walk.metrics.count(SENDS_THROTTLED)
         job = walk.job
         log.warning("send throttled for restock %s (%s); told later", job.restock_id, pending.channel)
-        rolled_back = self._roll_back(walk, pending)
-        self.tables.audit.record(
-            job.sku,
-            "send_throttled",
-            self.clock.now(),
-            restock_id=job.restock_id,
-            channel=pending.channel,
-            contact_key=pending.request.contact_key,
-            token_id=pending.token_id,
-            error=error_code(error),
-            rolled_back=rolled_back,
-        )
+        self._roll_back_unsent(walk, pending, "send_throttled", error)
 
     def _withdraw(self, walk: _Walk, pending: _Pending) -> None:
         """The contact opted out after the page was read and before the send: nothing went; the unit comes back."""
