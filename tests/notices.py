@@ -16,7 +16,7 @@ from moto.sns.models import sns_backends
 from chalicelib.jobs import Job
 from chalicelib.notifier import Outcome
 from chalicelib.wiring import Services
-from tests.support import REGION
+from tests.support import CHAIR, REGION
 
 PLENTY_MS = 60_000
 
@@ -124,3 +124,27 @@ class FlakySns:
             code, message = self.answer
             raise ClientError({"Error": {"Code": code, "Message": message}}, "Publish")
         return dict(self.real.publish(**kwargs))
+
+
+def selling_the_chair(services: Services, sku: str) -> Services:
+    """A shop selling the chair under `sku`, with its From address verified in SES."""
+    services.tables.catalog.upsert(sku, dict(CHAIR))
+    verify_sender(services)
+    return services
+
+
+def waiting_by_sms(services: Services, sku: str, now: float, count: int, start: int = 0) -> list[str]:
+    """`count` shoppers waiting for `sku` by SMS, one second apart; returns their numbers in queue order."""
+    from tests.builders import add_request, joined
+
+    numbers = []
+    for i in range(start, start + count):
+        number = f"+4474009{i:05d}"
+        add_request(services, sku, number, joined(i, now), now)
+        numbers.append(number)
+    return numbers
+
+
+def told() -> list[str]:
+    """The numbers sent an SMS, in the order they were sent."""
+    return [number for number, _ in sms_outbox()]

@@ -13,9 +13,8 @@ from chalicelib.metrics import NOTICES_OVER_UNITS, NOTICES_SENT
 from chalicelib.tables.restocks import Restock
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
-from tests.builders import add_request, add_restock, joined
-from tests.notices import plenty, verify_sender
-from tests.support import CHAIR
+from tests.builders import add_restock
+from tests.notices import plenty, selling_the_chair, waiting_by_sms
 
 SKU = "CHAIR-WALNUT"
 
@@ -23,10 +22,8 @@ SKU = "CHAIR-WALNUT"
 @pytest.fixture
 def shop(services: Services, clock: FixedClock) -> Services:
     """The chair on sale, five shoppers waiting by SMS."""
-    services.tables.catalog.upsert(SKU, dict(CHAIR))
-    verify_sender(services)
-    for i in range(5):
-        add_request(services, SKU, f"+4474009{i:05d}", joined(i, clock.now()), clock.now())
+    selling_the_chair(services, SKU)
+    waiting_by_sms(services, SKU, clock.now(), 5)
     return services
 
 

@@ -34,7 +34,15 @@ from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
 from tests.builders import add_many_requests, add_request, add_restock, joined, key_of, make_offer
-from tests.notices import FlakySns, email_outbox, plenty, sms_outbox, verify_sender
+from tests.notices import (
+    FlakySns,
+    email_outbox,
+    plenty,
+    selling_the_chair,
+    sms_outbox,
+    told,
+    waiting_by_sms,
+)
 from tests.support import CHAIR, CrashAt, InjectedCrash, queued_jobs, rebuilt
 
 SKU = "CHAIR-WALNUT"
@@ -43,19 +51,12 @@ SKU = "CHAIR-WALNUT"
 @pytest.fixture
 def shop(services: Services) -> Services:
     """A shop selling the chair, with its From address verified in SES."""
-    services.tables.catalog.upsert(SKU, dict(CHAIR))
-    verify_sender(services)
-    return services
+    return selling_the_chair(services, SKU)
 
 
 def line_up(services: Services, clock: FixedClock, count: int, start: int = 0) -> list[str]:
-    """`count` shoppers waiting by SMS, one second apart; returns their numbers in queue order."""
-    numbers = []
-    for i in range(start, start + count):
-        number = f"+4474009{i:05d}"
-        add_request(services, SKU, number, joined(i, clock.now()), clock.now())
-        numbers.append(number)
-    return numbers
+    """`count` shoppers waiting for the chair by SMS, one second apart; their numbers in queue order."""
+    return waiting_by_sms(services, SKU, clock.now(), count, start)
 
 
 def refuse_sms(shop: Services, refusals: dict[str, int]) -> tuple[Services, FlakySns]:
@@ -65,10 +66,6 @@ def refuse_sms(shop: Services, refusals: dict[str, int]) -> tuple[Services, Flak
         SmsSender(flaky), EmailSender(shop.aws.sesv2, shop.settings.ses_from), sms_per_second=50, email_per_second=50
     )
     return rebuilt(shop, senders=senders), flaky
-
-
-def told() -> list[str]:
-    return [number for number, _ in sms_outbox()]
 
 
 def restock_item(services: Services, job: Job) -> Restock:

@@ -32,10 +32,11 @@ from tests.notices import (
     drain,
     email_outbox,
     plenty,
-    sms_outbox,
-    verify_sender,
+    selling_the_chair,
+    told,
+    waiting_by_sms,
 )
-from tests.support import CHAIR, queued_jobs, rebuilt
+from tests.support import queued_jobs, rebuilt
 
 SKU = "CHAIR-WALNUT"
 
@@ -43,19 +44,12 @@ SKU = "CHAIR-WALNUT"
 @pytest.fixture
 def shop(services: Services) -> Services:
     """A shop selling the chair, with its From address verified in SES."""
-    services.tables.catalog.upsert(SKU, dict(CHAIR))
-    verify_sender(services)
-    return services
+    return selling_the_chair(services, SKU)
 
 
-def line_up(services: Services, clock: FixedClock, count: int) -> list[str]:
-    """`count` shoppers waiting by SMS, one second apart; returns their numbers in queue order."""
-    numbers = []
-    for i in range(count):
-        number = f"+4474009{i:05d}"
-        add_request(services, SKU, number, joined(i, clock.now()), clock.now())
-        numbers.append(number)
-    return numbers
+def line_up(services: Services, clock: FixedClock, count: int, start: int = 0) -> list[str]:
+    """`count` shoppers waiting for the chair by SMS, one second apart; their numbers in queue order."""
+    return waiting_by_sms(services, SKU, clock.now(), count, start)
 
 
 def over(shop: Services, sns: Any = None, sesv2: Any = None) -> Services:
@@ -68,10 +62,6 @@ def over(shop: Services, sns: Any = None, sesv2: Any = None) -> Services:
         sleep=lambda _s: None,
     )
     return rebuilt(shop, senders=senders)
-
-
-def told() -> list[str]:
-    return [number for number, _ in sms_outbox()]
 
 
 def audit(services: Services, kind: str) -> list[dict[str, Any]]:
