@@ -1,0 +1,148 @@
+"""The connector seam: what the domain asks of a store platform, and what a platform tells the domain.
+
+A connector verifies and reads a platform's webhooks, reads its catalogue, and places or releases a hold on the
+store itself. The domain (detection, orders, holds, the sweep, catalogue sync) speaks SKUs and reservation ids;
+connectors translate. Connectors make no AWS call: where a webhook names the platform's own ids, the domain maps
+them to SKUs through the catalogue (`LevelReport.store_item_id`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+GENERIC = "generic"
+SHOPIFY = "shopify"
+WOOCOMMERCE = "woocommerce"
+PLATFORMS = (GENERIC, SHOPIFY, WOOCOMMERCE)
+
+# What a delivery is about (WebhookDelivery.kind).
+INVENTORY = "inventory"
+ORDERS = "orders"
+CATALOG = "catalog"
+IGNORED = "ignored"
+
+
+class StoreUnavailable(Exception):
+    """The store did not answer usefully now (down, 5xx, 429, a timeout): the same call may succeed later."""
+
+    def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class StoreRefused(Exception):
+    """The store answered and will not do it (the variant is gone, no stock to hold): retrying will not help."""
+
+
+class CatalogUnavailable(Exception):
+    """The catalogue as a whole could not be read; catalogue sync changes nothing."""
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """One sellable variant as the platform describes it.
+
+    `ids` are the platform's own ids for this SKU, keyed `<platform>.<name>`, e.g. `shopify.variant_id`,
+    `shopify.inventory_item_id`, `woocommerce.product_id`, `woocommerce.variation_id` (all as strings).
+    `price` is the decimal string the platform gives (never a float), in `currency`.
+    """
+
+    sku: str
+    name: str
+    product_url: str | None = None
+    image_url: str | None = None
+    price: str | None = None
+    currency: str | None = None
+    ids: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LevelReport:
+    """A stock level the platform reports. It names the SKU, or else the platform's inventory item (mapped to a
+    SKU through the catalogue's `ids`). With `location_id` it is one location's level, and the SKU's level is
+    the sum over the shop's selling locations."""
+
+    available: int
+    occurred_at: float | None  # the platform's own time of the change (epoch seconds), when it gives one
+    sku: str | None = None
+    store_item_id: str | None = None  # e.g. "shopify.inventory_item_id:123", matched against CatalogEntry.ids
+    location_id: str | None = None
+
+
+@dataclass(frozen=True)
+class OrderReport:
+    """An order the platform reports, with the reservation ids our holds stamped on it (none for an order that
+    did not come from a hold)."""
+
+    order_id: str
+    reservation_ids: tuple[str, ...] = ()
+    paid: bool = True  # False while the platform still waits for payment (the hold stands until it is paid)
+
+
+@dataclass(frozen=True)
+class WebhookDelivery:
+    """A verified, parsed delivery. `delivery_id` de-duplicates redeliveries; `sent_at` orders deliveries whose
+    body carries no time of its own."""
+
+    delivery_id: str
+    sent_at: float
+    topic: str
+    kind: str  # INVENTORY, ORDERS, CATALOG or IGNORED
+    levels: tuple[LevelReport, ...] = ()
+    orders: tuple[OrderReport, ...] = ()
+    products: tuple[CatalogEntry, ...] = ()  # CATALOG: entries added or changed
+    removed_ids: tuple[str, ...] = ()  # CATALOG: ids (as in CatalogEntry.ids values, prefixed) of deleted products
+    reason: str | None = None  # IGNORED: why
+
+
+@dataclass(frozen=True)
+class HoldRequest:
+    """Hold one unit of `sku` on the store for the shopper of `reservation_id` until `expires_at` (epoch s)."""
+
+    reservation_id: str
+    sku: str
+    ids: Mapping[str, str]
+    expires_at: int
+    product_name: str = ""
+
+
+@dataclass(frozen=True)
+class StoreHold:
+    """A hold the store has: its own reference (to release it) and where the shopper checks out."""
+
+    ref: str
+    checkout_url: str
+
+
+class Connector(Protocol):
+    """A store platform, as the domain sees it."""
+
+    @property
+    def name(self) -> str:
+        """GENERIC, SHOPIFY or WOOCOMMERCE."""
+        ...
+
+    @property
+    def holds_on_store(self) -> bool:
+        """Whether a hold is also placed on the store (False: the hold lives in our tables only)."""
+        ...
+
+    def read_webhook(self, raw: bytes | None, headers: Mapping[str, str]) -> WebhookDelivery:
+        """Verify the signature (InvalidSignature before anything is read), then parse (BadRequest)."""
+        ...
+
+    def read_catalog(self) -> Iterator[CatalogEntry]:
+        """Every sellable variant, page by page; CatalogUnavailable when the catalogue cannot be read."""
+        ...
+
+    def place_hold(self, hold: HoldRequest) -> StoreHold:
+        """Hold one unit on the store. Idempotent on the reservation id: a second call returns the same hold.
+        StoreUnavailable (try later) or StoreRefused (never)."""
+        ...
+
+    def release_hold(self, reservation_id: str, ref: str | None) -> None:
+        """Give the unit back to the store. Idempotent: a hold already gone (or never placed) is released.
+        A hold the shopper already paid for is left alone. StoreUnavailable to try later."""
+        ...
