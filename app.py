@@ -11,7 +11,7 @@ from chalice.app import CloudWatchEvent, Request, SQSEvent
 
 from chalicelib import logs, wiring
 from chalicelib.config import NOTIFIER_MAX_CONCURRENCY
-from chalicelib.errors import DomainError
+from chalicelib.errors import DomainError, NotFound
 from chalicelib.jobs import Job
 from chalicelib.web import MAX_BODY_BYTES, Headers, cors_headers, error_response, house_error, json_response, parse_body
 from chalicelib.widget import widget_source
@@ -42,7 +42,12 @@ RESERVE_STATUS = {  # ReserveOutcome.kind (chalicelib/holds.py)
     "invalid": 400,  # tampered, truncated or foreign token
     "unknown": 404,  # a genuine token naming no row
     "unavailable": 409,  # the product has no usable checkout URL; nothing is held
+    "store_down": 503,  # held for the shopper, but the store's checkout did not answer: tap again shortly
 }
+# StoreWebhookOutcome.status (chalicelib/store_webhooks.py): a restock is 202, every other answer 200.
+STORE_WEBHOOK_STATUS = {"restock": 202, "no_restock": 200, "orders": 200, "catalog": 200, "ignored": 200}
+# Shopify posts JSON; WooCommerce posts JSON, and its ping when a webhook is saved is form-encoded.
+STORE_WEBHOOK_TYPES = ["application/json", "application/x-www-form-urlencoded"]
 
 
 @app.middleware("http")
@@ -118,6 +123,30 @@ def inventory_webhook() -> Response:
     except DomainError as error:
         return error_response(error)
     return json_response(DETECT_STATUS[outcome.status], outcome.body())
+
+
+def _store_webhook(platform: str) -> Response:
+    request = _request()
+    hooks = wiring.current().store_webhooks
+    if not hooks.accepts(platform):
+        return error_response(NotFound(f"This stage does not take {platform} webhooks.", code="not_enabled"))
+    try:
+        outcome = hooks.receive(platform, _body(request), request.headers)
+    except DomainError as error:
+        return error_response(error)
+    return json_response(STORE_WEBHOOK_STATUS[outcome.status], outcome.body())
+
+
+@app.route("/webhooks/shopify", methods=["POST"], content_types=STORE_WEBHOOK_TYPES)
+def shopify_webhook() -> Response:
+    """Shopify's own webhooks (X-Shopify-Hmac-Sha256): inventory levels, orders, product changes."""
+    return _store_webhook("shopify")
+
+
+@app.route("/webhooks/woocommerce", methods=["POST"], content_types=STORE_WEBHOOK_TYPES)
+def woocommerce_webhook() -> Response:
+    """WooCommerce's own webhooks (X-WC-Webhook-Signature): product stock, orders, product deletions."""
+    return _store_webhook("woocommerce")
 
 
 @app.schedule(Rate(15, unit=Rate.MINUTES))

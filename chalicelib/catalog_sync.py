@@ -13,6 +13,11 @@ The feed is JSON, fetched from CATALOG_URL (HTTPS with `Authorization: Bearer <C
        "checkout_url": "https://shop.example/checkout?sku={sku}&reservation={reservation_id}"}
     ]}                                  required; http(s); must contain {reservation_id}; may contain {sku}
 
+A stage on Shopify or WooCommerce (PLATFORM) reads the platform's own catalogue instead (chalicelib/platforms):
+each variant with a SKU becomes a product with its name, product URL, image, price and the platform's ids; its
+threshold and windows are the shop's own settings (defaults at first, then whatever staff set), never the
+platform's. The platform's product webhooks apply the same entries between syncs (`apply_store_entries`).
+
 Other keys are ignored. A malformed entry is skipped and reported; the rest are still applied. A product
 that vanishes from the feed is marked discontinued (nobody can join its list; people already waiting
 keep their places and are told if it comes back), never deleted. Only products the feed created are
@@ -24,11 +29,13 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import string
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlparse
@@ -36,7 +43,9 @@ from urllib.parse import urlparse
 from chalicelib.capture import parse_sku
 from chalicelib.clock import Clock
 from chalicelib.errors import BadRequest
+from chalicelib.platforms.base import CatalogEntry, Catalogue, CatalogUnavailable
 from chalicelib.tables.catalog import CatalogTable
+from chalicelib.tables.catalog import Product as CatalogProduct
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +83,93 @@ class Product:
     def settings(self) -> dict[str, Any]:
         """The catalogue fields this entry sets."""
         return {key: getattr(self, key) for key in SETTINGS}
+
+
+@dataclass(frozen=True)
+class StoreProduct:
+    """One variant from a platform's catalogue: what the platform knows of it, none of the shop's settings."""
+
+    sku: str
+    fields: dict[str, Any]
+    threshold: None = None  # the platform sets no threshold: the one stored (or the default) stands
+
+    def settings(self) -> dict[str, Any]:
+        """The catalogue fields this entry sets."""
+        return dict(self.fields)
+
+
+# The platform id a platform's stock webhooks name instead of the SKU (mapped back through GSI by-store-item).
+STORE_ITEM_IDS = ("shopify.inventory_item_id",)
+STORE_ID = re.compile(r"^[a-z]+\.[a-z_]+$")
+
+
+def _optional_url(value: str | None, key: str) -> str | None:
+    if value is None or value == "":
+        return None
+    parsed = urlparse(value)
+    if len(value) > MAX_URL_LEN or parsed.scheme not in ("https", "http") or not parsed.netloc:
+        raise BadRequest(f"{key} must be an absolute http(s) URL of at most {MAX_URL_LEN} characters")
+    return value
+
+
+def parse_store_entry(entry: CatalogEntry) -> StoreProduct:
+    """Validate one platform catalogue entry (pure); BadRequest says what is wrong."""
+    sku = parse_sku(entry.sku)
+    name = _text({"name": entry.name}, "name", MAX_NAME_LEN)
+    ids: dict[str, str] = {}
+    for key, value in entry.ids.items():
+        text = str(value)
+        if not STORE_ID.match(key) or not text.isdigit() or len(text) > 30:
+            raise BadRequest(f"platform id {key!r} must be a whole number")
+        ids[key] = text
+    price = entry.price
+    if price is not None:
+        try:
+            amount = Decimal(price)
+        except InvalidOperation as exc:
+            raise BadRequest("price must be a decimal number") from exc
+        if not amount.is_finite() or amount < 0 or len(price) > 20:
+            raise BadRequest("price must be a decimal number of 0 or more")
+    currency = entry.currency
+    if currency is not None and not re.fullmatch(r"[A-Z]{3}", currency):
+        raise BadRequest("currency must be an ISO 4217 code")
+    fields: dict[str, Any] = {
+        "name": name,
+        "product_url": _optional_url(entry.product_url, "product_url"),
+        "image_url": _optional_url(entry.image_url, "image_url"),
+        "price": price,
+        "currency": currency,
+        "store_ids": ids,
+    }
+    item = next((f"{key}:{ids[key]}" for key in STORE_ITEM_IDS if key in ids), None)
+    if item is not None:
+        fields["store_item"] = item
+    product = next((f"{key}:{value}" for key, value in ids.items() if key.endswith(".product_id")), None)
+    if product is not None:
+        fields["store_product"] = product
+    return StoreProduct(sku, {key: value for key, value in fields.items() if value is not None})
+
+
+def parse_store_catalog(entries: Iterable[CatalogEntry]) -> tuple[list[StoreProduct], list[Skipped], set[str]]:
+    """Valid platform entries, skipped ones, and every SKU named (as `parse_feed`)."""
+    products: list[StoreProduct] = []
+    skipped: list[Skipped] = []
+    named: set[str] = set()
+    seen: set[str] = set()
+    for index, entry in enumerate(entries):
+        if entry.sku:
+            named.add(entry.sku)
+        try:
+            product = parse_store_entry(entry)
+        except BadRequest as error:
+            skipped.append(Skipped(index, entry.sku or None, error.message))
+            continue
+        if product.sku in seen:
+            skipped.append(Skipped(index, product.sku, "the same sku appears earlier in the catalogue"))
+            continue
+        seen.add(product.sku)
+        products.append(product)
+    return products, skipped, named
 
 
 @dataclass(frozen=True)
@@ -280,16 +376,22 @@ class CatalogSync:
     clock: Clock
     # Restock detection's re-evaluation: stock already on hand may meet a lowered threshold.
     threshold_changed: Callable[[str], object]
+    store: Catalogue | None = None  # the platform's own catalogue (PLATFORM shopify or woocommerce), read instead
 
     def run(self) -> SyncReport:
         """One sync; the report says what changed and what was skipped. Never raises for a bad feed."""
         report = SyncReport()
-        if self.reader is None:
+        if self.reader is None and self.store is None:
             report.error = "CATALOG_URL is not set for this stage"
             logger.warning("catalogue sync skipped: %s", report.error)
             return report
+        products: Sequence[Product | StoreProduct]
         try:
-            products, report.skipped, named = parse_feed(self.reader.read())
+            if self.store is not None:
+                products, report.skipped, named = parse_store_catalog(self._store_entries())
+            else:
+                assert self.reader is not None
+                products, report.skipped, named = parse_feed(self.reader.read())
         except FeedError as error:
             report.error = str(error)
             logger.error("catalogue sync failed, nothing changed: %s", report.error)
@@ -313,9 +415,46 @@ class CatalogSync:
             logger.warning("catalogue feed entry %d (%s) skipped: %s", skipped.index, skipped.sku, skipped.reason)
         return report
 
-    def _apply(self, products: list[Product], named: set[str], report: SyncReport) -> None:
+    def _store_entries(self) -> list[CatalogEntry]:
+        assert self.store is not None
+        try:
+            return list(self.store.read_catalog())
+        except CatalogUnavailable as error:
+            raise FeedError(f"the store's catalogue could not be read: {error}") from error
+
+    def apply_store_entries(self, entries: Sequence[CatalogEntry], removed_ids: Sequence[str]) -> SyncReport:
+        """A platform's product webhook: apply its changed variants now, and discontinue a deleted product's SKUs.
+        Variants it no longer lists are left for the next full sync, which sees the whole catalogue."""
+        report = SyncReport()
+        products, report.skipped, _ = parse_store_catalog(entries)
+        now = self.clock.now()
+        existing = {sku: item for sku in {p.sku for p in products} if (item := self.catalog.get(sku)) is not None}
+        self._upsert(products, existing, now, report)
+        for store_product in removed_ids:
+            for sku in self.catalog.skus_of_store_product(store_product):
+                if self.catalog.discontinue(sku, now):
+                    report.discontinued.append(sku)
+        for skipped in report.skipped:
+            logger.warning("store product entry %d (%s) skipped: %s", skipped.index, skipped.sku, skipped.reason)
+        return report
+
+    def _apply(self, products: Sequence[Product | StoreProduct], named: set[str], report: SyncReport) -> None:
         now = self.clock.now()
         existing = {item.sku: item for item in self.catalog.all()}
+        self._upsert(products, existing, now, report)
+        for sku, item in sorted(existing.items()):
+            if sku in named or item.synced_at is None or item.discontinued:
+                continue
+            if self.catalog.discontinue(sku, now):
+                report.discontinued.append(sku)
+
+    def _upsert(
+        self,
+        products: Sequence[Product | StoreProduct],
+        existing: dict[str, CatalogProduct],
+        now: float,
+        report: SyncReport,
+    ) -> None:
         for product in products:
             settings = product.settings()
             current = existing.get(product.sku)
@@ -330,15 +469,11 @@ class CatalogSync:
                 report.unchanged += 1
                 continue
             level = current.level
-            out_of_stock = level < product.threshold if level is not None else None
+            threshold = current.threshold if product.threshold is None else product.threshold
+            out_of_stock = level < threshold if level is not None else None
             self.catalog.sync_product(product.sku, settings, now=now, created=False, out_of_stock=out_of_stock)
             (report.restored if discontinued else report.updated).append(product.sku)
-            if out_of_stock is False and current.threshold > product.threshold:
+            if out_of_stock is False and current.threshold > threshold:
                 # The level did not move, so no webhook will come: without this, units already on the shelf
                 # would never be offered to the people waiting (invariant 7).
                 self.threshold_changed(product.sku)
-        for sku, item in sorted(existing.items()):
-            if sku in named or item.synced_at is None or item.discontinued:
-                continue
-            if self.catalog.discontinue(sku, now):
-                report.discontinued.append(sku)

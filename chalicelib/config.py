@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -56,6 +57,12 @@ class Settings:
     # Whether SMS go out from a two-way origination identity (an End User Messaging phone number or pool that
     # receives replies). Only then does an SMS say "Reply STOP"; otherwise its manage link is the opt-out.
     sms_two_way: bool = False
+    # The store the stage sells through (chalicelib/platforms): "generic" (our own webhooks, a JSON feed, holds in
+    # our tables), "shopify" or "woocommerce" (their webhooks and catalogue, and holds placed on the store too).
+    platform: str = "generic"
+    shopify_shop_domain: str = ""  # e.g. walnut-and-wool.myshopify.com
+    shopify_location_ids: tuple[str, ...] = ()  # the selling locations whose levels count ('' = every location)
+    woocommerce_store_url: str = ""  # the WordPress site's URL, e.g. https://shop.example
 
     def table_name(self, short: str) -> str:
         """Full name of a table from infra/template.json, e.g. 'catalog' -> 'bisn-catalog'."""
@@ -78,8 +85,22 @@ class Settings:
 
 
 SECRETS = ("WEBHOOK_SECRET", "TOKEN_KEY", "CONTACT_HASH_KEY")
-# Secrets a stage may leave out: the catalogue feed's bearer token (a public feed needs none).
-OPTIONAL_SECRETS = ("CATALOG_TOKEN",)
+# Secrets a stage may leave out: the catalogue feed's bearer token (a public feed needs none), and each platform's
+# credentials (a webhook dialect is accepted only where its secret is set; PLATFORM's store needs its API keys).
+OPTIONAL_SECRETS = (
+    "CATALOG_TOKEN",
+    "SHOPIFY_WEBHOOK_SECRET",
+    "SHOPIFY_ACCESS_TOKEN",
+    "WOOCOMMERCE_WEBHOOK_SECRET",
+    "WOOCOMMERCE_CONSUMER_KEY",
+    "WOOCOMMERCE_CONSUMER_SECRET",
+)
+PLATFORM_NEEDS = {
+    "generic": (),
+    "shopify": ("SHOPIFY_WEBHOOK_SECRET", "SHOPIFY_ACCESS_TOKEN"),
+    "woocommerce": ("WOOCOMMERCE_WEBHOOK_SECRET", "WOOCOMMERCE_CONSUMER_KEY", "WOOCOMMERCE_CONSUMER_SECRET"),
+}
+SHOPIFY_DOMAIN = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}\.myshopify\.com$")
 
 
 def _required(env: Mapping[str, str], name: str) -> str:
@@ -139,6 +160,34 @@ def _catalog_url(env: Mapping[str, str]) -> str:
     )
 
 
+def _platform(env: Mapping[str, str], configured: set[str]) -> tuple[str, str, tuple[str, ...], str]:
+    """PLATFORM and what it needs: (platform, Shopify shop domain, Shopify locations, WooCommerce store URL)."""
+    platform = env.get("PLATFORM", "").strip().lower() or "generic"
+    if platform not in PLATFORM_NEEDS:
+        raise ConfigError(f"PLATFORM must be generic, shopify or woocommerce, got {platform!r}")
+    missing = [name for name in PLATFORM_NEEDS[platform] if name not in configured]
+    if missing:
+        raise ConfigError(f"PLATFORM={platform} needs {', '.join(missing)} (or their _SECRET_ID)")
+    domain = env.get("SHOPIFY_SHOP_DOMAIN", "").strip().lower()
+    if domain and not SHOPIFY_DOMAIN.match(domain):
+        raise ConfigError(f"SHOPIFY_SHOP_DOMAIN must be the shop's <name>.myshopify.com domain, got {domain!r}")
+    if not domain and (platform == "shopify" or "SHOPIFY_WEBHOOK_SECRET" in configured):
+        raise ConfigError("SHOPIFY_SHOP_DOMAIN is required with Shopify (its <name>.myshopify.com domain)")
+    locations = tuple(part.strip() for part in env.get("SHOPIFY_LOCATION_IDS", "").split(",") if part.strip())
+    if any(not part.isdigit() for part in locations):
+        raise ConfigError("SHOPIFY_LOCATION_IDS must be numeric Shopify location ids, separated by commas")
+    store_url = env.get("WOOCOMMERCE_STORE_URL", "").strip().rstrip("/")
+    if store_url:
+        parsed = urlparse(store_url)
+        local = parsed.scheme == "http" and parsed.hostname in ("127.0.0.1", "localhost", "::1")
+        # The consumer key and secret travel as HTTP Basic credentials: never over a network in clear.
+        if not (parsed.scheme == "https" and parsed.netloc) and not local:
+            raise ConfigError(f"WOOCOMMERCE_STORE_URL must be an https:// URL, got {store_url!r}")
+    elif platform == "woocommerce" or "WOOCOMMERCE_WEBHOOK_SECRET" in configured:
+        raise ConfigError("WOOCOMMERCE_STORE_URL is required with WooCommerce (the WordPress site's https:// URL)")
+    return platform, domain, locations, store_url
+
+
 def settings_from_env(env: Mapping[str, str]) -> Settings:
     """Build Settings from a mapping of environment variables, failing fast on anything missing."""
     refs: dict[str, str] = {}
@@ -155,6 +204,7 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
             values[name] = env[name]
         elif env.get(f"{name}_SECRET_ID"):
             refs[name] = env[f"{name}_SECRET_ID"]
+    platform, shop_domain, locations, store_url = _platform(env, set(values) | set(refs))
     copy_mode = env.get("COPY_MODE", "bedrock").strip() or "bedrock"
     if copy_mode not in ("bedrock", "fake", "template"):
         raise ConfigError(f"COPY_MODE must be bedrock, fake or template, got {copy_mode!r}")
@@ -185,6 +235,10 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         catalog_url=_catalog_url(env),
         ses_configuration_set=env.get("SES_CONFIGURATION_SET", "").strip(),
         sms_two_way=_bool(env, "SMS_TWO_WAY", False),
+        platform=platform,
+        shopify_shop_domain=shop_domain,
+        shopify_location_ids=locations,
+        woocommerce_store_url=store_url,
         metrics_namespace=env.get("POWERTOOLS_METRICS_NAMESPACE", "").strip() or "BackInStock",
         metrics_enabled=env.get("POWERTOOLS_METRICS_DISABLED", "").strip().lower() not in ("1", "true", "yes"),
         service_name=env.get("POWERTOOLS_SERVICE_NAME", "").strip() or _required(env, "NAME_PREFIX"),

@@ -28,7 +28,7 @@ from typing import Any
 
 from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
 from chalicelib.tables.requests import RequestState
-from chalicelib.tables.reservations import Offer, OfferState
+from chalicelib.tables.reservations import Offer, OfferState, StoreState
 from chalicelib.tables.restocks import Restock
 from chalicelib.tables.store import Tables
 
@@ -36,6 +36,9 @@ from chalicelib.tables.store import Tables
 DONE = "done"
 MOVED = "moved"  # the row was no longer in the state the move starts from (someone else moved it first)
 NO_UNIT = "no_unit"  # a hold found units_available at zero
+
+# How soon the sweep looks again at a hold whose store hold is not yet placed (a crash, or a store that was down).
+STORE_RETRY_S = 60
 
 # Why an offer lapsed.
 UNUSED = "unused"
@@ -223,13 +226,28 @@ class UnitMoves:
         )
         self.tables.run(tx)
 
-    def hold(self, row: Offer, now: float, hold_window_s: int) -> Move:
-        """Link tapped: offered → held, units_available − 1 (only if ≥ 1), request reserved."""
+    def hold(self, row: Offer, now: float, hold_window_s: int, *, on_store: bool = False) -> Move:
+        """Link tapped: offered → held, units_available − 1 (only if ≥ 1), request reserved.
+
+        `on_store`: the platform holds the unit too. The intent to place that hold is written with the move, and
+        the row is due soon, so that a crash before the store call is finished by the sweep (store_holds.py).
+        """
         sku, token_id = row.sku, row.token_id
         expires = int(now) + int(hold_window_s)
+        store: dict[str, Any] = {}
+        due_at = expires
+        if on_store:
+            store = {"store_state": str(StoreState.PLACING)}
+            due_at = min(expires, int(now) + STORE_RETRY_S)
         tx = (
             self._move_row(
-                row, OfferState.OFFERED, OfferState.HELD, due_at=expires, held_at=int(now), hold_expires_at=expires
+                row,
+                OfferState.OFFERED,
+                OfferState.HELD,
+                due_at=due_at,
+                held_at=int(now),
+                hold_expires_at=expires,
+                **store,
             )
             .add("units", self.tables.restocks.hold_item(sku, row.restock_ts))
             .add("fact", self.tables.audit.record_item(sku, "hold", now, hold_expires_at=expires, **self._facts(row)))
@@ -278,12 +296,18 @@ class UnitMoves:
         the caller to look at the request again."""
         self.tables.run(self._lapse(row, now, reason).join(leaving))
 
-    def expire(self, row: Offer, now: float) -> Move:
-        """Hold not bought in time: held → expired, units_available + 1 and units_offerable + 1, request waiting.
+    def expire(self, row: Offer, now: float, *, reason: str | None = None) -> Move:
+        """Hold not bought in time (or refused by the store): held → expired, units_available + 1 and
+        units_offerable + 1, request waiting.
 
-        The row stays in the sweep's index until a top-up for the returned unit is queued.
+        The row stays in the sweep's index until a top-up for the returned unit is queued. A hold the store may
+        have too gets the intent to give it back, written with the move (store_holds.py releases it).
         """
         sku, token_id = row.sku, row.token_id
+        store: dict[str, Any] = {}
+        if row.store_state in (StoreState.PLACING, StoreState.PLACED):
+            store = {"store_state": str(StoreState.RELEASING)}
+        facts = self._facts(row) | ({"reason": reason} if reason else {})
         tx = (
             self._move_row(
                 row,
@@ -291,9 +315,10 @@ class UnitMoves:
                 OfferState.EXPIRED,
                 due_at=min(row.due_at or int(now), int(now)),
                 expired_at=int(now),
+                **store,
             )
             .add("units", self.tables.restocks.return_hold_item(sku, row.restock_ts))
-            .add("fact", self.tables.audit.record_item(sku, "expiry", now, **self._facts(row)))
+            .add("fact", self.tables.audit.record_item(sku, "expiry", now, **facts))
             .add(
                 "request",
                 self.tables.requests.back_to_waiting_item(

@@ -24,6 +24,7 @@ from chalicelib.counters import UnitMoves
 from chalicelib.errors import BadRequest, Busy
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.owed import OwedJobs
+from chalicelib.platforms.base import LevelReport
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.catalog import Product
 from chalicelib.tables.restocks import Restock, RestockState, unseen_sales
@@ -56,6 +57,7 @@ class InventoryEvent:
     sku: str
     available: int
     occurred_at: float | None
+    location: str | None = None  # one store location's level; the SKU's level is the sum over its locations
 
 
 @dataclass(frozen=True)
@@ -229,6 +231,35 @@ class DetectService:
                 return outcome
         raise Busy(f"Too many simultaneous updates for {event.sku}; retry shortly.")
 
+    def apply_report(self, delivery_id: str, sent_at: float, report: LevelReport) -> DetectOutcome:
+        """A store platform's level (chalicelib/platforms): find its SKU, then apply it like any other event.
+
+        A platform that names only its own inventory item is mapped to the SKU through the catalogue's index; an
+        item no catalogued SKU claims is recorded and ignored (the platform must not retry it).
+        """
+        if len(delivery_id) > MAX_WEBHOOK_ID_LEN:
+            raise BadRequest(f"The delivery id must be at most {MAX_WEBHOOK_ID_LEN} characters.", code="invalid_header")
+        now = self.clock.now()
+        sku = report.sku
+        if sku is None and report.store_item_id is not None:
+            sku = self.tables.catalog.sku_for_store_item(report.store_item_id)
+            if sku is None:
+                self.tables.audit.record(
+                    "-", "unknown_store_item", now, store_item=report.store_item_id, webhook_id=delivery_id
+                )
+                return DetectOutcome("ignored", "unknown_item")
+        if sku is None:
+            raise BadRequest("The delivery names no SKU and no inventory item.", code="invalid_body")
+        occurred_at = report.occurred_at
+        if occurred_at is not None and occurred_at > now + FUTURE_TOLERANCE_S:
+            # A platform clock ahead of ours would make every later event look older; its delivery time is safer.
+            occurred_at = None
+        available = min(max(report.available, 0), MAX_AVAILABLE)
+        event = InventoryEvent(
+            sku=parse_sku(sku), available=available, occurred_at=occurred_at, location=report.location_id
+        )
+        return self.apply(delivery_id, sent_at, event)
+
     def requeue_pending(self, now: float | None = None) -> int:
         """The sweep's step: send the job of every restock owed one for over a minute; how many were sent."""
         at = self.clock.now() if now is None else now
@@ -293,23 +324,35 @@ class DetectService:
         if self.tables.throttle.seen(self._memory_key(sku, webhook_id)):
             return self._duplicate(sku, seen, now)
         stamp = _stamp(event_ts)
-        if not is_newer(stamp, seen.level_ts):
-            return DetectOutcome("no_restock", "stale")
+        level_ts, available, locations = stamp, event.available, None
+        if event.location is None:
+            if not is_newer(stamp, seen.level_ts):
+                return DetectOutcome("no_restock", "stale")
+        else:
+            # Each location is ordered on its own: a late delivery for one never undoes another's newer level.
+            mine = product.locations.get(event.location)
+            if mine is not None and not is_newer(stamp, Decimal(str(mine["ts"]))):
+                return DetectOutcome("no_restock", "stale")
+            locations = {**product.locations, event.location: {"n": event.available, "ts": stamp}}
+            available = sum(int(entry["n"]) for entry in locations.values())
+            level_ts = max(stamp, seen.level_ts) if seen.level_ts is not None else stamp
         restock = self.tables.restocks.get(sku, seen.open_restock_ts) if seen.open_restock_ts else None
         if restock is not None and restock.state == RestockState.CLOSED:
             restock = None
         included = unseen_sales(restock)
         threshold = product.threshold
-        change = decide(seen.level, event.available, threshold, restock_open=restock is not None, own_sales=included)
+        change = decide(seen.level, available, threshold, restock_open=restock is not None, own_sales=included)
         level: dict[str, Any] = {
             "seen_version": seen.version,
-            "level": event.available,
-            "level_ts": stamp,
+            "level": available,
+            "level_ts": level_ts,
             "webhook_id": webhook_id,
-            "out_of_stock": event.available < threshold,
+            "out_of_stock": available < threshold,
             "now": now,
         }
-        facts = {"webhook_id": webhook_id, "level_before": seen.level, "level_after": event.available}
+        if locations is not None:
+            level["locations"] = locations
+        facts = {"webhook_id": webhook_id, "level_before": seen.level, "level_after": available}
         try:
             if change.kind == CROSSING:
                 return self._open(sku, event_ts, change, threshold, level, facts, now)

@@ -6,15 +6,18 @@ The hold itself, like every move of units, is a row of DESIGN §4's counter tabl
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import quote
 
 from chalicelib.clock import Clock
 from chalicelib.counters import DONE, JUST_GONE, NO_UNIT, UnitMoves
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.logs import correlated
+from chalicelib.platforms.base import StoreRefused
+from chalicelib.store_holds import PLACED, REFUSED, StoreHolds
+from chalicelib.store_holds import STORE_DOWN as STORE_IS_DOWN
 from chalicelib.tables.catalog import Product
-from chalicelib.tables.reservations import Offer, OfferState
+from chalicelib.tables.reservations import Offer, OfferState, StoreState
 from chalicelib.tables.store import Tables
 from chalicelib.tokens import TokenExpired, TokenInvalid, Tokens
 
@@ -28,6 +31,7 @@ EXPIRED_LINK = "expired"  # lapsed offer, expired hold, used or too-old link
 INVALID_LINK = "invalid"  # tampered, truncated or foreign token
 UNKNOWN_LINK = "unknown"  # a genuine token naming no row
 UNAVAILABLE = "unavailable"  # the product has no usable checkout URL; nothing is held
+STORE_DOWN = "store_down"  # held for the shopper, but the store's checkout did not answer: tap again shortly
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,7 @@ class HoldsService:
     tokens: Tokens
     tables: Tables
     moves: UnitMoves
+    store_holds: StoreHolds  # the stage's store: where the shopper checks out, and whether it holds units too
     clock: Clock
     faults: FaultHook = no_faults
 
@@ -115,15 +120,33 @@ class HoldsService:
         return ReserveOutcome(EXPIRED_LINK, reason=reasons.get(state, "ended"))
 
     def _hold(self, row: Offer, product: Product, now: float) -> ReserveOutcome:
-        location = checkout_location(product.checkout_url, row.sku, row.token_id)
-        if location is None:
-            # Nothing is held that could not be bought; the shop's settings need fixing.
-            log.error("product %s has no usable checkout URL; reserve link refused", row.sku)
-            return ReserveOutcome(UNAVAILABLE)
-        move = self.moves.hold(row, now, product.hold_window_s)
+        on_store = self.store_holds.store.holds_on_store
+        location = None
+        if on_store:
+            if not product.store_ids:
+                # Not (yet) synced from the platform: nothing could be held on the store, so nothing is held.
+                log.error("product %s has no platform ids; reserve link refused until catalogue sync", row.sku)
+                return ReserveOutcome(UNAVAILABLE)
+        else:
+            location = self._checkout(row, product)
+            if location is None:
+                # Nothing is held that could not be bought; the shop's settings need fixing.
+                log.error("product %s has no usable checkout URL; reserve link refused", row.sku)
+                return ReserveOutcome(UNAVAILABLE)
+        move = self.moves.hold(row, now, product.hold_window_s, on_store=on_store)
         if move.result == DONE:
             self.faults("reserve.after_hold")
-            return ReserveOutcome(HELD_NOW, location, hold_expires_at=int(now) + product.hold_window_s)
+            expires = int(now) + product.hold_window_s
+            if on_store:
+                held = replace(
+                    row,
+                    state=OfferState.HELD,
+                    held_at=int(now),
+                    hold_expires_at=expires,
+                    store_state=StoreState.PLACING,
+                )
+                return self._place(HELD_NOW, held, product)
+            return ReserveOutcome(HELD_NOW, location, hold_expires_at=expires)
         if move.result == NO_UNIT:
             return self._just_gone(row, now)
         # The row moved first (a simultaneous tap, or the sweep): answer for the state it is in now.
@@ -140,8 +163,35 @@ class HoldsService:
             self.tables.audit.record(row.sku, JUST_GONE, now, token_id=row.token_id, contact_key=row.contact_key)
         return ReserveOutcome(JUST_GONE_PAGE)
 
+    def _checkout(self, row: Offer, product: Product) -> str | None:
+        """Where a store that holds nothing itself sends the shopper (the generic store: the product's checkout
+        URL with the reservation id); None when it has no usable one."""
+        try:
+            return self.store_holds.store.place_hold(self.store_holds.request(row, product)).checkout_url
+        except StoreRefused:
+            return None
+
+    def _place(self, kind: str, row: Offer, product: Product) -> ReserveOutcome:
+        """Our hold stands; the store's is placed now (or was, by a crash's retry), and the shopper goes to its
+        checkout. A store that is down gets an honest page: the unit stays held and a second tap tries again."""
+        placing = self.store_holds.place(row, product)
+        if placing.result == PLACED and placing.hold is not None:
+            return ReserveOutcome(kind, placing.hold.checkout_url, hold_expires_at=row.hold_expires_at)
+        if placing.result == STORE_IS_DOWN:
+            return ReserveOutcome(STORE_DOWN, hold_expires_at=row.hold_expires_at)
+        if placing.result == REFUSED:
+            return ReserveOutcome(JUST_GONE_PAGE)
+        current = self.tables.reservations.get(row.token_id)
+        if current is None or current.state == OfferState.HELD:
+            raise RuntimeError(f"hold {row.token_id} ended while still held")
+        return self._answer(current, product, self.clock.now())
+
     def _redirect(self, kind: str, row: Offer, product: Product) -> ReserveOutcome:
-        location = checkout_location(product.checkout_url, row.sku, row.token_id)
+        if row.store_state == StoreState.PLACED and row.store_checkout_url:
+            return ReserveOutcome(kind, row.store_checkout_url, hold_expires_at=(row.hold_expires_at or 0))
+        if row.store_state == StoreState.PLACING:
+            return self._place(kind, row, product)
+        location = self._checkout(row, product)
         if location is None:
             log.error("product %s has no usable checkout URL; held shopper cannot be sent on", row.sku)
             return ReserveOutcome(UNAVAILABLE)

@@ -10,7 +10,15 @@ from dataclasses import dataclass
 
 from chalice import Response
 
-from chalicelib.holds import EXPIRED_LINK, INVALID_LINK, JUST_GONE_PAGE, UNAVAILABLE, UNKNOWN_LINK, ReserveOutcome
+from chalicelib.holds import (
+    EXPIRED_LINK,
+    INVALID_LINK,
+    JUST_GONE_PAGE,
+    STORE_DOWN,
+    UNAVAILABLE,
+    UNKNOWN_LINK,
+    ReserveOutcome,
+)
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,11 @@ RESERVE_PAGES: dict[str, PageText] = {
     UNAVAILABLE: PageText(
         "Checkout is not available right now",
         "We could not take you to checkout, so nothing has been reserved yet. Please try your link again shortly.",
+    ),
+    STORE_DOWN: PageText(
+        "It is held for you — checkout will be back in a moment",
+        "We have set one aside for you, but the shop's checkout did not answer just now. "
+        "Please tap the link in your message again in a minute: it is still yours until your hold ends.",
     ),
 }
 # An expired reserve link: why it expired, in words.

@@ -18,6 +18,7 @@ from chalicelib.counters import DONE, UnitMoves
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.jobs import Job, JobQueue
 from chalicelib.leaving import QueueExits
+from chalicelib.store_holds import PLACED, STORE_DOWN, StoreHolds
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.store import Tables
 
@@ -26,7 +27,10 @@ if TYPE_CHECKING:
     from chalicelib.optout_service import OptoutService
     from chalicelib.unknown_skus import UnknownSkus
 from chalicelib.tables.requests import RequestState
-from chalicelib.tables.reservations import Offer, OfferState
+from chalicelib.tables.reservations import Offer, OfferState, StoreState
+
+# The store may still hold the unit of an ended hold in these states (the ending move wrote "releasing").
+STORE_OWED = (StoreState.PLACING, StoreState.PLACED, StoreState.RELEASING)
 
 # The sweep expires a place this long before its ttl, so it (and not DynamoDB's own TTL deletion, which
 # never comes before the ttl) removes the request, keeping its uniqueness item and the waiting count in step.
@@ -58,6 +62,7 @@ class SweepService:
     detector: DetectService  # restocks written but never put on the queue are finished by restock detection
     unknown_skus: UnknownSkus  # staff hear once per window about SKUs shoppers asked for that do not exist
     optouts: OptoutService  # SMS STOP replies recorded by SNS become opt-outs here (and their places leave)
+    store_holds: StoreHolds  # holds on the store itself: placed when a crash or an outage left them owed, released
     clock: Clock
     faults: FaultHook = no_faults
     page_size: int = 100
@@ -65,7 +70,7 @@ class SweepService:
 
     def run(self, now: float | None = None) -> dict[str, int]:
         """One sweep; returns counts: lapsed, expired, topups, stale_requests, pending_requeued, unknown_sku_digests,
-        optouts_synced, raced."""
+        optouts_synced, raced, store_placed, store_released, store_unanswered."""
         at = self.clock.now() if now is None else float(now)
         deadline = time.monotonic() + self.budget_s
         summary = dict.fromkeys(
@@ -78,6 +83,9 @@ class SweepService:
                 "unknown_sku_digests",
                 "optouts_synced",
                 "raced",
+                "store_placed",
+                "store_released",
+                "store_unanswered",
             ),
             0,
         )
@@ -113,9 +121,23 @@ class SweepService:
             summary["expired"] += 1
             self.faults("sweep.after_expiry")
             state = OfferState.EXPIRED
+        elif state == OfferState.HELD and row.store_state == StoreState.PLACING:
+            # A live hold whose store hold is still owed (the tap crashed, or the store was down).
+            if not summary["store_unanswered"]:
+                placing = self.store_holds.finish(row)
+                summary["store_placed"] += placing.result == PLACED
+                summary["store_unanswered"] += placing.result == STORE_DOWN
+            return
         elif state not in (OfferState.LAPSED, OfferState.EXPIRED):
             # Not yet past its own expiry (the row is authoritative), or already final elsewhere.
             return
+        if state == OfferState.EXPIRED and row.store_state in STORE_OWED:
+            # The store gives the unit back before anyone is offered it again; one store that does not answer
+            # is not asked again this run, and its rows stay due for the next.
+            if summary["store_unanswered"] or not self.store_holds.release(row):
+                summary["store_unanswered"] += 1
+                return
+            summary["store_released"] += 1
         if state == OfferState.EXPIRED:
             # Before the top-up, so a crash after the expiry is finished here by the next run (invariant 3).
             self._leave_if_asked(row)

@@ -33,9 +33,15 @@ if TYPE_CHECKING:
     from chalicelib.optout_service import OptoutService
     from chalicelib.orders import OrdersService
     from chalicelib.owed import OwedJobs
+    from chalicelib.platforms.base import Store, WebhookReader
+    from chalicelib.platforms.http import Transport
+    from chalicelib.platforms.shopify import ShopifyConnector
+    from chalicelib.platforms.woocommerce import WooCommerceConnector
     from chalicelib.secrets import Secrets
     from chalicelib.selfservice import SelfService
     from chalicelib.senders import Senders
+    from chalicelib.store_holds import StoreHolds
+    from chalicelib.store_webhooks import StoreWebhooks
     from chalicelib.sweep import SweepService
     from chalicelib.tables.store import Tables
     from chalicelib.tokens import Tokens
@@ -54,6 +60,7 @@ class Services:
         faults: FaultHook = no_faults,
         model: Any | None = None,
         senders: Senders | None = None,
+        transport: Transport | None = None,
     ) -> None:
         self.settings = settings
         self.aws = aws or Aws(settings.aws_region, sends_concurrency=settings.sends_concurrency)
@@ -63,6 +70,8 @@ class Services:
         self.model = model
         # Senders the caller brings (the bench's and the tests' slow or failing doubles), else SNS and SES.
         self._senders = senders
+        # How connectors reach the store (the local stack's and the tests' in-process fakes), else urllib.
+        self._transport = transport
 
     @cached_property
     def secrets(self) -> Secrets:
@@ -231,8 +240,14 @@ class Services:
 
         url = self.settings.catalog_url
         reader = FeedReader(url, self.catalog_token) if url else None
+        platform = self.settings.platform
+        store = {"shopify": self.shopify, "woocommerce": self.woocommerce}.get(platform)
         return CatalogSync(
-            catalog=self.tables.catalog, reader=reader, clock=self.clock, threshold_changed=self.detector.reconsider
+            catalog=self.tables.catalog,
+            reader=reader,
+            clock=self.clock,
+            threshold_changed=self.detector.reconsider,
+            store=store,
         )
 
     def catalog_token(self) -> str | None:
@@ -241,6 +256,82 @@ class Services:
         if "CATALOG_TOKEN" in settings.secret_values or "CATALOG_TOKEN" in settings.secret_refs:
             return self.secrets.get("CATALOG_TOKEN")
         return None
+
+    # --- The store platform (chalicelib/platforms): PLATFORM's store, and the webhook dialects accepted.
+
+    def _secret_set(self, name: str) -> bool:
+        return name in self.settings.secret_values or name in self.settings.secret_refs
+
+    @cached_property
+    def transport(self) -> Transport:
+        """How connectors reach a store."""
+        if self._transport is not None:
+            return self._transport
+        from chalicelib.platforms.http import UrllibTransport
+
+        return UrllibTransport()
+
+    @cached_property
+    def shopify(self) -> ShopifyConnector | None:
+        """The Shopify connector, when the stage has a Shopify webhook secret (its dialect is then accepted)."""
+        if not self._secret_set("SHOPIFY_WEBHOOK_SECRET"):
+            return None
+        from chalicelib.platforms.shopify import ShopifyConnector
+
+        return ShopifyConnector(
+            shop_domain=self.settings.shopify_shop_domain,
+            access_token=lambda: self.secrets.get("SHOPIFY_ACCESS_TOKEN"),
+            webhook_secrets=lambda: self.secrets.get_all("SHOPIFY_WEBHOOK_SECRET"),
+            transport=self.transport,
+            location_ids=self.settings.shopify_location_ids,
+        )
+
+    @cached_property
+    def woocommerce(self) -> WooCommerceConnector | None:
+        """The WooCommerce connector, when the stage has a WooCommerce webhook secret."""
+        if not self._secret_set("WOOCOMMERCE_WEBHOOK_SECRET"):
+            return None
+        from chalicelib.platforms.woocommerce import WooCommerceConnector
+
+        return WooCommerceConnector(
+            store_url=self.settings.woocommerce_store_url,
+            consumer_key=lambda: self.secrets.get("WOOCOMMERCE_CONSUMER_KEY"),
+            consumer_secret=lambda: self.secrets.get("WOOCOMMERCE_CONSUMER_SECRET"),
+            webhook_secrets=lambda: self.secrets.get_all("WOOCOMMERCE_WEBHOOK_SECRET"),
+            transport=self.transport,
+        )
+
+    @cached_property
+    def store(self) -> Store:
+        """The store PLATFORM names: where holds are placed and shoppers check out."""
+        platform = self.settings.platform
+        connector = {"shopify": self.shopify, "woocommerce": self.woocommerce}.get(platform)
+        if connector is not None:
+            return connector
+        if platform != "generic":
+            raise ConfigError(f"PLATFORM={platform} needs its webhook secret")
+        from chalicelib.platforms.generic import GenericStore
+
+        return GenericStore()
+
+    @cached_property
+    def store_holds(self) -> StoreHolds:
+        """Holds on the store itself, placed and released exactly once."""
+        from chalicelib.store_holds import StoreHolds
+
+        return StoreHolds(tables=self.tables, store=self.store, moves=self.moves, clock=self.clock, faults=self.faults)
+
+    @cached_property
+    def store_webhooks(self) -> StoreWebhooks:
+        """POST /webhooks/shopify and /webhooks/woocommerce."""
+        from chalicelib.store_webhooks import StoreWebhooks
+
+        readers: dict[str, WebhookReader] = {}
+        if self.shopify is not None:
+            readers["shopify"] = self.shopify
+        if self.woocommerce is not None:
+            readers["woocommerce"] = self.woocommerce
+        return StoreWebhooks(readers=readers, detector=self.detector, orders=self.orders, catalog=self.catalog_sync)
 
     @cached_property
     def moves(self) -> UnitMoves:
@@ -258,6 +349,7 @@ class Services:
             tokens=self.tokens,
             tables=self.tables,
             moves=self.moves,
+            store_holds=self.store_holds,
             clock=self.clock,
             faults=self.faults,
         )
@@ -288,6 +380,7 @@ class Services:
             detector=self.detector,
             unknown_skus=self.unknown_skus,
             optouts=self.optouts,
+            store_holds=self.store_holds,
             clock=self.clock,
             faults=self.faults,
         )

@@ -106,6 +106,7 @@ class HoldRequest:
     ids: Mapping[str, str]
     expires_at: int
     product_name: str = ""
+    checkout_url: str = ""  # the product's own checkout URL template (the generic store's only way to check out)
 
 
 @dataclass(frozen=True)
@@ -116,8 +117,16 @@ class StoreHold:
     checkout_url: str
 
 
-class Connector(Protocol):
-    """A store platform, as the domain sees it."""
+class WebhookReader(Protocol):
+    """A platform's webhook dialect."""
+
+    def read_webhook(self, raw: bytes | None, headers: Mapping[str, str]) -> WebhookDelivery:
+        """Verify the signature (InvalidSignature before anything is read), then parse (BadRequest)."""
+        ...
+
+
+class Store(Protocol):
+    """The store the stage sells through (PLATFORM), as the domain sees it."""
 
     @property
     def name(self) -> str:
@@ -129,14 +138,6 @@ class Connector(Protocol):
         """Whether a hold is also placed on the store (False: the hold lives in our tables only)."""
         ...
 
-    def read_webhook(self, raw: bytes | None, headers: Mapping[str, str]) -> WebhookDelivery:
-        """Verify the signature (InvalidSignature before anything is read), then parse (BadRequest)."""
-        ...
-
-    def read_catalog(self) -> Iterator[CatalogEntry]:
-        """Every sellable variant, page by page; CatalogUnavailable when the catalogue cannot be read."""
-        ...
-
     def place_hold(self, hold: HoldRequest) -> StoreHold:
         """Hold one unit on the store. Idempotent on the reservation id: a second call returns the same hold.
         StoreUnavailable (try later) or StoreRefused (never)."""
@@ -146,3 +147,17 @@ class Connector(Protocol):
         """Give the unit back to the store. Idempotent: a hold already gone (or never placed) is released.
         A hold the shopper already paid for is left alone. StoreUnavailable to try later."""
         ...
+
+
+class Catalogue(Protocol):
+    """A platform's own product catalogue."""
+
+    def read_catalog(self) -> Iterator[CatalogEntry]:
+        """Every sellable variant, page by page; CatalogUnavailable when the catalogue cannot be read."""
+        ...
+
+
+class Connector(WebhookReader, Store, Catalogue, Protocol):
+    """A store platform with its own webhook dialect (Shopify, WooCommerce). The generic platform's webhooks keep
+    their own routes and Standard Webhooks signatures (chalicelib/webhooks.py) and its catalogue is the shop's JSON
+    feed (chalicelib/catalog_sync.py), so it is a Store only."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Self
 
@@ -41,6 +41,19 @@ class Product:
     discontinued: bool = False
     discontinued_at: int | None = None
     synced_at: int | None = None
+    # From a store platform's catalogue (chalicelib/platforms): where the product is shown and sold.
+    product_url: str | None = None
+    image_url: str | None = None
+    price: str | None = None  # the platform's decimal string, never a float
+    currency: str | None = None
+    # The platform's own ids for this SKU, `<platform>.<name>` -> id (e.g. "shopify.variant_id" -> "4411").
+    store_ids: dict[str, str] = field(default_factory=dict)
+    # "<platform>.<name>:<id>" of the id the platform's stock webhooks name (sparse index by-store-item).
+    store_item: str | None = None
+    store_product: str | None = None  # "<platform>.product_id:<id>": a product's deletion reaches its SKUs
+    # One stock level per store location, summed into `level` (Shopify reports each location on its own):
+    # location id -> {"n": units, "ts": the platform's time of that location's level}.
+    locations: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Self:
@@ -70,6 +83,14 @@ class Product:
             discontinued=bool(merged.get("discontinued")),
             discontinued_at=int_or_none(merged.get("discontinued_at")),
             synced_at=int_or_none(merged.get("synced_at")),
+            product_url=str_or_none(merged.get("product_url")),
+            image_url=str_or_none(merged.get("image_url")),
+            price=str_or_none(merged.get("price")),
+            currency=str_or_none(merged.get("currency")),
+            store_ids={str(k): str(v) for k, v in (merged.get("store_ids") or {}).items()},
+            store_item=str_or_none(merged.get("store_item")),
+            store_product=str_or_none(merged.get("store_product")),
+            locations={str(k): dict(v) for k, v in (merged.get("locations") or {}).items()},
         )
 
     def to_item(self) -> dict[str, Any]:
@@ -77,6 +98,9 @@ class Product:
         item = present(dict(self.__dict__))
         if not self.discontinued:
             del item["discontinued"]
+        for empty in ("store_ids", "locations"):
+            if not item[empty]:
+                del item[empty]
         return item
 
 
@@ -207,8 +231,10 @@ class CatalogTable:
         now: float,
         open_restock: tuple[str, str] | None = None,
         close_restock: bool = False,
+        locations: dict[str, dict[str, Any]] | None = None,
     ) -> TxItem:
-        """Transaction item: record a newer level (and open or close the SKU's restock with it)."""
+        """Transaction item: record a newer level (and open or close the SKU's restock with it); with `locations`,
+        the per-location levels it is the sum of."""
         names = {"#level": "level"}
         values: dict[str, Any] = {
             ":level": level,
@@ -225,6 +251,9 @@ class CatalogTable:
             "level_seen_at = :now",
         ]
         removes: list[str] = []
+        if locations is not None:
+            sets.append("locations = :locations")
+            values[":locations"] = locations
         # demand_key is sparse: only out-of-stock products sit in the by-demand index.
         if out_of_stock:
             sets.append("demand_key = :out")
@@ -316,6 +345,33 @@ class CatalogTable:
         )
         with self._lock:
             self._cache.pop(sku, None)
+
+    def sku_for_store_item(self, store_item: str) -> str | None:
+        """The SKU whose stock a platform's webhooks report under `store_item` (GSI by-store-item, one read)."""
+        from boto3.dynamodb.conditions import Key
+
+        page = self.table.query(IndexName="by-store-item", KeyConditionExpression=Key("store_item").eq(store_item))
+        skus = sorted(str(item["sku"]) for item in page.get("Items", []))
+        # Two SKUs claiming one inventory item is a catalogue fault; the first is as good a guess as any, and
+        # the next sync (which writes each id to one SKU) puts it right.
+        return skus[0] if skus else None
+
+    def skus_of_store_product(self, store_product: str) -> list[str]:
+        """Every SKU of one platform product. A scan: only a product's deletion in the store asks, which is rare
+        and never on a shopper's path, so it does not earn an index of its own."""
+        from boto3.dynamodb.conditions import Attr
+
+        skus: list[str] = []
+        kwargs: dict[str, Any] = {
+            "FilterExpression": Attr("store_product").eq(store_product),
+            "ProjectionExpression": "sku",
+        }
+        while True:
+            page = self.table.scan(**kwargs)
+            skus.extend(str(item["sku"]) for item in page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                return sorted(skus)
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def discontinue(self, sku: str, now: float) -> bool:
         """Mark a product no longer sold (never delete it: its waiting list and level stay); False if it was."""

@@ -20,6 +20,19 @@ class OfferState(StrEnum):
     CONVERTED = "converted"
 
 
+class StoreState(StrEnum):
+    """Where a hold stands on the store itself (chalicelib/store_holds.py), for platforms that hold units there.
+
+    The intent is written in the same transaction as our own move, so a crash between the move and the store
+    call leaves the row saying what is still owed: the sweep finishes it.
+    """
+
+    PLACING = "placing"  # held by us; the store's hold is being placed (or must be placed again)
+    PLACED = "placed"  # the store holds the unit too (store_ref, store_checkout_url)
+    RELEASING = "releasing"  # the hold ended; the store's hold must be given back before the unit is offered again
+    RELEASED = "released"  # the store has the unit back (or never had a hold to give back)
+
+
 DUE_KEY = "due"  # every row that the sweep must look at carries due_key/due_at (a sparse index)
 
 
@@ -49,6 +62,9 @@ class Offer:
     converted_at: int | None = None
     late_order_id: str | None = None  # an order that arrived after the hold ended
     late_order_at: int | None = None
+    store_state: StoreState | None = None  # only where the platform holds units on the store itself
+    store_ref: str | None = None  # the store's own id of its hold (a draft order, a pending order)
+    store_checkout_url: str | None = None  # the store's checkout for that hold
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Self:
@@ -76,11 +92,17 @@ class Offer:
             converted_at=int_or_none(item.get("converted_at")),
             late_order_id=str_or_none(item.get("late_order_id")),
             late_order_at=int_or_none(item.get("late_order_at")),
+            store_state=StoreState(item["store_state"]) if item.get("store_state") else None,
+            store_ref=str_or_none(item.get("store_ref")),
+            store_checkout_url=str_or_none(item.get("store_checkout_url")),
         )
 
     def to_item(self) -> dict[str, Any]:
         """The stored item (absent attributes left out)."""
-        return present({**self.__dict__, "state": str(self.state)})
+        item = present({**self.__dict__, "state": str(self.state)})
+        if self.store_state is not None:
+            item["store_state"] = str(self.store_state)
+        return item
 
 
 class ReservationsTable:
@@ -225,6 +247,59 @@ class ReservationsTable:
                 ExpressionAttributeNames={"#state": "state"},
                 ExpressionAttributeValues={":state": state},
             )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def store_placed(self, token_id: str, *, ref: str, checkout_url: str, due_at: int) -> bool:
+        """The store now holds the unit: keep its reference and checkout, and be due again at the hold's end.
+        False when the row moved on meanwhile (the hold ended, or another call recorded the placing first)."""
+        return self._store_update(
+            token_id,
+            "SET store_state = :placed, store_ref = :ref, store_checkout_url = :url, due_at = :due",
+            # Only a hold still live and still placing: an ended hold's store hold is the release's to undo.
+            "#state = :held AND store_state = :placing",
+            {
+                ":placed": StoreState.PLACED,
+                ":ref": ref,
+                ":url": checkout_url,
+                ":due": int(due_at),
+                ":held": OfferState.HELD,
+                ":placing": StoreState.PLACING,
+            },
+        )
+
+    def store_retry_at(self, token_id: str, due_at: int) -> bool:
+        """Placing failed for now: the sweep tries again at `due_at` (never later than the hold's own end)."""
+        return self._store_update(
+            token_id,
+            "SET due_at = :due",
+            # Only while still placing, and never past the hold's end: its expiry must be found on time.
+            "#state = :held AND store_state = :placing AND hold_expires_at >= :due",
+            {":due": int(due_at), ":held": OfferState.HELD, ":placing": StoreState.PLACING},
+        )
+
+    def store_released(self, token_id: str) -> bool:
+        """The store has the unit back; the row may go on to its top-up."""
+        return self._store_update(
+            token_id,
+            "SET store_state = :released",
+            # Released once, from the intent the ending move wrote.
+            "store_state = :releasing",
+            {":released": StoreState.RELEASED, ":releasing": StoreState.RELEASING},
+        )
+
+    def _store_update(self, token_id: str, expression: str, condition: str, values: dict[str, Any]) -> bool:
+        kwargs: dict[str, Any] = {
+            "Key": {"token_id": token_id},
+            "UpdateExpression": expression,
+            "ConditionExpression": condition,
+            "ExpressionAttributeValues": values,
+        }
+        if "#state" in condition:
+            kwargs["ExpressionAttributeNames"] = {"#state": "state"}
+        try:
+            self.table.update_item(**kwargs)
         except self.table.meta.client.exceptions.ConditionalCheckFailedException:
             return False
         return True

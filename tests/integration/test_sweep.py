@@ -321,6 +321,9 @@ def test_summary_counts_every_kind_of_work(s: Scene) -> None:
         "unknown_sku_digests",
         "optouts_synced",
         "raced",
+        "store_placed",
+        "store_released",
+        "store_unanswered",
     }
 
 

@@ -1,0 +1,108 @@
+"""Holds on the store itself: a unit we hold is taken out of the storefront too (Shopify, WooCommerce).
+
+A store call is a side effect outside DynamoDB, so it is done exactly once by design:
+- the intent is written in the same transaction as our own move (`UnitMoves.hold` writes "placing",
+  `UnitMoves.expire` writes "releasing" when the store may hold the unit);
+- the call is idempotent on the reservation id (the connector finds a hold it already placed);
+- the row stays in the sweep's index while anything is owed, so a crash, a timeout or a store that is down is
+  finished by the next sweep: a placing hold is placed, a releasing one released, before its unit is offered
+  again (DESIGN §5 "Holds on the store").
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from chalicelib.clock import Clock
+from chalicelib.counters import DONE, STORE_RETRY_S, UnitMoves
+from chalicelib.faults import FaultHook, no_faults
+from chalicelib.platforms.base import HoldRequest, Store, StoreHold, StoreRefused, StoreUnavailable
+from chalicelib.tables.catalog import Product
+from chalicelib.tables.reservations import Offer, OfferState, StoreState
+from chalicelib.tables.store import Tables
+
+log = logging.getLogger(__name__)
+
+# What placing came to.
+PLACED = "placed"  # the store holds the unit; `hold` says where the shopper checks out
+STORE_DOWN = "store_down"  # the store did not answer; our hold stands and the placing is tried again
+REFUSED = "refused"  # the store will not hold it (the unit is not there): our hold was ended, the place kept
+ENDED = "ended"  # the hold ended meanwhile (it expired, or was bought): nothing to place
+
+
+@dataclass(frozen=True)
+class Placing:
+    """What an attempt to place a store hold came to."""
+
+    result: str
+    hold: StoreHold | None = None
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class StoreHolds:
+    """Places and releases the store's own holds for our held rows, finishing what a crash left half done."""
+
+    tables: Tables
+    store: Store
+    moves: UnitMoves
+    clock: Clock
+    faults: FaultHook = no_faults
+
+    def request(self, row: Offer, product: Product) -> HoldRequest:
+        """What the store is asked to hold for this row."""
+        return HoldRequest(
+            reservation_id=row.token_id,
+            sku=row.sku,
+            ids=dict(product.store_ids),
+            expires_at=int(row.hold_expires_at or 0),
+            product_name=product.name,
+            checkout_url=product.checkout_url,
+        )
+
+    def place(self, row: Offer, product: Product) -> Placing:
+        """Place the store's hold for a row we hold with the intent "placing", and record it."""
+        now = self.clock.now()
+        try:
+            hold = self.store.place_hold(self.request(row, product))
+        except StoreUnavailable as exc:
+            log.warning("store hold for %s not placed yet: %s", row.token_id, exc)
+            self.tables.reservations.store_retry_at(
+                row.token_id, min(int(now) + STORE_RETRY_S, int(row.hold_expires_at or now))
+            )
+            return Placing(STORE_DOWN)
+        except StoreRefused as exc:
+            # The store says the unit is not there (a walk-in bought it first): give ours back so the next level
+            # report settles the counters, and keep the shopper's place.
+            log.warning("store refused the hold for %s: %s", row.token_id, exc)
+            move = self.moves.expire(row, now, reason="store_refused")
+            return Placing(REFUSED if move.result == DONE else ENDED)
+        self.faults("store.after_place")
+        due = int(row.hold_expires_at or now)
+        if self.tables.reservations.store_placed(
+            row.token_id, ref=hold.ref, checkout_url=hold.checkout_url, due_at=due
+        ):
+            return Placing(PLACED, hold)
+        current = self.tables.reservations.get(row.token_id)
+        if current is not None and current.state == OfferState.HELD and current.store_state == StoreState.PLACED:
+            # A simultaneous tap (or the sweep) recorded the same hold first: the connector returned that one.
+            return Placing(PLACED, hold)
+        # The hold ended while we placed it: its release (written by the ending move) gives the unit back.
+        return Placing(ENDED)
+
+    def finish(self, row: Offer) -> Placing:
+        """The sweep's step for a held row still placing: place it now (the tap that wrote the intent crashed,
+        or the store was down)."""
+        product = self.tables.catalog.get_cached(row.sku) or Product.from_item({"sku": row.sku})
+        return self.place(row, product)
+
+    def release(self, row: Offer) -> bool:
+        """Give an ended hold's unit back to the store; False when the store did not answer (the row stays due)."""
+        try:
+            self.store.release_hold(row.token_id, row.store_ref)
+        except StoreUnavailable as exc:
+            log.warning("store hold for %s not released yet: %s", row.token_id, exc)
+            return False
+        self.faults("store.after_release")
+        self.tables.reservations.store_released(row.token_id)
+        return True
