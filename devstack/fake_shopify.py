@@ -165,6 +165,7 @@ class FakeShopify:
         self.requests: list[dict[str, Any]] = []  # every GraphQL request body received, parsed
         self._faults: list[Callable[[], HttpResponse | None]] = []
         self._after_faults: list[str] = []
+        self._last_root: str | None = None
         self._ids = itertools.count(1)
         self._draft_ids = itertools.count(1_110_000_001)
         self._order_ids = itertools.count(5_550_000_001)
@@ -259,9 +260,9 @@ class FakeShopify:
         for _ in range(count):
             self._faults.append(_timeout)
 
-    def timeout_after_next(self) -> None:
-        """The next call is done by Shopify but its answer is lost (the caller sees a timeout)."""
-        self._after_faults.append("timeout")
+    def timeout_after_next(self, root_field: str = "*") -> None:
+        """The next call (to this root field, e.g. draftOrderCreate) is done but its answer is lost: a timeout."""
+        self._after_faults.append(root_field)
 
     # --- webhooks ---------------------------------------------------------------------------------------------
 
@@ -361,7 +362,7 @@ class FakeShopify:
         """The shopper pays: the draft order becomes an order, the reserved unit is sold; the orders/create sent."""
         with self._lock:
             self._lapse_reservations()
-            draft = self.draft_orders[_gid_id(ref, "DraftOrder")]
+            draft = self.draft_orders[_gid_id(ref, "DraftOrder") or 0]
             if draft.status == "COMPLETED":
                 raise ValueError("draft order already completed")
             variant = self._variant_by_id(draft.variant_id)
@@ -422,8 +423,9 @@ class FakeShopify:
             answer = self._faults.pop(0)()
             if answer is not None:
                 return answer
+        self._last_root = None
         response = self._handle(method, url, {k.lower(): v for k, v in headers.items()}, body or b"")
-        if self._after_faults:
+        if self._after_faults and self._after_faults[0] in ("*", self._last_root):
             self._after_faults.pop(0)
             raise StoreUnavailable("the store could not be reached: TimeoutError")
         return response
@@ -467,6 +469,7 @@ class FakeShopify:
                 },
             )
         root = _root_field(text)
+        self._last_root = root
         requested = self._requested_cost(root, variables)
         self._refill()
         if requested > self.maximum_available:
