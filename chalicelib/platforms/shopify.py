@@ -1,0 +1,737 @@
+"""Shopify: verify and read its webhooks, read the catalogue and hold a unit with a draft order (Admin GraphQL API).
+
+Every field, header and mutation name here is the one Shopify documents; the page is named next to each use.
+What the HMAC covers: Shopify signs the raw body only, never the headers. The topic, shop domain and webhook id
+are therefore checked for shape but cannot prove anything on their own; a replayed body is caught by the
+delivery id's de-duplication, and a body re-labelled with another topic fails that topic's parsing.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from chalicelib.errors import BadRequest, InvalidSignature
+from chalicelib.platforms.base import (
+    CATALOG,
+    IGNORED,
+    INVENTORY,
+    ORDERS,
+    SHOPIFY,
+    CatalogEntry,
+    CatalogUnavailable,
+    HoldRequest,
+    LevelReport,
+    OrderReport,
+    StoreHold,
+    StoreRefused,
+    StoreUnavailable,
+    WebhookDelivery,
+)
+from chalicelib.platforms.http import HttpResponse, Transport, retry_after_s
+
+# The Admin API version every call and every webhook subscription is pinned to. Shopify releases a stable version
+# each quarter and supports each for at least twelve months: https://shopify.dev/docs/api/usage/versioning
+API_VERSION = "2025-10"
+
+# A products/update delivery carries every variant and image of the product; orders carry every line. Far larger
+# than anything a real shop sends is refused before the signature is even computed.
+MAX_WEBHOOK_BYTES = 512 * 1024
+MAX_DELIVERY_ID_CHARS = 200
+
+# The order attribute (and draft order custom attribute) our holds stamp, and the tag a draft order is found by.
+RESERVATION_ATTRIBUTE = "bisn_reservation_id"
+TAG_PREFIX = "bisn-"
+MAX_TAG_CHARS = 40  # Shopify tags are at most 40 characters: https://help.shopify.com/en/manual/shopify-admin/productivity-tools/using-tags
+
+# financial_status values that mean the shopper's payment is secured (captured, partly captured, or authorised for a
+# manual capture); refunded ones were paid first. "pending" (a manual payment method, or a processor still working),
+# "voided" and "expired" are not paid. Values: https://shopify.dev/docs/api/admin-graphql/2025-10/enums/OrderDisplayFinancialStatus
+PAID_STATUSES = frozenset({"authorized", "partially_paid", "paid", "partially_refunded", "refunded"})
+
+CATALOG_PAGE_SIZE = 50
+MAX_THROTTLE_WAITS = 6  # waits for the cost bucket (or a 429) in one catalogue read before giving up
+MAX_WAIT_S = 30.0
+
+_GID = re.compile(r"^gid://shopify/([A-Za-z]+)/([0-9]+)(?:\?.*)?$")
+_NUMERIC = re.compile(r"^[0-9]{1,20}$")
+_TAG_SAFE = re.compile(r"^[A-Za-z0-9_-]+$")
+
+# --- GraphQL documents --------------------------------------------------------------------------------------------
+
+# productVariants connection, cursor pagination (first/after, pageInfo.hasNextPage/endCursor) and shop.currencyCode:
+# https://shopify.dev/docs/api/admin-graphql/2025-10/queries/productVariants
+# https://shopify.dev/docs/api/admin-graphql/2025-10/objects/ProductVariant (sku, title, price, image, inventoryItem)
+# https://shopify.dev/docs/api/admin-graphql/2025-10/objects/Product (title, handle, status, onlineStoreUrl, featuredMedia)
+# https://shopify.dev/docs/api/usage/pagination-graphql
+CATALOG_QUERY = """
+query BisnCatalogPage($first: Int!, $after: String) {
+  shop {
+    currencyCode
+  }
+  productVariants(first: $first, after: $after) {
+    pageInfo {
+      hasNextPage
+      endCursor
+    }
+    nodes {
+      id
+      sku
+      title
+      price
+      image {
+        url
+      }
+      inventoryItem {
+        id
+      }
+      product {
+        id
+        title
+        handle
+        status
+        onlineStoreUrl
+        featuredMedia {
+          preview {
+            image {
+              url
+            }
+          }
+        }
+      }
+    }
+  }
+}
+""".strip()
+
+# draftOrders with a search query on the tag: https://shopify.dev/docs/api/admin-graphql/2025-10/queries/draftOrders
+# DraftOrder.status is OPEN, INVOICE_SENT or COMPLETED: https://shopify.dev/docs/api/admin-graphql/2025-10/enums/DraftOrderStatus
+FIND_DRAFT_ORDERS_QUERY = """
+query BisnFindDraftOrders($query: String!) {
+  draftOrders(first: 10, query: $query) {
+    nodes {
+      id
+      status
+      invoiceUrl
+      tags
+    }
+  }
+}
+""".strip()
+
+# draftOrder by id (null when it does not exist): https://shopify.dev/docs/api/admin-graphql/2025-10/queries/draftOrder
+DRAFT_ORDER_QUERY = """
+query BisnDraftOrder($id: ID!) {
+  draftOrder(id: $id) {
+    id
+    status
+  }
+}
+""".strip()
+
+# draftOrderCreate(input: DraftOrderInput!): lineItems (variantId, quantity), reserveInventoryUntil, tags,
+# customAttributes (key, value; they become the order's note_attributes when it is paid):
+# https://shopify.dev/docs/api/admin-graphql/2025-10/mutations/draftOrderCreate
+# https://shopify.dev/docs/api/admin-graphql/2025-10/input-objects/DraftOrderInput
+# Idempotency: the @idempotent directive (https://shopify.dev/docs/api/usage/idempotent-requests) arrived in 2026-01
+# for inventory and refund mutations only (https://shopify.dev/changelog/adding-idempotency-for-inventory-adjustments-and-refund-mutations);
+# draftOrderCreate takes no idempotency key in 2025-10, so place_hold looks the draft order up by its tag first.
+DRAFT_ORDER_CREATE_MUTATION = """
+mutation BisnDraftOrderCreate($input: DraftOrderInput!) {
+  draftOrderCreate(input: $input) {
+    draftOrder {
+      id
+      status
+      invoiceUrl
+    }
+    userErrors {
+      field
+      message
+    }
+  }
+}
+""".strip()
+
+# draftOrderDelete(input: DraftOrderDeleteInput!) -> deletedId, userErrors:
+# https://shopify.dev/docs/api/admin-graphql/2025-10/mutations/draftOrderDelete
+DRAFT_ORDER_DELETE_MUTATION = """
+mutation BisnDraftOrderDelete($input: DraftOrderDeleteInput!) {
+  draftOrderDelete(input: $input) {
+    deletedId
+    userErrors {
+      field
+      message
+    }
+  }
+}
+""".strip()
+
+
+class _Throttled(Exception):
+    """The cost bucket (or a 429) says wait this long."""
+
+    def __init__(self, wait_s: float) -> None:
+        super().__init__(f"throttled for {wait_s:.1f}s")
+        self.wait_s = wait_s
+
+
+class ShopifyConnector:
+    """One Shopify shop, reached through its Admin GraphQL API with an access token."""
+
+    def __init__(
+        self,
+        *,
+        shop_domain: str,
+        access_token: Callable[[], str],
+        webhook_secrets: Callable[[], Sequence[str]],
+        transport: Transport,
+        location_ids: tuple[str, ...] = (),
+        sleep: Callable[[float], None] = time.sleep,
+        api_version: str = API_VERSION,
+    ) -> None:
+        self.shop_domain = shop_domain.strip().lower()
+        self._access_token = access_token
+        self._webhook_secrets = webhook_secrets
+        self._transport = transport
+        self.location_ids = tuple(str(x) for x in location_ids)
+        self._sleep = sleep
+        self.api_version = api_version
+
+    @property
+    def name(self) -> str:
+        """SHOPIFY."""
+        return SHOPIFY
+
+    @property
+    def holds_on_store(self) -> bool:
+        """A hold is also a draft order that reserves the unit on the shop."""
+        return True
+
+    # --- webhooks -------------------------------------------------------------------------------------------------
+
+    def read_webhook(self, raw: bytes | None, headers: Mapping[str, str]) -> WebhookDelivery:
+        """Verify X-Shopify-Hmac-Sha256 (InvalidSignature), then the shop and the delivery, then parse the body."""
+        data = raw or b""
+        lowered = {str(k).lower(): str(v) for k, v in headers.items()}
+        if len(data) > MAX_WEBHOOK_BYTES:
+            raise InvalidSignature("The body is larger than any signed delivery we accept.")
+        self._verify(data, lowered.get("x-shopify-hmac-sha256", ""))
+
+        shop = lowered.get("x-shopify-shop-domain", "").strip().lower()
+        if shop != self.shop_domain:
+            raise BadRequest("The delivery is for another shop.", code="wrong_shop")
+        delivery_id = lowered.get("x-shopify-webhook-id", "").strip()
+        if not delivery_id or len(delivery_id) > MAX_DELIVERY_ID_CHARS:
+            raise BadRequest("X-Shopify-Webhook-Id is missing or too long.", code="invalid_field")
+        topic = lowered.get("x-shopify-topic", "").strip()
+        if not topic:
+            raise BadRequest("X-Shopify-Topic is missing.", code="invalid_field")
+        # Triggered-At is when Shopify fired the event; without it (or unreadable) the time of receipt stands in.
+        sent_at = _parse_time(lowered.get("x-shopify-triggered-at", "")) or time.time()
+
+        body = _json_object(data)
+
+        def make(kind: str, **fields: Any) -> WebhookDelivery:
+            return WebhookDelivery(delivery_id=delivery_id, sent_at=sent_at, topic=topic, kind=kind, **fields)
+
+        if topic == "inventory_levels/update":
+            return self._inventory(make, body)
+        if topic in ("orders/create", "orders/paid"):
+            return make(ORDERS, orders=(_order(body),))
+        if topic in ("products/create", "products/update"):
+            return self._product(make, body)
+        if topic == "products/delete":
+            product_id = _id(body, "id")
+            return make(CATALOG, removed_ids=(f"shopify.product_id:{product_id}",))
+        # Shopify retries a non-2xx answer for 48 hours, so a topic we do not use is acknowledged and ignored.
+        return make(IGNORED, reason="unknown_topic")
+
+    def _verify(self, data: bytes, given: str) -> None:
+        # https://shopify.dev/docs/apps/build/webhooks/subscribe/https#step-2-validate-the-origin-of-your-webhook-to-ensure-its-coming-from-shopify
+        # base64(HMAC-SHA256(app client secret, raw body)); compared in constant time against every current secret.
+        given_bytes = given.strip().encode("ascii", "replace")
+        if given_bytes:
+            for secret in self._webhook_secrets():
+                if not secret:
+                    continue
+                digest = hmac.new(secret.encode("utf-8"), data, hashlib.sha256).digest()
+                if hmac.compare_digest(base64.b64encode(digest), given_bytes):
+                    return
+        raise InvalidSignature("The webhook signature is missing or wrong.")
+
+    def _inventory(self, make: Callable[..., WebhookDelivery], body: dict[str, Any]) -> WebhookDelivery:
+        # inventory_levels/update: inventory_item_id, location_id, available, updated_at
+        # https://shopify.dev/docs/api/webhooks/2025-10?reference=toml#list-of-topics-inventory_levels/update
+        item_id = _id(body, "inventory_item_id")
+        location_id = _id(body, "location_id")
+        if self.location_ids and location_id not in self.location_ids:
+            return make(IGNORED, reason="other_location")
+        available = body.get("available")
+        if available is None:
+            # Null when the item's quantity is not tracked: there is no count to act on.
+            return make(IGNORED, reason="untracked")
+        if isinstance(available, bool) or not isinstance(available, int):
+            raise BadRequest("available must be a whole number.", code="invalid_field")
+        # Shopify reports a negative available when a location is oversold (it sold units it did not have). For
+        # back-in-stock purposes that is simply nothing to sell: 0 units available, never a debt carried forward.
+        updated_at = body.get("updated_at")
+        occurred_at = None
+        if updated_at is not None:
+            occurred_at = _parse_time(updated_at) if isinstance(updated_at, str) else None
+            if occurred_at is None:
+                raise BadRequest("updated_at must be an ISO 8601 time.", code="invalid_field")
+        level = LevelReport(
+            available=max(0, available),
+            occurred_at=occurred_at,
+            store_item_id=f"shopify.inventory_item_id:{item_id}",
+            location_id=location_id,
+        )
+        return make(INVENTORY, levels=(level,))
+
+    def _product(self, make: Callable[..., WebhookDelivery], body: dict[str, Any]) -> WebhookDelivery:
+        # products/create and products/update carry the product with its variants and images:
+        # https://shopify.dev/docs/api/webhooks/2025-10?reference=toml#list-of-topics-products/update
+        product_id = _id(body, "id")
+        status = body.get("status")
+        if status is not None and not isinstance(status, str):
+            raise BadRequest("status must be a string.", code="invalid_field")
+        if status in ("archived", "draft"):
+            # Not for sale any more (or not yet): the catalogue read skips such products, so the webhook removes it.
+            return make(CATALOG, removed_ids=(f"shopify.product_id:{product_id}",))
+        title = _text(body, "title") or ""
+        handle = _text(body, "handle")
+        variants = body.get("variants")
+        if not isinstance(variants, list):
+            raise BadRequest("variants must be a list.", code="invalid_field")
+        images = _images(body)
+        product_image = _image_src(body.get("image"))
+        if product_image is None:
+            product_image = next(iter(images.values()), None)
+        entries = []
+        for variant in variants:
+            if not isinstance(variant, dict):
+                raise BadRequest("Each variant must be an object.", code="invalid_field")
+            sku = _text(variant, "sku")
+            if not sku or not sku.strip():
+                continue
+            variant_id = _id(variant, "id")
+            ids = {"shopify.product_id": product_id, "shopify.variant_id": variant_id}
+            if variant.get("inventory_item_id") is not None:
+                ids["shopify.inventory_item_id"] = _id(variant, "inventory_item_id")
+            image_id = variant.get("image_id")
+            image = images.get(str(image_id)) if image_id is not None else None
+            entries.append(
+                CatalogEntry(
+                    sku=sku.strip(),
+                    name=_display_name(title, _text(variant, "title")),
+                    product_url=self._product_url(None, handle, variant_id),
+                    image_url=image or product_image,
+                    price=_price(variant.get("price")),
+                    ids=ids,
+                )
+            )
+        return make(CATALOG, products=tuple(entries))
+
+    def _product_url(self, online_store_url: str | None, handle: str | None, variant_id: str) -> str | None:
+        if online_store_url:
+            return f"{online_store_url}?variant={variant_id}"
+        if handle:
+            return f"https://{self.shop_domain}/products/{handle}?variant={variant_id}"
+        return None
+
+    # --- catalogue ------------------------------------------------------------------------------------------------
+
+    def read_catalog(self) -> Iterator[CatalogEntry]:
+        """Every variant with a SKU of every active product, page by page; CatalogUnavailable if it cannot be read."""
+        after: str | None = None
+        waits = 0
+        while True:
+            try:
+                data, cost = self._graphql(CATALOG_QUERY, {"first": CATALOG_PAGE_SIZE, "after": after})
+            except _Throttled as throttled:
+                waits += 1
+                if waits > MAX_THROTTLE_WAITS:
+                    raise CatalogUnavailable("Shopify kept throttling the catalogue read.") from None
+                self._sleep(throttled.wait_s)
+                continue
+            except StoreUnavailable as exc:
+                raise CatalogUnavailable(f"Shopify's catalogue could not be read: {exc}") from None
+            try:
+                currency = _currency(data)
+                connection = data["productVariants"]
+                nodes = connection["nodes"]
+                page_info = connection["pageInfo"]
+                has_next = page_info["hasNextPage"] is True
+                cursor = page_info.get("endCursor")
+                entries = [self._catalog_entry(node, currency) for node in nodes]
+            except (KeyError, TypeError, ValueError) as exc:
+                raise CatalogUnavailable(f"Shopify's catalogue answer is not the documented shape ({exc!r}).") from None
+            for entry in entries:
+                if entry is not None:
+                    yield entry
+            if not has_next:
+                return
+            if not isinstance(cursor, str) or not cursor or cursor == after:
+                raise CatalogUnavailable("Shopify's catalogue answer has no usable cursor for the next page.")
+            after = cursor
+            # Proactively let the bucket refill to the cost of another page rather than be throttled.
+            wait = _refill_wait(cost)
+            if wait > 0:
+                self._sleep(wait)
+
+    def _catalog_entry(self, node: Mapping[str, Any], currency: str | None) -> CatalogEntry | None:
+        product = node["product"]
+        if str(product["status"]).upper() != "ACTIVE":
+            return None  # ARCHIVED and DRAFT products are not sold
+        sku = node.get("sku")
+        if not isinstance(sku, str) or not sku.strip():
+            return None
+        variant_id = _gid_number(node["id"], "ProductVariant")
+        ids = {"shopify.product_id": _gid_number(product["id"], "Product"), "shopify.variant_id": variant_id}
+        item = node.get("inventoryItem")
+        if isinstance(item, dict) and item.get("id"):
+            ids["shopify.inventory_item_id"] = _gid_number(item["id"], "InventoryItem")
+        image = _url(node.get("image"))
+        if image is None:
+            media = product.get("featuredMedia")
+            preview = media.get("preview") if isinstance(media, dict) else None
+            image = _url(preview.get("image")) if isinstance(preview, dict) else None
+        return CatalogEntry(
+            sku=sku.strip(),
+            name=_display_name(str(product.get("title") or ""), node.get("title")),
+            product_url=self._product_url(product.get("onlineStoreUrl"), product.get("handle"), variant_id),
+            image_url=image,
+            price=_price(node.get("price")),
+            currency=currency,
+            ids=ids,
+        )
+
+    # --- holds ----------------------------------------------------------------------------------------------------
+
+    def place_hold(self, hold: HoldRequest) -> StoreHold:
+        """A draft order for one unit of the variant, reserving it until hold.expires_at; the same one on a retry."""
+        variant_id = str(hold.ids.get("shopify.variant_id", "")).strip()
+        if not _NUMERIC.match(variant_id):
+            raise StoreRefused(f"{hold.sku} has no Shopify variant id to hold.")
+        tag = reservation_tag(hold.reservation_id)
+        try:
+            for found in self._find_drafts(tag):
+                url = found.get("invoiceUrl")
+                if isinstance(url, str) and url:
+                    return StoreHold(ref=str(found["id"]), checkout_url=url)
+            variables = {
+                "input": {
+                    "lineItems": [{"variantId": f"gid://shopify/ProductVariant/{variant_id}", "quantity": 1}],
+                    "reserveInventoryUntil": _iso(hold.expires_at),
+                    "tags": [tag],
+                    "customAttributes": [{"key": RESERVATION_ATTRIBUTE, "value": hold.reservation_id}],
+                    "note": "Held for a shopper on the back-in-stock list.",
+                }
+            }
+            data, _ = self._graphql(DRAFT_ORDER_CREATE_MUTATION, variables)
+        except _Throttled as throttled:
+            raise StoreUnavailable("Shopify is throttling calls.", retry_after_s=throttled.wait_s) from None
+        payload = data.get("draftOrderCreate")
+        if not isinstance(payload, dict):
+            raise StoreUnavailable("Shopify's draftOrderCreate answer is not the documented shape.")
+        errors = _user_errors(payload)
+        if errors:
+            raise StoreRefused(f"Shopify refused the draft order: {errors}")
+        draft = payload.get("draftOrder")
+        if not isinstance(draft, dict) or not draft.get("id") or not draft.get("invoiceUrl"):
+            raise StoreUnavailable("Shopify created no draft order with an invoice URL.")
+        return StoreHold(ref=str(draft["id"]), checkout_url=str(draft["invoiceUrl"]))
+
+    def release_hold(self, reservation_id: str, ref: str | None) -> None:
+        """Delete the hold's draft order; already gone is done, and a completed (paid) one is left alone."""
+        try:
+            if ref is not None and _gid_kind(ref) == "DraftOrder":
+                refs = [ref]
+            else:
+                refs = [str(d["id"]) for d in self._find_drafts(reservation_tag(reservation_id)) if d.get("id")]
+            for draft_id in refs:
+                self._release_one(draft_id)
+        except _Throttled as throttled:
+            raise StoreUnavailable("Shopify is throttling calls.", retry_after_s=throttled.wait_s) from None
+
+    def _release_one(self, draft_id: str) -> None:
+        status = self._draft_status(draft_id)
+        if status is None or status == "COMPLETED":
+            return
+        data, _ = self._graphql(DRAFT_ORDER_DELETE_MUTATION, {"input": {"id": draft_id}})
+        payload = data.get("draftOrderDelete")
+        if not isinstance(payload, dict):
+            raise StoreUnavailable("Shopify's draftOrderDelete answer is not the documented shape.")
+        if payload.get("deletedId") or not _user_errors(payload):
+            return
+        # Refused: gone meanwhile (deleted elsewhere, or completed by the shopper) is fine; anything else is not.
+        if self._draft_status(draft_id) in (None, "COMPLETED"):
+            return
+        raise StoreUnavailable(f"Shopify did not delete the draft order: {_user_errors(payload)}")
+
+    def _draft_status(self, draft_id: str) -> str | None:
+        data, _ = self._graphql(DRAFT_ORDER_QUERY, {"id": draft_id})
+        draft = data.get("draftOrder")
+        if draft is None:
+            return None
+        if not isinstance(draft, dict) or not isinstance(draft.get("status"), str):
+            raise StoreUnavailable("Shopify's draftOrder answer is not the documented shape.")
+        return str(draft["status"])
+
+    def _find_drafts(self, tag: str) -> list[dict[str, Any]]:
+        # Search syntax: https://shopify.dev/docs/api/usage/search-syntax; the search is matched loosely, so the
+        # exact tag is checked on each result.
+        data, _ = self._graphql(FIND_DRAFT_ORDERS_QUERY, {"query": f'tag:"{tag}"'})
+        try:
+            nodes = data["draftOrders"]["nodes"]
+            found = [n for n in nodes if isinstance(n, dict) and tag in (n.get("tags") or [])]
+        except (KeyError, TypeError) as exc:
+            raise StoreUnavailable(f"Shopify's draftOrders answer is not the documented shape ({exc!r}).") from None
+        # An open one first: a completed one is the shopper's order, still the same hold.
+        return sorted(found, key=lambda n: n.get("status") == "COMPLETED")
+
+    # --- the wire -------------------------------------------------------------------------------------------------
+
+    def _graphql(self, query: str, variables: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """POST one document; (data, extensions.cost). _Throttled to wait, StoreUnavailable for any other failure.
+
+        Endpoint, token header and answer shape: https://shopify.dev/docs/api/admin-graphql#endpoints and
+        https://shopify.dev/docs/api/usage/authentication; throttling: https://shopify.dev/docs/api/usage/limits
+        """
+        url = f"https://{self.shop_domain}/admin/api/{self.api_version}/graphql.json"
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "X-Shopify-Access-Token": self._access_token(),
+        }
+        body = json.dumps({"query": query, "variables": dict(variables)}).encode("utf-8")
+        response = self._transport.send("POST", url, headers, body)
+        if response.status == 429:
+            raise _Throttled(min(MAX_WAIT_S, retry_after_s(response)))
+        if response.status >= 500:
+            raise StoreUnavailable(
+                f"Shopify answered HTTP {response.status}.",
+                retry_after_s=retry_after_s(response) if response.status == 503 else None,
+            )
+        if response.status in (401, 403):
+            raise StoreUnavailable(f"Shopify refused the access token (HTTP {response.status}).")
+        if response.status != 200:
+            raise StoreUnavailable(f"Shopify answered HTTP {response.status}.")
+        answer = _answer(response)
+        extensions = answer.get("extensions")
+        cost = extensions.get("cost") if isinstance(extensions, dict) else None
+        cost = cost if isinstance(cost, dict) else {}
+        errors = answer.get("errors")
+        if errors:
+            if _throttled(errors):
+                raise _Throttled(_throttle_wait(cost))
+            raise StoreUnavailable(f"Shopify's GraphQL API answered with errors: {_error_messages(errors)}")
+        data = answer.get("data")
+        if not isinstance(data, dict):
+            raise StoreUnavailable("Shopify's GraphQL answer has no data.")
+        return data, cost
+
+
+# --- helpers ------------------------------------------------------------------------------------------------------
+
+
+def reservation_tag(reservation_id: str) -> str:
+    """The draft order tag for a reservation: `bisn-<id>`, or a digest of the id when that would not be a safe tag."""
+    tag = f"{TAG_PREFIX}{reservation_id}"
+    if len(tag) <= MAX_TAG_CHARS and _TAG_SAFE.match(reservation_id):
+        return tag
+    return TAG_PREFIX + hashlib.sha256(reservation_id.encode("utf-8")).hexdigest()[: MAX_TAG_CHARS - len(TAG_PREFIX)]
+
+
+def _json_object(data: bytes) -> dict[str, Any]:
+    try:
+        parsed = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BadRequest("The body is not valid JSON.", code="invalid_json") from exc
+    except RecursionError as exc:
+        raise BadRequest("The body is nested too deeply.", code="invalid_body") from exc
+    if not isinstance(parsed, dict):
+        raise BadRequest("The body must be a JSON object.", code="invalid_body")
+    return parsed
+
+
+def _id(body: Mapping[str, Any], key: str) -> str:
+    value = body.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise BadRequest(f"{key} must be a positive whole number.", code="invalid_field")
+    return str(value)
+
+
+def _text(body: Mapping[str, Any], key: str) -> str | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise BadRequest(f"{key} must be a string.", code="invalid_field")
+    return value
+
+
+def _price(value: Any) -> str | None:
+    # Shopify gives prices as decimal strings ("24.00"); the Money scalar is the same string in GraphQL.
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]+(\.[0-9]+)?", value.strip()):
+        return value.strip()
+    return None
+
+
+def _display_name(product_title: str, variant_title: Any) -> str:
+    # A product without options has one variant titled "Default Title", which is not worth showing.
+    if isinstance(variant_title, str) and variant_title.strip() and variant_title.strip() != "Default Title":
+        return f"{product_title} - {variant_title.strip()}" if product_title else variant_title.strip()
+    return product_title
+
+
+def _images(body: Mapping[str, Any]) -> dict[str, str]:
+    images = body.get("images")
+    out: dict[str, str] = {}
+    if isinstance(images, list):
+        for image in images:
+            src = _image_src(image)
+            if src is not None and isinstance(image, dict) and image.get("id") is not None:
+                out[str(image["id"])] = src
+    return out
+
+
+def _image_src(image: Any) -> str | None:
+    src = image.get("src") if isinstance(image, dict) else None
+    return src if isinstance(src, str) and src.startswith("https://") else None
+
+
+def _url(image: Any) -> str | None:
+    url = image.get("url") if isinstance(image, dict) else None
+    return url if isinstance(url, str) and url.startswith("https://") else None
+
+
+def _order(body: Mapping[str, Any]) -> OrderReport:
+    # orders/create and orders/paid: id, financial_status, note_attributes [{name, value}]
+    # https://shopify.dev/docs/api/webhooks/2025-10?reference=toml#list-of-topics-orders/create
+    order_id = _id(body, "id")
+    attributes = body.get("note_attributes") or []
+    if not isinstance(attributes, list):
+        raise BadRequest("note_attributes must be a list.", code="invalid_field")
+    reservation_ids: list[str] = []
+    for attribute in attributes:
+        if not isinstance(attribute, dict):
+            raise BadRequest("Each note attribute must be an object.", code="invalid_field")
+        value = attribute.get("value")
+        value = value.strip() if isinstance(value, str) else ""
+        if attribute.get("name") == RESERVATION_ATTRIBUTE and value and value not in reservation_ids:
+            reservation_ids.append(value)
+    status = body.get("financial_status")
+    if status is not None and not isinstance(status, str):
+        raise BadRequest("financial_status must be a string.", code="invalid_field")
+    return OrderReport(order_id=order_id, reservation_ids=tuple(reservation_ids), paid=status in PAID_STATUSES)
+
+
+def _parse_time(text: str) -> float | None:
+    """ISO 8601 (Shopify sends offsets and up to nanoseconds) as epoch seconds; None if unreadable."""
+    text = text.strip()
+    if not text:
+        return None
+    text = re.sub(r"(\.\d{6})\d+", r"\1", text)  # keep microseconds, drop finer digits
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        return None
+    return parsed.timestamp()
+
+
+def _iso(epoch_s: int) -> str:
+    return datetime.fromtimestamp(epoch_s, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _gid_kind(gid: Any) -> str | None:
+    match = _GID.match(gid) if isinstance(gid, str) else None
+    return match.group(1) if match else None
+
+
+def _gid_number(gid: Any, kind: str) -> str:
+    match = _GID.match(gid) if isinstance(gid, str) else None
+    if not match or match.group(1) != kind:
+        raise ValueError(f"not a {kind} id")
+    return match.group(2)
+
+
+def _currency(data: Mapping[str, Any]) -> str | None:
+    shop = data.get("shop")
+    code = shop.get("currencyCode") if isinstance(shop, dict) else None
+    return code if isinstance(code, str) and code else None
+
+
+def _answer(response: HttpResponse) -> dict[str, Any]:
+    try:
+        answer = json.loads(response.body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise StoreUnavailable("Shopify's answer is not JSON.") from None
+    if not isinstance(answer, dict):
+        raise StoreUnavailable("Shopify's answer is not a JSON object.")
+    return answer
+
+
+def _throttled(errors: Any) -> bool:
+    # A throttled call is answered with errors[].extensions.code "THROTTLED" (message "Throttled"):
+    # https://shopify.dev/docs/api/usage/limits#rate-limits and https://shopify.dev/docs/apps/build/apis/graphql-admin/rate-limits
+    if not isinstance(errors, list):
+        return False
+    for error in errors:
+        if isinstance(error, dict):
+            extensions = error.get("extensions")
+            code = extensions.get("code") if isinstance(extensions, dict) else None
+            if code == "THROTTLED" or error.get("message") == "Throttled":
+                return True
+    return False
+
+
+def _throttle_wait(cost: Mapping[str, Any]) -> float:
+    """Seconds until the bucket holds the requested cost: (requestedQueryCost - currentlyAvailable) / restoreRate."""
+    try:
+        status = cost["throttleStatus"]
+        needed = float(cost["requestedQueryCost"]) - float(status["currentlyAvailable"])
+        rate = float(status["restoreRate"])
+    except (KeyError, TypeError, ValueError):
+        return 1.0
+    if rate <= 0:
+        return MAX_WAIT_S
+    return min(MAX_WAIT_S, max(0.5, needed / rate))
+
+
+def _refill_wait(cost: Mapping[str, Any]) -> float:
+    """Before the next page: wait if the bucket holds less than the last page's requested cost."""
+    try:
+        status = cost["throttleStatus"]
+        needed = float(cost["requestedQueryCost"]) - float(status["currentlyAvailable"])
+        rate = float(status["restoreRate"])
+    except (KeyError, TypeError, ValueError):
+        return 0.0
+    if needed <= 0 or rate <= 0:
+        return 0.0
+    return min(MAX_WAIT_S, needed / rate)
+
+
+def _error_messages(errors: Any) -> str:
+    if isinstance(errors, list):
+        messages = [str(e.get("message", "")) for e in errors if isinstance(e, dict)]
+        return "; ".join(m for m in messages if m)[:300] or "unknown"
+    return str(errors)[:300]
+
+
+def _user_errors(payload: Mapping[str, Any]) -> str:
+    errors = payload.get("userErrors") or []
+    if not isinstance(errors, list):
+        return "unreadable userErrors"
+    return "; ".join(str(e.get("message", "")) for e in errors if isinstance(e, dict))[:300]
