@@ -14,9 +14,11 @@ pending one leaves the unit on sale to everybody, and nothing on the store ever 
 
 So a hold is an order created with status **on-hold** for one unit: WooCommerce itself reduces the stock (and
 marks the line `_reduced_stock`, so paying later does not reduce it twice), the storefront shows one fewer, and
-cancelling the order returns it. WooCommerce documents on-hold as "Awaiting payment - stock is reduced, but you
-need to confirm payment" (https://woocommerce.com/document/managing-orders/order-statuses/). Our sweep releases
-the hold when its window ends (cancels the order); the shop's "Hold stock (minutes)" does not touch it.
+cancelling the order returns it. WooCommerce's order-status guide ("Managing orders",
+https://woocommerce.com/document/managing-orders/) describes on-hold as awaiting payment with stock already
+reduced. Our sweep releases the hold when its window ends (cancels the order); the shop's "Hold stock (minutes)"
+does not touch it. A plugin that filters `woocommerce_can_reduce_order_stock` (some payment plugins do, for
+on-hold orders) would stop the hold taking the unit.
 
 What the shop needs:
   * WooCommerce > Settings > Products > Inventory > "Enable stock management" on (`woocommerce_manage_stock` =
