@@ -1,0 +1,601 @@
+"""WooCommerce: verify and read its webhooks, read its catalogue and hold a unit as an order, over REST API v3.
+
+How a hold keeps a unit out of the storefront
+----------------------------------------------
+WooCommerce takes stock out of a product only when an order reaches on-hold, processing or completed:
+`wc_maybe_reduce_stock_levels` is hooked on `woocommerce_order_status_on-hold`, `..._processing`,
+`..._completed` and `woocommerce_payment_complete`, and `wc_maybe_increase_stock_levels` puts it back on
+`..._cancelled` and `..._pending` (includes/wc-stock-functions.php). A *pending* order holds nothing of its own:
+the "Hold stock (minutes)" setting (`woocommerce_hold_stock_minutes`) only acts through the reserved-stock table,
+which core fills when a shopper checks out (`wc_reserve_stock_for_order` on `woocommerce_checkout_order_created`),
+and `wc_cancel_unpaid_orders` cancels only pending orders whose `created_via` is "checkout"
+(includes/wc-order-functions.php). An order created through the REST API has `created_via` "rest-api", so a
+pending one leaves the unit on sale to everybody, and nothing on the store ever expires it.
+
+So a hold is an order created with status **on-hold** for one unit: WooCommerce itself reduces the stock (and
+marks the line `_reduced_stock`, so paying later does not reduce it twice), the storefront shows one fewer, and
+cancelling the order returns it. WooCommerce's order-status guide ("Managing orders",
+https://woocommerce.com/document/managing-orders/) describes on-hold as awaiting payment with stock already
+reduced. Our sweep releases the hold when its window ends (cancels the order); the shop's "Hold stock (minutes)"
+does not touch it. A plugin that filters `woocommerce_can_reduce_order_stock` (some payment plugins do, for
+on-hold orders) would stop the hold taking the unit.
+
+What the shop needs:
+  * WooCommerce > Settings > Products > Inventory > "Enable stock management" on (`woocommerce_manage_stock` =
+    "yes"; without it `wc_reduce_stock_levels` returns early and nothing is held), and "Manage stock?" on each
+    product or variation that is watched.
+  * The pay-for-order page (the order's `payment_url`) accepts only pending and failed orders by default
+    (`WC_Order::needs_payment`, filter `woocommerce_valid_order_statuses_for_payment`), and refuses an order
+    whose product is now out of stock (`woocommerce_pay_order_product_in_stock`), which the held last unit is.
+    The shop must let held orders be paid: add "on-hold" for orders carrying `_bisn_reservation_id` to the first
+    filter and accept their own held unit in the second. No setting does this; it is a small site snippet.
+  * A REST API key (WooCommerce > Settings > Advanced > REST API) with Read/Write access, and webhooks
+    (product.created, product.updated, product.deleted, order.created, order.updated) with a secret.
+
+Authentication is HTTP Basic with the consumer key and secret, which WooCommerce documents for HTTPS only
+(https://woocommerce.github.io/woocommerce-rest-api-docs/#authentication-over-https).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
+
+from chalicelib.errors import BadRequest, InvalidSignature
+from chalicelib.platforms.base import (
+    CATALOG,
+    IGNORED,
+    INVENTORY,
+    ORDERS,
+    WOOCOMMERCE,
+    CatalogEntry,
+    CatalogUnavailable,
+    HoldRequest,
+    LevelReport,
+    OrderReport,
+    StoreHold,
+    StoreRefused,
+    StoreUnavailable,
+    WebhookDelivery,
+)
+from chalicelib.platforms.http import HttpResponse, Transport, retry_after_s
+from chalicelib.web import json_object
+
+# Product and order payloads carry descriptions, addresses and line items: far larger than our own webhooks.
+MAX_WEBHOOK_BYTES = 512 * 1024
+RESERVATION_META_KEY = "_bisn_reservation_id"
+PRODUCT_ID = "woocommerce.product_id"
+VARIATION_ID = "woocommerce.variation_id"
+API_PREFIX = "/wp-json/wc/v3"
+PER_PAGE = 100
+MAX_PAGES = 500  # 50,000 products: past this the catalogue is not one shop's
+MAX_ORDER_PAGES = 10  # on-hold orders for one product, newest first, looked through for a reservation
+MAX_429_WAITS = 3
+MAX_WAIT_S = 30.0
+# A product that does not manage stock and says "instock" can be sold without limit: report a level no waiting
+# list reaches, so every shopper waiting is told, rather than ignore it (ignoring would leave a list that saw
+# "outofstock" waiting forever once the shop switched the product back to in stock).
+UNTRACKED_IN_STOCK = 1_000_000
+PAID_STATUSES = frozenset({"processing", "completed"})  # wc_get_is_paid_statuses()
+UNPAID_STATUSES = frozenset({"pending", "on-hold", "failed", "cancelled", "checkout-draft", "trash"})
+HOLD_STATUS = "on-hold"
+LIVE_HOLD_STATUSES = ("on-hold", "pending", "processing", "completed")
+_PING = re.compile(rb"webhook_id=[0-9]{1,20}")
+
+
+class WooCommerceConnector:
+    """The WooCommerce connector: webhooks by HMAC-SHA256, REST API v3 with Basic auth, holds as on-hold orders."""
+
+    def __init__(
+        self,
+        *,
+        store_url: str,
+        consumer_key: Callable[[], str],
+        consumer_secret: Callable[[], str],
+        webhook_secrets: Callable[[], Sequence[str]],
+        transport: Transport,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._store_url = store_url.rstrip("/")
+        self._source = _normalised_url(store_url)
+        self._consumer_key = consumer_key
+        self._consumer_secret = consumer_secret
+        self._webhook_secrets = webhook_secrets
+        self._transport = transport
+        self._sleep = sleep
+
+    @property
+    def name(self) -> str:
+        """WOOCOMMERCE."""
+        return WOOCOMMERCE
+
+    @property
+    def holds_on_store(self) -> bool:
+        """A hold is an on-hold order on the store."""
+        return True
+
+    # ------------------------------------------------------------------ webhooks
+
+    def read_webhook(self, raw: bytes | None, headers: Mapping[str, str]) -> WebhookDelivery:
+        """Verify X-WC-Webhook-Signature (InvalidSignature), then read the delivery (BadRequest).
+
+        Headers as WooCommerce sends them: WC_Webhook::deliver() in includes/class-wc-webhook.php, documented at
+        https://woocommerce.github.io/woocommerce-rest-api-docs/#webhooks.
+        """
+        data = raw or b""
+        lowered = {str(k).lower(): str(v) for k, v in headers.items()}
+        if len(data) > MAX_WEBHOOK_BYTES:
+            raise InvalidSignature("The body is larger than any delivery we accept.")
+        signature = lowered.get("x-wc-webhook-signature", "").strip()
+        if not signature:
+            # The ping WooCommerce sends when a webhook is saved (WC_Webhook::deliver_ping) is a bare form body
+            # `webhook_id=N` with no signature or X-WC headers, and the webhook is only activated if it gets a 200.
+            # Only that exact shape is answered, and it changes nothing.
+            if _PING.fullmatch(data):
+                webhook_id = data.split(b"=", 1)[1].decode("ascii")
+                now = time.time()
+                return WebhookDelivery(f"woocommerce:ping:{webhook_id}:{int(now)}", now, "ping", IGNORED, reason="ping")
+            raise InvalidSignature("The webhook signature is missing.")
+        if not self._signature_holds(data, signature):
+            raise InvalidSignature("The webhook signature is wrong.")
+
+        source = lowered.get("x-wc-webhook-source", "")
+        if _normalised_url(source) != self._source:
+            raise BadRequest("The delivery comes from another store.", code="wrong_shop")
+        topic = lowered.get("x-wc-webhook-topic", "").strip()
+        webhook_id = lowered.get("x-wc-webhook-id", "").strip()
+
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise BadRequest("The body is not UTF-8.", code="invalid_body") from exc
+        body = json_object(text)
+        # X-WC-Webhook-Delivery-ID is wp_hash(webhook id . time()) (WC_Webhook::get_new_delivery_id): a fresh
+        # value for every send, so the same change sent twice (two hooks of one topic firing in separate requests,
+        # a delivery queued twice) never shares it. What is stable is the webhook, the resource and its
+        # date_modified_gmt. That date has one-second resolution, so two real changes within a second would
+        # collide; a digest of the body separates them, while an identical body (the same state sent again, as
+        # the payload is built at send time) is the duplicate we want to drop.
+        digest = hashlib.sha256(data).hexdigest()[:16]
+        stamp = body.get("date_modified_gmt") or "-"
+        delivery_id = f"woocommerce:{webhook_id or '-'}:{topic}:{body.get('id', '-')}:{stamp}:{digest}"
+        sent_at = _gmt(stamp) if isinstance(stamp, str) and stamp != "-" else None
+        sent = sent_at if sent_at is not None else time.time()
+
+        if topic in ("product.updated", "product.created"):
+            return self._product_delivery(delivery_id, sent, topic, body)
+        if topic == "product.deleted":
+            # A deletion's payload is just {"id": N} (WC_Webhook::build_payload).
+            product_id = _int_field(body, "id")
+            return WebhookDelivery(delivery_id, sent, topic, CATALOG, removed_ids=(f"{PRODUCT_ID}:{product_id}",))
+        if topic in ("order.created", "order.updated"):
+            return WebhookDelivery(delivery_id, sent, topic, ORDERS, orders=(_order_report(body),))
+        return WebhookDelivery(delivery_id, sent, topic, IGNORED, reason="unknown_topic")
+
+    def _signature_holds(self, data: bytes, signature: str) -> bool:
+        # WC_Webhook::generate_signature: base64 of the raw HMAC-SHA256 of the body as sent, keyed by the secret.
+        given = signature.encode("utf-8", "replace")
+        held = False
+        for secret in self._webhook_secrets():
+            if not secret:
+                continue
+            expected = base64.b64encode(hmac.new(secret.encode("utf-8"), data, hashlib.sha256).digest())
+            held = hmac.compare_digest(expected, given) or held  # every secret is tried: no early exit to time
+        return held
+
+    def _product_delivery(self, delivery_id: str, sent: float, topic: str, body: dict[str, Any]) -> WebhookDelivery:
+        # The payload is GET /wc/v3/products/<id> (WC_Webhook::get_wp_api_payload). A variation's change fires
+        # product.updated through `woocommerce_update_product_variation` with the variation's own id, so it
+        # arrives as a product resource with type "variation" and its parent_id. A variable parent carries only
+        # its variations' ids: each variation reports for itself.
+        product_id = _int_field(body, "id")
+        kind = body.get("type")
+        if kind == "variable" or kind == "grouped":
+            return WebhookDelivery(delivery_id, sent, topic, IGNORED, reason="variable_parent")
+        sku = body.get("sku")
+        if not isinstance(sku, str) or not sku.strip():
+            return WebhookDelivery(delivery_id, sent, topic, IGNORED, reason="no_sku")
+        if body.get("status", "publish") != "publish":
+            return WebhookDelivery(delivery_id, sent, topic, IGNORED, reason="not_published")
+        level = _level(body)
+        occurred = body.get("date_modified_gmt")
+        report = LevelReport(
+            available=level, occurred_at=_gmt(occurred) if isinstance(occurred, str) else None, sku=sku
+        )
+        if kind == "variation":
+            parent_id = _int_field(body, "parent_id")
+            ids = {PRODUCT_ID: str(parent_id), VARIATION_ID: str(product_id)}
+        else:
+            ids = {PRODUCT_ID: str(product_id)}
+        entry = _entry(body, sku.strip(), str(body.get("name") or sku), ids)
+        return WebhookDelivery(delivery_id, sent, topic, INVENTORY, levels=(report,), products=(entry,))
+
+    # ------------------------------------------------------------------ catalogue
+
+    def read_catalog(self) -> Iterator[CatalogEntry]:
+        """Every published simple product and variation with a SKU; CatalogUnavailable if it cannot be read."""
+        try:
+            # List all products: https://woocommerce.github.io/woocommerce-rest-api-docs/#list-all-products
+            for product in self._pages("/products", {"status": "publish"}):
+                if not isinstance(product, dict) or product.get("status") != "publish":
+                    continue
+                kind = product.get("type")
+                if kind == "simple":
+                    sku = product.get("sku")
+                    if isinstance(sku, str) and sku.strip():
+                        pid = str(product.get("id"))
+                        yield _entry(product, sku.strip(), str(product.get("name") or sku), {PRODUCT_ID: pid})
+                elif kind == "variable":
+                    yield from self._variations(product)
+        except StoreUnavailable as exc:
+            raise CatalogUnavailable(f"the WooCommerce catalogue could not be read: {exc}") from exc
+
+    def _variations(self, parent: dict[str, Any]) -> Iterator[CatalogEntry]:
+        parent_id = parent.get("id")
+        if not isinstance(parent_id, int):
+            raise CatalogUnavailable("a variable product without a numeric id")
+        # List all product variations:
+        # https://woocommerce.github.io/woocommerce-rest-api-docs/#list-all-product-variations
+        for variation in self._pages(f"/products/{parent_id}/variations", {}):
+            if not isinstance(variation, dict) or variation.get("status", "publish") != "publish":
+                continue
+            sku = variation.get("sku")
+            if not isinstance(sku, str) or not sku.strip():
+                continue
+            options = [str(a.get("option")) for a in variation.get("attributes") or [] if isinstance(a, dict)]
+            name = str(parent.get("name") or sku) + (f" - {', '.join(options)}" if options else "")
+            ids = {PRODUCT_ID: str(parent_id), VARIATION_ID: str(variation.get("id"))}
+            yield _entry(variation, sku.strip(), name, ids)
+
+    def _pages(self, path: str, query: Mapping[str, str]) -> Iterator[Any]:
+        # Pagination: https://woocommerce.github.io/woocommerce-rest-api-docs/#pagination (X-WP-Total,
+        # X-WP-TotalPages; per_page at most 100).
+        page = 1
+        while page <= MAX_PAGES:
+            response = self._request("GET", path, {**query, "per_page": str(PER_PAGE), "page": str(page)})
+            if response.status != 200:
+                raise CatalogUnavailable(f"WooCommerce answered {response.status} to a catalogue page")
+            items = _json(response, CatalogUnavailable)
+            if not isinstance(items, list):
+                raise CatalogUnavailable("a catalogue page that is not a list")
+            yield from items
+            total_pages = _int_header(response, "x-wp-totalpages")
+            if total_pages is None:
+                if len(items) < PER_PAGE:
+                    return
+            elif page >= total_pages:
+                return
+            page += 1
+        raise CatalogUnavailable(f"the catalogue has more than {MAX_PAGES} pages")
+
+    # ------------------------------------------------------------------ holds
+
+    def place_hold(self, hold: HoldRequest) -> StoreHold:
+        """One unit as an on-hold order stamped with the reservation id; the same order again on a retry."""
+        product_id = _numeric(hold.ids.get(PRODUCT_ID))
+        variation_id = _numeric(hold.ids.get(VARIATION_ID))
+        if product_id is None:
+            raise StoreRefused(f"no {PRODUCT_ID} for this SKU")
+        existing = self._find_order(hold.reservation_id, product_id, LIVE_HOLD_STATUSES)
+        if existing is not None:
+            return _store_hold(existing)
+
+        self._check_stock(product_id, variation_id)
+        line: dict[str, Any] = {"product_id": product_id, "quantity": 1}
+        if variation_id is not None:
+            line["variation_id"] = variation_id
+        # Create an order: https://woocommerce.github.io/woocommerce-rest-api-docs/#create-an-order
+        # (status, set_paid, line_items[].product_id/variation_id/quantity, meta_data[].key/value; the answer is
+        # the order resource, whose payment_url is the pay-for-order page).
+        order_body = {
+            "status": HOLD_STATUS,
+            "set_paid": False,
+            "line_items": [line],
+            "meta_data": [{"key": RESERVATION_META_KEY, "value": hold.reservation_id}],
+            "customer_note": "Held for a back-in-stock shopper; cancelled automatically if not paid in time.",
+        }
+        response = self._request("POST", "/orders", {}, order_body)
+        if response.status not in (200, 201):
+            raise _hold_error(response, "create the hold order")
+        order = _json(response, StoreUnavailable)
+        if not isinstance(order, dict):
+            raise StoreUnavailable("the created order is not an object")
+        # The REST API does not check stock when it creates an order, and on-hold takes the unit even past zero.
+        # A sale between the check above and the order would leave the product oversold: give the unit back.
+        if self._oversold(product_id, variation_id):
+            self._cancel(str(order.get("id")))
+            raise StoreRefused("no unit left to hold")
+        return _store_hold(order)
+
+    def release_hold(self, reservation_id: str, ref: str | None) -> None:
+        """Cancel the hold order so WooCommerce returns its unit; a paid, gone or cancelled order is left as is."""
+        order: dict[str, Any] | None
+        if ref is None:
+            order = self._find_order(reservation_id, None, ("on-hold", "pending"))
+            if order is None:
+                return
+        else:
+            if _numeric(ref) is None:
+                return  # never an order of ours
+            # Retrieve an order: https://woocommerce.github.io/woocommerce-rest-api-docs/#retrieve-an-order
+            response = self._request("GET", f"/orders/{quote(ref)}", {})
+            if response.status == 404:
+                return
+            if response.status != 200:
+                raise _transient(response, "read the hold order")
+            found = _json(response, StoreUnavailable)
+            if not isinstance(found, dict):
+                raise StoreUnavailable("the order is not an object")
+            if reservation_id not in _reservation_ids(found):
+                return  # not the order this reservation stamped: never cancel somebody else's order
+            order = found
+        if order.get("status") not in ("on-hold", "pending"):
+            return  # paid (processing, completed), or already cancelled, failed, refunded or trashed
+        self._cancel(str(order.get("id")))
+
+    def _cancel(self, order_id: str) -> None:
+        # Cancelled, not deleted: `wc_maybe_increase_stock_levels` runs on woocommerce_order_status_cancelled and
+        # puts back what the order took; trashing or deleting an order moves no stock.
+        # Update an order: https://woocommerce.github.io/woocommerce-rest-api-docs/#update-an-order
+        response = self._request("PUT", f"/orders/{quote(order_id)}", {}, {"status": "cancelled"})
+        if response.status in (200, 404):
+            return
+        raise _transient(response, "cancel the hold order")
+
+    def _find_order(
+        self, reservation_id: str, product_id: int | None, statuses: Sequence[str]
+    ) -> dict[str, Any] | None:
+        """The order stamped with this reservation id, if there is one.
+
+        The REST API cannot filter orders by meta, and `search` looks only at addresses, the billing email and
+        item names, never at meta or the customer note, so it cannot find the stamp on a real store. What it can
+        filter on is the product (`product`, matched against each line's product id, the parent for a variation)
+        and the status: the hold orders of one product are few, newest first, and each one's meta_data says
+        whose it is. List all orders: https://woocommerce.github.io/woocommerce-rest-api-docs/#list-all-orders
+        """
+        query: dict[str, str] = {"status": ",".join(statuses), "orderby": "date", "order": "desc"}
+        if product_id is not None:
+            query["product"] = str(product_id)
+        for page in range(1, MAX_ORDER_PAGES + 1):
+            response = self._request("GET", "/orders", {**query, "per_page": str(PER_PAGE), "page": str(page)})
+            if response.status != 200:
+                raise _transient(response, "look up the hold order")
+            orders = _json(response, StoreUnavailable)
+            if not isinstance(orders, list):
+                raise StoreUnavailable("the order list is not a list")
+            for order in orders:
+                if isinstance(order, dict) and reservation_id in _reservation_ids(order):
+                    return order
+            total_pages = _int_header(response, "x-wp-totalpages")
+            if len(orders) < PER_PAGE or (total_pages is not None and page >= total_pages):
+                return None
+        return None
+
+    def _product(self, product_id: int, variation_id: int | None) -> dict[str, Any] | None:
+        # Retrieve a product: https://woocommerce.github.io/woocommerce-rest-api-docs/#retrieve-a-product
+        # Retrieve a product variation:
+        # https://woocommerce.github.io/woocommerce-rest-api-docs/#retrieve-a-product-variation
+        path = f"/products/{product_id}" + (f"/variations/{variation_id}" if variation_id is not None else "")
+        response = self._request("GET", path, {})
+        if response.status in (404, 410):
+            return None
+        if response.status != 200:
+            raise _hold_error(response, "read the product")
+        product = _json(response, StoreUnavailable)
+        if not isinstance(product, dict):
+            raise StoreUnavailable("the product is not an object")
+        return product
+
+    def _check_stock(self, product_id: int, variation_id: int | None) -> None:
+        product = self._product(product_id, variation_id)
+        if product is None:
+            raise StoreRefused("the product is gone from the store")
+        if product.get("status", "publish") != "publish" or product.get("purchasable") is False:
+            raise StoreRefused("the product is not for sale")
+        if _manages_stock(product):
+            if _int_or(product.get("stock_quantity"), 0) < 1 and product.get("backorders", "no") == "no":
+                raise StoreRefused("no unit to hold")
+        elif product.get("stock_status") == "outofstock":
+            raise StoreRefused("the product is out of stock")
+
+    def _oversold(self, product_id: int, variation_id: int | None) -> bool:
+        product = self._product(product_id, variation_id)
+        if product is None or not _manages_stock(product):
+            return False
+        return _int_or(product.get("stock_quantity"), 0) < 0 and product.get("backorders", "no") == "no"
+
+    # ------------------------------------------------------------------ HTTP
+
+    def _request(
+        self, method: str, path: str, query: Mapping[str, str], body: Mapping[str, Any] | None = None
+    ) -> HttpResponse:
+        """One REST call, waiting out a bounded number of 429s; StoreUnavailable if the store did not answer."""
+        url = f"{self._store_url}{API_PREFIX}{path}" + (f"?{urlencode(dict(query))}" if query else "")
+        credentials = f"{self._consumer_key()}:{self._consumer_secret()}".encode()
+        headers = {
+            "Authorization": "Basic " + base64.b64encode(credentials).decode("ascii"),
+            "Accept": "application/json",
+            "User-Agent": "bisn-woocommerce/1",
+        }
+        data = None
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+            data = json.dumps(body).encode("utf-8")
+        waits = 0
+        while True:
+            response = self._transport.send(method, url, headers, data)
+            if response.status != 429 or waits >= MAX_429_WAITS:
+                return response
+            waits += 1
+            self._sleep(min(retry_after_s(response), MAX_WAIT_S))
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _normalised_url(url: str) -> str:
+    """scheme://host[:port]/path, lower case, default port and trailing slash dropped (home_url('/') has one)."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return ""
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if not scheme or not host:
+        return ""
+    default = {"http": 80, "https": 443}.get(scheme)
+    netloc = host if port in (None, default) else f"{host}:{port}"
+    return f"{scheme}://{netloc}{parts.path.rstrip('/')}"
+
+
+def _gmt(value: str) -> float | None:
+    """A WooCommerce *_gmt date ("2026-12-01T20:11:34", UTC without an offset) as epoch seconds."""
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
+
+
+def _int_field(body: Mapping[str, Any], key: str) -> int:
+    value = body.get(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadRequest(f"The delivery's {key} must be a number.", code="invalid_field")
+    return value
+
+
+def _int_or(value: Any, default: int) -> int:
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(float(value))
+        except ValueError:
+            return default
+    return default
+
+
+def _numeric(value: str | None) -> int | None:
+    return int(value) if isinstance(value, str) and value.isdigit() and int(value) > 0 else None
+
+
+def _manages_stock(product: Mapping[str, Any]) -> bool:
+    # The variations endpoint answers "parent" when the parent product manages the variation's stock.
+    return product.get("manage_stock") in (True, "parent")
+
+
+def _level(body: Mapping[str, Any]) -> int:
+    if _manages_stock(body):
+        quantity = body.get("stock_quantity")
+        if quantity is not None and (isinstance(quantity, bool) or not isinstance(quantity, int | float)):
+            raise BadRequest("The delivery's stock_quantity must be a number.", code="invalid_field")
+        return max(int(quantity or 0), 0)
+    status = body.get("stock_status")
+    if status == "instock":
+        return UNTRACKED_IN_STOCK
+    if status in ("outofstock", "onbackorder"):
+        return 0  # on backorder can be ordered, but nothing is on the shelf to tell a shopper about
+    raise BadRequest("The delivery's stock_status is not one WooCommerce sends.", code="invalid_field")
+
+
+def _entry(resource: Mapping[str, Any], sku: str, name: str, ids: Mapping[str, str]) -> CatalogEntry:
+    price = resource.get("price")
+    image = None
+    images = resource.get("images")
+    if isinstance(images, list) and images and isinstance(images[0], dict):
+        image = images[0].get("src")
+    elif isinstance(resource.get("image"), dict):  # the variations endpoint has one `image`
+        image = resource["image"].get("src")
+    permalink = resource.get("permalink")
+    return CatalogEntry(
+        sku=sku,
+        name=name,
+        product_url=permalink if isinstance(permalink, str) and permalink else None,
+        image_url=image if isinstance(image, str) and image else None,
+        price=price if isinstance(price, str) and price else None,
+        ids=dict(ids),
+    )
+
+
+def _reservation_ids(order: Mapping[str, Any]) -> tuple[str, ...]:
+    meta = order.get("meta_data")
+    if not isinstance(meta, list):
+        return ()
+    return tuple(
+        str(m.get("value"))
+        for m in meta
+        if isinstance(m, dict) and m.get("key") == RESERVATION_META_KEY and m.get("value")
+    )
+
+
+def _order_report(body: Mapping[str, Any]) -> OrderReport:
+    order_id = _int_field(body, "id")
+    status = body.get("status")
+    if not isinstance(status, str):
+        raise BadRequest("The delivery's status must be a string.", code="invalid_field")
+    if body.get("meta_data") is not None and not isinstance(body.get("meta_data"), list):
+        raise BadRequest("The delivery's meta_data must be a list.", code="invalid_field")
+    # Paid means processing or completed (wc_get_is_paid_statuses). date_paid also counts for a status past
+    # those (refunded after payment), but not for an unpaid status: an order can keep a date_paid after it is
+    # put back on hold or cancelled, and that is no payment the hold can count on.
+    paid = status in PAID_STATUSES or (bool(body.get("date_paid_gmt")) and status not in UNPAID_STATUSES)
+    return OrderReport(order_id=str(order_id), reservation_ids=_reservation_ids(body), paid=paid)
+
+
+def _store_hold(order: Mapping[str, Any]) -> StoreHold:
+    url = order.get("payment_url")
+    if not isinstance(url, str) or not url:
+        raise StoreUnavailable("the order has no payment_url")
+    return StoreHold(ref=str(order.get("id")), checkout_url=url)
+
+
+def _json(response: HttpResponse, error: type[Exception]) -> Any:
+    try:
+        return json.loads(response.body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise error("WooCommerce's answer is not JSON") from exc
+
+
+def _int_header(response: HttpResponse, name: str) -> int | None:
+    raw = response.headers.get(name, "").strip()
+    return int(raw) if raw.isdigit() else None
+
+
+def _error_code(response: HttpResponse) -> str:
+    # REST errors: {"code", "message", "data": {"status"}} (https://woocommerce.github.io/woocommerce-rest-api-docs/#errors).
+    # Only the code is kept: a message may echo the request.
+    try:
+        body = json.loads(response.body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return "-"
+    code = body.get("code") if isinstance(body, dict) else None
+    return code if isinstance(code, str) and len(code) < 100 else "-"
+
+
+def _transient(response: HttpResponse, doing: str) -> StoreUnavailable:
+    wait = retry_after_s(response) if response.status in (429, 503) else None
+    return StoreUnavailable(
+        f"WooCommerce answered {response.status} ({_error_code(response)}) to {doing}", retry_after_s=wait
+    )
+
+
+def _hold_error(response: HttpResponse, doing: str) -> Exception:
+    """A 4xx about the item is a refusal; credentials, throttling and 5xx may pass, so they are worth a retry."""
+    if 400 <= response.status < 500 and response.status not in (401, 403, 408, 429):
+        return StoreRefused(f"WooCommerce refused to {doing}: {response.status} ({_error_code(response)})")
+    return _transient(response, doing)

@@ -1,0 +1,594 @@
+"""An in-memory WooCommerce for the tests and the local stack: exactly the REST v3 calls and webhooks the connector uses.
+
+What it keeps of the real store (see chalicelib/platforms/woocommerce.py for the sources):
+  * HTTP Basic auth with the consumer key and secret; 401 `woocommerce_rest_authentication_error` otherwise.
+  * Pages with `per_page` (at most 100) and `page`, and the X-WP-Total / X-WP-TotalPages headers.
+  * Errors as `{"code", "message", "data": {"status"}}`.
+  * Stock moves with order status as in includes/wc-stock-functions.php: an order reaching on-hold, processing or
+    completed takes its units (once, remembered per line as `_reduced_stock`); one moving to cancelled or pending
+    gives them back. A pending order created over REST holds nothing. Creating an order does not check stock.
+  * Payment (`pay_order`) is WC_Order::payment_complete: from pending, on-hold, failed or cancelled to processing,
+    with date_paid set, taking stock only if the order had not already.
+  * Webhooks signed as WC_Webhook::deliver does: the JSON body as PHP's json_encode writes it, base64 HMAC-SHA256
+    of it in X-WC-Webhook-Signature, and the other X-WC-Webhook-* headers.
+
+Never shipped to Lambda.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from chalicelib.platforms.base import StoreUnavailable
+from chalicelib.platforms.http import HttpResponse
+
+CATALOG_PATH = Path(__file__).with_name("demo-catalog.json")
+API_PREFIX = "/wp-json/wc/v3"
+RESERVATION_META_KEY = "_bisn_reservation_id"
+USER_AGENT = "WooCommerce/9.4.0 Hookshot (WordPress/6.7)"
+
+# Demo products sold in more than one variant: (parent name, attribute, options, the option the demo SKU is).
+VARIABLE = {
+    "WW-BEANIE-MOSS": ("Moss-stitch beanie", "Colour", ("Forest green", "Charcoal"), "Forest green"),
+    "WW-CARDI-RUST": ("Rust cable-knit cardigan", "Size", ("S", "M", "L"), "M"),
+}
+TAKES_STOCK = frozenset({"on-hold", "processing", "completed"})  # wc_maybe_reduce_stock_levels
+GIVES_BACK = frozenset({"cancelled", "pending"})  # wc_maybe_increase_stock_levels
+STATUSES = ("pending", "processing", "on-hold", "completed", "cancelled", "refunded", "failed")
+
+
+class RestError(Exception):
+    """A REST error in WooCommerce's shape."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class Product:
+    """A simple product, a variable parent or a variation."""
+
+    id: int
+    name: str
+    type: str  # simple, variable, variation
+    sku: str
+    price: str
+    parent_id: int = 0
+    attribute: tuple[str, str] | None = None  # (name, option) for a variation
+    stock: int = 0
+    manage_stock: bool = True
+    status: str = "publish"
+    backorders: str = "no"
+    variations: list[int] = field(default_factory=list)
+    modified: float = 0.0
+
+
+@dataclass
+class Order:
+    """An order with its lines (product id, variation id, quantity, units taken)."""
+
+    id: int
+    status: str
+    lines: list[dict[str, Any]]
+    meta: list[dict[str, Any]]
+    created_via: str
+    created: float
+    modified: float
+    customer_note: str = ""
+    date_paid: float | None = None
+    stock_reduced: bool = False
+
+
+class FakeWooCommerce:
+    """An in-memory WooCommerce: products from devstack/demo-catalog.json (two of them with variations), orders,
+    the REST calls the connector makes, and signed webhooks."""
+
+    def __init__(
+        self,
+        *,
+        store_url: str = "http://127.0.0.1:8002",
+        consumer_key: str = "ck_fake_key",
+        consumer_secret: str = "cs_fake_secret",
+        webhook_secret: str = "fake-webhook-secret",
+        webhook_id: int = 7,
+        catalog_path: Path = CATALOG_PATH,
+        stock: Mapping[str, int] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store_url = store_url.rstrip("/")
+        self.consumer_key = consumer_key
+        self.consumer_secret = consumer_secret
+        self.webhook_secret = webhook_secret
+        self.webhook_id = webhook_id
+        self.clock = clock
+        self.products: dict[int, Product] = {}
+        self.orders: dict[int, Order] = {}
+        self.requests: list[tuple[str, str]] = []  # (method, path?query) as received
+        self.sent: list[tuple[bytes, dict[str, str]]] = []  # webhooks the store produced, oldest first
+        self._faults: list[tuple[int | None, dict[str, str]]] = []  # status (None: no answer) for the next calls
+        self._next_order_id = 501
+        self._lock = threading.RLock()
+        self._seed(catalog_path, stock or {})
+
+    # ------------------------------------------------------------------ seeding and helpers
+
+    def _seed(self, catalog_path: Path, stock: Mapping[str, int]) -> None:
+        now = self.clock()
+        next_id = 101
+        demo = json.loads(catalog_path.read_text())["products"]
+        for index, item in enumerate(demo):
+            sku, name = str(item["sku"]), str(item["name"])
+            price = f"{24 + 6 * index}.00"
+            if sku in VARIABLE:
+                parent_name, attribute, options, own = VARIABLE[sku]
+                parent = Product(next_id, parent_name, "variable", sku.rsplit("-", 1)[0], price, modified=now)
+                parent.manage_stock = False
+                self.products[parent.id] = parent
+                next_id += 1
+                for option in options:
+                    variant_sku = sku if option == own else f"{sku}-{_slug(option).upper()}"
+                    variation = Product(
+                        next_id,
+                        f"{parent_name} - {option}",
+                        "variation",
+                        variant_sku,
+                        price,
+                        parent_id=parent.id,
+                        attribute=(attribute, option),
+                        stock=stock.get(variant_sku, 0),
+                        modified=now,
+                    )
+                    self.products[variation.id] = variation
+                    parent.variations.append(variation.id)
+                    next_id += 1
+            else:
+                self.products[next_id] = Product(
+                    next_id, name, "simple", sku, price, stock=stock.get(sku, 0), modified=now
+                )
+                next_id += 1
+
+    def by_sku(self, sku: str) -> Product:
+        """The product or variation with this SKU."""
+        for product in self.products.values():
+            if product.sku == sku and product.type != "variable":
+                return product
+        raise KeyError(sku)
+
+    def fail_next(self, status: int | None, times: int = 1, headers: Mapping[str, str] | None = None) -> None:
+        """Answer the next `times` REST calls with `status` (a REST error body), or not at all when None."""
+        with self._lock:
+            self._faults.extend([(status, dict(headers or {}))] * times)
+
+    def counts(self, sku: str) -> dict[str, int]:
+        """The storefront's stock for a SKU and the units in unpaid orders our holds created."""
+        with self._lock:
+            product = self.by_sku(sku)
+            reserved = 0
+            for order in self.orders.values():
+                if order.status not in ("on-hold", "pending") or not _stamped(order):
+                    continue
+                reserved += sum(line["quantity"] for line in order.lines if self._line_product(line) is product)
+            return {"available": product.stock, "reserved": reserved}
+
+    def order_for(self, reservation_id: str) -> Order | None:
+        """The order our hold stamped with this reservation id."""
+        for order in self.orders.values():
+            if any(m["key"] == RESERVATION_META_KEY and m["value"] == reservation_id for m in order.meta):
+                return order
+        return None
+
+    # ------------------------------------------------------------------ store actions with webhooks
+
+    def set_stock(self, sku: str, quantity: int) -> tuple[bytes, dict[str, str]]:
+        """The shop sets a SKU's stock; the product.updated delivery WooCommerce sends for it."""
+        with self._lock:
+            product = self.by_sku(sku)
+            product.stock = quantity
+            product.modified = self.clock()
+            return self.webhook_request("product.updated", self.product_json(product))
+
+    def pay_order(self, order_id: int) -> tuple[bytes, dict[str, str]]:
+        """The shopper pays (WC_Order::payment_complete); the order.updated delivery that follows."""
+        with self._lock:
+            order = self.orders[order_id]
+            if order.status not in ("pending", "on-hold", "failed", "cancelled"):
+                raise ValueError(f"order {order_id} is {order.status}: payment_complete does nothing")
+            order.date_paid = order.date_paid or self.clock()
+            self._set_status(order, "processing")
+            return self.webhook_request("order.updated", self.order_json(order))
+
+    def ping_request(self) -> tuple[bytes, dict[str, str]]:
+        """What WC_Webhook::deliver_ping posts when the webhook is saved: a bare form body, unsigned."""
+        return f"webhook_id={self.webhook_id}".encode(), {
+            "Content-Type": "application/x-www-form-urlencoded",
+            "User-Agent": USER_AGENT,
+        }
+
+    def webhook_request(self, topic: str, payload: Mapping[str, Any] | Iterable[Any]) -> tuple[bytes, dict[str, str]]:
+        """A delivery as WC_Webhook::deliver sends it: the body and its headers, signed with the webhook secret."""
+        body = php_json(payload)
+        signature = base64.b64encode(hmac.new(self.webhook_secret.encode(), body, hashlib.sha256).digest()).decode()
+        resource, _, event = topic.partition(".")
+        now = self.clock()
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": USER_AGENT,
+            "X-WC-Webhook-Source": f"{self.store_url}/",  # home_url( '/' )
+            "X-WC-Webhook-Topic": topic,
+            "X-WC-Webhook-Resource": resource,
+            "X-WC-Webhook-Event": event,
+            "X-WC-Webhook-Signature": signature,
+            "X-WC-Webhook-ID": str(self.webhook_id),
+            # wp_hash( webhook id . time() ): a new value every second, whatever is sent.
+            "X-WC-Webhook-Delivery-ID": hashlib.md5(f"{self.webhook_id}{int(now)}".encode()).hexdigest(),
+        }
+        self.sent.append((body, headers))
+        return body, headers
+
+    # ------------------------------------------------------------------ resources as the REST API shows them
+
+    def product_json(self, product: Product, *, as_variation: bool = False) -> dict[str, Any]:
+        """GET /products/<id> (a variation through it has type "variation"), or a variations-endpoint item."""
+        modified = _wc_date(product.modified)
+        in_stock = not product.manage_stock or product.stock > 0 or product.backorders != "no"
+        if product.type == "variable":
+            in_stock = any(self.products[v].stock > 0 for v in product.variations)
+        permalink = f"{self.store_url}/product/{_slug(product.name)}/"
+        image = {"id": 900 + product.id, "src": f"{self.store_url}/wp-content/uploads/{_slug(product.sku)}.jpg"}
+        data: dict[str, Any] = {
+            "id": product.id,
+            "name": product.name,
+            "slug": _slug(product.name),
+            "permalink": permalink,
+            "date_created": modified,
+            "date_created_gmt": modified,
+            "date_modified": modified,
+            "date_modified_gmt": modified,
+            "type": product.type,
+            "status": product.status,
+            "sku": product.sku,
+            "price": product.price,
+            "regular_price": product.price,
+            "sale_price": "",
+            "purchasable": product.type != "variable" or bool(product.variations),
+            "manage_stock": product.manage_stock,
+            "stock_quantity": product.stock if product.manage_stock else None,
+            "stock_status": "instock" if in_stock else "outofstock",
+            "backorders": product.backorders,
+            "parent_id": product.parent_id,
+            "meta_data": [],
+        }
+        if product.type == "variation":
+            name, option = product.attribute or ("", "")
+            attributes = [{"id": 0, "name": name, "option": option}]
+            if as_variation:
+                del data["name"], data["slug"], data["type"], data["parent_id"]
+                data["image"] = image
+            else:
+                data["images"] = [image]
+                data["variations"] = []
+            data["attributes"] = attributes
+            parent = self.products[product.parent_id]
+            data["permalink"] = (
+                f"{self.store_url}/product/{_slug(parent.name)}/?attribute_{_slug(name)}={_slug(option)}"
+            )
+        else:
+            data["images"] = [image]
+            data["variations"] = list(product.variations)
+            data["attributes"] = []
+            variations = [self.products[v] for v in product.variations]
+            if variations and variations[0].attribute:
+                options = [v.attribute[1] for v in variations if v.attribute]
+                data["attributes"] = [
+                    {"id": 0, "name": variations[0].attribute[0], "options": options, "variation": True}
+                ]
+        return data
+
+    def order_json(self, order: Order) -> dict[str, Any]:
+        """GET /orders/<id>."""
+        lines = []
+        total = 0.0
+        for index, line in enumerate(order.lines):
+            product = self._line_product(line)
+            price = float(product.price) if product else 0.0
+            total += price * line["quantity"]
+            lines.append(
+                {
+                    "id": order.id * 10 + index,
+                    "name": product.name if product else "",
+                    "product_id": line["product_id"],
+                    "variation_id": line["variation_id"],
+                    "quantity": line["quantity"],
+                    "sku": product.sku if product else "",
+                    "price": price,
+                    "subtotal": f"{price * line['quantity']:.2f}",
+                    "total": f"{price * line['quantity']:.2f}",
+                    "meta_data": [{"id": 1, "key": "_reduced_stock", "value": str(line["reduced"])}]
+                    if line["reduced"]
+                    else [],
+                }
+            )
+        key = f"wc_order_{hashlib.sha256(str(order.id).encode()).hexdigest()[:13]}"
+        return {
+            "id": order.id,
+            "parent_id": 0,
+            "number": str(order.id),
+            "order_key": key,
+            "created_via": order.created_via,
+            "status": order.status,
+            "currency": "GBP",
+            "date_created": _wc_date(order.created),
+            "date_created_gmt": _wc_date(order.created),
+            "date_modified": _wc_date(order.modified),
+            "date_modified_gmt": _wc_date(order.modified),
+            "total": f"{total:.2f}",
+            "customer_id": 0,
+            "customer_note": order.customer_note,
+            "billing": {"first_name": "", "last_name": "", "email": ""},
+            "payment_method": "",
+            "transaction_id": "",
+            "date_paid": _wc_date(order.date_paid) if order.date_paid else None,
+            "date_paid_gmt": _wc_date(order.date_paid) if order.date_paid else None,
+            "meta_data": [{"id": 9000 + i, **m} for i, m in enumerate(order.meta)],
+            "line_items": lines,
+            "payment_url": f"{self.store_url}/checkout/order-pay/{order.id}/?pay_for_order=true&key={key}",
+            "needs_payment": order.status in ("pending", "failed"),
+        }
+
+    # ------------------------------------------------------------------ stock rules
+
+    def _line_product(self, line: Mapping[str, Any]) -> Product | None:
+        return self.products.get(line["variation_id"] or line["product_id"])
+
+    def _set_status(self, order: Order, status: str) -> None:
+        order.status = status
+        order.modified = self.clock()
+        if status in TAKES_STOCK and not order.stock_reduced:
+            for line in order.lines:
+                product = self._line_product(line)
+                if product and product.manage_stock and not line["reduced"]:
+                    product.stock -= line["quantity"]
+                    product.modified = order.modified
+                    line["reduced"] = line["quantity"]
+            order.stock_reduced = True
+        elif status in GIVES_BACK and order.stock_reduced:
+            for line in order.lines:
+                product = self._line_product(line)
+                if product and product.manage_stock and line["reduced"]:
+                    product.stock += line["reduced"]
+                    product.modified = order.modified
+                    line["reduced"] = 0
+            order.stock_reduced = False
+
+    # ------------------------------------------------------------------ REST
+
+    def handle(self, method: str, url: str, headers: Mapping[str, str], body: bytes | None) -> HttpResponse:
+        """One REST request, answered as WooCommerce would (or a fault queued by fail_next)."""
+        with self._lock:
+            parts = urlsplit(url)
+            self.requests.append((method, parts.path + (f"?{parts.query}" if parts.query else "")))
+            if self._faults:
+                status, extra = self._faults.pop(0)
+                if status is None:
+                    raise StoreUnavailable("the store could not be reached: TimeoutError")
+                return _error(RestError(status, "fake_fault", "A fault the test asked for."), extra)
+            try:
+                self._authenticate(headers)
+                query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+                return self._route(method, parts.path, query, body)
+            except RestError as exc:
+                return _error(exc)
+
+    def _authenticate(self, headers: Mapping[str, str]) -> None:
+        lowered = {k.lower(): v for k, v in headers.items()}
+        auth = lowered.get("authorization", "")
+        if auth.startswith("Basic "):
+            try:
+                key, _, secret = base64.b64decode(auth[6:]).decode().partition(":")
+            except (ValueError, UnicodeDecodeError):
+                key, secret = "", ""
+            if hmac.compare_digest(key, self.consumer_key) and hmac.compare_digest(secret, self.consumer_secret):
+                return
+            raise RestError(401, "woocommerce_rest_authentication_error", "Consumer key is invalid.")
+        raise RestError(401, "woocommerce_rest_cannot_view", "Sorry, you cannot list resources.")
+
+    def _route(self, method: str, path: str, query: Mapping[str, str], body: bytes | None) -> HttpResponse:
+        if not path.startswith(API_PREFIX + "/"):
+            raise RestError(404, "rest_no_route", "No route was found matching the URL and request method.")
+        route = path[len(API_PREFIX) :].rstrip("/")
+        if method == "GET" and route == "/products":
+            items = [p for p in self.products.values() if p.type != "variation"]
+            if query.get("status") and query["status"] != "any":
+                items = [p for p in items if p.status == query["status"]]
+            return _page([self.product_json(p) for p in items], query)
+        if method == "GET" and (match := re.fullmatch(r"/products/(\d+)", route)):
+            return _ok(self.product_json(self._product(int(match[1]))))
+        if method == "GET" and (match := re.fullmatch(r"/products/(\d+)/variations", route)):
+            parent = self._product(int(match[1]))
+            variations = [self.products[v] for v in parent.variations]
+            return _page([self.product_json(v, as_variation=True) for v in variations], query)
+        if method == "GET" and (match := re.fullmatch(r"/products/(\d+)/variations/(\d+)", route)):
+            variation = self._product(int(match[2]))
+            if variation.parent_id != int(match[1]):
+                raise RestError(404, "woocommerce_rest_product_variation_invalid_id", "Invalid ID.")
+            return _ok(self.product_json(variation, as_variation=True))
+        if method == "GET" and route == "/orders":
+            return _page([self.order_json(o) for o in self._orders(query)], query)
+        if method == "POST" and route == "/orders":
+            return _ok(self.order_json(self._create_order(_body(body))), 201)
+        if match := re.fullmatch(r"/orders/(\d+)", route):
+            found = self.orders.get(int(match[1]))
+            if found is None:
+                raise RestError(404, "woocommerce_rest_shop_order_invalid_id", "Invalid ID.")
+            order = found
+            if method == "GET":
+                return _ok(self.order_json(order))
+            if method in ("PUT", "POST", "PATCH"):
+                status = _body(body).get("status")
+                if status is not None:
+                    if status not in STATUSES:
+                        raise RestError(400, "rest_invalid_param", "Invalid parameter(s): status")
+                    self._set_status(order, status)
+                    self.webhook_request("order.updated", self.order_json(order))
+                return _ok(self.order_json(order))
+        raise RestError(404, "rest_no_route", "No route was found matching the URL and request method.")
+
+    def _product(self, product_id: int) -> Product:
+        product = self.products.get(product_id)
+        if product is None:
+            raise RestError(404, "woocommerce_rest_product_invalid_id", "Invalid ID.")
+        return product
+
+    def _orders(self, query: Mapping[str, str]) -> list[Order]:
+        wanted = [s for s in query.get("status", "any").split(",") if s]
+        orders = [o for o in self.orders.values() if "any" in wanted or o.status in wanted]
+        if query.get("product"):
+            orders = [o for o in orders if any(str(line["product_id"]) == query["product"] for line in o.lines)]
+        orders.sort(key=lambda o: (o.created, o.id), reverse=query.get("order", "desc") == "desc")
+        return orders
+
+    def _create_order(self, request: Mapping[str, Any]) -> Order:
+        status = request.get("status") or "pending"
+        if status not in STATUSES:
+            raise RestError(400, "rest_invalid_param", "Invalid parameter(s): status")
+        lines = []
+        for item in request.get("line_items") or []:
+            product_id = int(item.get("product_id") or 0)
+            variation_id = int(item.get("variation_id") or 0)
+            product = self.products.get(variation_id or product_id)
+            if product is None or (variation_id and product.parent_id != product_id):
+                raise RestError(400, "woocommerce_rest_invalid_product_id", "Product ID provided is invalid.")
+            lines.append(
+                {
+                    "product_id": product_id,
+                    "variation_id": variation_id,
+                    "quantity": int(item.get("quantity") or 1),
+                    "reduced": 0,
+                }
+            )
+        meta = [{"key": str(m["key"]), "value": m["value"]} for m in request.get("meta_data") or []]
+        now = self.clock()
+        order = Order(
+            self._next_order_id, "pending", lines, meta, "rest-api", now, now, str(request.get("customer_note") or "")
+        )
+        self._next_order_id += 1
+        self.orders[order.id] = order
+        # A new order starts out pending; setting another status is a transition from pending, so its hooks run
+        # (WC_Abstract_Order::get_status substitutes the default "pending" for a new order's empty status).
+        if status != "pending":
+            self._set_status(order, status)
+        self.webhook_request("order.created", self.order_json(order))
+        if request.get("set_paid") is True:
+            order.date_paid = now
+            self._set_status(order, "processing")
+        return order
+
+    # ------------------------------------------------------------------ in-process and WSGI access
+
+    def transport(self) -> FakeTransport:
+        """A Transport that reaches this store in process (no network)."""
+        return FakeTransport(self)
+
+    def wsgi_app(self, environ: Mapping[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        """The REST API as a WSGI app, for the local stack to serve over HTTP."""
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else None
+        headers = {k[5:].replace("_", "-").title(): str(v) for k, v in environ.items() if k.startswith("HTTP_")}
+        if environ.get("CONTENT_TYPE"):
+            headers["Content-Type"] = str(environ["CONTENT_TYPE"])
+        query = environ.get("QUERY_STRING") or ""
+        url = f"{self.store_url}{environ.get('PATH_INFO', '')}" + (f"?{query}" if query else "")
+        try:
+            response = self.handle(str(environ.get("REQUEST_METHOD", "GET")), url, headers, body)
+        except StoreUnavailable:
+            response = _error(RestError(504, "fake_timeout", "The store did not answer in time."))
+        reason = {200: "OK", 201: "Created", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found"}.get(
+            response.status, "Error"
+        )
+        start_response(f"{response.status} {reason}", list(response.headers.items()))
+        return [response.body]
+
+
+class FakeTransport:
+    """The in-process Transport onto a FakeWooCommerce."""
+
+    def __init__(self, store: FakeWooCommerce) -> None:
+        self.store = store
+
+    def send(self, method: str, url: str, headers: Mapping[str, str], body: bytes | None = None) -> HttpResponse:
+        """One request, answered by the fake store."""
+        return self.store.handle(method, url, headers, body)
+
+
+def php_json(payload: Any) -> bytes:
+    """JSON as wp_json_encode writes it: no spaces, `/` escaped as `\\/`, non-ASCII as \\u escapes."""
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=True).replace("/", "\\/").encode("ascii")
+
+
+def _stamped(order: Order) -> bool:
+    return any(m["key"] == RESERVATION_META_KEY for m in order.meta)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def _wc_date(at: float) -> str:
+    return datetime.fromtimestamp(at, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _body(body: bytes | None) -> dict[str, Any]:
+    try:
+        parsed = json.loads(body or b"{}")
+    except ValueError as exc:
+        raise RestError(400, "rest_invalid_json", "Invalid JSON body passed.") from exc
+    if not isinstance(parsed, dict):
+        raise RestError(400, "rest_invalid_json", "Invalid JSON body passed.")
+    return parsed
+
+
+def _ok(payload: Any, status: int = 200, extra: Mapping[str, str] | None = None) -> HttpResponse:
+    return HttpResponse(status, json.dumps(payload).encode(), {"content-type": "application/json", **(extra or {})})
+
+
+def _page(items: list[dict[str, Any]], query: Mapping[str, str]) -> HttpResponse:
+    try:
+        per_page = int(query.get("per_page", "10"))
+        page = int(query.get("page", "1"))
+    except ValueError as exc:
+        raise RestError(400, "rest_invalid_param", "Invalid parameter(s): per_page") from exc
+    if not 1 <= per_page <= 100:
+        raise RestError(400, "rest_invalid_param", "Invalid parameter(s): per_page")
+    total_pages = max(1, -(-len(items) // per_page)) if items else 0
+    if page > max(total_pages, 1):
+        raise RestError(
+            400,
+            "woocommerce_rest_invalid_page_number",
+            "The page number requested is larger than the number of pages available.",
+        )
+    chunk = items[(page - 1) * per_page : page * per_page]
+    return _ok(chunk, extra={"x-wp-total": str(len(items)), "x-wp-totalpages": str(total_pages)})
+
+
+def _error(error: RestError, extra: Mapping[str, str] | None = None) -> HttpResponse:
+    body = {"code": error.code, "message": error.message, "data": {"status": error.status}}
+    return HttpResponse(
+        error.status,
+        json.dumps(body).encode(),
+        {"content-type": "application/json", **{k.lower(): v for k, v in (extra or {}).items()}},
+    )
