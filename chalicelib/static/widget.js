@@ -64,7 +64,6 @@
 
     form.addEventListener("submit", function (event) {
       event.preventDefault();
-      if (!sku) { return; }
       var channel = form.querySelector("input[name=channel]:checked").value;
       if (!contact.value.trim()) {
         status.textContent = channel === "email" ? "Please enter your email address." : "Please enter your mobile number.";
