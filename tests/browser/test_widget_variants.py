@@ -8,6 +8,7 @@ fixed data-bisn-sku. POST /notify-me is answered by the route too, which keeps e
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -93,31 +94,39 @@ WOO_VARIATIONS = {
     "Large": {"variation_id": 503, "sku": "WW-THROW-OAT-L", "is_in_stock": False},
 }
 
-# A WooCommerce variable product. data-product_variations="false" is what WooCommerce writes when it fetches
-# variations by AJAX, so the SKU can only come from the found_variation event. The inline script stands in for
-# add-to-cart-variation.js: on a choice it sets variation_id and triggers found_variation, or reset_data and
-# hide_variation when nothing is chosen, all with jQuery's trigger.
-WOO_PAGE = page_html(
-    '<div class="summary"><form class="variations_form cart" action="/product/oat-throw/" method="post" '
-    'data-product_id="500" data-product_variations="false">'
-    '<table class="variations"><tr><th><label for="pa_size">Size</label></th><td>'
-    '<select id="pa_size" name="attribute_pa_size"><option value="">Choose an option</option>'
-    + "".join(f'<option value="{size}">{size}</option>' for size in WOO_VARIATIONS)
-    + "</select></td></tr></table>"
-    '<div class="single_variation_wrap"><div class="woocommerce-variation single_variation"></div>'
-    '<button type="submit" class="single_add_to_cart_button">Add to cart</button>'
-    '<input type="hidden" name="add-to-cart" value="500"><input type="hidden" name="product_id" value="500">'
-    '<input type="hidden" name="variation_id" class="variation_id" value=""></div></form>'
-    '<div class="bisn" data-bisn-product></div></div>'
-    f"<script>var VARIATIONS = {json.dumps(WOO_VARIATIONS)};"
-    "jQuery(function ($) { var $form = $('form.variations_form');"
-    "$form.on('change', 'select', function () { var v = VARIATIONS[this.value];"
-    "if (v) { $form.find('input[name=\"variation_id\"]').val(v.variation_id).trigger('change');"
-    "$form.trigger('found_variation', [v]); }"
-    "else { $form.find('input[name=\"variation_id\"]').val('').trigger('change');"
-    "$form.trigger('reset_data'); $form.find('.single_variation').trigger('hide_variation'); } }); });</script>",
-    head='<script src="/jquery.js"></script>',
-)
+
+def woo_page(product_variations: str, widget: str) -> str:
+    """A WooCommerce variable product. The inline script stands in for add-to-cart-variation.js: on a choice it sets
+    variation_id and triggers found_variation, or reset_data and hide_variation when nothing is chosen, all with
+    jQuery's trigger."""
+    return page_html(
+        '<div class="summary"><form class="variations_form cart" action="/product/oat-throw/" method="post" '
+        f'data-product_id="500" data-product_variations="{html.escape(product_variations)}">'
+        '<table class="variations"><tr><th><label for="pa_size">Size</label></th><td>'
+        '<select id="pa_size" name="attribute_pa_size"><option value="">Choose an option</option>'
+        + "".join(f'<option value="{size}">{size}</option>' for size in WOO_VARIATIONS)
+        + "</select></td></tr></table>"
+        '<div class="single_variation_wrap"><div class="woocommerce-variation single_variation"></div>'
+        '<button type="submit" class="single_add_to_cart_button">Add to cart</button>'
+        '<input type="hidden" name="add-to-cart" value="500"><input type="hidden" name="product_id" value="500">'
+        '<input type="hidden" name="variation_id" class="variation_id" value=""></div></form>'
+        f"{widget}</div>"
+        f"<script>var VARIATIONS = {json.dumps(WOO_VARIATIONS)};"
+        "jQuery(function ($) { var $form = $('form.variations_form');"
+        "$form.on('change', 'select', function () { var v = VARIATIONS[this.value];"
+        "if (v) { $form.find('input[name=\"variation_id\"]').val(v.variation_id).trigger('change');"
+        "$form.trigger('found_variation', [v]); }"
+        "else { $form.find('input[name=\"variation_id\"]').val('').trigger('change');"
+        "$form.trigger('reset_data'); $form.find('.single_variation').trigger('hide_variation'); } }); });</script>",
+        head='<script src="/jquery.js"></script>',
+    )
+
+
+# data-product_variations="false" is what WooCommerce writes when it fetches variations by AJAX: the SKU can only
+# come from the found_variation event.
+WOO_PAGE = woo_page("false", '<div class="bisn" data-bisn-product></div>')
+# The same product with its variations written into the form, and no widget until a test adds one.
+WOO_PAGE_INLINE = woo_page(json.dumps(list(WOO_VARIATIONS.values())), "")
 
 PLAIN = page_html('<div class="bisn" data-bisn-sku="WW-BOARD-WALNUT"></div>')
 EMPTY = page_html("<p>Nothing to tap yet.</p>")
@@ -127,6 +136,7 @@ PAGES = {
     "/shopify-dawn": SHOPIFY_DAWN,
     "/shopify-url": SHOPIFY_URL_ONLY,
     "/woocommerce": WOO_PAGE,
+    "/woocommerce-inline": WOO_PAGE_INLINE,
     "/plain": PLAIN,
     "/empty": EMPTY,
 }
@@ -303,6 +313,28 @@ def test_woocommerce_found_variation_and_reset_data_drive_the_widget(page: Any, 
     page.select_option("#pa_size", "")
     wait_for_state(widget, "none")
     assert not form.is_visible()
+    assert page.errors == []
+
+
+def test_a_widget_added_after_a_woocommerce_choice_reads_it_from_the_form(page: Any, shop: Shop) -> None:
+    if not JQUERY_JS.exists():
+        pytest.skip(f"{JQUERY_JS} is missing: `make test-browser` installs Debian's libjs-jquery")
+    page.goto(SHOP + "/woocommerce-inline")
+    page.wait_for_function("window.bisn && window.jQuery")
+    page.select_option("#pa_size", "Small")
+    page.evaluate(
+        """() => {
+            const late = document.createElement("div");
+            late.className = "bisn";
+            late.setAttribute("data-bisn-product", "");
+            document.querySelector(".summary").appendChild(late);
+        }"""
+    )
+    widget = page.locator(".bisn")
+    # found_variation fired before the widget existed: the id in variation_id is looked up in
+    # data-product_variations.
+    wait_for_state(widget, "sold-out", "WW-THROW-OAT-S")
+    assert tap(page, widget, shop)["sku"] == "WW-THROW-OAT-S"
     assert page.errors == []
 
 
