@@ -154,7 +154,7 @@
       var named = w.root.getAttribute("data-bisn-form");
       var found = null;
       if (named) {
-        found = document.querySelector(named);
+        try { found = document.querySelector(named); } catch (e) { found = null; }
       } else {
         for (var node = w.root; node && !found; node = node.parentElement) { found = node.querySelector(PRODUCT_FORM); }
       }
