@@ -32,14 +32,15 @@ test-unit: $(STAMP)
 test-slow: $(STAMP)
 	$(PY) -m pytest -m "slow"; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; fi; exit $$rc
 
-# The console journey in headless Chromium: Debian's chromium, driven by Playwright (never a downloaded browser).
-# Installs chromium and chromium-driver when missing; where that is impossible the tests skip and say why.
+# The console journey and the widget on imitation shop pages in headless Chromium: Debian's chromium, driven by
+# Playwright (never a downloaded browser), and Debian's jQuery for the WooCommerce page. Installs chromium,
+# chromium-driver and libjs-jquery when missing; where that is impossible the tests skip and say why.
 test-browser: $(STAMP)
-	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ] || [ ! -f /usr/share/javascript/jquery/jquery.min.js ]; then \
 		sudo=""; if [ "$$(id -u)" != 0 ]; then sudo="sudo -n"; fi; \
-		echo "Installing Debian's chromium and chromium-driver for the browser tests..."; \
-		{ $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium chromium-driver; } \
-			|| echo "Could not install Chromium: the browser tests will be skipped." >&2; \
+		echo "Installing Debian's chromium, chromium-driver and libjs-jquery for the browser tests..."; \
+		{ $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium chromium-driver libjs-jquery; } \
+			|| echo "Could not install Chromium or jQuery: the browser tests that need them will be skipped." >&2; \
 	fi
 	$(PY) -m pytest -m browser; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no browser tests" >&2; exit 1; fi; exit $$rc

@@ -1,8 +1,8 @@
 """The whole story in a real browser: the local stack started as `python -m devstack` on free ports, and
 headless Chromium (Debian's package) driven by Playwright, tapping and clicking as a person would.
 
-Screenshots of every step go to artifacts/screenshots/. `make test-browser` installs Chromium when missing;
-without it (or without Playwright) these tests skip and say why.
+Screenshots of every step go to artifacts/screenshots/. The browser comes from tests/browser/conftest.py, which
+skips these tests and says why when Chromium or Playwright is missing.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,15 +24,6 @@ from tests.support import ROOT
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ARTIFACTS = ROOT / "artifacts"
 SHOTS = ARTIFACTS / "screenshots"
 THROW = "WW-THROW-OAT"
@@ -107,26 +97,6 @@ class RunningStack:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=10)
         self._log.close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """Headless Chromium from Debian's package, driven by Playwright; skips when either is missing."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip(
-            "Playwright for Python is not installed: run `make test-browser` (it installs requirements-dev.txt)"
-        )
-    if not CHROMIUM.exists():
-        pytest.skip(
-            f"{CHROMIUM} is missing: `make test-browser` installs Debian's chromium and chromium-driver "
-            "(apt-get install -y chromium chromium-driver), which needs root or sudo"
-        )
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield instance
-        instance.close()
 
 
 @pytest.fixture(scope="module")
