@@ -1,0 +1,182 @@
+"""Each platform end to end through the HTTP API: catalogue from the store, a tap on Notify me, the platform's own
+inventory webhook, the notice, the reserve link (a hold on the store itself), and the platform's order webhook
+converting it — or the sweep giving the unit back to the store when the hold ends unbought.
+
+The stores are devstack's fakes (devstack/fake_shopify.py, devstack/fake_woocommerce.py), reached through their
+in-process transports, signing their webhooks exactly as the platforms do.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from chalice.test import Client
+
+from chalicelib.aws import Aws
+from chalicelib.config import settings_from_env
+from chalicelib.tables.reservations import Offer, OfferState, StoreState
+from chalicelib.wiring import Services
+from devstack import fake_shopify
+from devstack.clocks import FixedClock
+from devstack.fake_model import FakeBedrock
+from devstack.fake_shopify import FakeShopify
+from devstack.fake_woocommerce import FakeWooCommerce
+from tests.notices import drain, verify_sender
+from tests.support import REGION, app_client
+
+THROW = "WW-THROW-OAT"
+WOO_URL = "http://127.0.0.1:8002"
+
+
+@dataclass
+class Shop:
+    """A stage on one platform, its fake store, and the app's test client."""
+
+    platform: str
+    services: Services
+    client: Client
+    store: Any
+    clock: FixedClock
+
+    def webhook(self, request: tuple[bytes, dict[str, str]]) -> Any:
+        body, headers = request
+        return self.client.http.post(f"/webhooks/{self.platform}", headers=headers, body=body)
+
+    def restock(self, sku: str, units: int) -> Any:
+        if self.platform == "shopify":
+            return self.webhook(self.store.set_available(sku, units))
+        return self.webhook(self.store.set_stock(sku, units))
+
+    def offers(self, sku: str) -> list[Offer]:
+        items = self.services.tables.reservations.table.scan()["Items"]
+        return sorted((Offer.from_item(i) for i in items if i["sku"] == sku), key=lambda o: o.request_joined_ts)
+
+    def pay(self, offer: Offer) -> Any:
+        if self.platform == "shopify":
+            return self.webhook(self.store.complete_draft_order(offer.store_ref))
+        return self.webhook(self.store.pay_order(int(offer.store_ref or 0)))
+
+
+def platform_env(platform: str) -> dict[str, str]:
+    from infra.stages import stage_env
+
+    env = {**stage_env("local"), "AWS_DEFAULT_REGION": REGION, "PLATFORM": platform}
+    env.update(
+        SHOPIFY_SHOP_DOMAIN=fake_shopify.SHOP_DOMAIN,
+        SHOPIFY_WEBHOOK_SECRET=fake_shopify.WEBHOOK_SECRET,
+        SHOPIFY_ACCESS_TOKEN=fake_shopify.ACCESS_TOKEN,
+        WOOCOMMERCE_STORE_URL=WOO_URL,
+        WOOCOMMERCE_WEBHOOK_SECRET="fake-webhook-secret",
+        WOOCOMMERCE_CONSUMER_KEY="ck_fake_key",
+        WOOCOMMERCE_CONSUMER_SECRET="cs_fake_secret",
+    )
+    return env
+
+
+@pytest.fixture(params=["shopify", "woocommerce"])
+def shop(request: pytest.FixtureRequest, session: Any, clock: FixedClock) -> Iterator[Shop]:
+    platform = str(request.param)
+    store: Any = (
+        FakeShopify(now=clock.now) if platform == "shopify" else FakeWooCommerce(store_url=WOO_URL, clock=clock.now)
+    )
+    if platform == "woocommerce":
+        store.set_stock(THROW, 0)
+    else:
+        store.set_available(THROW, 0)
+    services = Services(
+        settings_from_env(platform_env(platform)),
+        aws=Aws(REGION, session=session),
+        clock=clock,
+        model=FakeBedrock(),
+        transport=store.transport(),
+    )
+    verify_sender(services)
+    report = services.catalog_sync.run()
+    assert report.error is None and THROW in report.created
+    with app_client(services) as client:
+        yield Shop(platform, services, client, store, clock)
+
+
+def join(shop: Shop, sku: str, email: str) -> None:
+    response = shop.client.http.post(
+        "/notify-me",
+        headers={"Content-Type": "application/json"},
+        body=json.dumps({"sku": sku, "channel": "email", "contact": email}).encode(),
+    )
+    assert response.status_code == 201, response.body
+
+
+def test_the_catalogue_comes_from_the_store_with_its_ids(shop: Shop) -> None:
+    product = shop.services.tables.catalog.get(THROW)
+    assert product is not None
+    prefix = f"{shop.platform}."
+    assert product.store_ids and all(key.startswith(prefix) for key in product.store_ids)
+    assert product.product_url and product.price
+
+
+def test_a_tap_to_a_paid_order_holds_the_unit_on_the_store_and_converts(shop: Shop) -> None:
+    join(shop, THROW, "ada@example.com")
+    response = shop.restock(THROW, 1)
+    assert response.status_code == 202, response.body
+    assert json.loads(response.body)["status"] == "restock"
+    drain(shop.services)
+    [offer] = shop.offers(THROW)
+    assert shop.store.counts(THROW) == {"available": 1, "reserved": 0}
+
+    tap = shop.client.http.get(f"/reserve/{shop.services.tokens.reserve(offer.token_id)}")
+    held = shop.offers(THROW)[0]
+    assert tap.status_code == 302
+    assert (held.state, held.store_state) == (OfferState.HELD, StoreState.PLACED)
+    assert tap.headers["Location"] == held.store_checkout_url
+    # Taken out of the storefront: nobody else can buy the held unit.
+    assert shop.store.counts(THROW) == {"available": 0, "reserved": 1}
+    # A second tap goes to the same checkout, and holds nothing more.
+    again = shop.client.http.get(f"/reserve/{shop.services.tokens.reserve(offer.token_id)}")
+    assert (again.status_code, again.headers["Location"]) == (302, held.store_checkout_url)
+    assert shop.store.counts(THROW)["reserved"] == 1
+
+    paid = shop.pay(held)
+    assert paid.status_code == 200, paid.body
+    assert json.loads(paid.body)["status"] == "orders"
+    assert shop.offers(THROW)[0].state == OfferState.CONVERTED
+    assert shop.store.counts(THROW)["reserved"] == 0
+
+
+def test_a_hold_that_ends_unbought_gives_the_unit_back_to_the_store(shop: Shop) -> None:
+    join(shop, THROW, "ada@example.com")
+    shop.restock(THROW, 1)
+    drain(shop.services)
+    [offer] = shop.offers(THROW)
+    shop.client.http.get(f"/reserve/{shop.services.tokens.reserve(offer.token_id)}")
+    assert shop.store.counts(THROW) == {"available": 0, "reserved": 1}
+
+    product = shop.services.tables.catalog.get(THROW)
+    assert product is not None
+    shop.clock.advance(product.hold_window_s + 1)
+    summary = shop.services.sweep.run()
+    assert (summary["expired"], summary["store_released"]) == (1, 1)
+    row = shop.offers(THROW)[0]
+    assert (row.state, row.store_state) == (OfferState.EXPIRED, StoreState.RELEASED)
+    assert shop.store.counts(THROW) == {"available": 1, "reserved": 0}
+
+
+def test_a_store_that_is_down_gets_an_honest_page_and_the_sweep_places_the_hold(shop: Shop) -> None:
+    join(shop, THROW, "ada@example.com")
+    shop.restock(THROW, 1)
+    drain(shop.services)
+    [offer] = shop.offers(THROW)
+    shop.store.fail_next(503)
+    tap = shop.client.http.get(f"/reserve/{shop.services.tokens.reserve(offer.token_id)}")
+    assert tap.status_code == 503
+    assert "held for you" in tap.body.decode()
+    row = shop.offers(THROW)[0]
+    assert (row.state, row.store_state) == (OfferState.HELD, StoreState.PLACING)
+
+    shop.clock.advance(61)
+    assert shop.services.sweep.run()["store_placed"] == 1
+    assert shop.offers(THROW)[0].store_state == StoreState.PLACED
+    assert shop.store.counts(THROW)["reserved"] == 1
