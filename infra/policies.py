@@ -48,6 +48,11 @@ CONSUME = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
 PRODUCE = ("sqs:SendMessage", "sqs:GetQueueUrl")
 
 
+# A platform's API credentials, and those with its webhook secrets (chalicelib/config.py's OPTIONAL_SECRETS).
+PLATFORM_API_SECRETS = ("SHOPIFY_ACCESS_TOKEN", "WOOCOMMERCE_CONSUMER_KEY", "WOOCOMMERCE_CONSUMER_SECRET")
+PLATFORM_SECRETS = ("SHOPIFY_WEBHOOK_SECRET", "WOOCOMMERCE_WEBHOOK_SECRET", *PLATFORM_API_SECRETS)
+
+
 @dataclass(frozen=True)
 class TableAccess:
     """What one function may do to one table, and which of its indexes it may query."""
@@ -76,7 +81,9 @@ NEEDS: dict[str, Needs] = {
     # Every route: capture, both webhooks, reserve, unsubscribe, the manage page, the widget.
     "api_handler": Needs(
         tables={
-            "catalog": TableAccess((GET, UPDATE)),
+            # by-store-item: a platform's stock webhook names its inventory item, not the SKU. SCAN: a product
+            # deleted on the platform reaches its SKUs (rare, never a shopper's path: chalicelib/tables/catalog.py).
+            "catalog": TableAccess((GET, UPDATE, QUERY, SCAN), ("by-store-item",)),
             "requests": TableAccess((GET, QUERY, PUT, UPDATE, DELETE), ("by-contact",)),
             "restocks": TableAccess((GET, PUT, UPDATE)),
             "reservations": TableAccess((GET, UPDATE)),
@@ -88,6 +95,8 @@ NEEDS: dict[str, Needs] = {
         queue=PRODUCE,  # a restock's first job; top-ups for places given up
         secrets=("WEBHOOK_SECRET", "TOKEN_KEY", "CONTACT_HASH_KEY"),
         alerts=True,  # unknown-SKU attempts
+        # The platform dialects the stage accepts, and the store a reserve link places its hold on.
+        optional_secrets=PLATFORM_SECRETS,
     ),
     "notifier": Needs(
         tables={
@@ -122,6 +131,8 @@ NEEDS: dict[str, Needs] = {
         secrets=("CONTACT_HASH_KEY",),  # opted-out numbers are stored as keyed hashes
         sms_optouts=True,
         alerts=True,  # the unknown-SKU digest
+        # Store holds a crash or an outage left owed: placed, or given back to the store.
+        optional_secrets=PLATFORM_API_SECRETS,
     ),
     "catalog_sync": Needs(
         tables={
@@ -132,7 +143,7 @@ NEEDS: dict[str, Needs] = {
             "audit": TableAccess((PUT,)),
         },
         queue=PRODUCE,
-        optional_secrets=("CATALOG_TOKEN",),
+        optional_secrets=("CATALOG_TOKEN", *PLATFORM_API_SECRETS),  # the feed's token, or the platform's API keys
     ),
     # SES bounces, complaints and deliveries: a hard bounce or a complaint opts the address out everywhere.
     "feedback": Needs(
