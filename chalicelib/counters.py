@@ -107,13 +107,14 @@ class UnitMoves:
             "channel": row.channel,
         }
 
-    def _commit(self, tx: Tx, *request: str) -> TransactionCancelled | None:
+    def _commit(self, tx: Tx, *request: str, alone: Tx | None = None) -> TransactionCancelled | None:
         """Run the row's move (its "row", counter and "fact" items) with the request's items (`request`
         names them); None when it committed.
 
         When only the request's items are refused, the request no longer owns this offer (DynamoDB's
         TTL tidied it, or the shopper left the list): the unit must still move (invariant 7), so the
-        row, counter and audit go on alone, still conditional on the row's state.
+        row, counter and audit go on alone, still conditional on the row's state, with `alone`'s items (what the
+        request's items carried that must move anyway).
         """
         try:
             self.tables.run(tx)
@@ -123,7 +124,8 @@ class UnitMoves:
             if cancelled.failed_other_than(*request) or not request_failed:
                 return cancelled
         try:
-            self.tables.run(tx.without(*request))
+            retry = tx.without(*request)
+            self.tables.run(retry.join(alone) if alone is not None else retry)
             return None
         except TransactionCancelled as cancelled:
             return cancelled
@@ -335,6 +337,9 @@ class UnitMoves:
         the platform reports next is known to include it and is not taken off the counters a second time.
         """
         sku, token_id = row.sku, row.token_id
+        # Sold from the store's own hold: no longer held there, so the shelf level (the store's plus our holds
+        # there) falls by it, as a sale does on a store that holds nothing. One catalogue item carries both counts.
+        from_store = -1 if row.store_state == StoreState.PLACED else 0
         tx = (
             self._move_row(
                 row, OfferState.HELD, OfferState.CONVERTED, due_at=None, order_id=order_id, converted_at=int(now)
@@ -343,9 +348,43 @@ class UnitMoves:
             .add("fact", self.tables.audit.record_item(sku, "conversion", now, order_id=order_id, **self._facts(row)))
             .add("request", self.tables.requests.mark_converted_item(sku, row.request_joined_ts, token_id=token_id))
             # The waiting count moves with the request's state, so it is decremented only if that moved.
-            .add("waiting", self.tables.catalog.leave_item(sku))
+            .add("waiting", self.tables.catalog.leave_item(sku, store_held=from_store))
         )
-        return self._outcome(self._commit(tx, "request", "waiting"))
+        alone = Tx().add("shelf", self.tables.catalog.store_held_item(sku, from_store)) if from_store else None
+        return self._outcome(self._commit(tx, "request", "waiting", alone=alone))
+
+    def store_placed(self, row: Offer, *, ref: str, checkout_url: str, now: float) -> bool:
+        """The store now holds the unit too: record its hold, and count it among the SKU's units held on the store
+        (the store's own level no longer shows it; the shelf level detection compares adds it back). False when
+        the row had moved on."""
+        tx = Tx().add(
+            "row",
+            self.tables.reservations.store_placed_item(
+                row.token_id, ref=ref, checkout_url=checkout_url, due_at=int(row.hold_expires_at or now)
+            ),
+        )
+        tx.add("shelf", self.tables.catalog.store_held_item(row.sku, 1))
+        try:
+            self.tables.run(tx)
+        except TransactionCancelled as cancelled:
+            if cancelled.failed("row"):
+                return False
+            raise
+        return True
+
+    def store_released(self, row: Offer) -> bool:
+        """The store has the unit of an ended hold back. Where its placing was recorded (it has a reference), it
+        leaves the SKU's units held on the store. False when it was recorded already."""
+        tx = Tx().add("row", self.tables.reservations.store_released_item(row.token_id))
+        if row.store_ref is not None:
+            tx.add("shelf", self.tables.catalog.store_held_item(row.sku, -1))
+        try:
+            self.tables.run(tx)
+        except TransactionCancelled as cancelled:
+            if cancelled.failed("row"):
+                return False
+            raise
+        return True
 
     def late_order(self, row: Offer, order_id: str, now: float) -> None:
         """An order for a hold that had already ended: recorded on the row once per order id, and tallied on

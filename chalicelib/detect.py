@@ -324,7 +324,9 @@ class DetectService:
         if self.tables.throttle.seen(self._memory_key(sku, webhook_id)):
             return self._duplicate(sku, seen, now)
         stamp = _stamp(event_ts)
-        level_ts, available, locations = stamp, event.available, None
+        # The shelf level: what the store reports, plus our holds it holds (its own level no longer shows them).
+        held = product.store_held
+        level_ts, available, locations = stamp, event.available + held, None
         if event.location is None:
             if not is_newer(stamp, seen.level_ts):
                 return DetectOutcome("no_restock", "stale")
@@ -334,7 +336,7 @@ class DetectService:
             if mine is not None and not is_newer(stamp, Decimal(str(mine["ts"]))):
                 return DetectOutcome("no_restock", "stale")
             locations = {**product.locations, event.location: {"n": event.available, "ts": stamp}}
-            available = sum(int(entry["n"]) for entry in locations.values())
+            available = sum(int(entry["n"]) for entry in locations.values()) + held
             level_ts = max(stamp, seen.level_ts) if seen.level_ts is not None else stamp
         restock = self.tables.restocks.get(sku, seen.open_restock_ts) if seen.open_restock_ts else None
         if restock is not None and restock.state == RestockState.CLOSED:

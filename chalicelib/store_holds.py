@@ -24,6 +24,9 @@ from chalicelib.tables.store import Tables
 
 log = logging.getLogger(__name__)
 
+# How long past our hold's end the store is asked to keep the unit: the sweep releases it well before.
+STORE_GRACE_S = 15 * 60
+
 # What placing came to.
 PLACED = "placed"  # the store holds the unit; `hold` says where the shopper checks out
 STORE_DOWN = "store_down"  # the store did not answer; our hold stands and the placing is tried again
@@ -50,12 +53,14 @@ class StoreHolds:
     faults: FaultHook = no_faults
 
     def request(self, row: Offer, product: Product) -> HoldRequest:
-        """What the store is asked to hold for this row."""
+        """What the store is asked to hold for this row. A store that ends holds by itself (Shopify's reservation)
+        is asked to keep the unit a little past our hold's end, so that our release, recorded as our own move of
+        its level, is what gives the unit back (chalicelib/counters.py `store_released`)."""
         return HoldRequest(
             reservation_id=row.token_id,
             sku=row.sku,
             ids=dict(product.store_ids),
-            expires_at=int(row.hold_expires_at or 0),
+            expires_at=int(row.hold_expires_at or 0) + STORE_GRACE_S,
             product_name=product.name,
             checkout_url=product.checkout_url,
         )
@@ -78,10 +83,7 @@ class StoreHolds:
             move = self.moves.expire(row, now, reason="store_refused")
             return Placing(REFUSED if move.result == DONE else ENDED)
         self.faults("store.after_place")
-        due = int(row.hold_expires_at or now)
-        if self.tables.reservations.store_placed(
-            row.token_id, ref=hold.ref, checkout_url=hold.checkout_url, due_at=due
-        ):
+        if self.moves.store_placed(row, ref=hold.ref, checkout_url=hold.checkout_url, now=now):
             return Placing(PLACED, hold)
         current = self.tables.reservations.get(row.token_id)
         if current is not None and current.state == OfferState.HELD and current.store_state == StoreState.PLACED:
@@ -104,5 +106,5 @@ class StoreHolds:
             log.warning("store hold for %s not released yet: %s", row.token_id, exc)
             return False
         self.faults("store.after_release")
-        self.tables.reservations.store_released(row.token_id)
+        self.moves.store_released(row)
         return True

@@ -54,6 +54,9 @@ class Product:
     # One stock level per store location, summed into `level` (Shopify reports each location on its own):
     # location id -> {"n": units, "ts": the platform's time of that location's level}.
     locations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Our holds the store holds too (chalicelib/store_holds.py): its own level no longer shows them, so detection
+    # compares the shelf level, the store's plus these, as on a store that holds nothing (DESIGN §5).
+    store_held: int = 0
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Self:
@@ -91,6 +94,7 @@ class Product:
             store_item=str_or_none(merged.get("store_item")),
             store_product=str_or_none(merged.get("store_product")),
             locations={str(k): dict(v) for k, v in (merged.get("locations") or {}).items()},
+            store_held=int(merged.get("store_held") or 0),
         )
 
     def to_item(self) -> dict[str, Any]:
@@ -98,7 +102,7 @@ class Product:
         item = present(dict(self.__dict__))
         if not self.discontinued:
             del item["discontinued"]
-        for empty in ("store_ids", "locations"):
+        for empty in ("store_ids", "locations", "store_held"):
             if not item[empty]:
                 del item[empty]
         return item
@@ -203,16 +207,22 @@ class CatalogTable:
             }
         }
 
-    def leave_item(self, sku: str) -> TxItem:
-        """Transaction item: count one fewer shopper waiting."""
+    def leave_item(self, sku: str, *, store_held: int = 0) -> TxItem:
+        """Transaction item: count one fewer shopper waiting (and, for a sale from a hold on the store, move the
+        count of holds the store holds by `store_held`: a transaction may touch the product only once)."""
+        values = {":minus": -1}
+        expression = "ADD waiting_count :minus"
+        if store_held:
+            expression += ", store_held :held"
+            values[":held"] = int(store_held)
         return {
             "Update": {
                 "TableName": self.name,
                 "Key": {"sku": sku},
                 # No condition: it moves in the same transaction as the request's state, so it stays
                 # in step, and a leave must never be refused because of a counter.
-                "UpdateExpression": "ADD waiting_count :minus",
-                "ExpressionAttributeValues": {":minus": -1},
+                "UpdateExpression": expression,
+                "ExpressionAttributeValues": values,
             }
         }
 
@@ -345,6 +355,19 @@ class CatalogTable:
         )
         with self._lock:
             self._cache.pop(sku, None)
+
+    def store_held_item(self, sku: str, change: int) -> TxItem:
+        """Transaction item: one more (1) or one fewer (-1) of our holds held on the store itself."""
+        return {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"sku": sku},
+                "UpdateExpression": "ADD store_held :change",
+                # Never for a product that is not catalogued (an update would create it).
+                "ConditionExpression": "attribute_exists(sku)",
+                "ExpressionAttributeValues": {":change": int(change)},
+            }
+        }
 
     def sku_for_store_item(self, store_item: str) -> str | None:
         """The SKU whose stock a platform's webhooks report under `store_item` (GSI by-store-item, one read)."""

@@ -251,58 +251,62 @@ class ReservationsTable:
             return False
         return True
 
-    def store_placed(self, token_id: str, *, ref: str, checkout_url: str, due_at: int) -> bool:
-        """The store now holds the unit: keep its reference and checkout, and be due again at the hold's end.
-        False when the row moved on meanwhile (the hold ended, or another call recorded the placing first)."""
-        return self._store_update(
-            token_id,
-            "SET store_state = :placed, store_ref = :ref, store_checkout_url = :url, due_at = :due",
-            # Only a hold still live and still placing: an ended hold's store hold is the release's to undo.
-            "#state = :held AND store_state = :placing",
-            {
-                ":placed": StoreState.PLACED,
-                ":ref": ref,
-                ":url": checkout_url,
-                ":due": int(due_at),
-                ":held": OfferState.HELD,
-                ":placing": StoreState.PLACING,
-            },
-        )
+    def store_placed_item(self, token_id: str, *, ref: str, checkout_url: str, due_at: int) -> dict[str, Any]:
+        """Transaction item: the store now holds the unit; keep its reference and checkout, and be due again at the
+        hold's end."""
+        return {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"token_id": token_id},
+                "UpdateExpression": (
+                    "SET store_state = :placed, store_ref = :ref, store_checkout_url = :url, due_at = :due"
+                ),
+                # Only a hold still live and still placing: recorded once, and an ended hold's store hold is the
+                # release's to undo.
+                "ConditionExpression": "#state = :held AND store_state = :placing",
+                "ExpressionAttributeNames": {"#state": "state"},
+                "ExpressionAttributeValues": {
+                    ":placed": StoreState.PLACED,
+                    ":ref": ref,
+                    ":url": checkout_url,
+                    ":due": int(due_at),
+                    ":held": OfferState.HELD,
+                    ":placing": StoreState.PLACING,
+                },
+            }
+        }
 
     def store_retry_at(self, token_id: str, due_at: int) -> bool:
         """Placing failed for now: the sweep tries again at `due_at` (never later than the hold's own end)."""
-        return self._store_update(
-            token_id,
-            "SET due_at = :due",
-            # Only while still placing, and never past the hold's end: its expiry must be found on time.
-            "#state = :held AND store_state = :placing AND hold_expires_at >= :due",
-            {":due": int(due_at), ":held": OfferState.HELD, ":placing": StoreState.PLACING},
-        )
-
-    def store_released(self, token_id: str) -> bool:
-        """The store has the unit back; the row may go on to its top-up."""
-        return self._store_update(
-            token_id,
-            "SET store_state = :released",
-            # Released once, from the intent the ending move wrote.
-            "store_state = :releasing",
-            {":released": StoreState.RELEASED, ":releasing": StoreState.RELEASING},
-        )
-
-    def _store_update(self, token_id: str, expression: str, condition: str, values: dict[str, Any]) -> bool:
-        kwargs: dict[str, Any] = {
-            "Key": {"token_id": token_id},
-            "UpdateExpression": expression,
-            "ConditionExpression": condition,
-            "ExpressionAttributeValues": values,
-        }
-        if "#state" in condition:
-            kwargs["ExpressionAttributeNames"] = {"#state": "state"}
         try:
-            self.table.update_item(**kwargs)
+            self.table.update_item(
+                Key={"token_id": token_id},
+                UpdateExpression="SET due_at = :due",
+                # Only while still placing, and never past the hold's end: its expiry must be found on time.
+                ConditionExpression="#state = :held AND store_state = :placing AND hold_expires_at >= :due",
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues={
+                    ":due": int(due_at),
+                    ":held": OfferState.HELD,
+                    ":placing": StoreState.PLACING,
+                },
+            )
         except self.table.meta.client.exceptions.ConditionalCheckFailedException:
             return False
         return True
+
+    def store_released_item(self, token_id: str) -> dict[str, Any]:
+        """Transaction item: the store has the unit back; the row may go on to its top-up."""
+        return {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"token_id": token_id},
+                "UpdateExpression": "SET store_state = :released",
+                # Released once, from the intent the ending move wrote.
+                "ConditionExpression": "store_state = :releasing",
+                "ExpressionAttributeValues": {":released": StoreState.RELEASED, ":releasing": StoreState.RELEASING},
+            }
+        }
 
     def late_order_item(self, token_id: str, order_id: str, now: float) -> dict[str, Any]:
         """Transaction item: note an order that arrived after the hold ended, once per order id."""

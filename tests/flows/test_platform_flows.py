@@ -180,3 +180,52 @@ def test_a_store_that_is_down_gets_an_honest_page_and_the_sweep_places_the_hold(
     assert shop.services.sweep.run()["store_placed"] == 1
     assert shop.offers(THROW)[0].store_state == StoreState.PLACED
     assert shop.store.counts(THROW)["reserved"] == 1
+
+
+def counters(shop: Shop, sku: str) -> tuple[int, int]:
+    product = shop.services.tables.catalog.get(sku, consistent=True)
+    assert product is not None and product.open_restock_ts is not None
+    restock = shop.services.tables.restocks.get(sku, product.open_restock_ts)
+    assert restock is not None
+    return restock.units_available, restock.units_offerable
+
+
+def report_level(shop: Shop, sku: str) -> None:
+    """The platform's own webhook for the level its storefront shows now (our store holds already taken off)."""
+    shop.clock.advance(1)
+    level = shop.store.counts(sku)["available"]
+    response = shop.restock(sku, level)
+    assert response.status_code in (200, 202), response.body
+
+
+def test_the_level_a_store_hold_moves_is_our_own_move_not_a_fall_or_a_rise(shop: Shop) -> None:
+    join(shop, THROW, "ada@example.com")
+    join(shop, THROW, "bo@example.com")
+    shop.restock(THROW, 2)
+    drain(shop.services)
+    first, second = shop.offers(THROW)
+    shop.client.http.get(f"/reserve/{shop.services.tokens.reserve(first.token_id)}")
+    # The storefront shows one fewer, and the platform says so: that fall is our own hold, not stock lost.
+    report_level(shop, THROW)
+    assert counters(shop, THROW) == (1, 0)
+    tap = shop.client.http.get(f"/reserve/{shop.services.tokens.reserve(second.token_id)}")
+    assert tap.status_code == 302, tap.body
+    report_level(shop, THROW)
+    assert counters(shop, THROW) == (0, 0)
+    assert shop.store.counts(THROW) == {"available": 0, "reserved": 2}
+
+    # The first hold ends unbought: the store has its unit back, and the rise it reports is that unit, once.
+    product = shop.services.tables.catalog.get(THROW)
+    assert product is not None
+    shop.clock.advance(product.hold_window_s + 1)
+    shop.client.http.get(f"/reserve/{shop.services.tokens.reserve(second.token_id)}")  # the second is still held
+    summary = shop.services.sweep.run()
+    assert summary["store_released"] >= 1
+    report_level(shop, THROW)
+    available, offerable = counters(shop, THROW)
+    units_on_store = shop.store.counts(THROW)
+    held = [o for o in shop.offers(THROW) if o.state == OfferState.HELD]
+    # Every unit the store shows for sale is one we may offer, and each one we hold is reserved there.
+    assert units_on_store["reserved"] == len(held)
+    assert available == units_on_store["available"]
+    assert offerable <= available
