@@ -121,6 +121,7 @@ class FakeWooCommerce:
         self.requests: list[tuple[str, str]] = []  # (method, path?query) as received
         self.sent: list[tuple[bytes, dict[str, str]]] = []  # webhooks the store produced, oldest first
         self._faults: list[tuple[int | None, dict[str, str]]] = []  # status (None: no answer) for the next calls
+        self._after_faults: list[str] = []  # "METHOD /route" (or "*") of calls done whose answer is then lost
         self._next_order_id = 501
         self._lock = threading.RLock()
         self._seed(catalog_path, stock or {})
@@ -173,6 +174,11 @@ class FakeWooCommerce:
         """Answer the next `times` REST calls with `status` (a REST error body), or not at all when None."""
         with self._lock:
             self._faults.extend([(status, dict(headers or {}))] * times)
+
+    def timeout_after_next(self, call: str = "*") -> None:
+        """The next call (`call` names it as "POST /orders", or "*" for any) is done, but its answer is lost."""
+        with self._lock:
+            self._after_faults.append(call)
 
     def counts(self, sku: str) -> dict[str, int]:
         """The storefront's stock for a SKU and the units in unpaid orders our holds created."""
@@ -390,9 +396,14 @@ class FakeWooCommerce:
             try:
                 self._authenticate(headers)
                 query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
-                return self._route(method, parts.path, query, body)
+                response = self._route(method, parts.path, query, body)
             except RestError as exc:
-                return _error(exc)
+                response = _error(exc)
+            call = f"{method} {parts.path.removeprefix(API_PREFIX).rstrip('/')}"
+            if self._after_faults and self._after_faults[0] in ("*", call):
+                self._after_faults.pop(0)
+                raise StoreUnavailable("the store could not be reached: TimeoutError")
+            return response
 
     def _authenticate(self, headers: Mapping[str, str]) -> None:
         lowered = {k.lower(): v for k, v in headers.items()}

@@ -9,6 +9,12 @@ that nothing is left half done: no restock still owed a job, no freed unit idle 
 waits untold, no job left on the queue. `store_levels` (SKU -> units on the store's shelf, after the
 platform's last report) checks that the catalogue's last level is the store's.
 
+`store` (devstack's fake Shopify or WooCommerce, for a world selling through one) checks the store's own holds
+against our rows (`store_holds`): one store hold per reservation at most; no ended hold still reserves a unit there
+(settled: none at all, and the store reserves exactly one unit per held row with a store hold); a live hold recorded
+as placed is reserved on the store; a converted hold's unit is sold, not reserved; and, settled, every unit the
+store sold through one of our holds is an order we recorded.
+
 The unit counters, after any move of the stock level:
 
 - `units_offerable == units_available - offers outstanding`, for every restock, open or closed, always;
@@ -26,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.tables.requests import ACTIVE_STATES, UNIQUE_PREFIX, RequestState
-from chalicelib.tables.reservations import OfferState
+from chalicelib.tables.reservations import OfferState, StoreState
 from chalicelib.tables.restocks import RestockState
 from chalicelib.wiring import Services
 from tests.reliability.world import RESERVE_LINK, outbox_texts, scan
@@ -72,7 +78,12 @@ def _int(value: Any) -> int:
 
 
 def violations(
-    services: Services, now: float, *, settled: bool = False, store_levels: dict[str, int] | None = None
+    services: Services,
+    now: float,
+    *,
+    settled: bool = False,
+    store_levels: dict[str, int] | None = None,
+    store: Any = None,
 ) -> list[str]:
     """Every broken invariant, one line each (empty when all hold)."""
     t = Tables.read(services)
@@ -85,12 +96,16 @@ def violations(
     found += never_over_promise(t, now)
     found += exactly_once(services, t)
     found += nothing_lost(services, t, settled=settled)
+    if store is not None:
+        found += store_holds(t, store, now, settled=settled)
     return found
 
 
-def assert_invariants(services: Services, now: float | None = None, *, settled: bool = False) -> None:
-    """Fail with every broken invariant listed."""
-    broken = violations(services, services.clock.now() if now is None else now, settled=settled)
+def assert_invariants(
+    services: Services, now: float | None = None, *, settled: bool = False, store: Any = None
+) -> None:
+    """Fail with every broken invariant listed (`store`: the fake store a platform world sells through)."""
+    broken = violations(services, services.clock.now() if now is None else now, settled=settled, store=store)
     assert not broken, "invariants broken:\n  " + "\n  ".join(broken)
 
 
@@ -255,6 +270,82 @@ def store_counts(t: Tables, store_levels: dict[str, int]) -> list[str]:
         level = products.get(sku, {}).get("level")
         if level is None or int(level) != shelf:
             found.append(f"4 store level: {sku} has {shelf} on the shelf, the catalogue says {level}")
+    return found
+
+
+# --- 4 and 7 on the store itself (Shopify, WooCommerce)
+
+RESERVED = "reserved"  # the store holds the unit out of its storefront for this reservation
+SOLD = "sold"  # the store sold it (the hold was paid)
+LET_GO = "let_go"  # the store's hold exists but holds nothing (cancelled, or its reservation lapsed)
+
+
+def store_hold_states(store: Any) -> dict[str, list[str]]:
+    """Every hold the fake store has made for one of our reservations: reservation id -> what each one holds."""
+    from devstack.fake_shopify import FakeShopify
+    from devstack.fake_woocommerce import RESERVATION_META_KEY
+
+    found: dict[str, list[str]] = defaultdict(list)
+    if isinstance(store, FakeShopify):
+        for sku in {v.sku for p in store.products.values() for v in p.variants}:
+            store.counts(sku)  # lets reservations past their time lapse, as the shop would
+        for draft in store.draft_orders.values():
+            for attribute in draft.custom_attributes:
+                held = RESERVED if draft.reserved_at is not None else LET_GO
+                state = SOLD if draft.status == "COMPLETED" else held
+                found[str(attribute["value"])].append(state)
+        return found
+    for order in store.orders.values():
+        for meta in order.meta:
+            if meta["key"] != RESERVATION_META_KEY:
+                continue
+            held = RESERVED if order.status in ("on-hold", "pending") else LET_GO
+            state = SOLD if order.status in ("processing", "completed") else held
+            found[str(meta["value"])].append(state)
+    return found
+
+
+def store_holds(t: Tables, store: Any, now: float, *, settled: bool) -> list[str]:
+    """The store's holds agree with our rows (the module docstring's `store`)."""
+    found = []
+    on_store = store_hold_states(store)
+    rows = {str(r["token_id"]): r for r in t.rows}
+    for token_id, states in sorted(on_store.items()):
+        short = token_id[:8]
+        if len(states) > 1:
+            found.append(f"6 exactly once: reservation {short} has {len(states)} holds on the store ({states})")
+        row = rows.get(token_id)
+        if row is None:
+            found.append(f"7 nothing lost: the store holds for reservation {short}, which has no row")
+            continue
+        state, store_state = row["state"], row.get("store_state")
+        if RESERVED in states and state != OfferState.HELD:
+            # Between an ending and its release the store may still have the unit (a store that was down).
+            releasing = state == OfferState.EXPIRED and store_state == StoreState.RELEASING
+            if settled or not releasing:
+                found.append(f"4 store: {state} hold {short} ({store_state}) still holds a unit on the store")
+        if state == OfferState.CONVERTED and states != [SOLD]:
+            found.append(f"4 store: converted hold {short} is {states} on the store, not sold")
+        if settled and SOLD in states and state != OfferState.CONVERTED and not row.get("late_order_id"):
+            found.append(f"7 nothing lost: the store sold reservation {short}'s unit; no order was recorded")
+    for token_id, row in sorted(rows.items()):
+        if row["state"] != OfferState.HELD or row.get("store_state") != StoreState.PLACED:
+            continue
+        # A shop lets a reservation lapse at the hold's end, maybe before the sweep has ended ours.
+        if RESERVED not in on_store.get(token_id, []) and now < _int(row.get("hold_expires_at")):
+            found.append(f"4 store: live hold {token_id[:8]} is recorded as placed; the store holds nothing for it")
+    if settled:
+        held: Counter[str] = Counter(
+            str(r["sku"]) for r in t.rows if r["state"] == OfferState.HELD and r.get("store_state") == StoreState.PLACED
+        )
+        for product in t.catalog:
+            sku = str(product["sku"])
+            try:
+                reserved = int(store.counts(sku)["reserved"])
+            except KeyError:
+                continue  # a product the store does not sell
+            if reserved != held[sku]:
+                found.append(f"4 store: {sku} has {reserved} reserved on the store for {held[sku]} held rows")
     return found
 
 

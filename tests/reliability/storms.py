@@ -198,6 +198,13 @@ class Settings(Op):
     offer_window_s: int | None = None
 
 
+@dataclass(frozen=True)
+class StoreDown(Op):
+    """A platform world only: the store's next `calls` answers are errors (an outage)."""
+
+    calls: int
+
+
 OPS: dict[str, type[Op]] = {
     cls.__name__: cls
     for cls in (
@@ -243,6 +250,29 @@ WEIGHTS: dict[str, int] = {
 }
 assert sum(WEIGHTS.values()) == 100 and set(WEIGHTS) == set(OPS)
 
+# A storm on a platform world (Shopify, WooCommerce: `PlatformStorm`): the shop sets the storefront's stock and the
+# platform's own webhook reports it; a link tap also holds the unit on the store; an order is the shopper paying the
+# store's hold; the store may be down for a few calls. Settings, throttling and redeliveries are the generic
+# storms' business and are left out.
+STORE_WEIGHTS: dict[str, int] = {
+    "Tap": 15,
+    "Restock": 10,
+    "Rise": 5,
+    "Fall": 3,
+    "LinkTap": 20,
+    "Order": 8,
+    "Leave": 2,
+    "OptOut": 2,
+    "Sweep": 8,
+    "Pump": 15,
+    "Advance": 2,
+    "CrashAt": 4,
+    "CutPower": 2,
+    "StoreDown": 4,
+}
+assert sum(STORE_WEIGHTS.values()) == 100 and set(STORE_WEIGHTS) <= set(OPS) | {"StoreDown"}
+STORE_LENGTH = 30
+
 
 @cache
 def crash_points() -> tuple[str, ...]:
@@ -261,18 +291,20 @@ REACHES: dict[str, tuple[str, ...]] = {
     "orders": ("Order",),
     "leave": ("Leave", "OptOut"),
     "sweep": ("Sweep",),
+    "store": ("LinkTap", "Sweep"),
 }
 AIMED = 0.7  # how often a named crash is followed by an operation that can reach its point
 
 
-def generate(seed: int, length: int = LENGTH) -> list[Op]:
-    """`length` operations drawn from `random.Random(seed)` with the mix of WEIGHTS.
+def generate(seed: int, length: int = LENGTH, *, weights: dict[str, int] | None = None) -> list[Op]:
+    """`length` operations drawn from `random.Random(seed)` with the mix of WEIGHTS (or `weights`).
 
     A named crash is followed, AIMED of the time, by an operation that can reach its point (a crash at a
     sweep point by a sweep, at a notifier point by a pump...), so most armed crashes do happen.
     """
     rng = random.Random(seed)
-    names, weights = list(WEIGHTS), list(WEIGHTS.values())
+    mix = weights or WEIGHTS
+    names, chances = list(mix), list(mix.values())
     named: list[int] = []  # people who have tapped so far in this storm, so repeats and re-joins happen
 
     def someone_known() -> int:
@@ -314,13 +346,15 @@ def generate(seed: int, length: int = LENGTH) -> list[Op]:
             return CutPower(rng.randint(1, 15))
         if name == "Throttle":
             return Throttle(someone_known())
+        if name == "StoreDown":
+            return StoreDown(rng.randint(1, 4))
         if rng.random() < 0.6:
             return Settings(threshold=rng.randint(1, 3))
         return Settings(offer_window_s=rng.choice((300, 600, 1800)))
 
     ops: list[Op] = []
     while len(ops) < length:
-        op = draw(rng.choices(names, weights)[0])
+        op = draw(rng.choices(names, chances)[0])
         ops.append(op)
         if isinstance(op, CrashAt) and len(ops) < length and rng.random() < AIMED:
             reaching = REACHES.get(op.point.split(".", 1)[0])
@@ -367,8 +401,9 @@ class Emulator:
     fault plan (emptied) are kept.
     """
 
-    def __init__(self, session: boto3.session.Session) -> None:
+    def __init__(self, session: boto3.session.Session, platform: str | None = None) -> None:
         self.session = session
+        self.platform = platform  # None: the generic store; "shopify" or "woocommerce": devstack's fake of it
         self.current: World | None = None
 
     def world(self) -> World:
@@ -376,15 +411,18 @@ class Emulator:
         _reset_backends()
         clock = FixedClock(float(int(time.time())))
         # After the first, new services (every cache empty) on the same AWS clients, which cost more to build.
-        w = World.build(self.session, storm_env(), clock) if self.current is None else self.current.again(clock)
-        w.product(SKU)
+        if self.current is None:
+            w = World.build(self.session, storm_env(), clock, platform=self.platform)
+        else:
+            w = self.current.again(clock)
+        w.product()
         self.current = w
         return w
 
 
 @contextmanager
-def emulator() -> Iterator[Emulator]:
-    """An emulator for the block, provisioned from infra/template.json."""
+def emulator(platform: str | None = None) -> Iterator[Emulator]:
+    """An emulator for the block, provisioned from infra/template.json (its shops on `platform`, if named)."""
     from devstack import moto_patches
     from devstack.provision import provision
 
@@ -393,7 +431,7 @@ def emulator() -> Iterator[Emulator]:
     with mock_aws():
         session = boto3.session.Session(region_name=REGION)
         provision(session)
-        bench = Emulator(session)
+        bench = Emulator(session, platform)
         try:
             yield bench
         finally:
@@ -492,7 +530,7 @@ class Storm:
     def _tap(self, op: Tap) -> str:
         contact = PEOPLE[op.who % len(PEOPLE)]
         typed = spelled(op.who, op.variant)
-        body = {"sku": SKU, "channel": "email" if "@" in contact else "sms", "contact": typed}
+        body = {"sku": self.w.sku, "channel": "email" if "@" in contact else "sms", "contact": typed}
         source = f"198.51.100.{op.who % len(PEOPLE) + 1}"  # each shopper taps from their own phone
         outcome = self.w.attempt("tap", lambda: self.services.capture.capture(source, body))
         self.w.clock.advance(1)
@@ -544,7 +582,7 @@ class Storm:
 
     def _leave(self, op: Leave) -> str:
         key = self.w.key_of(PEOPLE[op.who % len(PEOPLE)])
-        exit_ = self.w.attempt("leave", lambda: self.services.exits.leave_sku(key, SKU, reason="manage"))
+        exit_ = self.w.attempt("leave", lambda: self.services.exits.leave_sku(key, self.w.sku, reason="manage"))
         return exit_.outcome
 
     def _optout(self, op: OptOut) -> str:
@@ -592,7 +630,7 @@ class Storm:
     def _throttle(self, op: Throttle) -> str:
         capture = self.services.capture
         contact = PEOPLE[op.who % len(PEOPLE)]
-        tap = {"sku": SKU, "channel": "email" if "@" in contact else "sms", "contact": contact}
+        tap = {"sku": self.w.sku, "channel": "email" if "@" in contact else "sms", "contact": contact}
         # The same source spends the minute's taps (the clock stands still meanwhile, so it is one minute)...
         for _ in range(self.services.settings.rate_limit_per_minute):
             try:
@@ -601,7 +639,7 @@ class Storm:
                 break  # an earlier Throttle this minute already spent them
         # ...and the next tap from it, by someone else, is refused without writing anything.
         other = PEOPLE[(op.who + 1) % len(PEOPLE)]
-        body = {"sku": SKU, "channel": "email" if "@" in other else "sms", "contact": other}
+        body = {"sku": self.w.sku, "channel": "email" if "@" in other else "sms", "contact": other}
         before = self._list_as_written()
         try:
             self.w.attempt("tap", lambda: capture.capture(THROTTLE_SOURCE, body))
@@ -618,7 +656,7 @@ class Storm:
         requests = sorted(
             (str(r["joined_ts"]), str(r.get("state")), int(r.get("ttl", 0))) for r in scan(self.w.table("requests"))
         )
-        product = self.w.table("catalog").get_item(Key={"sku": SKU}, ConsistentRead=True).get("Item") or {}
+        product = self.w.table("catalog").get_item(Key={"sku": self.w.sku}, ConsistentRead=True).get("Item") or {}
         return tuple(requests), product.get("waiting_count")
 
     def _settings(self, op: Settings) -> str:
@@ -662,10 +700,47 @@ class Storm:
         return not any(r.get("pending_key") for r in scan(self.w.table("restocks")))
 
 
+class PlatformStorm(Storm):
+    """A storm on a platform world: the shelf is the store's storefront stock, reported by the platform's own signed
+    webhook; orders are the shopper paying the store's hold; `StoreDown` makes the store answer errors for a while."""
+
+    def play(self, op: Op) -> str:
+        # Holds placed, released or sold move the storefront's stock: the shop sets its stock from what it shows.
+        self.shelf = self.w.store.counts(self.w.sku)["available"]
+        return super().play(op)
+
+    def report(self) -> str:
+        outcome = self.w.store_level(self.shelf)
+        return str(outcome.status)
+
+    def _order(self, op: Order) -> str:
+        placed = [r for r in self._rows(OfferState.HELD) if r.get("store_ref")]
+        if not placed:
+            return "no hold on the store to pay"
+        row = placed[op.pick % len(placed)]
+        outcome = self.w.store_pay(str(row["token_id"]))
+        said = f"{self._who(row.get('contact_key'))} paid: {outcome.status}"
+        if op.report:
+            self.shelf = self.w.store.counts(self.w.sku)["available"]
+            said += f"; {self.report()}"
+        return said
+
+    def _storedown(self, op: StoreDown) -> str:
+        if self.w.platform == "shopify":
+            self.w.store.fail_next(503, count=op.calls)
+        else:
+            self.w.store.fail_next(503, times=op.calls)
+        return f"the store errs for {op.calls} call(s)"
+
+    def settle(self) -> None:
+        self.w.store._faults.clear()  # the store is back before the last report and the settling
+        super().settle()
+
+
 def play(ops: Sequence[Op], bench: Emulator, *, tally: bool = True) -> Result:
     """Play `ops` on a fresh shop of `bench`, settle, and check every invariant (`tally`: count it as a storm)."""
     world = bench.world()
-    storm = Storm(world)
+    storm = Storm(world) if world.store is None else PlatformStorm(world)
     crashes = 0
     for index, op in enumerate(ops):
         seen = len(world.faults.crashes)
@@ -692,7 +767,10 @@ def play(ops: Sequence[Op], bench: Emulator, *, tally: bool = True) -> Result:
             storm.trace.append(f"  - final report: {storm.report()}")
             storm.settle()
             found = list(storm.problems)
-            found += violations(world.services, world.clock.now(), settled=True, store_levels={SKU: storm.shelf})
+            # A platform's shelf moves with the store's own holds, which send no report (the fakes'): its holds are
+            # checked against our rows instead.
+            levels = {world.sku: storm.shelf} if world.store is None else None
+            found += violations(world.services, world.clock.now(), settled=True, store_levels=levels, store=world.store)
         except Exception as error:
             found.append(f"! {type(error).__name__} while settling: {error}")
     result = Result(list(ops), found, storm.trace, crashes)

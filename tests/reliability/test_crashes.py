@@ -4,10 +4,13 @@ Two kinds of crash, each followed by what follows it in production (the platform
 SQS's redelivery of a job, the shopper's second tap, the next minute's sweep), then invariants 1–7
 are checked against every table:
 
-- at every named fault point of the code (read from chalicelib, so a new point is covered at once);
+- at every named fault point of the code (read from chalicelib, so a new point is covered at once); the store's
+  own points (chalicelib/store_holds.py), and the crash right before a store call (`reserve.after_hold`), on a
+  world that sells through Shopify or WooCommerce (devstack's fakes), whose holds are checked on the store too;
 - a power cut before each AWS call of each step of detection, the notifier, reserve and the sweep:
   the process dies there and every later call of that step fails, as for a Lambda that was killed.
-  The fast suite cuts at a sample of the call boundaries; `make test-slow` cuts at every one.
+  The fast suite cuts at a sample of the call boundaries; `make test-slow` cuts at every one. On a platform
+  world, the store call is not an AWS call: the cut right after it (before its hold is recorded) is tried too.
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
+from typing import Any
 
 import boto3
 import pytest
 from moto import mock_aws
 
+from chalicelib.tables.reservations import OfferState
 from devstack.clocks import FixedClock
 from devstack.provision import provision
 from infra.stages import stage_env
@@ -28,22 +33,27 @@ from tests.reliability.invariants import Tables, assert_invariants
 from tests.reliability.journey import STEPS, Step, play
 from tests.reliability.points import fault_points
 from tests.reliability.tally import count
-from tests.reliability.world import World
+from tests.reliability.world import PLATFORMS, World
 from tests.support import REGION
 
 POINTS = sorted(fault_points())
+# Reached only where the store holds units itself (Shopify, WooCommerce): played on a platform world.
+STORE_POINTS = sorted(p for p, module in fault_points().items() if module == "chalicelib.store_holds")
+# Tried on a platform world too: a crash after our hold committed and before the store call.
+BEFORE_STORE_CALL = "reserve.after_hold"
 CUT_AREAS = ("detect", "notifier", "reserve", "sweep")
 CUT_STEPS = [i for i, step in enumerate(STEPS) if step.area in CUT_AREAS]
 FAST_STRIDE = 5  # the fast suite cuts before every 5th call (and the first and last) of a step
 
 
 @contextmanager
-def fresh_world() -> Iterator[World]:
-    """A World on its own emulator (for tests that play the journey many times)."""
+def fresh_world(platform: str | None = None) -> Iterator[World]:
+    """A World on its own emulator (for tests that play the journey many times), on a platform if named."""
     with mock_aws():
         session = boto3.session.Session(region_name=REGION)
         provision(session)
-        yield World.build(session, {**stage_env("local"), "AWS_DEFAULT_REGION": REGION}, FixedClock(int(time.time())))
+        env = {**stage_env("local"), "AWS_DEFAULT_REGION": REGION}
+        yield World.build(session, env, FixedClock(int(time.time())), platform=platform)
 
 
 @cache
@@ -70,7 +80,18 @@ def outcome_holds(w: World) -> None:
     [restock] = w.restocks()
     assert int(restock["units_total"]) == 4, "the restock and its rise were each applied once"
     # The latecomer and everyone still waiting were told (or skipped with a reason) by the end.
-    assert_invariants(w.services, settled=True)
+    # On a platform, the store's holds and sales agree with our rows too.
+    assert_invariants(w.services, settled=True, store=w.store)
+    if w.store is not None:
+        assert w.store.counts(w.sku)["reserved"] == 0, "every hold ended or sold: the store reserves nothing"
+        sold = [r for r in w.offers(OfferState.CONVERTED)]
+        assert len(sold) == len(conversions)
+
+
+@pytest.fixture(params=PLATFORMS)
+def store_world(request: pytest.FixtureRequest, session: boto3.session.Session, env: dict[str, str]) -> World:
+    """One shop selling through Shopify or WooCommerce (devstack's fakes), with a fault plan and a test clock."""
+    return World.build(session, env, FixedClock(int(time.time())), platform=str(request.param))
 
 
 # --- named fault points
@@ -78,17 +99,44 @@ def outcome_holds(w: World) -> None:
 
 def test_the_journey_reaches_every_named_fault_point(world: World) -> None:
     play(world)
-    assert set(POINTS) <= set(world.faults.points_seen), "a fault point no journey step reaches"
+    assert set(POINTS) - set(STORE_POINTS) <= set(world.faults.points_seen), "a fault point no journey step reaches"
     assert not world.faults.crashes
     outcome_holds(world)
 
 
+def test_the_journey_on_a_platform_reaches_every_named_fault_point(store_world: World) -> None:
+    play(store_world)
+    assert STORE_POINTS, "the store's calls have named fault points"
+    assert set(POINTS) <= set(store_world.faults.points_seen), "a fault point the platform journey never reaches"
+    assert not store_world.faults.crashes
+    outcome_holds(store_world)
+
+
 @pytest.mark.parametrize("point", POINTS)
-def test_a_crash_at_a_named_fault_point_is_finished_by_the_retry_or_the_sweep(world: World, point: str) -> None:
-    world.faults.crash_at(point)
-    play(world)
-    assert world.faults.crashes == [point]
-    outcome_holds(world)
+def test_a_crash_at_a_named_fault_point_is_finished_by_the_retry_or_the_sweep(
+    session: boto3.session.Session, env: dict[str, str], point: str
+) -> None:
+    # The store's own points are reached where the store holds units: Shopify here, WooCommerce below.
+    w = World.build(session, env, FixedClock(int(time.time())), platform="shopify" if point in STORE_POINTS else None)
+    w.faults.crash_at(point)
+    play(w)
+    assert w.faults.crashes == [point]
+    outcome_holds(w)
+    count("named fault points crashed")
+
+
+@pytest.mark.parametrize(
+    ("platform", "point"),
+    [("woocommerce", p) for p in STORE_POINTS] + [(p, BEFORE_STORE_CALL) for p in PLATFORMS],
+)
+def test_a_crash_around_a_store_call_is_finished_by_the_retry_or_the_sweep(
+    session: boto3.session.Session, env: dict[str, str], platform: str, point: str
+) -> None:
+    w = World.build(session, env, FixedClock(int(time.time())), platform=platform)
+    w.faults.crash_at(point)
+    play(w)
+    assert w.faults.crashes == [point]
+    outcome_holds(w)
     count("named fault points crashed")
 
 
@@ -129,3 +177,46 @@ def test_a_power_cut_before_every_aws_call_of_a_step_loses_nothing(index: int) -
     for k in cut_points(index, every=True):
         if k not in sampled:
             cut_and_check(index, k)
+
+
+# --- a power cut right after a store call (the store is not AWS: the next AWS call is the first to fail)
+
+STORE_STEPS = [i for i, step in enumerate(STEPS) if step.area == "reserve"]
+
+
+def cut_after_the_store_call(platform: str, index: int) -> None:
+    """Play on a platform; in step `index`, the power goes as soon as the store has been called: the store did
+    its part, and nothing after it (recording the hold) reaches AWS. The shopper taps again, or the sweep finishes."""
+    with fresh_world(platform) as w:
+        answer = w.store.handle
+        armed: list[bool] = []
+
+        def then_cut(*args: Any, **kwargs: Any) -> Any:
+            response = answer(*args, **kwargs)
+            if armed and not w.faults.armed:
+                armed.clear()
+                w.faults.cut_before_call(1)
+            return response
+
+        def arm(i: int, _step: Step) -> None:
+            armed[:] = [True] if i == index else []
+
+        w.store.handle = then_cut
+        play(w, before_step=arm)
+        assert any(c.startswith("call ") for c in w.faults.crashes), (
+            f"step {STEPS[index].name!r} never called the store"
+        )
+        outcome_holds(w)
+    count("power cuts after a store call")
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_power_cut_right_after_the_store_call_loses_nothing(platform: str) -> None:
+    cut_after_the_store_call(platform, STORE_STEPS[0])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("index", STORE_STEPS[1:], ids=[STEPS[i].name for i in STORE_STEPS[1:]])
+def test_a_power_cut_right_after_every_store_call_loses_nothing(platform: str, index: int) -> None:
+    cut_after_the_store_call(platform, index)

@@ -30,11 +30,21 @@ from chalicelib.jobs import Job
 from chalicelib.tables.base import query_all
 from chalicelib.webhooks import sign
 from chalicelib.wiring import Services
+from devstack import fake_shopify
 from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
+from devstack.fake_shopify import FakeShopify
+from devstack.fake_woocommerce import FakeWooCommerce
+from infra.stages import stage_env
 from tests.support import CHAIR, REGION, InjectedCrash
 
 PLENTY_MS = 60_000
+# A platform world sells this product of the fakes' demo catalogue (synced from the store, so it has store ids).
+STORE_SKU = "WW-THROW-OAT"
+WOO_URL = "http://127.0.0.1:8002"
+PLATFORMS = ("shopify", "woocommerce")
+# What a platform world sets on its product: the generic journey's windows and threshold.
+STORE_PRODUCT = {k: CHAIR[k] for k in ("threshold", "hold_window_s", "offer_window_s", "voice")}
 RESERVE_LINK = re.compile(r"/reserve/([A-Za-z0-9_.\-]+)")
 
 
@@ -124,6 +134,31 @@ class FaultPlan:
 CRASHES = (InjectedCrash, PowerCut)
 
 
+def platform_env(platform: str, base: dict[str, str] | None = None) -> dict[str, str]:
+    """A stage selling through Shopify or WooCommerce (the fakes' credentials), on top of `base` (the local stage)."""
+    env = dict(base) if base is not None else {**stage_env("local"), "AWS_DEFAULT_REGION": REGION}
+    env.update(
+        PLATFORM=platform,
+        SHOPIFY_SHOP_DOMAIN=fake_shopify.SHOP_DOMAIN,
+        SHOPIFY_WEBHOOK_SECRET=fake_shopify.WEBHOOK_SECRET,
+        SHOPIFY_ACCESS_TOKEN=fake_shopify.ACCESS_TOKEN,
+        WOOCOMMERCE_STORE_URL=WOO_URL,
+        WOOCOMMERCE_WEBHOOK_SECRET="fake-webhook-secret",
+        WOOCOMMERCE_CONSUMER_KEY="ck_fake_key",
+        WOOCOMMERCE_CONSUMER_SECRET="cs_fake_secret",
+    )
+    return env
+
+
+def fake_store(platform: str, clock: FixedClock) -> Any:
+    """devstack's in-memory store for a platform, on the test clock, with nothing in stock."""
+    if platform == "shopify":
+        return FakeShopify(now=clock.now)
+    if platform == "woocommerce":
+        return FakeWooCommerce(store_url=WOO_URL, clock=clock.now)
+    raise ValueError(platform)
+
+
 @dataclass
 class Shopper:
     """One person on the list."""
@@ -153,35 +188,69 @@ class World:
     log: list[str] = field(default_factory=list)
     # Bodies of the jobs the notifier finished, oldest first (a storm puts copies back, as SQS may).
     handled_jobs: list[str] = field(default_factory=list)
+    # devstack's fake Shopify or WooCommerce when the stage sells through one (PLATFORM): levels and orders come
+    # as that platform's signed webhooks, and a hold is placed on the store too.
+    store: Any = None
     _queue_url: str | None = None
 
     # --- building
 
     @classmethod
-    def build(cls, session: boto3.session.Session, env: dict[str, str], clock: FixedClock) -> World:
-        """A world on a provisioned emulator session (the conftest `session` fixture)."""
+    def build(
+        cls, session: boto3.session.Session, env: dict[str, str], clock: FixedClock, *, platform: str | None = None
+    ) -> World:
+        """A world on a provisioned emulator session (the conftest `session` fixture); with `platform` ("shopify" or
+        "woocommerce") the stage sells through devstack's fake of it, its catalogue synced from the store."""
         faults = FaultPlan()
         observer = session.resource("dynamodb", region_name=REGION)
         sqs = session.client("sqs", region_name=REGION)
         # Registered on the session before the services build their clients, so every client carries it.
         session.events.register("before-call", faults.before_call)
+        store = fake_store(platform, clock) if platform else None
         services = Services(
-            settings_from_env(env), aws=Aws(REGION, session=session), clock=clock, faults=faults, model=FakeBedrock()
+            settings_from_env(platform_env(platform, env) if platform else env),
+            aws=Aws(REGION, session=session),
+            clock=clock,
+            faults=faults,
+            model=FakeBedrock(),
+            transport=store.transport() if store is not None else None,
         )
-        world = cls(services, clock, faults, observer, sqs, session)
+        world = cls(services, clock, faults, observer, sqs, session, store=store)
         domain = parseaddr(services.settings.ses_from)[1].split("@", 1)[1]
         services.aws.sesv2.create_email_identity(EmailIdentity=domain)
+        world.sync_catalog()
         return world
 
     def again(self, clock: FixedClock) -> World:
         """A new World on the same emulator session, AWS clients and fault plan (emptied): new services, so
         every cache starts empty, a new clock, no history (building the AWS clients again costs more than a short
-        story takes to play)."""
+        story takes to play). A platform world gets a new store too, with nothing in stock."""
         self.faults.reset()
+        store = fake_store(self.platform, clock) if self.store is not None else None
         services = Services(
-            self.services.settings, aws=self.services.aws, clock=clock, faults=self.faults, model=FakeBedrock()
+            self.services.settings,
+            aws=self.services.aws,
+            clock=clock,
+            faults=self.faults,
+            model=FakeBedrock(),
+            transport=store.transport() if store is not None else None,
         )
-        return World(services, clock, self.faults, self.observer, self.sqs, self.session, sku=self.sku)
+        world = World(services, clock, self.faults, self.observer, self.sqs, self.session, sku=self.sku, store=store)
+        world.sync_catalog()
+        return world
+
+    @property
+    def platform(self) -> str:
+        """The store the stage sells through: generic, shopify or woocommerce."""
+        return str(self.services.settings.platform)
+
+    def sync_catalog(self) -> None:
+        """A platform world's catalogue comes from its store (with the store's ids); its product is STORE_SKU."""
+        if self.store is None:
+            return
+        report = self.services.catalog_sync.run()
+        assert report.error is None and STORE_SKU in report.created + report.updated, report
+        self.sku = STORE_SKU
 
     def detach(self) -> None:
         """Take the fault plan's hook off the session, so a later World on the same session starts clean."""
@@ -203,9 +272,10 @@ class World:
         )
 
     def product(self, sku: str | None = None, **settings: Any) -> str:
-        """A sold-out product in the catalogue."""
+        """A sold-out product in the catalogue (on a platform: the synced product, with the same windows)."""
         sku = sku or self.sku
-        self.services.tables.catalog.upsert(sku, {**CHAIR, **settings})
+        base = STORE_PRODUCT if self.store is not None else CHAIR
+        self.services.tables.catalog.upsert(sku, {**base, **settings})
         return sku
 
     def key_of(self, contact: str) -> str:
@@ -237,6 +307,8 @@ class World:
 
     def inventory(self, available: int, *, webhook_id: str | None = None, sku: str | None = None) -> Any:
         """The platform reports a stock level, signed; it redelivers the same webhook after an error."""
+        if self.store is not None:
+            return self.store_level(available, sku=sku)
         self.webhooks_sent += 1
         webhook_id = webhook_id or f"msg_inventory_{self.webhooks_sent}"
         text = json.dumps({"sku": sku or self.sku, "available": available})
@@ -247,7 +319,10 @@ class World:
         return (services or self.services).detector.handle(text.encode(), self.signed(text, webhook_id))
 
     def order(self, token_id: str, order_id: str, *, webhook_id: str | None = None) -> Any:
-        """The platform reports an order placed on a reservation; it redelivers after an error."""
+        """The platform reports an order placed on a reservation; it redelivers after an error. On a platform the
+        shopper pays the store's own hold (`order_id` is then the store's); None when the store holds nothing yet."""
+        if self.store is not None:
+            return self.store_pay(token_id)
         text = json.dumps({"reservation_id": token_id, "order_id": order_id})
         webhook_id = webhook_id or f"msg_order_{order_id}"
         return self.attempt("orders webhook", lambda: self.deliver_order(text, webhook_id))
@@ -255,6 +330,35 @@ class World:
     def deliver_order(self, text: str, webhook_id: str, services: Services | None = None) -> Any:
         """One delivery of an orders webhook."""
         return (services or self.services).orders.receive(text.encode(), self.signed(text, webhook_id))
+
+    # --- a platform world's store (Shopify or WooCommerce)
+
+    def store_level(self, available: int, *, sku: str | None = None) -> Any:
+        """The shop sets the storefront's stock; the platform's signed level webhook is delivered (again after an
+        error). One second on, so the level is strictly newer than the last one reported."""
+        self.clock.advance(1)
+        sku = sku or self.sku
+        if self.platform == "shopify":
+            request = self.store.set_available(sku, available)
+        else:
+            request = self.store.set_stock(sku, available)
+        return self.attempt("store level webhook", lambda: self.deliver_store(request))
+
+    def store_pay(self, token_id: str) -> Any:
+        """The shopper pays the store's hold of a reservation; the platform's order webhook is delivered."""
+        ref = self.row(token_id).get("store_ref")
+        if not ref:
+            return None
+        if self.platform == "shopify":
+            request = self.store.complete_draft_order(str(ref))
+        else:
+            request = self.store.pay_order(int(str(ref)))
+        return self.attempt("store order webhook", lambda: self.deliver_store(request))
+
+    def deliver_store(self, request: tuple[bytes, dict[str, str]], services: Services | None = None) -> Any:
+        """One delivery of a platform webhook (body and headers as the platform sent them)."""
+        body, headers = request
+        return (services or self.services).store_webhooks.receive(self.platform, body, headers)
 
     def signed(self, text: str, webhook_id: str) -> dict[str, str]:
         """Standard Webhooks headers for a body, signed now with the stage's secret.
