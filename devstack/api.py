@@ -4,7 +4,9 @@
 RATE_LIMIT_PER_MINUTE given to `make dev`, or the address of a stack on other ports, would be lost.
 This runs the same server and applies the stack's `--set NAME=VALUE` overrides after Chalice has
 loaded its stage, and before the first request (the app reads its settings on first use). With
-`--clock-file` the app runs on the stack clock, whose offset the console publishes in that file.
+`--clock-file` the app runs on the stack clock, whose offset the console publishes in that file; with
+`--platform-file` it runs on the store platform the console last chose (its services are rebuilt when that
+changes), reaching the fake Shopify served at `--shopify-url` (devstack/stores.py).
 
     python -m devstack.api --port 8000 --set RATE_LIMIT_PER_MINUTE=600
 """
@@ -15,9 +17,16 @@ import argparse
 import os
 import signal
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from devstack.stage import ROOT
+
+if TYPE_CHECKING:
+    from chalicelib.wiring import Services
+    from devstack.stack import SharedPlatform
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, str]:
@@ -39,6 +48,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--stage", default="local")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--clock-file", help="follow the stack clock's offset published in this file")
+    parser.add_argument("--platform-file", help="follow the store platform published in this file")
+    parser.add_argument("--shopify-url", help="where the fake Shopify is served (its shop domain is sent there)")
     args = parser.parse_args(argv)
     try:
         overrides = parse_overrides(args.overrides)
@@ -53,8 +64,8 @@ def main(argv: list[str] | None = None) -> None:
     factory = CLIFactory(str(ROOT), environ=os.environ)
     server = create_local_server(factory, args.host, args.port, args.stage)
     os.environ.update(overrides)
-    if args.clock_file:
-        _follow_stack_clock(Path(args.clock_file))
+    if args.clock_file or args.platform_file:
+        _follow_the_stack(args.clock_file, args.platform_file, args.shopify_url)
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         server.serve_forever()
@@ -65,16 +76,53 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(0)
 
 
-def _follow_stack_clock(path: Path) -> None:
-    # The console can advance the stack's clock; holds and expiries made here must see the same time.
+def _follow_the_stack(clock_file: str | None, platform_file: str | None, shopify_url: str | None) -> None:
+    # The console can advance the stack's clock; holds and expiries made here must see the same time. It can also
+    # switch the store platform, and a reserve link tapped after that must place its hold on the new store.
+    from dataclasses import replace
+
     from chalicelib import wiring
+    from chalicelib.clock import Clock
     from chalicelib.config import load_settings
     from chalicelib.wiring import Services
     from devstack.fake_model import model_for
-    from devstack.stack import SharedClock, SharedOffset
+    from devstack.stack import SharedClock, SharedOffset, SharedPlatform
+    from devstack.stores import api_transport
 
     settings = load_settings()
-    wiring.install(Services(settings, clock=SharedClock(SharedOffset(path)), model=model_for(settings)))
+    clock: Clock | None = SharedClock(SharedOffset(Path(clock_file))) if clock_file else None
+    transport = api_transport(settings, shopify_url) if shopify_url else None
+
+    def build(platform: str) -> Services:
+        chosen = replace(settings, platform=platform) if platform else settings
+        return Services(chosen, clock=clock, model=model_for(settings), transport=transport)
+
+    if platform_file:
+        wiring.install(cast("Services", PlatformFollower(SharedPlatform(Path(platform_file)), build)))
+    else:
+        wiring.install(build(""))
+
+
+class PlatformFollower:
+    """The app's services for the platform last published: rebuilt (fresh caches) when it changes."""
+
+    def __init__(self, shared: SharedPlatform, build: Callable[[str], Services]) -> None:
+        self.shared = shared
+        self.build = build
+        self._lock = threading.Lock()
+        self._platform: str | None = None
+        self._services: Services | None = None
+
+    def current(self) -> Services:
+        """The services for the platform published now."""
+        platform = self.shared.read()
+        with self._lock:
+            if self._services is None or platform != self._platform:
+                self._services, self._platform = self.build(platform), platform
+            return self._services
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.current(), name)
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -146,8 +146,12 @@ class FakeShopify:
         maximum_available: float = 1000.0,
         restore_rate: float = 100.0,
         currency: str = "GBP",
+        storefront_url: str | None = None,
     ) -> None:
         self.shop_domain = shop_domain
+        # The shop's primary domain, where invoices (draft order checkouts) live; a shop with no domain of its own
+        # uses its myshopify.com one. The local stack serves the invoices on a port of this machine.
+        self.storefront_url = (storefront_url or f"https://{shop_domain}").rstrip("/")
         self.access_token = access_token
         self.webhook_secret = webhook_secret
         self.currency = currency
@@ -240,6 +244,13 @@ class FakeShopify:
         return [
             d for d in self.draft_orders.values() if any(a.get("value") == reservation_id for a in d.custom_attributes)
         ]
+
+    def draft_for_invoice(self, path: str) -> DraftOrder | None:
+        """The draft order whose invoice URL has this path (/<shop id>/invoices/<token>)."""
+        with self._lock:
+            return next(
+                (d for d in self.draft_orders.values() if self._invoice_url(d).endswith(path.rstrip("/"))), None
+            )
 
     def drain_bucket(self) -> None:
         """Empty the cost bucket, as another app's burst of calls would."""
@@ -680,7 +691,7 @@ class FakeShopify:
 
     def _invoice_url(self, draft: DraftOrder) -> str:
         token = hashlib.sha256(f"{self.shop_domain}:{draft.id}".encode()).hexdigest()[:32]
-        return f"https://{self.shop_domain}/70000000/invoices/{token}"
+        return f"{self.storefront_url}/70000000/invoices/{token}"
 
     # --- WSGI ---------------------------------------------------------------------------------------------------
 

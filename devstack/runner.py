@@ -1,9 +1,9 @@
 """`python -m devstack` (what `make dev` runs): the whole system on this machine, no AWS account needed.
 
 Starts the AWS emulator (moto server), provisions it from infra/template.json, verifies the shop's
-sending address, loads the demo catalogue, serves the API with Chalice's local server in a child
-process, and serves the dev console; a background pump delivers notifier jobs and runs the sweep.
-Ctrl-C stops everything.
+sending address, loads the demo catalogue, serves a fake Shopify and a fake WooCommerce (devstack/stores.py),
+serves the API with Chalice's local server in a child process, and serves the dev console; a background pump
+delivers notifier jobs and runs the sweep. Ctrl-C stops everything.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from devstack.stage import REGION, ROOT
 
 log = logging.getLogger("devstack")
 HOST = "127.0.0.1"
+PORTS = ("moto_port", "api_port", "console_port", "woocommerce_port", "shopify_port")
 
 
 class StartupError(RuntimeError):
@@ -46,18 +47,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--moto-port", type=int, default=_env_int("DEVSTACK_MOTO_PORT", 4566))
     parser.add_argument("--api-port", type=int, default=_env_int("DEVSTACK_API_PORT", 8000))
     parser.add_argument("--console-port", type=int, default=_env_int("DEVSTACK_CONSOLE_PORT", 8001))
+    parser.add_argument("--woocommerce-port", type=int, default=_env_int("DEVSTACK_WOOCOMMERCE_PORT", 8002))
+    parser.add_argument("--shopify-port", type=int, default=_env_int("DEVSTACK_SHOPIFY_PORT", 8003))
     parser.add_argument("--sweep-every", type=float, default=60.0, help="seconds between sweeps (default 60)")
     parser.add_argument(
         "--retry-after", type=int, default=30, help="seconds before a failed notifier job is retried (default 30)"
     )
     parser.add_argument("--no-pump", action="store_true", help="deliver jobs and sweep only from the console")
     args = parser.parse_args(argv)
-    for name in ("moto_port", "api_port", "console_port"):
+    for name in PORTS:
         port = getattr(args, name)
         if not 1 <= port <= 65535:
             parser.error(f"--{name.replace('_', '-')} must be a port number, got {port}")
-    if len({args.moto_port, args.api_port, args.console_port}) != 3:
-        parser.error("the emulator, API and console need three different ports")
+    if len({getattr(args, name) for name in PORTS}) != len(PORTS):
+        parser.error("the emulator, API, console and the two fake stores need five different ports")
     return args
 
 
@@ -72,12 +75,16 @@ def port_free(port: int, host: str = HOST) -> bool:
     return True
 
 
-def api_overrides(api_port: int, console_port: int, env: dict[str, str]) -> dict[str, str]:
+def api_overrides(
+    api_port: int, console_port: int, env: dict[str, str], woocommerce_port: int | None = None
+) -> dict[str, str]:
     """Settings that follow the stack's ports, and the rate limit when the environment sets one."""
     overrides = {
         "PUBLIC_BASE_URL": f"http://{HOST}:{api_port}",
         "CORS_ORIGINS": f"http://{HOST}:{console_port},http://localhost:{console_port}",
     }
+    if woocommerce_port is not None:
+        overrides["WOOCOMMERCE_STORE_URL"] = f"http://{HOST}:{woocommerce_port}"
     limit = env.get("RATE_LIMIT_PER_MINUTE", "").strip()
     if limit:
         overrides["RATE_LIMIT_PER_MINUTE"] = limit
@@ -93,12 +100,16 @@ class LocalStack:
         self.api_base = f"http://{HOST}:{args.api_port}"
         self.console_base = f"http://{HOST}:{args.console_port}"
         self.moto_base = f"http://{HOST}:{args.moto_port}"
-        self.overrides = api_overrides(args.api_port, args.console_port, dict(os.environ))
-        # Where the console publishes the stack clock's offset for the API process.
+        self.shopify_base = f"http://{HOST}:{args.shopify_port}"
+        self.woocommerce_base = f"http://{HOST}:{args.woocommerce_port}"
+        self.overrides = api_overrides(args.api_port, args.console_port, dict(os.environ), args.woocommerce_port)
+        # Where the console publishes the stack clock's offset, and the active platform, for the API process.
         self.clock_file = ROOT / ".devstack" / f"clock.{args.console_port}.json"
+        self.platform_file = ROOT / ".devstack" / f"platform.{args.console_port}.json"
         self.moto: Any = None
         self.api_process: subprocess.Popen[str] | None = None
         self.console_server: Any = None
+        self.store_servers: list[Any] = []
         self.pump: Any = None
         self.stack: Any = None
         self.feed: Path | None = None
@@ -119,17 +130,19 @@ class LocalStack:
 
     def start(self) -> None:
         """Bring everything up; StartupError when a piece cannot start."""
-        busy = [p for p in (self.args.moto_port, self.args.api_port, self.args.console_port) if not port_free(p)]
+        busy = [p for p in (getattr(self.args, name) for name in PORTS) if not port_free(p)]
         if busy:
             raise StartupError(
                 f"Port(s) {', '.join(map(str, busy))} on {HOST} are in use (is another `make dev` running?). "
-                "Stop it, or choose others with DEVSTACK_MOTO_PORT / DEVSTACK_API_PORT / DEVSTACK_CONSOLE_PORT."
+                "Stop it, or choose others with DEVSTACK_MOTO_PORT / DEVSTACK_API_PORT / DEVSTACK_CONSOLE_PORT / "
+                "DEVSTACK_WOOCOMMERCE_PORT / DEVSTACK_SHOPIFY_PORT."
             )
         if str(ROOT) not in sys.path:
             sys.path.insert(0, str(ROOT))
         self._aws_environment()
         self._start_emulator()
         self._prepare_services()
+        self._start_stores()
         self._start_api()
         self._start_console()
         if not self.args.no_pump:
@@ -158,8 +171,9 @@ class LocalStack:
         from devstack import demo, outbox
         from devstack.fake_model import model_for
         from devstack.provision import provision
-        from devstack.stack import ConsoleClock, HttpApi, SharedOffset, Stack, verify_sender
+        from devstack.stack import ConsoleClock, HttpApi, SharedOffset, SharedPlatform, Stack, verify_sender
         from devstack.stage import local_settings
+        from devstack.stores import LocalStores
 
         # The demo catalogue is the stage's catalogue feed, its checkout URLs pointing at this console.
         feed = self.feed = demo.feed_for(self.console_base)
@@ -170,17 +184,45 @@ class LocalStack:
         session = boto3.session.Session(region_name=REGION)
         created = provision(session, settings.name_prefix)
         log.info("provisioned %d tables, queues and topics from infra/template.json", len(created))
-        services = Services(settings, aws=Aws(REGION, session=session), clock=clock, model=model_for(settings))
+        # The fake stores keep the stack's time, as the app does (a Shopify reservation lapses on that clock).
+        stores = LocalStores(settings, now=clock.now, console_base=self.console_base, shopify_url=self.shopify_base)
+        services = Services(
+            settings,
+            aws=Aws(REGION, session=session),
+            clock=clock,
+            model=model_for(settings),
+            transport=stores.transport(),
+        )
         wiring.install(services)
         sender = verify_sender(services)
         log.info("verified the sending address %s in the emulator's SES", sender)
-        self.stack = Stack(services, clock, HttpApi(self.api_base), retry_after_s=self.args.retry_after)
+        self.stack = Stack(
+            services,
+            clock,
+            HttpApi(self.api_base),
+            retry_after_s=self.args.retry_after,
+            stores=stores,
+            shared_platform=SharedPlatform(self.platform_file),
+        )
         skus = demo.load(self.stack, feed)
         log.info("demo catalogue: %s", ", ".join(skus))
 
+    def _start_stores(self) -> None:
+        from werkzeug.serving import make_server
+
+        for platform, port, base in (
+            ("shopify", self.args.shopify_port, self.shopify_base),
+            ("woocommerce", self.args.woocommerce_port, self.woocommerce_base),
+        ):
+            server = make_server(HOST, port, self.stack.stores.site(platform), threaded=True)
+            threading.Thread(target=server.serve_forever, name=f"devstack-{platform}", daemon=True).start()
+            self.store_servers.append(server)
+            log.info("fake %s store on %s", platform, base)
+
     def _start_api(self) -> None:
         command = [sys.executable, "-m", "devstack.api", "--host", HOST, "--port", str(self.args.api_port)]
-        command += ["--clock-file", str(self.clock_file)]
+        command += ["--clock-file", str(self.clock_file), "--platform-file", str(self.platform_file)]
+        command += ["--shopify-url", self.shopify_base]
         for name, value in self.overrides.items():
             command += ["--set", f"{name}={value}"]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -243,6 +285,10 @@ class LocalStack:
         if self.console_server is not None:
             self.console_server.shutdown()
             self.console_server = None
+        for server in self.store_servers:
+            server.shutdown()
+            server.server_close()
+        self.store_servers = []
         process, self.api_process = self.api_process, None
         if process is not None and process.poll() is None:
             process.terminate()
@@ -255,6 +301,7 @@ class LocalStack:
             self.moto.stop()
             self.moto = None
         self.clock_file.unlink(missing_ok=True)
+        self.platform_file.unlink(missing_ok=True)
         from devstack.demo import WORK_DIR
 
         if self.feed is not None and self.feed.parent == WORK_DIR:
@@ -269,6 +316,8 @@ class LocalStack:
                 f"    Dev console (storefront, outbox, queues, controls):  {self.console_base}",
                 f"    API (chalice local, stage local):                    {self.api_base}",
                 f"    AWS emulator (moto server):                          {self.moto_base}",
+                f"    Fake Shopify (Admin API at /admin/api/…):            {self.shopify_base}",
+                f"    Fake WooCommerce (REST API at /wp-json/wc/v3/…):     {self.woocommerce_base}",
                 "  Press Ctrl-C to stop.",
                 "",
             ]

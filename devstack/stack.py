@@ -21,16 +21,19 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from chalicelib.clock import Clock, SystemClock, iso
+from chalicelib.errors import BadRequest, Conflict
 from chalicelib.tables.base import plain
 from chalicelib.webhooks import sign
 from chalicelib.wiring import Services
 from devstack.stage import ACCOUNT_ID, lambda_timeout_s
+from devstack.stores import PLATFORMS, LocalStores
 
 log = logging.getLogger("devstack")
 
 Handler = Callable[[dict[str, Any], Any], Any]
 INVENTORY_WEBHOOK = "/webhooks/inventory"
 ORDERS_WEBHOOK = "/webhooks/orders"
+PLATFORM_WEBHOOK = "/webhooks/{platform}"
 
 
 class NotAvailable(Exception):
@@ -57,6 +60,31 @@ class SharedOffset:
             self._last = float(json.loads(self.path.read_text())["offset_s"])
         except FileNotFoundError:
             return 0.0
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # keep the last good value
+        return self._last
+
+
+class SharedPlatform:
+    """The active store platform in a small file, so the API process switches when the console does."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._last = ""
+
+    def write(self, platform: str) -> None:
+        """Publish the platform (atomically)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.path.with_suffix(".tmp")
+        partial.write_text(json.dumps({"platform": platform}))
+        os.replace(partial, self.path)
+
+    def read(self) -> str:
+        """The platform last published; '' before any was."""
+        try:
+            self._last = str(json.loads(self.path.read_text())["platform"])
+        except FileNotFoundError:
+            return ""
         except (OSError, ValueError, KeyError, TypeError):
             pass  # keep the last good value
         return self._last
@@ -288,8 +316,15 @@ class Stack:
         entry_point: Callable[[str], Handler | None] = app_entry_point,
         route_exists: Callable[[str, str], bool] = app_has_route,
         retry_after_s: int = 30,
+        stores: LocalStores | None = None,
+        shared_platform: SharedPlatform | None = None,
     ) -> None:
         self.services = services
+        # The fake Shopify and WooCommerce (devstack/stores.py), and where the API process learns the platform.
+        self.stores = stores
+        self.shared_platform = shared_platform
+        if shared_platform is not None:
+            shared_platform.write(services.settings.platform)
         self.clock = clock
         self.api = api
         self.entry_point = entry_point
@@ -429,8 +464,65 @@ class Stack:
         headers = {"Content-Type": "application/json", **sign(secret, body, webhook_id)}
         return webhook_id, self.api.request("POST", path, body, headers)
 
+    @property
+    def platform(self) -> str:
+        """The store platform the app runs on now (PLATFORM): generic, shopify or woocommerce."""
+        return self.services.settings.platform
+
+    def platforms(self) -> list[str]:
+        """The platforms the console can switch to: generic, and each fake store the stack runs."""
+        return list(PLATFORMS) if self.stores is not None else ["generic"]
+
+    def switch_platform(self, platform: str) -> dict[str, Any]:
+        """Rebuild the app's services with PLATFORM changed, here and in the API process, and sync the catalogue
+        from that platform's store (the feed on generic). Returns the catalogue sync's report."""
+        if platform not in self.platforms():
+            raise BadRequest(
+                f"platform must be one of {', '.join(self.platforms())}, got {platform!r}.", code="invalid_field"
+            )
+        from dataclasses import replace
+
+        from chalicelib import wiring
+
+        with self.lock:
+            old = self.services
+            services = Services(
+                replace(old.settings, platform=platform),
+                aws=old.aws,
+                clock=old.clock,
+                faults=old.faults,
+                model=old.model,
+                transport=old.transport if self.stores is not None else None,
+            )
+            self.services = services
+            wiring.install(services)
+            report = self.run_scheduled("catalog_sync") if self.entry_point("catalog_sync") else None
+            if self.shared_platform is not None:
+                self.shared_platform.write(platform)
+        log.info("the app now runs on the %s platform", platform)
+        return {"platform": platform, "catalog_sync": plain(report) if isinstance(report, dict) else None}
+
+    def _store_webhook(self, request: tuple[bytes, dict[str, str]]) -> tuple[str, dict[str, Any], ApiAnswer]:
+        body, headers = request
+        webhook_id = headers.get("X-Shopify-Webhook-Id") or headers.get("X-WC-Webhook-Delivery-ID") or ""
+        path = PLATFORM_WEBHOOK.format(platform=self.platform)
+        answer = self.api.request("POST", path, body.decode("utf-8"), headers)
+        return webhook_id, json.loads(body), answer
+
+    def store_counts(self, sku: str) -> dict[str, int]:
+        """The active store's own available and reserved units of a SKU (Conflict on generic: no store of ours)."""
+        if self.stores is None or self.platform == "generic":
+            raise Conflict(
+                "The generic platform has no store of ours to ask: holds live only in our tables.", code="no_store"
+            )
+        return self.stores.counts(self.platform, sku)
+
     def restock(self, sku: str, available: int) -> tuple[str, dict[str, Any], ApiAnswer]:
-        """Send the inventory webhook a shop platform sends when a SKU's stock level changes."""
+        """Set a SKU's stock as the shop does on its platform, and deliver the signed webhook the platform sends:
+        Standard Webhooks to /webhooks/inventory on generic, the store's own to /webhooks/shopify or woocommerce."""
+        if self.stores is not None and self.platform != "generic":
+            with self.lock:
+                return self._store_webhook(self.stores.restock(self.platform, sku, available))
         if not self.route_exists(INVENTORY_WEBHOOK, "POST"):
             raise NotAvailable("The API has no inventory webhook yet, so a restock cannot be detected.")
         # The platform's event time is real time: the API checks webhook timestamps against its own clock.
@@ -439,7 +531,24 @@ class Stack:
         return webhook_id, payload, answer
 
     def place_order(self, reservation_id: str, order_id: str | None = None) -> tuple[str, dict[str, Any], ApiAnswer]:
-        """Send the orders webhook the shop's checkout sends when a held unit is bought."""
+        """The shopper pays for a held unit: the shop's signed orders webhook on generic; on a store, the fake
+        completes the draft order (Shopify) or pays the order (WooCommerce) and its order webhook is delivered."""
+        if self.stores is not None and self.platform != "generic":
+            row = self.services.tables.reservations.get(reservation_id)
+            ref = row.store_ref if row is not None else None
+            if not ref:
+                raise Conflict(
+                    f"Reservation {reservation_id!r} holds nothing on the {self.platform} store: tap its reserve "
+                    "link first.",
+                    code="no_store_hold",
+                )
+            with self.lock:
+                try:
+                    request = self.stores.pay(self.platform, str(ref))
+                except (KeyError, ValueError) as exc:
+                    message = f"The {self.platform} store cannot take payment for it: {exc}"
+                    raise Conflict(message, code="not_payable") from exc
+                return self._store_webhook(request)
         if not self.route_exists(ORDERS_WEBHOOK, "POST"):
             raise NotAvailable("The API has no orders webhook yet, so an order cannot be recorded.")
         payload = {"reservation_id": reservation_id, "order_id": order_id or f"demo-{uuid.uuid4().hex[:10]}"}

@@ -16,6 +16,7 @@ from chalicelib.tables.catalog import PRODUCT_FIELDS, Product
 from chalicelib.tokens import TokenExpired, TokenInvalid
 from chalicelib.wiring import Services
 from devstack import outbox
+from devstack.stores import LocalStores
 
 ACTIVE = ("waiting", "offered", "reserved")
 STATUS_LABELS = {"reserved": "holding"}
@@ -37,6 +38,25 @@ def product(item: Product) -> dict[str, Any]:
         discontinued=bool(data.get("discontinued", False)),
     )
     return view
+
+
+def catalog(services: Services, stores: LocalStores | None) -> list[dict[str, Any]]:
+    """Every product with its platform ids: those its catalogue row carries (`store_ids`, from the last
+    platform catalogue sync) over those the fake stores give it (`ids`, both platforms)."""
+    result = []
+    for item in services.tables.catalog.all():
+        recorded = dict(item.store_ids)
+        ids = {**(stores.ids(item.sku) if stores is not None else {}), **recorded}
+        result.append(
+            {
+                "sku": item.sku,
+                "name": item.name,
+                "discontinued": bool(item.discontinued),
+                "ids": dict(sorted(ids.items())),
+                "store_ids": recorded,
+            }
+        )
+    return result
 
 
 def products(services: Services) -> list[dict[str, Any]]:

@@ -70,7 +70,6 @@ def create_console(stack: Stack, *, origins: Iterable[str] = ()) -> Flask:
     """The console's Flask app, driving `stack`. Writes are refused from any origin but `origins`."""
     app = Flask(__name__)
     app.json.sort_keys = False  # type: ignore[attr-defined]
-    services = stack.services
     allowed_origins = {o.rstrip("/") for o in origins}
 
     @app.before_request
@@ -117,19 +116,42 @@ def create_console(stack: Stack, *, origins: Iterable[str] = ()) -> Flask:
     def status() -> Any:
         return jsonify(
             api=stack.api_state,
-            api_base=services.settings.public_base_url,
+            api_base=stack.services.settings.public_base_url,
             capabilities=stack.capabilities(),
             clock={"now": stack.clock.now(), "offset_s": stack.clock.offset_s},
             jobs=stack.queue_depths(),
+            platform=stack.platform,
         )
+
+    @app.get("/api/platform")
+    def platform() -> Any:
+        return jsonify(platform=stack.platform, platforms=stack.platforms())
+
+    @app.post("/api/platform")
+    def switch_platform() -> Any:
+        body = _body(required=True)
+        chosen = body.get("platform")
+        if not isinstance(chosen, str):
+            raise BadRequest("platform is required: generic, shopify or woocommerce.", code="missing_field")
+        return jsonify(stack.switch_platform(chosen.strip().lower()))
+
+    @app.get("/api/catalog")
+    def catalog() -> Any:
+        return jsonify(platform=stack.platform, products=views.catalog(stack.services, stack.stores))
+
+    @app.get("/api/store/<path:sku>")
+    def store_counts(sku: str) -> Any:
+        sku = validate.sku(sku)
+        counts = stack.store_counts(sku)
+        return jsonify(platform=stack.platform, sku=sku, available=counts["available"], reserved=counts["reserved"])
 
     @app.get("/api/products")
     def products() -> Any:
-        return jsonify(products=views.products(services))
+        return jsonify(products=views.products(stack.services))
 
     @app.get("/api/outbox")
     def outbox() -> Any:
-        return jsonify(messages=views.messages(services))
+        return jsonify(messages=views.messages(stack.services))
 
     @app.post("/api/run/notifier")
     def run_notifier() -> Any:
@@ -149,12 +171,17 @@ def create_console(stack: Stack, *, origins: Iterable[str] = ()) -> Flask:
         sku = validate.sku(body.get("sku"))
         available = validate.whole_number(body, "available", 0, validate.MAX_UNITS)
         webhook_id, sent, answer = stack.restock(sku, available)
-        return jsonify(webhook_id=webhook_id, sent=sent, api={"status": answer.status, "body": answer.body})
+        return jsonify(
+            platform=stack.platform,
+            webhook_id=webhook_id,
+            sent=sent,
+            api={"status": answer.status, "body": answer.body},
+        )
 
     @app.get("/api/queue/<path:sku>")
     def queue(sku: str) -> Any:
         sku = validate.sku(sku)
-        view = views.queue(services, sku)
+        view = views.queue(stack.services, sku)
         if view is None:
             raise ConsoleError(404, "unknown_sku", f"There is no product with SKU {sku!r} in the catalogue.")
         return jsonify(view)
@@ -163,12 +190,12 @@ def create_console(stack: Stack, *, origins: Iterable[str] = ()) -> Flask:
     def put_product(sku: str) -> Any:
         sku = validate.sku(sku)
         body = _body(required=True)
-        creating = services.tables.catalog.get(sku, consistent=True) is None
+        creating = stack.services.tables.catalog.get(sku, consistent=True) is None
         settings = validate.product_settings(body, creating=creating)
-        saved = services.tables.catalog.upsert(sku, settings)
+        saved = stack.services.tables.catalog.upsert(sku, settings)
         if "threshold" in settings and not creating:
             # As catalogue sync does: stock already on the shelf may meet a lowered threshold.
-            services.detector.reconsider(sku)
+            stack.services.detector.reconsider(sku)
         return jsonify(created=creating, product=views.product(saved)), 201 if creating else 200
 
     @app.get("/api/clock")
@@ -189,11 +216,11 @@ def create_console(stack: Stack, *, origins: Iterable[str] = ()) -> Flask:
     @app.get("/api/audit/<path:sku>")
     def audit(sku: str) -> Any:
         sku = validate.sku(sku)
-        return jsonify(sku=sku, events=views.audit(services, sku))
+        return jsonify(sku=sku, events=views.audit(stack.services, sku))
 
     @app.get("/api/reservations/<reservation_id>")
     def reservation(reservation_id: str) -> Any:
-        row = views.reservation(services, reservation_id)
+        row = views.reservation(stack.services, reservation_id)
         if row is None:
             raise ConsoleError(404, "not_found", "There is no reservation with that id.")
         return jsonify(reservation=row)
@@ -208,7 +235,13 @@ def create_console(stack: Stack, *, origins: Iterable[str] = ()) -> Flask:
         if order_id is not None and (not isinstance(order_id, str) or not 0 < len(order_id) <= 64):
             raise BadRequest("order_id must be a short string.", code="invalid_field")
         webhook_id, sent, answer = stack.place_order(reservation_id.strip(), order_id)
-        return jsonify(webhook_id=webhook_id, sent=sent, api={"status": answer.status, "body": answer.body})
+        return jsonify(
+            platform=stack.platform,
+            order_id=str(sent.get("order_id") or sent.get("id") or ""),
+            webhook_id=webhook_id,
+            sent=sent,
+            api={"status": answer.status, "body": answer.body},
+        )
 
     # --- pages
 
@@ -217,14 +250,16 @@ def create_console(stack: Stack, *, origins: Iterable[str] = ()) -> Flask:
             f"{name}.html",
             active=name,
             pages=PAGES,
-            api_base=services.settings.public_base_url,
-            shop_name=services.settings.shop_name,
+            api_base=stack.services.settings.public_base_url,
+            shop_name=stack.services.settings.shop_name,
+            platform=stack.platform,
+            platforms=stack.platforms(),
             **context,
         )
 
     @app.get("/")
     def storefront() -> Any:
-        return page("storefront", products=views.products(services), shoppers=SHOPPERS)
+        return page("storefront", products=views.products(stack.services), shoppers=SHOPPERS)
 
     @app.get("/outbox")
     def outbox_page() -> Any:
@@ -232,21 +267,21 @@ def create_console(stack: Stack, *, origins: Iterable[str] = ()) -> Flask:
 
     @app.get("/queue")
     def queue_page() -> Any:
-        return page("queue", products=views.products(services), selected=request.args.get("sku", ""))
+        return page("queue", products=views.products(stack.services), selected=request.args.get("sku", ""))
 
     @app.get("/controls")
     def controls_page() -> Any:
-        return page("controls", products=views.products(services))
+        return page("controls", products=views.products(stack.services))
 
     @app.get("/audit")
     def audit_page() -> Any:
-        return page("audit", products=views.products(services), selected=request.args.get("sku", ""))
+        return page("audit", products=views.products(stack.services), selected=request.args.get("sku", ""))
 
     @app.get("/checkout")
     def checkout_page() -> Any:
         reservation_id = request.args.get("reservation", "")
-        row = views.reservation(services, reservation_id)
-        item = services.tables.catalog.get(str(row["sku"])) if row else None
+        row = views.reservation(stack.services, reservation_id)
+        item = stack.services.tables.catalog.get(str(row["sku"])) if row else None
         status = 200 if row else 404
         return page("checkout", reservation=row, product=item, reservation_id=reservation_id), status
 

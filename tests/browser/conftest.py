@@ -1,4 +1,5 @@
-"""What every browser test shares: Debian's headless Chromium, driven by Playwright.
+"""What every browser test shares: Debian's headless Chromium, driven by Playwright, and the local stack on free
+ports (tests/browser/running.py) with a fresh tab for each test.
 
 `make test-browser` installs Chromium when missing; without it (or without Playwright) the tests skip and say why.
 """
@@ -10,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.browser.running import RunningStack, new_tab
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -40,3 +43,22 @@ def browser() -> Iterator[Any]:
         instance = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield instance
         instance.close()
+
+
+@pytest.fixture(scope="module")
+def stack(browser: Any, request: pytest.FixtureRequest) -> Iterator[RunningStack]:
+    """The real local stack on free ports, one per test module (started only once the browser is known to be
+    there); its output goes to artifacts/devstack-browser.log, or devstack-browser-<module>.log for the others."""
+    module = request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
+    running = RunningStack("devstack-browser.log" if module == "journey" else f"devstack-browser-{module}.log")
+    try:
+        running.wait_until_up()
+        yield running
+    finally:
+        running.close()
+
+
+@pytest.fixture
+def page(browser: Any, stack: RunningStack) -> Iterator[Any]:
+    """A fresh browser tab; page errors are collected so a test can assert there were none."""
+    yield from new_tab(browser)

@@ -1,141 +1,23 @@
 """The whole story in a real browser: the local stack started as `python -m devstack` on free ports, and
 headless Chromium (Debian's package) driven by Playwright, tapping and clicking as a person would.
 
-Screenshots of every step go to artifacts/screenshots/. The browser comes from tests/browser/conftest.py, which
-skips these tests and says why when Chromium or Playwright is missing.
+Screenshots of every step go to artifacts/screenshots/. The browser and the stack come from
+tests/browser/conftest.py, which skips these tests and says why when Chromium or Playwright is missing.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.support import ROOT
+from tests.browser.running import RunningStack, shot, tap_notify_me
 
 pytestmark = pytest.mark.browser
 
-ARTIFACTS = ROOT / "artifacts"
-SHOTS = ARTIFACTS / "screenshots"
 THROW = "WW-THROW-OAT"
 BOARD = "WW-BOARD-WALNUT"
-WAIT_MS = 20_000
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def get_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=5) as response:
-        return json.loads(response.read())
-
-
-class RunningStack:
-    """`python -m devstack` in its own process group, its output in artifacts/devstack-browser.log."""
-
-    def __init__(self) -> None:
-        self.moto_port, self.api_port, self.console_port = free_port(), free_port(), free_port()
-        self.console = f"http://127.0.0.1:{self.console_port}"
-        self.api = f"http://127.0.0.1:{self.api_port}"
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        self.log_path = ARTIFACTS / "devstack-browser.log"
-        self._log = self.log_path.open("w")
-        command = [
-            sys.executable,
-            "-m",
-            "devstack",
-            "--moto-port",
-            str(self.moto_port),
-            "--api-port",
-            str(self.api_port),
-            "--console-port",
-            str(self.console_port),
-        ]
-        self.process = subprocess.Popen(
-            command, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True, env=dict(os.environ)
-        )
-
-    def log_tail(self) -> str:
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-40:])
-
-    def wait_until_up(self, timeout_s: float = 120) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                pytest.fail(f"the stack exited with code {self.process.returncode}:\n{self.log_tail()}")
-            try:
-                if get_json(self.console + "/api/status")["api"] == "up":
-                    return
-            except OSError:
-                pass
-            time.sleep(0.3)
-        pytest.fail(f"the stack did not come up within {timeout_s:.0f} s:\n{self.log_tail()}")
-
-    def interrupt(self, timeout_s: float = 30) -> int:
-        """Ctrl-C, as a developer would press it; returns the exit code."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-        try:
-            return self.process.wait(timeout=timeout_s)
-        finally:
-            self.close()
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=10)
-        self._log.close()
-
-
-@pytest.fixture(scope="module")
-def stack(browser: Any) -> Iterator[RunningStack]:
-    """The real local stack on free ports (started only once the browser is known to be there)."""
-    running = RunningStack()
-    try:
-        running.wait_until_up()
-        yield running
-    finally:
-        running.close()
-
-
-@pytest.fixture
-def page(browser: Any, stack: RunningStack) -> Iterator[Any]:
-    """A fresh browser tab; console errors are collected so a test can assert there were none."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    tab = context.new_page()
-    tab.set_default_timeout(WAIT_MS)
-    tab.errors = []  # type: ignore[attr-defined]
-    tab.on("pageerror", lambda error: tab.errors.append(str(error)))  # type: ignore[attr-defined]
-    yield tab
-    context.close()
-
-
-def shot(page: Any, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
-
-
-def tap_notify_me(page: Any, stack: RunningStack, shopper: str, sku: str) -> str:
-    """Shop as `shopper` on the storefront and tap Notify me on `sku`; returns what the widget said."""
-    page.goto(stack.console + "/")
-    page.select_option("#shop-as", shopper)
-    widget = page.locator(f'[data-bisn-sku="{sku}"]')
-    widget.get_by_role("button", name="Notify me").click()
-    page.wait_for_selector(f'[data-bisn-sku="{sku}"][data-bisn-result]')
-    assert widget.get_attribute("data-bisn-result") == "queued", widget.inner_text()
-    return widget.locator(".bisn-status").inner_text()
 
 
 def test_a_tap_from_the_widget_appears_in_the_queue(page: Any, stack: RunningStack) -> None:
@@ -222,6 +104,6 @@ def test_journey_from_notify_me_to_a_converted_order(page: Any, stack: RunningSt
 
 def test_ctrl_c_stops_the_whole_stack_cleanly(stack: RunningStack) -> None:
     assert stack.interrupt() == 0
-    for port in (stack.moto_port, stack.api_port, stack.console_port):
+    for port in stack.ports:
         with socket.socket() as probe:
             assert probe.connect_ex(("127.0.0.1", port)) != 0, f"something still listens on {port}"

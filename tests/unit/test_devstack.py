@@ -5,19 +5,30 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from chalicelib.config import ConfigError
+from chalicelib.platforms.http import HttpResponse
 from chalicelib.wiring import Services
 from devstack import demo
-from devstack.api import parse_overrides
+from devstack.api import PlatformFollower, parse_overrides
 from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock, model_for
 from devstack.outbox import Sent, html_to_text
 from devstack.runner import api_overrides, parse_args
-from devstack.stack import ConsoleClock, LocalContext, SharedClock, SharedOffset, scheduled_event, sqs_event
+from devstack.stack import (
+    ConsoleClock,
+    LocalContext,
+    SharedClock,
+    SharedOffset,
+    SharedPlatform,
+    scheduled_event,
+    sqs_event,
+)
 from devstack.stage import local_settings
+from devstack.stores import Rebased, RoutedTransport
 
 
 def test_default_ports_are_the_documented_ones(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -141,3 +152,52 @@ def test_the_fake_model_comes_from_the_local_stack_never_from_the_shipped_code()
     template = local_settings({"COPY_MODE": "template"})
     assert model_for(template) is None
     assert Services(template, model=FakeBedrock()).bedrock is None
+
+
+def test_the_fake_stores_have_ports_of_their_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("DEVSTACK_WOOCOMMERCE_PORT", "DEVSTACK_SHOPIFY_PORT", "DEVSTACK_CONSOLE_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    args = parse_args([])
+    assert (args.woocommerce_port, args.shopify_port) == (8002, 8003)
+    with pytest.raises(SystemExit):
+        parse_args(["--shopify-port", "8001"])
+
+
+def test_the_woocommerce_store_url_follows_its_port() -> None:
+    assert api_overrides(8000, 8001, {}, 9002)["WOOCOMMERCE_STORE_URL"] == "http://127.0.0.1:9002"
+    settings = local_settings(api_overrides(8000, 8001, {}, 9002))
+    assert (settings.platform, settings.woocommerce_store_url) == ("generic", "http://127.0.0.1:9002")
+    assert settings.shopify_shop_domain == "walnut-and-wool.myshopify.com"
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.urls: list[str] = []
+
+    def send(self, method: str, url: str, headers: Any, body: bytes | None = None) -> HttpResponse:
+        self.urls.append(url)
+        return HttpResponse(200)
+
+
+def test_requests_go_to_the_transport_of_their_host_and_a_rebased_one_keeps_the_path() -> None:
+    shop, other = Recorder(), Recorder()
+    routed = RoutedTransport({"walnut-and-wool.myshopify.com": Rebased("http://127.0.0.1:8003", shop)}, fallback=other)
+    routed.send("POST", "https://walnut-and-wool.myshopify.com/admin/api/2025-10/graphql.json?x=1", {})
+    routed.send("GET", "http://127.0.0.1:8002/wp-json/wc/v3/products", {})
+    assert shop.urls == ["http://127.0.0.1:8003/admin/api/2025-10/graphql.json?x=1"]
+    assert other.urls == ["http://127.0.0.1:8002/wp-json/wc/v3/products"]
+
+
+def test_the_api_process_rebuilds_its_services_when_the_platform_changes(tmp_path: Path) -> None:
+    shared = SharedPlatform(tmp_path / "platform.json")
+    built: list[str] = []
+
+    def build(platform: str) -> Any:
+        built.append(platform)
+        return local_settings({"PLATFORM": platform or "generic"})
+
+    follower = PlatformFollower(shared, build)
+    assert follower.platform == "generic" and built == [""]
+    shared.write("shopify")
+    assert follower.platform == "shopify"
+    assert follower.platform == "shopify" and built == ["", "shopify"]

@@ -36,10 +36,11 @@
       var body = data.api.body || {};
       if (data.api.status < 300) {
         state.setAttribute("data-state", "converted");
-        state.textContent = "Your order is placed (order " + data.sent.order_id + "). Thank you!";
-        done("The shop's orders webhook answered " + data.api.status + (body.status ? " (" + body.status + ")" : "") + ".", true);
+        state.textContent = "Your order is placed (order " + data.order_id + "). Thank you!";
+        var hook = data.platform === "generic" ? "The shop's orders webhook" : "The " + data.platform + " store's order webhook";
+        done(hook + " answered " + data.api.status + (body.status ? " (" + body.status + ")" : "") + ".", true);
       } else {
-        done("The shop's orders webhook answered " + data.api.status + ": " + (body.message || body.error || "refused") + ".", false);
+        done("The order webhook answered " + data.api.status + ": " + (body.message || body.error || "refused") + ".", false);
       }
     });
   });

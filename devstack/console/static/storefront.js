@@ -1,4 +1,5 @@
-/* Storefront: the "shop as" switch fills every Notify-me widget with one simulated shopper's details. */
+/* Storefront: the "shop as" switch fills every Notify-me widget with one simulated shopper's details; the platform
+   switch rebuilds the app on another store platform; on a store, each card shows the store's own counts. */
 (function () {
   "use strict";
   var select = document.getElementById("shop-as");
@@ -42,6 +43,37 @@
     fill();
     status.textContent = "Now shopping as " + (select.options[select.selectedIndex].getAttribute("data-name") || "someone else") + ".";
   });
+
+  var platform = document.getElementById("platform");
+  var platformStatus = document.getElementById("platform-status");
+  platform.addEventListener("change", function () {
+    var chosen = platform.value;
+    platform.disabled = true;
+    platformStatus.textContent = "Switching to " + chosen + " and syncing the catalogue from its store…";
+    window.Console.api("POST", "/api/platform", { platform: chosen }).then(function (result) {
+      if (!result.ok) {
+        platformStatus.textContent = result.data.message || "The platform could not be switched.";
+        platform.disabled = false;
+        return;
+      }
+      window.location.reload();
+    });
+  });
+
+  function refreshCounts() {
+    var cards = document.querySelectorAll("[data-store-sku]");
+    return Promise.all(Array.prototype.map.call(cards, function (node) {
+      var sku = node.getAttribute("data-store-sku");
+      return window.Console.api("GET", "/api/store/" + encodeURIComponent(sku)).then(function (result) {
+        if (!result.ok) { node.setAttribute("data-state", "unknown"); return; }
+        node.querySelector(".available").textContent = result.data.available;
+        node.querySelector(".reserved").textContent = result.data.reserved;
+        node.setAttribute("data-available", result.data.available);
+        node.setAttribute("data-reserved", result.data.reserved);
+      });
+    }));
+  }
+  if (document.querySelector("[data-store-sku]")) { window.Console.poll(refreshCounts, 2000); }
 
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", start);

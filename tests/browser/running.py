@@ -1,0 +1,129 @@
+"""The local stack for the browser tests: `python -m devstack` on free ports in its own process group, a fresh tab,
+and screenshots. The fixtures (`stack`, `page`) are in tests/browser/conftest.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.support import ROOT
+
+ARTIFACTS = ROOT / "artifacts"
+SHOTS = ARTIFACTS / "screenshots"
+WAIT_MS = 20_000
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return json.loads(response.read())
+
+
+class RunningStack:
+    """`python -m devstack` in its own process group, its output in artifacts/ (devstack-browser.log by default)."""
+
+    def __init__(self, log_name: str = "devstack-browser.log") -> None:
+        self.moto_port, self.api_port, self.console_port = free_port(), free_port(), free_port()
+        self.woocommerce_port, self.shopify_port = free_port(), free_port()
+        self.console = f"http://127.0.0.1:{self.console_port}"
+        self.api = f"http://127.0.0.1:{self.api_port}"
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        self.log_path = ARTIFACTS / log_name
+        self._log = self.log_path.open("w")
+        command = [
+            sys.executable,
+            "-m",
+            "devstack",
+            "--moto-port",
+            str(self.moto_port),
+            "--api-port",
+            str(self.api_port),
+            "--console-port",
+            str(self.console_port),
+            "--woocommerce-port",
+            str(self.woocommerce_port),
+            "--shopify-port",
+            str(self.shopify_port),
+        ]
+        self.process = subprocess.Popen(
+            command, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True, env=dict(os.environ)
+        )
+
+    @property
+    def ports(self) -> tuple[int, ...]:
+        """Every port the stack listens on."""
+        return (self.moto_port, self.api_port, self.console_port, self.woocommerce_port, self.shopify_port)
+
+    def log_tail(self) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-40:])
+
+    def wait_until_up(self, timeout_s: float = 120) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                pytest.fail(f"the stack exited with code {self.process.returncode}:\n{self.log_tail()}")
+            try:
+                if get_json(self.console + "/api/status")["api"] == "up":
+                    return
+            except OSError:
+                pass
+            time.sleep(0.3)
+        pytest.fail(f"the stack did not come up within {timeout_s:.0f} s:\n{self.log_tail()}")
+
+    def interrupt(self, timeout_s: float = 30) -> int:
+        """Ctrl-C, as a developer would press it; returns the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+        try:
+            return self.process.wait(timeout=timeout_s)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+        self._log.close()
+
+
+def shot(page: Any, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def new_tab(browser: Any) -> Iterator[Any]:
+    """A fresh browser tab; page errors are collected in `tab.errors` so a test can assert there were none."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    tab = context.new_page()
+    tab.set_default_timeout(WAIT_MS)
+    tab.errors = []  # type: ignore[attr-defined]
+    tab.on("pageerror", lambda error: tab.errors.append(str(error)))  # type: ignore[attr-defined]
+    yield tab
+    context.close()
+
+
+def tap_notify_me(page: Any, stack: RunningStack, shopper: str, sku: str) -> str:
+    """Shop as `shopper` on the storefront and tap Notify me on `sku`; returns what the widget said."""
+    page.goto(stack.console + "/")
+    page.select_option("#shop-as", shopper)
+    widget = page.locator(f'[data-bisn-sku="{sku}"]')
+    widget.get_by_role("button", name="Notify me").click()
+    page.wait_for_selector(f'[data-bisn-sku="{sku}"][data-bisn-result]')
+    assert widget.get_attribute("data-bisn-result") == "queued", widget.inner_text()
+    return widget.locator(".bisn-status").inner_text()

@@ -1,0 +1,221 @@
+"""The console on each store platform, in-process: the storefront switches platform, the restock control emits the
+platform's own signed webhook, a tap holds a unit on the fake store (seen through /api/store/{sku}), paying
+completes the store's order and converts, and switching back to generic works.
+
+The stores are devstack/stores.py's fake Shopify and fake WooCommerce, reached through their in-process transports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import boto3
+import pytest
+from chalice.test import Client
+from flask.testing import FlaskClient
+from werkzeug.test import Client as WsgiClient
+
+from chalicelib.aws import Aws
+from chalicelib.config import settings_from_env
+from chalicelib.wiring import Services
+from devstack import outbox
+from devstack.clocks import FixedClock
+from devstack.console import create_console
+from devstack.fake_model import FakeBedrock
+from devstack.stack import ConsoleClock, InProcessApi, SharedPlatform, Stack, verify_sender
+from devstack.stores import LocalStores
+from tests.integration.test_console_api import ORIGIN, post, tap
+from tests.support import REGION, app_client
+
+THROW = "WW-THROW-OAT"
+BOARD = "WW-BOARD-WALNUT"
+
+
+@pytest.fixture
+def stack_clock(clock: FixedClock) -> ConsoleClock:
+    return ConsoleClock(clock)
+
+
+@pytest.fixture
+def stores(env: dict[str, str], stack_clock: ConsoleClock) -> LocalStores:
+    return LocalStores(settings_from_env(env), now=stack_clock.now, console_base=ORIGIN)
+
+
+@pytest.fixture
+def stack_services(
+    session: boto3.session.Session, env: dict[str, str], stack_clock: ConsoleClock, stores: LocalStores
+) -> Services:
+    services = Services(
+        settings_from_env(env),
+        aws=Aws(REGION, session=session),
+        clock=stack_clock,
+        model=FakeBedrock(),
+        transport=stores.transport(),
+    )
+    verify_sender(services)
+    outbox.record_sends(stack_clock)
+    return services
+
+
+@pytest.fixture
+def api(stack_services: Services) -> Iterator[Client]:
+    with app_client(stack_services) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def shared(tmp_path: Any) -> SharedPlatform:
+    return SharedPlatform(tmp_path / "platform.json")
+
+
+@pytest.fixture
+def stack(
+    stack_services: Services, stack_clock: ConsoleClock, api: Client, stores: LocalStores, shared: SharedPlatform
+) -> Stack:
+    running = Stack(
+        stack_services, stack_clock, InProcessApi(api), retry_after_s=0, stores=stores, shared_platform=shared
+    )
+    running.run_scheduled("catalog_sync")  # the demo feed, as the local stack loads it at start
+    return running
+
+
+@pytest.fixture
+def console(stack: Stack) -> FlaskClient:
+    return create_console(stack, origins=[ORIGIN]).test_client()
+
+
+def switch(console: FlaskClient, platform: str) -> dict[str, Any]:
+    answer = post(console, "/api/platform", {"platform": platform})
+    assert answer.status_code == 200, answer.get_json()
+    data = answer.get_json()
+    assert data["platform"] == platform
+    assert data["catalog_sync"] and not data["catalog_sync"].get("error"), data
+    return data
+
+
+def store_counts(console: FlaskClient, sku: str) -> dict[str, int]:
+    answer = console.get(f"/api/store/{sku}")
+    assert answer.status_code == 200, answer.get_json()
+    data = answer.get_json()
+    return {"available": data["available"], "reserved": data["reserved"]}
+
+
+def the_offer(console: FlaskClient, sku: str) -> dict[str, Any]:
+    [entry] = [e for e in console.get(f"/api/queue/{sku}").get_json()["entries"] if e.get("offer")]
+    return dict(entry["offer"])
+
+
+def test_generic_is_the_default_and_has_no_store_to_ask(console: FlaskClient) -> None:
+    assert console.get("/api/platform").get_json() == {
+        "platform": "generic",
+        "platforms": ["generic", "shopify", "woocommerce"],
+    }
+    answer = console.get(f"/api/store/{THROW}")
+    assert answer.status_code == 409
+    assert answer.get_json()["error"] == "no_store"
+
+
+def test_an_unknown_platform_is_refused(console: FlaskClient) -> None:
+    for body in ({"platform": "magento"}, {"platform": 3}, {}):
+        answer = post(console, "/api/platform", body)
+        assert answer.status_code == 400, body
+    assert console.get("/api/platform").get_json()["platform"] == "generic"
+
+
+def test_the_catalogue_lists_each_products_platform_ids(console: FlaskClient, stores: LocalStores) -> None:
+    products = {p["sku"]: p for p in console.get("/api/catalog").get_json()["products"]}
+    throw = products[THROW]["ids"]
+    shopify = stores.shopify.variant(THROW)
+    assert throw["shopify.variant_id"] == str(shopify.id)
+    assert throw["shopify.inventory_item_id"] == str(shopify.inventory_item_id)
+    assert throw["woocommerce.product_id"] == str(stores.woocommerce.by_sku(THROW).id)
+    beanie = products["WW-BEANIE-MOSS"]["ids"]  # sold as a variation on WooCommerce
+    variation = stores.woocommerce.by_sku("WW-BEANIE-MOSS")
+    assert (beanie["woocommerce.product_id"], beanie["woocommerce.variation_id"]) == (
+        str(variation.parent_id),
+        str(variation.id),
+    )
+
+    switch(console, "shopify")
+    row = {p["sku"]: p for p in console.get("/api/catalog").get_json()["products"]}[THROW]
+    assert row["store_ids"]["shopify.variant_id"] == str(shopify.id)  # written by the catalogue sync from Shopify
+
+
+@pytest.mark.parametrize("platform", ["shopify", "woocommerce"])
+def test_on_a_store_platform_restock_hold_and_payment_go_through_the_store(
+    platform: str, console: FlaskClient, api: Client, stack: Stack, shared: SharedPlatform
+) -> None:
+    data = switch(console, platform)
+    assert THROW in data["catalog_sync"]["updated"]
+    assert console.get("/api/platform").get_json()["platform"] == platform
+    assert console.get("/api/status").get_json()["platform"] == platform
+    assert shared.read() == platform  # the API process follows
+    tap(api, THROW, "email", "ada@example.com")
+    assert store_counts(console, THROW) == {"available": 0, "reserved": 0}
+
+    # The restock control emits the platform's own signed webhook, to its own route.
+    restock = post(console, "/api/restock", {"sku": THROW, "available": 1}).get_json()
+    assert restock["platform"] == platform
+    assert restock["api"]["status"] == 202, restock
+    assert restock["api"]["body"]["status"] == "restock"
+    assert restock["webhook_id"]
+    assert console.get(f"/api/queue/{THROW}").get_json()["restock"]["units_total"] == 1
+    assert post(console, "/api/run/notifier").get_json()["processed"] == 1
+    assert store_counts(console, THROW) == {"available": 1, "reserved": 0}
+
+    # The shopper taps the reserve link: the unit is held on the store, out of its storefront.
+    offer = the_offer(console, THROW)
+    held = api.http.get(f"/reserve/{stack.services.tokens.reserve(offer['reservation_id'])}")
+    assert held.status_code == 302
+    assert store_counts(console, THROW) == {"available": 0, "reserved": 1}
+    assert the_offer(console, THROW)["state"] == "held"
+
+    # The store's checkout page sends the shopper on to the console's checkout for that reservation.
+    assert stack.stores is not None
+    checkout = urlsplit(held.headers["Location"])
+    page = WsgiClient(stack.stores.site(platform)).get(checkout.path, query_string=checkout.query)
+    assert page.status_code == 302
+    target = urlsplit(page.headers["Location"])
+    assert f"{target.scheme}://{target.netloc}{target.path}" == f"{ORIGIN}/checkout"
+    assert parse_qs(target.query)["reservation"] == [offer["reservation_id"]]
+
+    # Paying completes the store's order; its signed order webhook converts the hold.
+    paid = post(console, "/api/orders", {"reservation_id": offer["reservation_id"]}).get_json()
+    assert paid["api"]["status"] == 200, paid
+    assert paid["api"]["body"]["status"] == "orders"
+    assert paid["order_id"]
+    assert the_offer(console, THROW)["state"] == "converted"
+    assert store_counts(console, THROW) == {"available": 0, "reserved": 0}
+
+    # And back to generic: Standard Webhooks again, and no store of ours to ask.
+    switch(console, "generic")
+    assert shared.read() == "generic"
+    assert console.get(f"/api/store/{THROW}").status_code == 409
+    again = post(console, "/api/restock", {"sku": BOARD, "available": 1}).get_json()
+    assert again["platform"] == "generic"
+    assert (again["sent"]["sku"], again["sent"]["available"]) == (BOARD, 1)  # the Standard Webhooks payload
+    assert again["api"]["status"] == 202, again
+
+
+def test_woocommerces_other_options_join_the_catalogue_and_leave_it_with_the_feed(console: FlaskClient) -> None:
+    extra = {"WW-BEANIE-MOSS-CHARCOAL", "WW-CARDI-RUST-S", "WW-CARDI-RUST-L"}
+    assert set(switch(console, "woocommerce")["catalog_sync"]["created"]) == extra
+    assert extra <= set(switch(console, "generic")["catalog_sync"]["discontinued"])
+
+
+@pytest.mark.parametrize("platform", ["shopify", "woocommerce"])
+def test_store_counts_of_an_unknown_sku_are_404_and_paying_without_a_hold_is_refused(
+    platform: str, console: FlaskClient, api: Client
+) -> None:
+    switch(console, platform)
+    answer = console.get("/api/store/WW-NOT-SOLD")
+    assert answer.status_code == 404
+    assert answer.get_json()["error"] == "unknown_sku"
+    tap(api, THROW, "email", "ada@example.com")
+    post(console, "/api/restock", {"sku": THROW, "available": 1})
+    post(console, "/api/run/notifier")
+    refused = post(console, "/api/orders", {"reservation_id": the_offer(console, THROW)["reservation_id"]})
+    assert refused.status_code == 409
+    assert refused.get_json()["error"] == "no_store_hold"
