@@ -12,6 +12,7 @@ change that causes it, conditional on that row's state:
 | offer unused in time, or its unit just gone | sweep, reserve link | `lapse` |
 | owner of a live offer leaves the list | leaving | `lapse_leaving` |
 | hold not bought in time | sweep | `expire` |
+| a store hold placed, or given back (Shopify, WooCommerce) | reserve link, sweep | `store_placed`, `store_released` |
 | order placed | orders webhook | `convert`; after the hold ended: `late_order` |
 | level rises, falls or closes while a restock is open | detection | `follow_level` |
 
@@ -303,30 +304,29 @@ class UnitMoves:
         units_offerable + 1, request waiting.
 
         The row stays in the sweep's index until a top-up for the returned unit is queued. A hold the store may
-        have too gets the intent to give it back, written with the move (store_holds.py releases it).
+        have too gets the intent to give it back instead, written with the move, and its unit returns to the
+        counters only when the store has it back (`store_released`): until then nobody can be offered a unit
+        the storefront still holds.
         """
         sku, token_id = row.sku, row.token_id
-        store: dict[str, Any] = {}
-        if row.store_state in (StoreState.PLACING, StoreState.PLACED):
-            store = {"store_state": str(StoreState.RELEASING)}
+        on_store = row.store_state in (StoreState.PLACING, StoreState.PLACED)
+        store = {"store_state": str(StoreState.RELEASING)} if on_store else {}
         facts = self._facts(row) | ({"reason": reason} if reason else {})
-        tx = (
-            self._move_row(
-                row,
-                OfferState.HELD,
-                OfferState.EXPIRED,
-                due_at=min(row.due_at or int(now), int(now)),
-                expired_at=int(now),
-                **store,
-            )
-            .add("units", self.tables.restocks.return_hold_item(sku, row.restock_ts))
-            .add("fact", self.tables.audit.record_item(sku, "expiry", now, **facts))
-            .add(
-                "request",
-                self.tables.requests.back_to_waiting_item(
-                    sku, row.request_joined_ts, token_id=token_id, from_state=RequestState.RESERVED
-                ),
-            )
+        tx = self._move_row(
+            row,
+            OfferState.HELD,
+            OfferState.EXPIRED,
+            due_at=min(row.due_at or int(now), int(now)),
+            expired_at=int(now),
+            **store,
+        )
+        if not on_store:
+            tx.add("units", self.tables.restocks.return_hold_item(sku, row.restock_ts))
+        tx = tx.add("fact", self.tables.audit.record_item(sku, "expiry", now, **facts)).add(
+            "request",
+            self.tables.requests.back_to_waiting_item(
+                sku, row.request_joined_ts, token_id=token_id, from_state=RequestState.RESERVED
+            ),
         )
         return self._outcome(self._commit(tx, "request"))
 
@@ -373,9 +373,14 @@ class UnitMoves:
         return True
 
     def store_released(self, row: Offer) -> bool:
-        """The store has the unit of an ended hold back. Where its placing was recorded (it has a reference), it
-        leaves the SKU's units held on the store. False when it was recorded already."""
-        tx = Tx().add("row", self.tables.reservations.store_released_item(row.token_id))
+        """The store has the unit of an ended hold back: the unit is available and offerable again (the return
+        `expire` left for now), and where its placing was recorded (it has a reference), it leaves the SKU's units
+        held on the store. False when it was recorded already."""
+        tx = (
+            Tx()
+            .add("row", self.tables.reservations.store_released_item(row.token_id))
+            .add("units", self.tables.restocks.return_hold_item(row.sku, row.restock_ts))
+        )
         if row.store_ref is not None:
             tx.add("shelf", self.tables.catalog.store_held_item(row.sku, -1))
         try:

@@ -196,10 +196,17 @@ def opt_out_at_both_ends(services: Services, t: Tables) -> list[str]:
 # --- 4. Never oversell
 
 
+# An ended hold whose unit the store still holds (store_state "releasing"): the unit is still out of our counters,
+# as a held one is, until the store has it back (DESIGN §4, Counters).
+RELEASING = "expired, store releasing"
+
+
 def _rows_by_restock(t: Tables) -> dict[str, Counter[str]]:
     states: dict[str, Counter[str]] = defaultdict(Counter)
     for row in t.rows:
         states[str(row.get("restock_id"))][str(row["state"])] += 1
+        if row["state"] == OfferState.EXPIRED and row.get("store_state") == StoreState.RELEASING:
+            states[str(row.get("restock_id"))][RELEASING] += 1
     return states
 
 
@@ -238,7 +245,7 @@ def never_oversell(t: Tables) -> list[str]:
     states = _rows_by_restock(t)
     for restock in t.restocks:
         rid = str(restock["restock_id"])
-        taken = states[rid][OfferState.HELD] + states[rid][OfferState.CONVERTED]
+        taken = states[rid][OfferState.HELD] + states[rid][RELEASING] + states[rid][OfferState.CONVERTED]
         total, available = _int(restock.get("units_total")), _int(restock.get("units_available"))
         fell = _level_moved(t, rid)
         if not fell and taken > total:
@@ -251,7 +258,7 @@ def never_oversell(t: Tables) -> list[str]:
         if restock is None:
             continue  # named by nothing_lost
         level = _int(product.get("level"))
-        held = states[rid][OfferState.HELD]
+        held = states[rid][OfferState.HELD] + states[rid][RELEASING]
         unseen = _unseen_sales(restock)
         available = _int(restock.get("units_available"))
         if available != level - held - unseen:
