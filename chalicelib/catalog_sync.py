@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlparse
 
 from chalicelib.capture import parse_sku
@@ -152,24 +152,7 @@ def parse_store_entry(entry: CatalogEntry) -> StoreProduct:
 
 def parse_store_catalog(entries: Iterable[CatalogEntry]) -> tuple[list[StoreProduct], list[Skipped], set[str]]:
     """Valid platform entries, skipped ones, and every SKU named (as `parse_feed`)."""
-    products: list[StoreProduct] = []
-    skipped: list[Skipped] = []
-    named: set[str] = set()
-    seen: set[str] = set()
-    for index, entry in enumerate(entries):
-        if entry.sku:
-            named.add(entry.sku)
-        try:
-            product = parse_store_entry(entry)
-        except BadRequest as error:
-            skipped.append(Skipped(index, entry.sku or None, error.message))
-            continue
-        if product.sku in seen:
-            skipped.append(Skipped(index, product.sku, "the same sku appears earlier in the catalogue"))
-            continue
-        seen.add(product.sku)
-        products.append(product)
-    return products, skipped, named
+    return _collect(((entry.sku or None, entry) for entry in entries), parse_store_entry, "catalogue")
 
 
 @dataclass(frozen=True)
@@ -265,23 +248,38 @@ def parse_feed(raw: bytes) -> tuple[list[Product], list[Skipped], set[str]]:
     entries = data.get("products") if isinstance(data, dict) else data
     if not isinstance(entries, list):
         raise FeedError('the feed must be {"products": [...]} or a JSON array of products')
-    products: list[Product] = []
+    return _collect(((_named_sku(entry), entry) for entry in entries), parse_product, "feed")
+
+
+_Entry = TypeVar("_Entry")
+_Parsed = TypeVar("_Parsed", "Product", "StoreProduct")
+
+
+def _named_sku(entry: Any) -> str | None:
+    raw_sku = entry.get("sku") if isinstance(entry, dict) else None
+    return raw_sku if isinstance(raw_sku, str) and raw_sku else None
+
+
+def _collect(
+    entries: Iterable[tuple[str | None, _Entry]], parse: Callable[[_Entry], _Parsed], source: str
+) -> tuple[list[_Parsed], list[Skipped], set[str]]:
+    """Parse each entry: the valid products (the first of each SKU), the skipped entries and why, and every SKU
+    named, valid or not (a product whose entry is broken this time is still listed: never discontinue it for a
+    typo)."""
+    products: list[_Parsed] = []
     skipped: list[Skipped] = []
     named: set[str] = set()
     seen: set[str] = set()
-    for index, entry in enumerate(entries):
-        raw_sku = entry.get("sku") if isinstance(entry, dict) else None
-        sku = raw_sku if isinstance(raw_sku, str) and raw_sku else None
+    for index, (sku, entry) in enumerate(entries):
         if sku:
-            # A product whose entry is broken this time is still in the feed: never discontinue it for a typo.
             named.add(sku)
         try:
-            product = parse_product(entry)
+            product = parse(entry)
         except BadRequest as error:
             skipped.append(Skipped(index, sku, error.message))
             continue
         if product.sku in seen:
-            skipped.append(Skipped(index, product.sku, "the same sku appears earlier in the feed"))
+            skipped.append(Skipped(index, product.sku, f"the same sku appears earlier in the {source}"))
             continue
         seen.add(product.sku)
         products.append(product)

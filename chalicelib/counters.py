@@ -364,13 +364,7 @@ class UnitMoves:
             ),
         )
         tx.add("shelf", self.tables.catalog.store_held_item(row.sku, 1))
-        try:
-            self.tables.run(tx)
-        except TransactionCancelled as cancelled:
-            if cancelled.failed("row"):
-                return False
-            raise
-        return True
+        return self._row_moved(tx)
 
     def store_released(self, row: Offer) -> bool:
         """The store has the unit of an ended hold back: the unit is available and offerable again (the return
@@ -383,6 +377,10 @@ class UnitMoves:
         )
         if row.store_ref is not None:
             tx.add("shelf", self.tables.catalog.store_held_item(row.sku, -1))
+        return self._row_moved(tx)
+
+    def _row_moved(self, tx: Tx) -> bool:
+        """Run a store move; False when its row had already moved on (the move was recorded, or the hold ended)."""
         try:
             self.tables.run(tx)
         except TransactionCancelled as cancelled:
