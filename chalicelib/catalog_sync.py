@@ -101,6 +101,9 @@ class StoreProduct:
 # The platform id a platform's stock webhooks name instead of the SKU (mapped back through GSI by-store-item).
 STORE_ITEM_IDS = ("shopify.inventory_item_id",)
 STORE_ID = re.compile(r"^[a-z]+\.[a-z_]+$")
+# ASCII digits only: str.isdigit() also takes "²" and "١٢", which int() then refuses when a connector uses the id.
+STORE_ID_VALUE = re.compile(r"[0-9]{1,30}")
+PRICE = re.compile(r"[0-9]+(\.[0-9]+)?")
 
 
 def _optional_url(value: str | None, key: str) -> str | None:
@@ -119,11 +122,14 @@ def parse_store_entry(entry: CatalogEntry) -> StoreProduct:
     ids: dict[str, str] = {}
     for key, value in entry.ids.items():
         text = str(value)
-        if not STORE_ID.match(key) or not text.isdigit() or len(text) > 30:
+        if not STORE_ID.match(key) or not STORE_ID_VALUE.fullmatch(text):
             raise BadRequest(f"platform id {key!r} must be a whole number")
         ids[key] = text
     price = entry.price
     if price is not None:
+        # Decimal() alone would also take "1e3", "1_000", " 12" and non-ASCII digits, shown to shoppers as given.
+        if not PRICE.fullmatch(price):
+            raise BadRequest("price must be a decimal number of 0 or more")
         try:
             amount = Decimal(price)
         except InvalidOperation as exc:

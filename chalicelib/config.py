@@ -101,6 +101,7 @@ PLATFORM_NEEDS = {
     "woocommerce": ("WOOCOMMERCE_WEBHOOK_SECRET", "WOOCOMMERCE_CONSUMER_KEY", "WOOCOMMERCE_CONSUMER_SECRET"),
 }
 SHOPIFY_DOMAIN = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}\.myshopify\.com$")
+LOCATION_ID = re.compile(r"[0-9]{1,20}")
 
 
 def _required(env: Mapping[str, str], name: str) -> str:
@@ -174,7 +175,8 @@ def _platform(env: Mapping[str, str], configured: set[str]) -> tuple[str, str, t
     if not domain and (platform == "shopify" or "SHOPIFY_WEBHOOK_SECRET" in configured):
         raise ConfigError("SHOPIFY_SHOP_DOMAIN is required with Shopify (its <name>.myshopify.com domain)")
     locations = tuple(part.strip() for part in env.get("SHOPIFY_LOCATION_IDS", "").split(",") if part.strip())
-    if any(not part.isdigit() for part in locations):
+    # ASCII digits only: str.isdigit() also takes "²" or "١٢", which no webhook's location id would ever match.
+    if any(not LOCATION_ID.fullmatch(part) for part in locations):
         raise ConfigError("SHOPIFY_LOCATION_IDS must be numeric Shopify location ids, separated by commas")
     store_url = env.get("WOOCOMMERCE_STORE_URL", "").strip().rstrip("/")
     if store_url:

@@ -10,104 +10,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from chalice.test import Client
 
-from chalicelib.aws import Aws
-from chalicelib.config import settings_from_env
-from chalicelib.tables.reservations import Offer, OfferState, StoreState
-from chalicelib.wiring import Services
-from devstack import fake_shopify
+from chalicelib.tables.reservations import OfferState, StoreState
 from devstack.clocks import FixedClock
-from devstack.fake_model import FakeBedrock
-from devstack.fake_shopify import FakeShopify
-from devstack.fake_woocommerce import FakeWooCommerce
-from tests.notices import drain, verify_sender
-from tests.support import REGION, app_client
-
-THROW = "WW-THROW-OAT"
-WOO_URL = "http://127.0.0.1:8002"
-
-
-@dataclass
-class Shop:
-    """A stage on one platform, its fake store, and the app's test client."""
-
-    platform: str
-    services: Services
-    client: Client
-    store: Any
-    clock: FixedClock
-
-    def webhook(self, request: tuple[bytes, dict[str, str]]) -> Any:
-        body, headers = request
-        return self.client.http.post(f"/webhooks/{self.platform}", headers=headers, body=body)
-
-    def restock(self, sku: str, units: int) -> Any:
-        if self.platform == "shopify":
-            return self.webhook(self.store.set_available(sku, units))
-        return self.webhook(self.store.set_stock(sku, units))
-
-    def offers(self, sku: str) -> list[Offer]:
-        items = self.services.tables.reservations.table.scan()["Items"]
-        return sorted((Offer.from_item(i) for i in items if i["sku"] == sku), key=lambda o: o.request_joined_ts)
-
-    def pay(self, offer: Offer) -> Any:
-        if self.platform == "shopify":
-            return self.webhook(self.store.complete_draft_order(offer.store_ref))
-        return self.webhook(self.store.pay_order(int(offer.store_ref or 0)))
-
-
-def platform_env(platform: str) -> dict[str, str]:
-    from infra.stages import stage_env
-
-    env = {**stage_env("local"), "AWS_DEFAULT_REGION": REGION, "PLATFORM": platform}
-    env.update(
-        SHOPIFY_SHOP_DOMAIN=fake_shopify.SHOP_DOMAIN,
-        SHOPIFY_WEBHOOK_SECRET=fake_shopify.WEBHOOK_SECRET,
-        SHOPIFY_ACCESS_TOKEN=fake_shopify.ACCESS_TOKEN,
-        WOOCOMMERCE_STORE_URL=WOO_URL,
-        WOOCOMMERCE_WEBHOOK_SECRET="fake-webhook-secret",
-        WOOCOMMERCE_CONSUMER_KEY="ck_fake_key",
-        WOOCOMMERCE_CONSUMER_SECRET="cs_fake_secret",
-    )
-    return env
+from tests.notices import drain
+from tests.platforms import THROW, Shop, join, platform_shop
 
 
 @pytest.fixture(params=["shopify", "woocommerce"])
 def shop(request: pytest.FixtureRequest, session: Any, clock: FixedClock) -> Iterator[Shop]:
-    platform = str(request.param)
-    store: Any = (
-        FakeShopify(now=clock.now) if platform == "shopify" else FakeWooCommerce(store_url=WOO_URL, clock=clock.now)
-    )
-    if platform == "woocommerce":
-        store.set_stock(THROW, 0)
-    else:
-        store.set_available(THROW, 0)
-    services = Services(
-        settings_from_env(platform_env(platform)),
-        aws=Aws(REGION, session=session),
-        clock=clock,
-        model=FakeBedrock(),
-        transport=store.transport(),
-    )
-    verify_sender(services)
-    report = services.catalog_sync.run()
-    assert report.error is None and THROW in report.created
-    with app_client(services) as client:
-        yield Shop(platform, services, client, store, clock)
-
-
-def join(shop: Shop, sku: str, email: str) -> None:
-    response = shop.client.http.post(
-        "/notify-me",
-        headers={"Content-Type": "application/json"},
-        body=json.dumps({"sku": sku, "channel": "email", "contact": email}).encode(),
-    )
-    assert response.status_code == 201, response.body
+    with platform_shop(str(request.param), session, clock) as built:
+        yield built
 
 
 def test_the_catalogue_comes_from_the_store_with_its_ids(shop: Shop) -> None:
