@@ -68,13 +68,14 @@ class StoreWebhooks:
         return StoreWebhookOutcome("ignored", delivery.topic, delivery.reason)
 
     def _levels(self, delivery: WebhookDelivery) -> StoreWebhookOutcome:
+        if delivery.products:
+            # A WooCommerce product delivery carries the product itself too: the catalogue follows it first, so that
+            # a product created with stock is catalogued before its level is read.
+            self.catalog.apply_store_entries(delivery.products, ())
         results = []
         for report in delivery.levels:
             outcome = self.detector.apply_report(delivery.delivery_id, delivery.sent_at, report)
             results.append(outcome.body())
-        if delivery.products:
-            # A WooCommerce product delivery carries the product itself too: the catalogue follows it.
-            self.catalog.apply_store_entries(delivery.products, ())
         statuses = {str(result["status"]) for result in results}
         status = next((s for s in ("restock", "no_restock") if s in statuses), "ignored")
         return StoreWebhookOutcome(status, delivery.topic, results=results)

@@ -401,3 +401,21 @@ def test_with_location_ids_set_another_location_is_ignored(session: Any, clock: 
         clock.advance(1)
         assert shop.webhook(shop.store.set_available(THROW, 2, location=WORKSHOP)).status_code == 202
         assert level_of(shop) == 2
+
+
+def test_a_woocommerce_product_created_with_stock_is_catalogued_with_its_level(session: Any, clock: FixedClock) -> None:
+    with platform_shop("woocommerce", session, clock) as shop:
+        product = shop.store.by_sku(THROW)
+        payload = {
+            **shop.store.product_json(product),
+            "id": 990,
+            "sku": "WW-THROW-NEW",
+            "name": "Oatmeal merino throw, new colour",
+            "stock_quantity": 4,
+        }
+        response = shop.webhook(shop.store.webhook_request("product.created", payload))
+        assert response.status_code in (200, 202), response.body
+        entry = shop.services.tables.catalog.get("WW-THROW-NEW", consistent=True)
+        # Catalogued first, so its stock is recorded in the same delivery rather than waiting for the next one.
+        assert entry is not None and entry.level == 4
+        assert entry.store_ids == {"woocommerce.product_id": "990"}
