@@ -106,7 +106,7 @@ class Services:
         """The seven tables, and the client their transactions go through."""
         from chalicelib.tables.store import Tables
 
-        return Tables(self.aws, self.settings.table_name)
+        return Tables(self.aws, self.settings.table_name, audit_retention_days=self.settings.audit_retention_days)
 
     @cached_property
     def alerts(self) -> StaffAlerts:
