@@ -63,6 +63,9 @@ class Settings:
     shopify_shop_domain: str = ""  # e.g. walnut-and-wool.myshopify.com
     shopify_location_ids: tuple[str, ...] = ()  # the selling locations whose levels count ('' = every location)
     woocommerce_store_url: str = ""  # the WordPress site's URL, e.g. https://shop.example
+    # How long an audit fact is kept: each carries a `ttl` this many days after it was written, and DynamoDB's
+    # TTL deletes it after that (infra/template.json).
+    audit_retention_days: int = 400
 
     def table_name(self, short: str) -> str:
         """Full name of a table from infra/template.json, e.g. 'catalog' -> 'bisn-catalog'."""
@@ -223,6 +226,7 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         cors_origins=tuple(o.strip().rstrip("/") for o in env.get("CORS_ORIGINS", "").split(",") if o.strip()),
         rate_limit_per_minute=_int(env, "RATE_LIMIT_PER_MINUTE", 20, minimum=1),
         request_ttl_days=_int(env, "REQUEST_TTL_DAYS", 90, minimum=1),
+        audit_retention_days=_int(env, "AUDIT_RETENTION_DAYS", 400, minimum=1),
         unknown_sku_alert_threshold=_int(env, "UNKNOWN_SKU_ALERT_THRESHOLD", 5, minimum=1),
         unknown_sku_window_s=_int(env, "UNKNOWN_SKU_WINDOW_S", 3600, minimum=60),
         alert_topic_arn=_required(env, "ALERT_TOPIC_ARN"),

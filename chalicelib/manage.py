@@ -19,7 +19,7 @@ from chalicelib.tables.base import TransactionCancelled, TxItem, transact
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.requests import ACTIVE_STATES, Request, RequestState
 from chalicelib.tables.store import Tables
-from chalicelib.tokens import Tokens
+from chalicelib.tokens import KeySource, Tokens, current_keys
 
 FORM_WINDOW_S = 3600  # a form token is good for the hour it was issued in and the next one
 ACTIONS = ("leave", "switch", "stop")
@@ -50,18 +50,26 @@ class FormGuard:
     and send no Referer.
     """
 
-    def __init__(self, token_key: str, window_s: int = FORM_WINDOW_S) -> None:
-        self._key = hmac.new(token_key.encode(), b"bisn manage-page form tokens v1", hashlib.sha256).digest()
+    def __init__(self, token_key: KeySource, window_s: int = FORM_WINDOW_S) -> None:
+        # TOKEN_KEY's keys newest first (several during a rotation): issue with the newest, accept any.
+        self._source = token_key
         self.window_s = window_s
 
-    def _mac(self, key: str, action: str, window: int) -> str:
+    def _derived(self) -> list[bytes]:
+        return [
+            hmac.new(k.encode(), b"bisn manage-page form tokens v1", hashlib.sha256).digest()
+            for k in current_keys(self._source)
+        ]
+
+    @staticmethod
+    def _mac(derived: bytes, key: str, action: str, window: int) -> str:
         message = f"manage-form|{key}|{action}|{window}".encode()
-        return hmac.new(self._key, message, hashlib.sha256).hexdigest()[:32]
+        return hmac.new(derived, message, hashlib.sha256).hexdigest()[:32]
 
     def issue(self, key: str, action: str, now: float) -> str:
         """A form token for one person, one action, valid from now for at least one window."""
         window = int(now // self.window_s)
-        return f"{window}.{self._mac(key, action, window)}"
+        return f"{window}.{self._mac(self._derived()[0], key, action, window)}"
 
     def check(self, key: str, action: str, token: str, now: float) -> None:
         """Raise FormRefused unless the token was issued for this person and action, recently."""
@@ -72,7 +80,7 @@ class FormGuard:
         current = int(now // self.window_s)
         if window not in (current, current - 1):
             raise FormRefused("This page was open too long. Reload it and try again.", code="form_expired")
-        if not hmac.compare_digest(mac, self._mac(key, action, window)):
+        if not any(hmac.compare_digest(mac, self._mac(d, key, action, window)) for d in self._derived()):
             raise FormRefused("This form is not from your page. Open your link again and retry.")
 
 

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+# What Tokens is given: one key, the keys newest first, or a callable returning those (read through the secrets
+# cache on every use, so a rotation reaches a warm container).
+KeySource = str | Sequence[str] | Callable[[], Sequence[str]]
 
 RESERVE = "reserve"
 UNSUBSCRIBE = "unsubscribe"
@@ -26,25 +31,54 @@ class Signed:
     issued_at: float
 
 
+def current_keys(source: KeySource) -> tuple[str, ...]:
+    """The keys a source holds now, newest first."""
+    keys = (source,) if isinstance(source, str) else tuple(source() if callable(source) else source)
+    if not keys or not all(keys):
+        raise ValueError("TOKEN_KEY holds no key")
+    return keys
+
+
 class Tokens:
-    """Signs and verifies the three kinds of link with one secret key (salted per kind)."""
+    """Signs and verifies the three kinds of link with TOKEN_KEY (salted per kind).
 
-    def __init__(self, key: str) -> None:
-        # Imported here, not at the top: a cold start pays for it only on the paths that use it.
-        from itsdangerous import URLSafeTimedSerializer
+    TOKEN_KEY may hold several keys during a rotation, newest first: links are signed with the newest and
+    verified against every key listed, so a link signed with the old key keeps working until that key is
+    dropped. itsdangerous takes its keys the other way round ("a list of keys, oldest to newest"; it signs
+    with the last), so the list is reversed before it is handed over.
+    """
 
-        self._serializers = {kind: URLSafeTimedSerializer(key, salt=kind) for kind in (RESERVE, UNSUBSCRIBE, MANAGE)}
+    def __init__(self, keys: KeySource) -> None:
+        self._source = keys
+        # The keys the serializers were built from, and the serializers, swapped together (threads share them).
+        self._built: tuple[tuple[str, ...], dict[str, Any]] = ((), {})
+
+    def _current_keys(self) -> tuple[str, ...]:
+        return current_keys(self._source)
+
+    def _serializer(self, kind: str) -> Any:
+        keys = self._current_keys()
+        built_from, serializers = self._built
+        if keys != built_from:
+            # Imported here, not at the top: a cold start pays for it only on the paths that use it.
+            from itsdangerous import URLSafeTimedSerializer
+
+            oldest_first = list(reversed(keys))
+            serializers = {k: URLSafeTimedSerializer(oldest_first, salt=k) for k in (RESERVE, UNSUBSCRIBE, MANAGE)}
+            self._built = (keys, serializers)
+        return serializers[kind]
 
     def _dump(self, kind: str, field: str, value: str) -> str:
-        return str(self._serializers[kind].dumps({field: value}))
+        return str(self._serializer(kind).dumps({field: value}))
 
     def _load(self, kind: str, field: str, token: str, max_age_s: int | None) -> Signed:
         if not token or len(token) > 512:
             raise TokenInvalid("token missing or too long")
         from itsdangerous import BadSignature, SignatureExpired
 
+        serializer = self._serializer(kind)
         try:
-            data, issued = self._serializers[kind].loads(token, max_age=max_age_s, return_timestamp=True)
+            data, issued = serializer.loads(token, max_age=max_age_s, return_timestamp=True)
         except SignatureExpired as exc:
             raise TokenExpired(str(exc)) from exc
         except (BadSignature, ValueError, TypeError) as exc:

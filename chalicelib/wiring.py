@@ -86,12 +86,16 @@ class Services:
         """Key of the keyed hash that stands for a contact in audit and opt-out rows."""
         return self.secrets.get("CONTACT_HASH_KEY")
 
+    def token_keys(self) -> list[str]:
+        """TOKEN_KEY's keys, newest first (two during a rotation); read through the secrets cache."""
+        return self.secrets.get_all("TOKEN_KEY")
+
     @cached_property
     def tokens(self) -> Tokens:
-        """Signs and verifies reserve, unsubscribe and manage links."""
+        """Signs reserve, unsubscribe and manage links with the newest TOKEN_KEY, verifies them with any."""
         from chalicelib.tokens import Tokens
 
-        return Tokens(self.secrets.get("TOKEN_KEY"))
+        return Tokens(self.token_keys)
 
     def webhook_secrets(self) -> list[str]:
         """The webhook secrets currently accepted (two during a rotation); read through the secrets cache."""
@@ -102,7 +106,7 @@ class Services:
         """The seven tables, and the client their transactions go through."""
         from chalicelib.tables.store import Tables
 
-        return Tables(self.aws, self.settings.table_name)
+        return Tables(self.aws, self.settings.table_name, audit_retention_days=self.settings.audit_retention_days)
 
     @cached_property
     def alerts(self) -> StaffAlerts:
@@ -428,7 +432,7 @@ class Services:
             tables=self.tables,
             exits=self.exits,
             tokens=self.tokens,
-            guard=FormGuard(self.secrets.get("TOKEN_KEY")),
+            guard=FormGuard(self.token_keys),
             clock=self.clock,
             hash_key=self.hash_key,
             default_region=self.settings.default_phone_region,

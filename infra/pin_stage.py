@@ -11,6 +11,12 @@ ARN text built from the name given in app.py, which cannot know the stage and or
 queue must exist before Lambda maps it). And it refuses a template in which some function has no
 name or log group from infra/template.json.
 
+Last, it puts the real account id into the roles' policies: the policy files write the account of each
+ARN as `*` (they cannot hold intrinsics, and no stage setting names the account), but in the packaged
+template they are plain JSON inside each role, where `${AWS::AccountId}` is the account the stack is
+deployed to. Every `arn:aws:<service>:<region>:*:` becomes that account; ARNs with no account (Bedrock's
+foundation models) and the notifier's Deny on every topic in every account (`arn:aws:sns:*:*:*`) stay.
+
     .venv/bin/python -m infra.pin_stage build/sam.json --stage dev
 """
 
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -78,10 +85,44 @@ def bind_queue(template: dict[str, Any]) -> None:
             event["Properties"]["Queue"] = {"Fn::GetAtt": [bound[0], "Arn"]}
 
 
+# An ARN whose region is named and whose account is left as `*` by infra/policies.py.
+ANY_ACCOUNT = re.compile(r"^(arn:aws:[a-z0-9-]+:[a-z0-9-]+:)\*(:.*)$")
+
+
+def own_account(document: dict[str, Any]) -> dict[str, Any]:
+    """A policy document with each regional ARN's `*` account replaced by `${AWS::AccountId}` (an Fn::Sub)."""
+
+    def pinned(resource: Any) -> Any:
+        match = ANY_ACCOUNT.match(resource) if isinstance(resource, str) else None
+        if match is None:
+            return resource
+        if "${" in resource:
+            raise PackageError(f"{resource} holds '${{', which Fn::Sub would read as a variable")
+        return {"Fn::Sub": f"{match.group(1)}${{AWS::AccountId}}{match.group(2)}"}
+
+    statements = []
+    for statement in document["Statement"]:
+        resources = statement["Resource"]
+        pinned_resources = [pinned(r) for r in resources] if isinstance(resources, list) else pinned(resources)
+        statements.append({**statement, "Resource": pinned_resources})
+    return {**document, "Statement": statements}
+
+
+def pin_accounts(template: dict[str, Any]) -> None:
+    """Every inline policy of every role, pinned to the deploying account."""
+    for role in template["Resources"].values():
+        if role.get("Type") != "AWS::IAM::Role":
+            continue
+        for inline in role["Properties"].get("Policies", []):
+            inline["PolicyDocument"] = own_account(inline["PolicyDocument"])
+
+
 def pin(template: dict[str, Any], prefix: str, region: str = DEPLOY_REGION) -> dict[str, Any]:
-    """The template with NamePrefix fixed to `prefix`, deployments outside `region` refused, the queue bound."""
+    """The template with NamePrefix fixed to `prefix`, deployments outside `region` refused, the queue bound,
+    and the roles' policies naming the deploying account."""
     check_functions(template)
     bind_queue(template)
+    pin_accounts(template)
     parameter = template["Parameters"]["NamePrefix"]
     parameter["Default"] = prefix
     parameter["AllowedValues"] = [prefix]

@@ -2,9 +2,11 @@
 
 Chalice reads one policy file per function (`.chalice/policies/<stage>/policy-<function>.json`).
 Policy files cannot hold CloudFormation intrinsics, so the stage's name prefix, secret names, sender
-address and model are baked in from `.chalice/config.json`, and the account is left as `*` (a role
-can only reach its own account's tables, queues and secrets). The region is fixed by DEPLOY_REGION;
-`make package` refuses a deployment to any other region (see infra/pin_stage.py).
+address and model are baked in from `.chalice/config.json`, and the account is written as `*` here.
+`make package` then pins every such ARN of the packaged template to the deploying account
+(`${AWS::AccountId}`, infra/pin_stage.py): the account is never in the stage settings, but the
+template knows it where the policies end up. The region is fixed by DEPLOY_REGION; `make package`
+refuses a deployment to any other region (see infra/pin_stage.py).
 
 Regenerate after changing a stage's settings or what a function touches:
 
@@ -81,9 +83,10 @@ NEEDS: dict[str, Needs] = {
     # Every route: capture, both webhooks, reserve, unsubscribe, the manage page, the widget.
     "api_handler": Needs(
         tables={
-            # by-store-item: a platform's stock webhook names its inventory item, not the SKU. SCAN: a product
-            # deleted on the platform reaches its SKUs (rare, never a shopper's path: chalicelib/tables/catalog.py).
-            "catalog": TableAccess((GET, UPDATE, QUERY, SCAN), ("by-store-item",)),
+            # by-store-item: a platform's stock webhook names its inventory item, not the SKU (a query on the index
+            # only; the table itself is never queried). SCAN: a product deleted on the platform reaches its SKUs
+            # (rare, never a shopper's path: chalicelib/tables/catalog.py).
+            "catalog": TableAccess((GET, UPDATE, SCAN), ("by-store-item",)),
             "requests": TableAccess((GET, QUERY, PUT, UPDATE, DELETE), ("by-contact",)),
             "restocks": TableAccess((GET, PUT, UPDATE)),
             "reservations": TableAccess((GET, UPDATE)),
@@ -94,7 +97,7 @@ NEEDS: dict[str, Needs] = {
         },
         queue=PRODUCE,  # a restock's first job; top-ups for places given up
         secrets=("WEBHOOK_SECRET", "TOKEN_KEY", "CONTACT_HASH_KEY"),
-        alerts=True,  # unknown-SKU attempts
+        # No staff alerts: a tap on an unknown SKU is only counted here; the sweep sends the digest.
         # The platform dialects the stage accepts, and the store a reserve link places its hold on.
         optional_secrets=PLATFORM_SECRETS,
     ),
@@ -103,9 +106,11 @@ NEEDS: dict[str, Needs] = {
             # UPDATE: the mark of units nobody eligible waits for, which a new place reads.
             "catalog": TableAccess((GET, UPDATE)),
             "requests": TableAccess((GET, QUERY, UPDATE)),
+            # CHECK: the idle mark is set or cleared only while the restock's units say so.
             "restocks": TableAccess((GET, UPDATE, CHECK)),
-            "reservations": TableAccess((GET, PUT, DELETE)),
-            "optout": TableAccess((GET, BATCH_GET)),
+            # An offer row is written, or taken back when its notice is refused; never read.
+            "reservations": TableAccess((PUT, DELETE)),
+            "optout": TableAccess((BATCH_GET,)),  # one read per batch of people about to be told
             "audit": TableAccess((PUT,)),
         },
         queue=CONSUME + PRODUCE,  # its trigger; continuation jobs for large restocks
@@ -120,7 +125,7 @@ NEEDS: dict[str, Needs] = {
             # by-contact: a number that replied STOP leaves every list it was on.
             # PUT: a place told about a restock leaves its memory behind when it goes.
             "requests": TableAccess((GET, PUT, UPDATE, DELETE), ("by-expiry", "by-contact")),
-            "restocks": TableAccess((GET, UPDATE), ("by-pending",)),
+            "restocks": TableAccess((UPDATE,), ("by-pending",)),
             "reservations": TableAccess((GET, UPDATE), ("by-due",)),
             "optout": TableAccess((GET, BATCH_GET, PUT)),
             "audit": TableAccess((PUT,)),
@@ -139,7 +144,7 @@ NEEDS: dict[str, Needs] = {
             "catalog": TableAccess((GET, SCAN, UPDATE)),
             # A lowered threshold that the level on hand meets opens a restock and queues its job.
             "restocks": TableAccess((GET, PUT, UPDATE)),
-            "throttle": TableAccess((GET, PUT)),
+            "throttle": TableAccess((PUT,)),  # a lowered threshold's restock: its change id, remembered once
             "audit": TableAccess((PUT,)),
         },
         queue=PRODUCE,
@@ -148,10 +153,10 @@ NEEDS: dict[str, Needs] = {
     # SES bounces, complaints and deliveries: a hard bounce or a complaint opts the address out everywhere.
     "feedback": Needs(
         tables={
-            "catalog": TableAccess((GET, UPDATE)),
+            "catalog": TableAccess((UPDATE,)),  # the waiting count of each list the address leaves
             # by-contact: the address leaves every list it was on; PUT: a told place leaves its memory behind.
             "requests": TableAccess((GET, PUT, UPDATE, DELETE), ("by-contact",)),
-            "restocks": TableAccess((GET, UPDATE)),
+            "restocks": TableAccess((UPDATE,)),
             "reservations": TableAccess((GET, UPDATE)),
             "optout": TableAccess((PUT,)),
             "throttle": TableAccess((PUT,)),  # each event remembered a week, so a redelivery counts once
@@ -289,14 +294,27 @@ def policy(stage: Stage, function: str) -> dict[str, Any]:
     if needs.sms:
         statements.append(
             {
-                "Sid": "SmsAndAlerts",
+                "Sid": "Sms",
                 "Effect": "Allow",
                 "Action": ["sns:Publish"],
-                # An SMS to a phone number has no resource ARN, so Publish cannot be narrowed further.
+                # An SMS to a phone number has no resource ARN, so the Allow cannot be narrowed further.
                 "Resource": "*",
             }
         )
-    elif needs.alerts:
+        statements.append(
+            {
+                "Sid": "SmsOnlyNoTopics",
+                "Effect": "Deny",
+                "Action": ["sns:Publish"],
+                # ...but Publish to a topic (or a platform endpoint) is authorised against its ARN,
+                # arn:${Partition}:sns:${Region}:${Account}:${TopicName} in the Service Authorization Reference
+                # (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonsns.html), and an
+                # explicit Deny overrides any Allow (IAM policy evaluation logic). So this role can text phone
+                # numbers and reach no topic, in any account: the staff alert topic included.
+                "Resource": "arn:aws:sns:*:*:*",
+            }
+        )
+    if needs.alerts:
         statements.append(
             {
                 "Sid": "StaffAlerts",

@@ -212,7 +212,7 @@ def export(ctx: click.Context, contact: str) -> None:
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_context
 def forget(ctx: click.Context, contact: str, yes: bool) -> None:
-    """Erase CONTACT's places and personal data (an opt-out stays, as a keyed hash only)."""
+    """Erase CONTACT's places and personal data, and unlink their audit facts (an opt-out stays, as a keyed hash)."""
     if not yes:
         click.confirm(f"Erase everything about {contact}? This cannot be undone", abort=True)
     report = _desk(ctx).forget(contact)
@@ -222,7 +222,8 @@ def forget(ctx: click.Context, contact: str, yes: bool) -> None:
         "Kept: their opt-out, as a keyed hash, so they stay suppressed."
         if report.kept_optout
         else "No opt-out was on record, so nothing about them is kept.",
-        "Audit facts name them only by keyed hash and stay as the record of what was sent.",
+        f"Took their keyed hash off {report.audit_facts_anonymised} audit fact(s); the facts stay, naming nobody, "
+        "until they expire.",
     ]
     if report.remaining:
         lines.append(f"Warning: {report.remaining} item(s) still found (the index may lag); run forget again.")

@@ -151,6 +151,7 @@ class ForgetReport:
     offers_released: int
     kept_optout: bool
     remaining: int  # places still found afterwards (0 unless the index was behind; run again)
+    audit_facts_anonymised: int = 0  # facts that named them by keyed hash and no longer do
 
 
 @dataclass(frozen=True)
@@ -396,7 +397,8 @@ class SupportDesk:
         )
 
     def forget(self, raw_contact: str) -> ForgetReport:
-        """Erase a person: their places (live or bought), uniqueness items and contact; keep an opt-out's hash.
+        """Erase a person: their places (live or bought), uniqueness items and contact; take their keyed hash off
+        every audit fact; keep an opt-out's hash.
 
         Refused while they hold a unit: the hold belongs to a purchase in progress. Run it again after.
         """
@@ -416,6 +418,9 @@ class SupportDesk:
         # including any whose place was already tidied away.
         for sku in skus:
             self.tables.requests.drop_unique(sku, key, only_ref=None)
+        # Last, so the facts the leaving itself wrote are anonymised too. The facts stay (counts and other
+        # people's explanations read them); they expire with every fact after AUDIT_RETENTION_DAYS.
+        anonymised = self.tables.audit.anonymise_contact(key)
         remaining = len(self.exits.places(key)) + sum(1 for sku in skus if self.tables.requests.get_unique(sku, key))
         return ForgetReport(
             contact_key=key,
@@ -424,6 +429,7 @@ class SupportDesk:
             offers_released=sum(1 for e in exits if e.outcome == RELEASED),
             kept_optout=self.tables.optout.get(key) is not None,
             remaining=remaining,
+            audit_facts_anonymised=anonymised,
         )
 
     def _hold_end(self, place: Request) -> Any:

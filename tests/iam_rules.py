@@ -14,6 +14,8 @@ ANY_RESOURCE_ALLOWED = {
     ("sweep", "sns:ListPhoneNumbersOptedOut"),  # an account-level listing
 }
 MODEL = BEDROCK_PROFILE.split(".", 1)[1]
+# The one Deny a policy may hold: the notifier's, which keeps its Publish-to-any-resource off every topic.
+TOPIC_DENY = {"Effect": "Deny", "Action": ["sns:Publish"], "Resource": "arn:aws:sns:*:*:*"}
 
 
 def as_list(value: Any) -> list[Any]:
@@ -22,8 +24,13 @@ def as_list(value: Any) -> list[Any]:
 
 
 def statements(document: dict[str, Any]) -> list[dict[str, Any]]:
-    """The statements of a policy document."""
-    return as_list(document["Statement"])
+    """The Allow statements of a policy document."""
+    return [s for s in as_list(document["Statement"]) if s.get("Effect") == "Allow"]
+
+
+def denials(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Deny statements of a policy document."""
+    return [s for s in as_list(document["Statement"]) if s.get("Effect") == "Deny"]
 
 
 def actions(document: dict[str, Any]) -> set[str]:
@@ -32,7 +39,7 @@ def actions(document: dict[str, Any]) -> set[str]:
 
 
 def resources_for(document: dict[str, Any], action: str) -> set[str]:
-    """Every resource on which a policy allows one action."""
+    """Every resource on which a policy allows one action (before any Deny)."""
     return {r for s in statements(document) if action in as_list(s["Action"]) for r in as_list(s["Resource"])}
 
 
@@ -53,9 +60,11 @@ def dynamodb_targets(document: dict[str, Any], prefix: str) -> dict[str, set[str
 def violations(function: str, document: dict[str, Any], region: str, prefix: str) -> list[str]:
     """Every way a function's policy breaks the rules (empty when it keeps them all)."""
     found: list[str] = []
-    for s in statements(document):
+    for s in as_list(document["Statement"]):
+        if s.get("Effect") == "Deny" and {k: v for k, v in s.items() if k != "Sid"} == TOPIC_DENY:
+            continue
         if s.get("Effect") != "Allow" or "NotAction" in s or "NotResource" in s or "Principal" in s:
-            found.append(f"{s.get('Sid')}: only plain Allow statements are expected")
+            found.append(f"{s.get('Sid')}: only plain Allow statements (and the notifier's topic Deny) are expected")
         acts = as_list(s.get("Action", []))
         for action in acts:
             if "*" in action:
@@ -64,6 +73,10 @@ def violations(function: str, document: dict[str, Any], region: str, prefix: str
             for action in acts:
                 if (function, action) not in ANY_RESOURCE_ALLOWED:
                     found.append(f"{s.get('Sid')}: {action} on any resource")
+    if "*" in resources_for(document, "sns:Publish") and TOPIC_DENY not in [
+        {k: v for k, v in d.items() if k != "Sid"} for d in denials(document)
+    ]:
+        found.append("Publish on any resource without the Deny that keeps it off topics")
     everything = actions(document)
     bedrock = {a for a in everything if a.startswith("bedrock:")}
     if bedrock and function != "notifier":

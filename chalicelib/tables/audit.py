@@ -15,13 +15,23 @@ from chalicelib.tables.base import TxItem, query_all, transact
 FACTS_PER_TRANSACTION = 25
 # Append-only: a fact is written once and never overwritten.
 APPEND_ONLY = "attribute_not_exists(ts)"
+# Default retention (AUDIT_RETENTION_DAYS): past its `ttl`, DynamoDB's TTL deletes a fact.
+RETENTION_S = 400 * 86400
+# The attributes of a fact that name a person (keyed hashes): erasure removes them.
+PERSON_FIELDS = ("contact_key", "previous_key")
+# Facts read per page while a person's facts are anonymised.
+ERASE_PAGE = 100
 
 
 class AuditTable:
-    """Facts about restocks, notices, holds and refusals. Contacts appear only as keyed hashes."""
+    """Facts about restocks, notices, holds and refusals. Contacts appear only as keyed hashes.
 
-    def __init__(self, table: Any) -> None:
+    Each fact carries a `ttl` (`retention_s` after it was written), so the table keeps a bounded history.
+    """
+
+    def __init__(self, table: Any, retention_s: int = RETENTION_S) -> None:
         self.table = table
+        self.retention_s = retention_s
 
     @property
     def name(self) -> str:
@@ -32,7 +42,14 @@ class AuditTable:
         """One fact as its row, not yet written (for `record_many`)."""
         clean = {k: v for k, v in facts.items() if v is not None and v != ""}
         # 48 random bits after the microsecond: a thousand facts stamped in one instant still never share a key.
-        return {"sku": sku, "ts": f"{iso(now)}#{secrets.token_hex(6)}", "kind": kind, "at": int(now), **clean}
+        return {
+            "sku": sku,
+            "ts": f"{iso(now)}#{secrets.token_hex(6)}",
+            "kind": kind,
+            "at": int(now),
+            **clean,
+            "ttl": int(now) + self.retention_s,
+        }
 
     def record(self, sku: str, kind: str, now: float, **facts: Any) -> dict[str, Any]:
         """Append one fact."""
@@ -74,3 +91,35 @@ class AuditTable:
     def for_sku_since(self, sku: str, since_ts: str) -> list[dict[str, Any]]:
         """The facts about one SKU from `since_ts` (an ISO-8601 prefix of `ts`) on, in time order."""
         return list(query_all(self.table, KeyConditionExpression=Key("sku").eq(sku) & Key("ts").gte(since_ts)))
+
+    def anonymise_contact(self, contact_key: str) -> int:
+        """Take one person's keyed hash off every fact that names them; how many facts were changed.
+
+        The facts stay (restock counts and other people's explanations are built from them) but no longer say
+        whose they were, so they also leave the "by-contact" index. Found through that index a page at a time,
+        never a scan; each change is conditional on the fact still naming this person. Staff only (`bisn forget`,
+        support/desk.py): the functions' roles may only append to this table, so none of them could run it.
+        """
+        changed = 0
+        kwargs: dict[str, Any] = {
+            "IndexName": "by-contact",
+            "KeyConditionExpression": Key("contact_key").eq(contact_key),
+            "ProjectionExpression": "sku, ts",
+            "Limit": ERASE_PAGE,
+        }
+        while True:
+            page = self.table.query(**kwargs)
+            for item in page.get("Items", []):
+                try:
+                    self.table.update_item(
+                        Key={"sku": item["sku"], "ts": item["ts"]},
+                        UpdateExpression="REMOVE " + ", ".join(PERSON_FIELDS),
+                        ConditionExpression="contact_key = :k",
+                        ExpressionAttributeValues={":k": contact_key},
+                    )
+                    changed += 1
+                except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+                    continue  # the index was behind: already anonymised
+            if "LastEvaluatedKey" not in page:
+                return changed
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -26,9 +26,10 @@ class Tables:
     transactions through `run`, never through a table's own client.
     """
 
-    def __init__(self, aws: Aws, full_name: Callable[[str], str]) -> None:
+    def __init__(self, aws: Aws, full_name: Callable[[str], str], *, audit_retention_days: int = 400) -> None:
         self._aws = aws
         self._full_name = full_name
+        self._audit_retention_s = audit_retention_days * 86400
 
     @property
     def client(self) -> Any:
@@ -94,4 +95,4 @@ class Tables:
         """bisn-audit."""
         from chalicelib.tables.audit import AuditTable
 
-        return AuditTable(self._table("audit"))
+        return AuditTable(self._table("audit"), retention_s=self._audit_retention_s)

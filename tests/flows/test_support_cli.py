@@ -74,6 +74,7 @@ def test_forget_asks_first_then_erases(services: Services, clock: FixedClock) ->
     assert services.tables.requests.get(s.sku, s.requests[0].joined_ts) is not None
     out = ok(services, "forget", "+447400100000", "--yes")
     assert "Erased 1 request(s) and 1 uniqueness item(s)" in out
+    assert "Took their keyed hash off 1 audit fact(s)" in out  # the fact their leaving wrote
     assert services.tables.requests.get(s.sku, s.requests[0].joined_ts) is None
 
 

@@ -15,10 +15,10 @@ import pytest
 
 from chalicelib.config import NOTIFIER_MAX_CONCURRENCY
 from infra import policies
-from infra.pin_stage import PackageError, pin
+from infra.pin_stage import ANY_ACCOUNT, PackageError, own_account, pin
 from infra.policies import DEPLOY_REGION, FUNCTIONS
 from infra.stages import load_config, stage_env
-from tests.iam_rules import violations
+from tests.iam_rules import as_list, violations
 from tests.support import ROOT
 
 BIN = Path(sys.executable).parent
@@ -95,8 +95,12 @@ def test_every_function_is_packaged_for_arm64_with_its_own_role(package: Package
 @pytest.mark.parametrize("function", FUNCTIONS)
 def test_each_role_carries_exactly_its_policy_file_and_keeps_the_rules(package: Package, function: str) -> None:
     document = package.role_policy(function)
-    assert document == json.loads(policies.policy_path(package.stage, function).read_text())
-    assert violations(function, document, DEPLOY_REGION, package.prefix) == []
+    written = json.loads(policies.policy_path(package.stage, function).read_text())
+    # The policy file, with each ARN's account pinned to the one the stack is deployed to.
+    assert document == own_account(written)
+    assert violations(function, written, DEPLOY_REGION, package.prefix) == []
+    plain = [r for s in document["Statement"] for r in as_list(s["Resource"]) if isinstance(r, str)]
+    assert [r for r in plain if ANY_ACCOUNT.match(r)] == [], "an ARN still names any account"
 
 
 def test_only_the_roles_of_the_functions_exist_and_none_has_managed_policies(package: Package) -> None:

@@ -273,6 +273,40 @@ def test_forget_leaves_no_personal_data_readable(
     assert topup.kind == "topup"
 
 
+def test_forget_takes_their_keyed_hash_off_every_audit_fact_and_keeps_the_facts(
+    services: Services, clock: FixedClock
+) -> None:
+    s = scene(services, clock, units=1, people=2)
+    notify(s, s.restock)  # notice facts for the first person
+    key, other = s.requests[0].contact_key, s.requests[1].contact_key
+    named = services.tables.audit.for_contact(key)
+    assert named, "the scene wrote facts naming them"
+    facts_before = len(services.tables.audit.for_sku(s.sku))
+    others_before = services.tables.audit.for_contact(other)
+
+    report = desk_for(services).forget(s.requests[0].contact)
+
+    # Every fact that named them, including the one the erasure itself wrote, no longer does.
+    assert report.audit_facts_anonymised == len(named) + 1
+    assert services.tables.audit.for_contact(key) == []
+    assert key not in json.dumps(services.tables.audit.for_sku(s.sku), default=str)
+    # The facts stay (the restock's story and other people's explanations are read from them).
+    assert len(services.tables.audit.for_sku(s.sku)) == facts_before + 1
+    assert services.tables.audit.for_contact(other) == others_before
+    # A second run finds nothing left to change.
+    assert desk_for(services).forget(s.requests[0].contact).audit_facts_anonymised == 0
+
+
+def test_audit_facts_expire_after_the_retention(services: Services, clock: FixedClock) -> None:
+    s = scene(services, clock, units=1, people=1)
+    notify(s, s.restock)
+    facts = services.tables.audit.for_sku(s.sku)
+    assert facts
+    retention = services.settings.audit_retention_days * 86400
+    assert services.settings.audit_retention_days == 400
+    assert all(int(f["ttl"]) == int(f["at"]) + retention for f in facts)
+
+
 def test_forget_waits_for_a_hold_to_end(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=1)
     token = s.offer(0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import fnmatch
 import json
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from infra import policies
+from infra.pin_stage import ANY_ACCOUNT, own_account
 from infra.policies import DEPLOY_REGION, FUNCTIONS
 from infra.stages import load_config, stage_env
 from tests.iam_rules import (
@@ -17,6 +19,7 @@ from tests.iam_rules import (
     STAFF_ONLY,
     actions,
     aws_calls_in,
+    denials,
     dynamodb_targets,
     resources_for,
     statements,
@@ -261,3 +264,43 @@ def test_any_resource_is_allowed_only_for_calls_that_have_no_resource() -> None:
     found = violations("api_handler", bad, DEPLOY_REGION, "bisn")
     assert any("wildcard action" in f for f in found)
     assert any("on any resource" in f for f in found)
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_the_notifier_texts_phone_numbers_but_its_publish_reaches_no_topic(stage: str) -> None:
+    document = policy(stage, "notifier")
+    assert resources_for(document, "sns:Publish") == {"*"}, "a phone number has no ARN"
+    (deny,) = denials(document)
+    assert (deny["Action"], deny["Resource"]) == (["sns:Publish"], "arn:aws:sns:*:*:*")
+    # IAM matches * in a Resource against any run of characters, so every topic ARN, in any region or account,
+    # falls under the Deny: the stage's own alert topic and the SES feedback topic included.
+    topics = [
+        stage_env(stage, CONFIG)["ALERT_TOPIC_ARN"],
+        f"arn:aws:sns:{DEPLOY_REGION}:111122223333:{prefix(stage)}-ses-feedback",
+        "arn:aws:sns:us-east-1:444455556666:someone-elses-topic",
+    ]
+    assert all(fnmatch.fnmatchcase(topic, deny["Resource"]) for topic in topics)
+    # Only the notifier may Publish to any resource, and no other function needs a Deny.
+    assert [f for f in FUNCTIONS if denials(policy(stage, f))] == ["notifier"]
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_only_the_sweep_publishes_staff_alerts(stage: str) -> None:
+    alert_topic = f"arn:aws:sns:{DEPLOY_REGION}:*:{prefix(stage)}-alerts"
+    senders = [f for f in FUNCTIONS if alert_topic in resources_for(policy(stage, f), "sns:Publish")]
+    assert senders == ["sweep"]
+    assert "sns:Publish" not in actions(policy(stage, "api_handler"))
+
+
+@pytest.mark.parametrize(("stage", "function"), EVERY_POLICY)
+def test_make_package_names_the_deploying_account_in_every_regional_arn(stage: str, function: str) -> None:
+    pinned = own_account(policy(stage, function))
+    for statement in pinned["Statement"]:
+        for resource in statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]:
+            if isinstance(resource, dict):
+                (text,) = resource.values()
+                assert ":${AWS::AccountId}:" in text and ":*:" not in text.split("${AWS::AccountId}")[0]
+            else:
+                # Left as written: no region (Bedrock's models), any resource, or the Deny on every topic.
+                assert not ANY_ACCOUNT.match(resource), resource
+    assert [s["Resource"] for s in pinned["Statement"] if s["Effect"] == "Deny"] in ([], ["arn:aws:sns:*:*:*"])
