@@ -112,7 +112,7 @@ _NUMBER_WORD = r"(?:\d+|one|two|three|four|five|six|ten)"
 # Spelled-out deals: half price, fifty percent off, 2 for 1, buy one get one.
 DISCOUNT = re.compile(
     rf"(\bhalf[\s-]*(?:price|off)\b|(?:%|\bper\s*cent\b|\bpercent\b|\bpct\b)\s*off\b|\boff\s+(?:the\s+)?(?:rrp|price)\b"
-    rf"|\b{_NUMBER_WORD}(?:\s*for\s*|\s+4\s+){_NUMBER_WORD}\b|\bbuy\s+\w+\s+(?:and\s+)?get\b|\bbogof?\b|\bdiscount"
+    rf"|\b{_NUMBER_WORD}(?:\s*for\s*|\s+4\s+){_NUMBER_WORD}\b|\bbuy\s+\w+[\s,]+(?:and\s+)?get\b|\bbogof?\b|\bdiscount"
     rf"|\bcoupon|\bpromo|\bvoucher|\bclearance\b|\bsale\b)"
 )
 # What copy must never promise: a guaranteed or set-aside unit, free things, deals, scarcity it cannot know.
