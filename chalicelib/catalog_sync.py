@@ -5,16 +5,19 @@ The feed is JSON, fetched from CATALOG_URL (HTTPS with `Authorization: Bearer <C
 
     {"products": [                      (a bare JSON array of products is accepted too)
       {"sku": "WW-THROW-OAT",           required; letters, digits and . _ : / - ; at most 64
-       "name": "Oatmeal merino throw",  required; at most 200 characters
+       "name": "Oatmeal merino throw",  required; at most 200 characters; no web or email address or host, price,
+                                        discount or promise (chalicelib/wording.check_name)
        "threshold": 1,                  units in stock before anyone is told; 1..10000, default 1
        "hold_window_s": 900,            how long a tapped link holds a unit; 60..86400, default 900
        "offer_window_s": 3600,          how long a notice's link stays live; 300..604800, default 3600
-       "voice": "warm and plain",       tone for the message copy; at most 200 characters, default "friendly"
+       "voice": "warm",                 tone of the message copy, one of wording.TONES, default "friendly"; free
+                                        text (at most 200 characters) is kept as the first tone or near word it
+                                        names ("warm and plain" -> "warm"), and refused when it names none
        "checkout_url": "https://shop.example/checkout?sku={sku}&reservation={reservation_id}"}
     ]}                                  required; http(s); must contain {reservation_id}; may contain {sku}
 
 A stage on Shopify or WooCommerce (PLATFORM) reads the platform's own catalogue instead (chalicelib/platforms):
-each variant with a SKU becomes a product with its name, product URL, image, price and the platform's ids; its
+each variant with a SKU becomes a product with its name (checked as a feed's is), product URL, image, price and the platform's ids; its
 threshold and windows are the shop's own settings (defaults at first, then whatever staff set), never the
 platform's. The platform's product webhooks apply the same entries between syncs (`apply_store_entries`).
 
@@ -46,6 +49,7 @@ from chalicelib.errors import BadRequest
 from chalicelib.platforms.base import CatalogEntry, Catalogue, CatalogUnavailable
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.catalog import Product as CatalogProduct
+from chalicelib.wording import DEFAULT_TONE, check_name, check_voice
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +122,7 @@ def _optional_url(value: str | None, key: str) -> str | None:
 def parse_store_entry(entry: CatalogEntry) -> StoreProduct:
     """Validate one platform catalogue entry (pure); BadRequest says what is wrong."""
     sku = parse_sku(entry.sku)
-    name = _text({"name": entry.name}, "name", MAX_NAME_LEN)
+    name = check_name(_text({"name": entry.name}, "name", MAX_NAME_LEN))
     ids: dict[str, str] = {}
     for key, value in entry.ids.items():
         text = str(value)
@@ -236,8 +240,8 @@ def parse_product(entry: Any) -> Product:
     numbers = {key: _number(entry, key, default, lo, hi) for key, default, lo, hi in NUMBERS}
     return Product(
         sku=parse_sku(entry.get("sku")),
-        name=_text(entry, "name", MAX_NAME_LEN),
-        voice=_text(entry, "voice", MAX_VOICE_LEN, default="friendly"),
+        name=check_name(_text(entry, "name", MAX_NAME_LEN)),
+        voice=check_voice(_text(entry, "voice", MAX_VOICE_LEN, default=DEFAULT_TONE)),
         checkout_url=_checkout_url(entry),
         **numbers,
     )

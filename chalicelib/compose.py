@@ -1,5 +1,11 @@
 """Message composition: the facts a restock's copy is written from, the copy itself, and the whole SMS and
-email each recipient gets. The same functions build what the copy rules check and what is sent."""
+email each recipient gets. The same functions build what the copy rules check and what is sent.
+
+Copy is written with placeholders, never with the names themselves: {product} and {shop} become the catalogue's
+product name and the shop's name, and {link} each recipient's reserve link, only here, when each message is put
+together (escaped for HTML in the email's HTML part). Whatever a name holds, it is never an instruction to the
+model that writes the copy, and a name is substituted in one pass, so a name holding "{link}" stays text.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +15,22 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from chalicelib.senders import EMAIL, STOP_LINE, Notice
-from chalicelib.sms import is_gsm, to_gsm
+from chalicelib.sms import is_gsm, sms_segments, to_gsm
 from chalicelib.tables.catalog import Product
+from chalicelib.wording import DEFAULT_TONE, tone_of
 
 LINK = "{link}"
+PRODUCT = "{product}"
+SHOP = "{shop}"
+PLACEHOLDERS = (LINK, PRODUCT, SHOP)
+PLACEHOLDER = re.compile(r"\{(link|product|shop)\}")
+# The whole SMS as sent (shop, copy, reserve link, window, manage link, and the STOP line when two-way) with
+# real-length links. Two signed links of about 130 characters each leave no way into 2 GSM-7 segments (306):
+# that needs shorter links (docs/NOTICES.md).
+SMS_TOTAL_SEGMENTS = 3
+MAX_SUBJECT = 100
+# A long product name is shortened, in the SMS only, until the whole SMS fits its segments.
+SMS_PRODUCT_LIMITS = (80, 60, 40, 24, 12)
 # How the SMS ends depends on whether a reply can reach us (SMS_TWO_WAY): with a two-way origination identity
 # (a number or pool that receives replies) the manage link and "Reply STOP"; without one, a reply goes nowhere,
 # so the manage link, where the shopper can stop everything, is the opt-out and says so.
@@ -23,7 +41,8 @@ SHOP_NAME_LIMIT = 40  # the frame's shop name, shortened beyond this so the copy
 
 @dataclass(frozen=True)
 class Copy:
-    """The text of one restock's notices, with LINK where each recipient's reserve link goes."""
+    """The text of one restock's notices, with LINK where each recipient's reserve link goes and PRODUCT and SHOP
+    where the names go (a copy cached before placeholders were used holds the names and fills the same way)."""
 
     sms: str
     email_subject: str
@@ -48,7 +67,8 @@ class Copy:
 
 @dataclass(frozen=True)
 class Facts:
-    """What the copy may say: names and the two time windows, in words."""
+    """What a restock's messages say: the names (substituted when composing, never given to the model), the tone
+    (one of wording.TONES) and the two time windows, in words."""
 
     product: str
     shop: str
@@ -72,15 +92,16 @@ def facts_for(product: Product, shop: str) -> Facts:
     return Facts(
         product=(product.name or product.sku or "your item").strip(),
         shop=shop,
-        voice=product.voice or "friendly",
+        voice=tone_of(product.voice) or DEFAULT_TONE,  # a value stored before tones were fixed maps to its tone
         offer_window=window_words(product.offer_window_s or 3600),
         hold_window=window_words(product.hold_window_s or 900),
     )
 
 
-def fill(text: str, url: str) -> str:
-    """Put a recipient's link where the placeholder is."""
-    return text.replace(LINK, url)
+def fill(text: str, *, link: str, product: str, shop: str) -> str:
+    """Put a recipient's link and the names where the placeholders are, in one pass."""
+    values = {LINK: link, PRODUCT: product, SHOP: shop}
+    return PLACEHOLDER.sub(lambda found: values[found.group(0)], text)
 
 
 def gsm_only(text: str) -> str:
@@ -101,16 +122,24 @@ def sms_shop(shop: str) -> str:
 def compose_sms(copy_sms: str, facts: Facts, reserve_url: str, manage_url: str, *, two_way: bool) -> str:
     """The whole SMS: the shop's name, the copy with its link, how long the link lasts, then the opt-out.
 
+    The product's name goes where the copy says {product}, shortened until the whole SMS fits its segments.
     The shop and the offer window are written here, around the copy, not asked of the copy: whatever the model
     wrote (or a copy cached before a window changed), every SMS names who sent it and how long the offer lasts,
     from the facts of this very offer. A copy that already starts with the shop's name is not prefixed twice.
     """
     shop = sms_shop(facts.shop)
-    body = fill(copy_sms, reserve_url)
-    lead = "" if not shop or body.startswith(shop) else f"{shop}: "
     window = f"Link valid for {gsm_only(facts.offer_window)}."
     ending = f"{MANAGE_LABEL}{manage_url}\n{STOP_LINE}" if two_way else f"{OPT_OUT_LABEL}{manage_url}"
-    return f"{lead}{body}\n{window}\n{ending}"
+    product = gsm_only(facts.product).strip()
+    text = ""
+    for limit in (None, *SMS_PRODUCT_LIMITS):
+        name = product if limit is None else shorten(product, limit)
+        body = fill(copy_sms, link=reserve_url, product=name, shop=shop)
+        lead = "" if not shop or body.startswith(shop) else f"{shop}: "
+        text = f"{lead}{body}\n{window}\n{ending}"
+        if PRODUCT not in copy_sms or sms_segments(text) <= SMS_TOTAL_SEGMENTS:
+            break
+    return text
 
 
 def email_html(text: str) -> str:
@@ -142,18 +171,25 @@ def compose_email(
     """The whole email for one recipient: greeting, the copy with their link, and a footer with their links."""
     greeting = f"Hi {name}," if name else "Hello,"
     why = f"You asked {facts.shop} to tell you when {facts.product} was back in stock."
+    names = {"product": facts.product, "shop": facts.shop}
     text = (
-        f"{greeting}\n\n{fill(copy.email_text, reserve_url)}\n\n--\n{why}\n"
+        f"{greeting}\n\n{fill(copy.email_text, link=reserve_url, **names)}\n\n--\n{why}\n"
         f"Manage your alerts: {manage_url}\nUnsubscribe: {unsubscribe_url}\n"
     )
     safe = {k: html.escape(v, quote=True) for k, v in (("r", reserve_url), ("m", manage_url), ("u", unsubscribe_url))}
+    escaped = {k: html.escape(v, quote=True) for k, v in names.items()}
     body_html = (
         '<!doctype html><html><body style="font-family:sans-serif;line-height:1.5;color:#111827">'
-        f"<p>{html.escape(greeting)}</p>\n{fill(copy.email_html, safe['r'])}\n"
+        f"<p>{html.escape(greeting)}</p>\n{fill(copy.email_html, link=safe['r'], **escaped)}\n"
         f'<hr><p style="font-size:12px;color:#6b7280">{html.escape(why)}<br>'
         f'<a href="{safe["m"]}">Manage your alerts</a> · <a href="{safe["u"]}">Unsubscribe</a></p>'
         "</body></html>"
     )
     return Notice(
-        channel=EMAIL, to=to, subject=copy.email_subject, text=text, html=body_html, unsubscribe_url=unsubscribe_url
+        channel=EMAIL,
+        to=to,
+        subject=shorten(" ".join(fill(copy.email_subject, link="", **names).split()), MAX_SUBJECT),
+        text=text,
+        html=body_html,
+        unsubscribe_url=unsubscribe_url,
     )

@@ -1,34 +1,38 @@
-"""Copy rules: the checks a model's copy must pass (the link exactly once, no other links, the whole SMS within
-its segment budget, no promise the system cannot keep), and the plain template used whenever it does not (pure)."""
+"""Copy rules: the checks a model's copy must pass (the placeholders exactly as asked, no links or hosts of its own,
+the whole SMS within its segment budget, no promise the system cannot keep), and the plain template used whenever
+it does not (pure).
+
+The model writes {product} and {shop} for the names and {link} for the link (chalicelib/compose.py fills them in);
+any other placeholder, or a required one missing, refuses the copy. The words it writes itself are read folded
+(chalicelib/wording.py: NFKC, invisible characters dropped, look-alike letters made Latin), so a host spelled with
+fullwidth dots, zero-width spaces or Cyrillic letters is still a host, and "half price" is still a discount.
+"""
 
 from __future__ import annotations
 
 import json
 import re
 
-from chalicelib.compose import LINK, Copy, Facts, compose_sms, email_html, gsm_only, shorten
+from chalicelib.compose import (
+    LINK,
+    MAX_SUBJECT,
+    PLACEHOLDER,
+    PRODUCT,
+    SHOP,
+    SMS_TOTAL_SEGMENTS,
+    Copy,
+    Facts,
+    compose_sms,
+    email_html,
+)
 from chalicelib.sms import is_gsm, sms_segments, to_gsm
+from chalicelib.wording import find_deal, find_host, fold
+
+__all__ = ["MAX_SUBJECT", "SMS_TOTAL_SEGMENTS", "CopyRejected", "parse_model_text", "template_copy", "validate"]
 
 BEDROCK = "bedrock"
 TEMPLATE = "template"
-# The whole SMS as sent (shop, copy, reserve link, window, manage link, and the STOP line when two-way) with
-# real-length links. Two signed links of about 130 characters each leave no way into 2 GSM-7 segments (306):
-# that needs shorter links (docs/NOTICES.md).
-SMS_TOTAL_SEGMENTS = 3
-MAX_SUBJECT = 100
 MAX_EMAIL_BODY = 1500
-
-URL_PATTERN = re.compile(
-    r"(https?://|www\.|\w@\w|\b[a-z0-9-]+\.(com|net|org|io|co|uk|shop|store|app|ly|me|info|biz|xyz|link|site|online|eu)\b)",
-    re.IGNORECASE,
-)
-# Promises the system cannot keep: a guaranteed or set-aside unit, prices and deals, scarcity it does not know.
-FORBIDDEN = re.compile(
-    r"(guarantee|promise|reserved for you|saved for you|set aside|kept for you|yours until|exclusive|discount|"
-    r"coupon|promo|voucher|%\s*off|\bfree\b|\bsale\b|\bprice|\bdeal\b|[£$€¥]|\bonly\s+\w+\s+left|\blast\s+(one|few)\b|"
-    r"\bunits?\s+left|\bin\s+stock\s+until\b)",
-    re.IGNORECASE,
-)
 
 
 class CopyRejected(ValueError):
@@ -40,9 +44,8 @@ class CopyRejected(ValueError):
 
 
 def _strip_known(text: str, facts: Facts) -> str:
-    """The text without the placeholder and the names and windows we supplied (they may hold digits or dots)."""
-    for known in (LINK, facts.product, to_gsm(facts.product), facts.shop, to_gsm(facts.shop)):
-        text = text.replace(known, " ")
+    """The text without the placeholders and the windows we supplied (they hold digits)."""
+    text = PLACEHOLDER.sub(" ", text)
     for window in (facts.offer_window, facts.hold_window):
         text = text.replace(window, " ")
     return text
@@ -52,14 +55,15 @@ def _check_common(field: str, text: str, facts: Facts) -> None:
     if not text.strip():
         raise CopyRejected(f"{field}_empty")
     rest = _strip_known(text, facts)
-    if URL_PATTERN.search(rest):
+    if find_host(rest, spelled_dots=True) is not None:
         raise CopyRejected(f"{field}_foreign_url")
-    if FORBIDDEN.search(rest):
+    if find_deal(rest, copy=True) is not None:
         raise CopyRejected(f"{field}_forbidden_promise")
-    if "{" in rest or "}" in rest:
+    folded = fold(rest)
+    if "{" in folded or "}" in folded:
         raise CopyRejected(f"{field}_stray_placeholder")
-    # Digits beyond the windows and names we gave are invented: a price, a time, a stock count.
-    if re.search(r"\d", rest):
+    # Digits beyond the windows we gave are invented: a price, a time, a stock count.
+    if re.search(r"\d", folded):
         raise CopyRejected(f"{field}_invented_number")
 
 
@@ -120,34 +124,31 @@ def validate(raw: dict[str, str], facts: Facts, reserve_sample: str, manage_samp
         raise CopyRejected("subject_too_long")
     if len(body) > MAX_EMAIL_BODY:
         raise CopyRejected("email_too_long")
+    # Every message names the product; the shop may be named ({shop}), and the SMS frame names it anyway.
+    for field, text in (("sms", sms), ("email", body), ("subject", subject)):
+        if PRODUCT not in text:
+            raise CopyRejected(f"{field}_no_product")
     return Copy(sms=sms, email_subject=subject, email_text=body, email_html=email_html(body), source=BEDROCK)
 
 
 # --- The template: plain, friendly, always valid.
 
 
-def template_copy(facts: Facts, reserve_sample: str, manage_sample: str, *, two_way: bool) -> Copy:
-    """The plain copy used when the model is off, fails, or says something it must not.
+def template_copy(facts: Facts) -> Copy:
+    """The plain copy used when the model is off, fails, or says something it must not; it passes `validate`.
 
-    The SMS copy leaves the shop's name and the offer window to the frame compose_sms puts around it."""
-    product, shop = facts.product, facts.shop
+    Like the model's, it holds placeholders for the names. The SMS copy leaves the shop's name and the offer window
+    to the frame compose_sms puts around it, which also shortens a long product name until the SMS fits."""
     body = (
-        f"Good news: {product} is back in stock at {shop}.\n\n"
+        f"Good news: {PRODUCT} is back in stock at {SHOP}.\n\n"
         f"Use the link below within {facts.offer_window} to hold one for {facts.hold_window} while you check out:"
         f"\n\n{LINK}\n\n"
         "If you don't use it in time, it passes to the next person waiting."
     )
-    sms = ""
-    # A long product name is shortened until the SMS fits; the link and the windows always stay.
-    for limit in (80, 60, 40, 24, 12):
-        sms = gsm_only(
-            f"{shorten(product, limit)} is back. Tap to hold one for {facts.hold_window} while you check out: {LINK}"
-        )
-        if fits(sms, facts, reserve_sample, manage_sample, two_way=two_way):
-            break
+    sms = f"{PRODUCT} is back. Tap to hold one for {facts.hold_window} while you check out: {LINK}"
     return Copy(
         sms=sms,
-        email_subject=shorten(f"{product} is back in stock", MAX_SUBJECT),
+        email_subject=f"{PRODUCT} is back in stock",
         email_text=body,
         email_html=email_html(body),
         source=TEMPLATE,

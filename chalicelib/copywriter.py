@@ -1,8 +1,11 @@
 """Message copy for a restock: one Bedrock Converse call, checked against what the system can promise.
 
-The copy carries the placeholder LINK where each recipient's reserve link goes. Anything the model returns
-that breaks a rule (link missing or doubled, other links, an SMS that would need more than its segment budget,
-prices, guarantees, invented times) is replaced by a plain template, and a metric says so.
+The model is told the tone and the two windows, never the product's or the shop's name: it writes the
+placeholders {product} and {shop} where the names go and LINK where each recipient's reserve link goes, and the
+names are put in only when each message is composed (chalicelib/compose.py). So nothing a catalogue name or a
+shop's setting holds is ever read by the model as an instruction. Anything the model returns that breaks a rule
+(a placeholder missing, doubled or unknown, other links or hosts, an SMS that would need more than its segment
+budget, prices, discounts, guarantees, invented times) is replaced by a plain template, and a metric says so.
 """
 
 from __future__ import annotations
@@ -14,13 +17,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from chalicelib.compose import LINK, Copy, Facts, facts_for
+from chalicelib.compose import LINK, PRODUCT, SHOP, Copy, Facts, facts_for
 from chalicelib.config import Settings
 from chalicelib.copy_rules import CopyRejected, parse_model_text, template_copy, validate
 from chalicelib.links import Links
 from chalicelib.metrics import FALLBACK_COPY, Metrics
 from chalicelib.tables.catalog import Product
 from chalicelib.tables.restocks import Restock, RestocksTable
+from chalicelib.wording import DEFAULT_TONE, TONES
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +32,9 @@ SYSTEM_PROMPT = (
     "You write short, honest back-in-stock notices for an independent shop. "
     "Reply with one JSON object only, with the keys sms, email_subject and email_body. "
     f"Put the placeholder {LINK} exactly once in sms and exactly once in email_body, and nowhere else. "
+    f"You are not told the product's name or the shop's name: write {PRODUCT} wherever the product's name goes "
+    f"(at least once in each of sms, email_subject and email_body) and {SHOP} wherever the shop's name goes; "
+    "both are filled in later. Use no other placeholders and no braces. "
     "Write no other links, web addresses or email addresses, no prices, discounts, offers or numbers of items, "
     "no guarantees, and no times other than the two windows you are given. Do not say an item is reserved, "
     "saved or set aside for the reader: the link holds one only when they use it in time. "
@@ -37,9 +44,10 @@ SYSTEM_PROMPT = (
 
 
 def user_prompt(facts: Facts) -> str:
-    """The request for one restock's copy."""
+    """The request for one restock's copy: the tone and the windows only, never a name (they are placeholders)."""
+    tone = facts.voice if facts.voice in TONES else DEFAULT_TONE
     return (
-        f"Shop: {facts.shop}\nProduct: {facts.product}\nVoice: {facts.voice}\n"
+        f"Tone: {tone} ({TONES[tone]})\n"
         f"The link can be used for {facts.offer_window}; using it holds one item for {facts.hold_window} "
         "while the reader checks out. If unused it passes to the next person waiting.\n"
         "Write the notice."
@@ -86,7 +94,7 @@ class Copywriter:
     def write(self, facts: Facts, metrics: Metrics) -> Copy:
         """New copy for these facts: the model's when it passes every rule, the template otherwise."""
         if self.bedrock is None:
-            return template_copy(facts, self.reserve_sample, self.manage_sample, two_way=self.settings.sms_two_way)
+            return template_copy(facts)
         try:
             response = self.bedrock.converse(
                 modelId=self.settings.bedrock_model_id,
@@ -111,4 +119,4 @@ class Copywriter:
         log.warning("copy fell back to the template: %s", reason)
         metrics.count(FALLBACK_COPY)
         metrics.metadata("copy_fallback_reason", reason)
-        return template_copy(facts, self.reserve_sample, self.manage_sample, two_way=self.settings.sms_two_way)
+        return template_copy(facts)

@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chalicelib.compose import LINK
+from chalicelib.compose import LINK, PRODUCT, SHOP
 from chalicelib.config import Settings
 
 
 class FakeBedrock:
     """A stand-in for the Bedrock runtime client (local stage and tests): fixed text, or a given failure.
 
-    Without fixed text it answers the way a model asked by user_prompt would, naming the product, so the
-    local demo's notices read like real ones.
+    Without fixed text it answers the way a model asked by user_prompt would: with the placeholders for the names,
+    which composing fills in, so the local demo's notices read like real ones.
     """
 
     def __init__(self, text: str | None = None, error: Exception | None = None, stop_reason: str = "end_turn") -> None:
@@ -23,16 +23,14 @@ class FakeBedrock:
         self.calls: list[dict[str, Any]] = []
 
     @staticmethod
-    def written_for(prompt: str) -> str:
-        """The fake's notice for one prompt: the product by name, the link once."""
-        fields = dict(line.split(": ", 1) for line in prompt.splitlines() if ": " in line)
-        product = fields.get("Product", "The item you asked us to watch")
+    def written() -> str:
+        """The fake's notice: the product and the shop as placeholders (the prompt holds no names), the link once."""
         return json.dumps(
             {
-                "sms": f"Good news: {product} is back! Tap soon to hold one while you check out: {LINK}",
-                "email_subject": f"{product} is back in stock",
+                "sms": f"Good news: {PRODUCT} is back! Tap soon to hold one while you check out: {LINK}",
+                "email_subject": f"{PRODUCT} is back in stock",
                 "email_body": (
-                    f"{product} is back in stock, and you asked to be told first.\n\n"
+                    f"{PRODUCT} is back in stock at {SHOP}, and you asked to be told first.\n\n"
                     f"Tap the link to hold one while you check out:\n\n{LINK}\n\n"
                     "If you don't use it in time, it passes to the next person waiting."
                 ),
@@ -46,8 +44,7 @@ class FakeBedrock:
             raise self.error
         text = self.text
         if text is None:
-            prompt = "".join(str(b.get("text", "")) for m in kwargs.get("messages", []) for b in m.get("content", []))
-            text = self.written_for(prompt)
+            text = self.written()
         content = [{"text": text}] if text else []
         return {
             "output": {"message": {"role": "assistant", "content": content}},

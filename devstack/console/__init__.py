@@ -14,6 +14,7 @@ from flask import Flask, Response, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
 from chalicelib.errors import BadRequest, DomainError
+from chalicelib.wording import TONES
 from devstack import views
 from devstack.console import validate
 from devstack.stack import NotAvailable, Stack
@@ -271,7 +272,7 @@ def create_console(stack: Stack, *, origins: Iterable[str] = ()) -> Flask:
 
     @app.get("/controls")
     def controls_page() -> Any:
-        return page("controls", products=views.products(stack.services))
+        return page("controls", products=views.products(stack.services), tones=TONES)
 
     @app.get("/audit")
     def audit_page() -> Any:

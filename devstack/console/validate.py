@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 from chalicelib.capture import parse_sku
 from chalicelib.errors import BadRequest
 from chalicelib.tables.catalog import PRODUCT_FIELDS
+from chalicelib.wording import check_name, check_voice
 
 INT_LIMITS = {
     "threshold": (1, 1_000_000),
@@ -95,7 +96,8 @@ def product_settings(body: dict[str, Any], *, creating: bool) -> dict[str, Any]:
             raise BadRequest(f"{field} must be at most {limit} characters.", code="field_too_long")
         if any(ord(c) < 32 for c in value):
             raise BadRequest(f"{field} may not contain control characters.", code="invalid_field")
-        settings[field] = checkout_url(value) if field == "checkout_url" else value
+        checks = {"checkout_url": checkout_url, "name": check_name, "voice": check_voice}
+        settings[field] = checks[field](value)
     if not settings:
         raise BadRequest("Send at least one setting to change.", code="invalid_body")
     return settings

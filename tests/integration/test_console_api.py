@@ -20,6 +20,7 @@ from chalicelib.config import settings_from_env
 from chalicelib.jobs import Job
 from chalicelib.webhooks import verify
 from chalicelib.wiring import Services
+from chalicelib.wording import TONES
 from devstack import demo, outbox
 from devstack.clocks import FixedClock
 from devstack.console import create_console
@@ -460,7 +461,7 @@ def test_put_catalog_creates_a_product_then_updates_it(console: FlaskClient, sta
     assert updated.status_code == 200
     product = stack_services.tables.catalog.get("NEW-LAMP")
     assert product is not None
-    assert (product.threshold, product.voice, product.name) == (4, "brisk", PRODUCT["name"])
+    assert (product.threshold, product.voice, product.name) == (4, "plain", PRODUCT["name"])  # brisk: its tone
     assert product.checkout_url == PRODUCT["checkout_url"]
 
 
@@ -476,6 +477,9 @@ def test_put_catalog_creates_a_product_then_updates_it(console: FlaskClient, sta
         ({**PRODUCT, "name": ""}, "missing_field"),
         ({**PRODUCT, "name": "x" * 121}, "field_too_long"),
         ({**PRODUCT, "voice": 5}, "invalid_field"),
+        ({**PRODUCT, "voice": "shouty"}, "invalid_field"),
+        ({**PRODUCT, "name": "Lamp, see lamp．shop"}, "invalid_field"),
+        ({**PRODUCT, "name": "Lamp - half price"}, "invalid_field"),
         ({**PRODUCT, "checkout_url": "ftp://shop.example/{reservation_id}"}, "invalid_field"),
         ({**PRODUCT, "checkout_url": "https://shop.example/{order_id}"}, "invalid_field"),
         ({**PRODUCT, "checkout_url": "https://shop.example/{sku"}, "invalid_field"),
@@ -543,6 +547,13 @@ def test_every_page_renders(console: FlaskClient, throw: str) -> None:
         response = console.get(path)
         assert response.status_code == 200, path
         assert b'<main id="main">' in response.data
+
+
+def test_the_controls_offer_the_tones_only(console: FlaskClient) -> None:
+    page = console.get("/controls").get_data(as_text=True)
+    for tone in TONES:
+        assert f'<option value="{tone}">' in page
+    assert 'name="voice" maxlength' not in page
 
 
 def test_checkout_for_an_unknown_reservation_says_so(console: FlaskClient) -> None:
