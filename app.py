@@ -13,7 +13,16 @@ from chalicelib import logs, wiring
 from chalicelib.config import NOTIFIER_MAX_CONCURRENCY
 from chalicelib.errors import DomainError, NotFound
 from chalicelib.jobs import Job
-from chalicelib.web import MAX_BODY_BYTES, Headers, cors_headers, error_response, house_error, json_response, parse_body
+from chalicelib.web import (
+    MAX_BODY_BYTES,
+    Headers,
+    cors_headers,
+    cross_site,
+    error_response,
+    house_error,
+    json_response,
+    parse_body,
+)
 from chalicelib.widget import widget_source
 
 if TYPE_CHECKING:
@@ -28,6 +37,8 @@ app.api.binary_types = []
 FORM_TYPES = ["application/json", "application/x-www-form-urlencoded", "text/plain"]
 # RFC 8058 one-click POSTs are multipart/form-data or form-encoded; some clients send text/plain.
 UNSUBSCRIBE_TYPES = ["application/x-www-form-urlencoded", "multipart/form-data", "text/plain"]
+# A tap on a reserve link: a browser posts the page's form, which has no fields; the body is never read.
+RESERVE_TYPES = [*UNSUBSCRIBE_TYPES, "application/json"]
 
 # HTTP belongs here, not to the domain: the status each outcome's kind is answered with (docs/openapi.yaml).
 # The keys are the services' outcome kinds, written out so that loading the app imports no service module.
@@ -35,8 +46,10 @@ CAPTURE_STATUS = {"queued": 201, "already_queued": 200, "acknowledged": 202}  # 
 # 202 when a restock was recorded, 200 otherwise (the platform must not retry either).
 DETECT_STATUS = {"restock": 202, "no_restock": 200, "ignored": 200}  # DetectOutcome.status
 RESERVE_STATUS = {  # ReserveOutcome.kind (chalicelib/holds.py)
-    "held": 302,  # a unit is now held
-    "held_again": 302,  # a second tap on one's own live hold
+    "offer": 200,  # opened (GET): the page whose form holds one
+    "holding": 200,  # opened (GET) on one's own live hold: the page whose form goes on to checkout
+    "held": 303,  # tapped (POST): a unit is now held; see the checkout
+    "held_again": 303,  # tapped again on one's own live hold
     "just_gone": 410,  # no unit left; the shopper keeps their place
     "expired": 410,  # lapsed offer, expired hold, used or too-old link
     "invalid": 400,  # tampered, truncated or foreign token
@@ -73,6 +86,13 @@ def _body(request: Request) -> bytes:
 def _source_ip() -> str:
     identity = (_request().context or {}).get("identity") or {}
     return str(identity.get("sourceIp") or "unknown")
+
+
+def _no_body_for_head(response: Response) -> Response:
+    """HEAD answers with the status and headers GET would, and no body (a link's GET changes nothing either)."""
+    if _request().method == "HEAD":
+        response.body = ""
+    return response
 
 
 def _cors() -> Headers:
@@ -186,15 +206,34 @@ def feedback(event: SQSEvent) -> None:
     wiring.current().feedback.handle(record.body for record in event)
 
 
-@app.route("/reserve/{token}", methods=["GET"])
-def reserve(token: str) -> Response:
-    """A notified shopper taps their link: hold one unit and go to checkout, or an honest page."""
+# Every link a message carries (reserve, unsubscribe, my requests) changes nothing when opened: mail and chat
+# scanners open links (GET, sometimes HEAD) before the shopper does. Each acts only on its page's POST.
+
+
+@app.route("/reserve/{token}", methods=["GET", "HEAD"])
+def reserve_page(token: str) -> Response:
+    """A notified shopper opens their link: a page whose form holds one (sent at once by its script). Holds nothing."""
     # Imported here, like every service module (wiring.py): only the API function ever loads it.
     from chalicelib.pages import reserve_response
 
     services = wiring.current()
+    outcome = services.holds.look(token)
+    response = reserve_response(outcome, RESERVE_STATUS[outcome.kind], services.settings.shop_name, token)
+    return _no_body_for_head(response)
+
+
+@app.route("/reserve/{token}", methods=["POST"], content_types=RESERVE_TYPES)
+def reserve(token: str) -> Response:
+    """The link's page sends its form: hold one unit and see the checkout (303), or an honest page."""
+    from chalicelib.pages import reserve_refused, reserve_response
+
+    services = wiring.current()
+    shop_name = services.settings.shop_name
+    # The token is what a tap needs; this only keeps another site's page from making a visitor's browser spend it.
+    if cross_site(_request().headers, services.page_origin):
+        return reserve_refused(403, token, shop_name)
     outcome = services.holds.reserve(token)
-    return reserve_response(outcome, RESERVE_STATUS[outcome.kind], services.settings.shop_name)
+    return reserve_response(outcome, RESERVE_STATUS[outcome.kind], shop_name, token)
 
 
 @app.route("/webhooks/orders", methods=["POST"], content_types=["application/json"])
@@ -214,10 +253,10 @@ def sweep(event: CloudWatchEvent) -> dict[str, int]:
     return wiring.current().sweep.run()
 
 
-@app.route("/unsubscribe/{token}", methods=["GET"])
+@app.route("/unsubscribe/{token}", methods=["GET", "HEAD"])
 def unsubscribe_page(token: str) -> Response:
     """An unsubscribe link opened: a confirmation page with a button; changes nothing (mail scanners prefetch)."""
-    return wiring.current().self_service.unsubscribe_form(token)
+    return _no_body_for_head(wiring.current().self_service.unsubscribe_form(token))
 
 
 @app.route("/unsubscribe/{token}", methods=["POST"], content_types=UNSUBSCRIBE_TYPES)
@@ -227,12 +266,12 @@ def unsubscribe(token: str) -> Response:
     return wiring.current().self_service.unsubscribe(token, _body(request), request.headers.get("content-type", ""))
 
 
-@app.route("/me/{token}", methods=["GET"])
+@app.route("/me/{token}", methods=["GET", "HEAD"])
 def my_requests(token: str) -> Response:
-    """A shopper's own page: what they wait for and their place in each line."""
+    """A shopper's own page: what they wait for and their place in each line; changes nothing."""
     params: Mapping[str, str] = _request().query_params or {}
     done = params.get("done")
-    return wiring.current().self_service.manage_page(token, done)
+    return _no_body_for_head(wiring.current().self_service.manage_page(token, done))
 
 
 @app.route("/me/{token}", methods=["POST"], content_types=["application/x-www-form-urlencoded"])

@@ -1,5 +1,8 @@
 """Holds: a tapped reserve link holds one unit while the shopper checks out (DESIGN §4 and §5 "Reserve").
 
+Opening the link only looks (`look`, GET): mail and chat scanners open links before the shopper does, so
+nothing is held until the page's form is sent (`reserve`, POST).
+
 The hold itself, like every move of units, is a row of DESIGN §4's counter table in chalicelib/counters.py.
 """
 
@@ -23,7 +26,9 @@ from chalicelib.tokens import TokenExpired, TokenInvalid, Tokens
 
 log = logging.getLogger(__name__)
 
-# What a tap on a reserve link came to (app.py answers each kind with its HTTP status).
+# What opening or tapping a reserve link came to (app.py answers each kind with its HTTP status).
+OFFER_PAGE = "offer"  # opened (GET): a live offer; the page's form holds one
+HOLDING_PAGE = "holding"  # opened (GET): one's own live hold; the page's form goes on to checkout
 HELD_NOW = "held"  # a unit is now held
 HELD_AGAIN = "held_again"  # a second tap on one's own live hold
 JUST_GONE_PAGE = "just_gone"  # no unit left; the shopper keeps their place
@@ -36,12 +41,17 @@ STORE_DOWN = "store_down"  # held for the shopper, but the store's checkout did 
 
 @dataclass(frozen=True)
 class ReserveOutcome:
-    """What a tap came to; `location` is the checkout URL for a hold, `reason` says why a link expired."""
+    """What a tap came to; `location` is the checkout URL for a hold, `reason` says why a link expired.
+
+    An opened link's page also names the product and when the offer (or the hold) ends.
+    """
 
     kind: str
     location: str | None = None
     reason: str | None = None
     hold_expires_at: int | None = None
+    product_name: str | None = None
+    offer_expires_at: int | None = None
 
 
 def link_lifetime_s(row: Offer, product: Product) -> int:
@@ -68,7 +78,8 @@ def checkout_location(template: str, sku: str, reservation_id: str) -> str | Non
 
 @dataclass(frozen=True, kw_only=True, eq=False)
 class HoldsService:
-    """GET /reserve/{token}: verify the link, hold one unit in one transaction, send the shopper to checkout."""
+    """Reserve links: GET looks and writes nothing; POST holds one unit in one transaction and sends the shopper
+    to checkout."""
 
     tokens: Tokens
     tables: Tables
@@ -77,8 +88,32 @@ class HoldsService:
     clock: Clock
     faults: FaultHook = no_faults
 
+    def look(self, token: str) -> ReserveOutcome:
+        """An opened link (GET or HEAD): what its page shows. Reads only, never writes, never calls the store."""
+        found = self._verified(token)
+        if isinstance(found, ReserveOutcome):
+            return found
+        row, product = found
+        now = self.clock.now()
+        name = product.name or row.sku
+        if row.state == OfferState.HELD and now < (row.hold_expires_at or 0):
+            return ReserveOutcome(HOLDING_PAGE, hold_expires_at=row.hold_expires_at, product_name=name)
+        if row.state == OfferState.OFFERED and now < (row.offer_expires_at or 0):
+            return ReserveOutcome(OFFER_PAGE, offer_expires_at=row.offer_expires_at, product_name=name)
+        return self._ended(row)
+
     def reserve(self, token: str) -> ReserveOutcome:
-        """Handle one tap; every answer is an outcome (a refusal is an answer, not an error)."""
+        """Handle one tap (the page's form, POST); every answer is an outcome (a refusal is an answer, not an
+        error)."""
+        found = self._verified(token)
+        if isinstance(found, ReserveOutcome):
+            return found
+        row, product = found
+        with correlated(token_id=row.token_id):
+            return self._answer(row, product, self.clock.now())
+
+    def _verified(self, token: str) -> tuple[Offer, Product] | ReserveOutcome:
+        """The offer row a genuine, young enough link names, with its product; or the outcome that refuses it."""
         try:
             # Signature only here: the age limit depends on the product's windows, read from the row's SKU.
             signed = self.tokens.read_reserve(token)
@@ -86,11 +121,7 @@ class HoldsService:
             return ReserveOutcome(EXPIRED_LINK, reason="link_too_old")
         except TokenInvalid:
             return ReserveOutcome(INVALID_LINK)
-        with correlated(token_id=signed.value):
-            return self._reserve(token, signed.value)
-
-    def _reserve(self, token: str, token_id: str) -> ReserveOutcome:
-        row = self.tables.reservations.get(token_id)
+        row = self.tables.reservations.get(signed.value)
         if row is None:
             return ReserveOutcome(UNKNOWN_LINK)
         product = self.tables.catalog.get_cached(row.sku) or Product.from_item({"sku": row.sku})
@@ -101,19 +132,24 @@ class HoldsService:
             self.tokens.read_reserve(token, max_age_s=link_lifetime_s(row, product))
         except (TokenExpired, TokenInvalid):
             return ReserveOutcome(EXPIRED_LINK, reason="link_too_old")
-        return self._answer(row, product, self.clock.now())
+        return row, product
 
     def _answer(self, row: Offer, product: Product, now: float) -> ReserveOutcome:
+        # The row is authoritative: a hold (or an offer) past its own expiry is over even before the sweep has run.
+        if row.state == OfferState.HELD and now < (row.hold_expires_at or 0):
+            return self._redirect(HELD_AGAIN, row, product)
+        if row.state == OfferState.OFFERED and now < (row.offer_expires_at or 0):
+            return self._hold(row, product, now)
+        return self._ended(row)
+
+    @staticmethod
+    def _ended(row: Offer) -> ReserveOutcome:
+        """The page for a row that is not (or no longer) live: just gone, or expired and why."""
         state = row.state
         if state == OfferState.HELD:
-            # The row is authoritative: a hold past its expiry is over even before the sweep has run.
-            if now < (row.hold_expires_at or 0):
-                return self._redirect(HELD_AGAIN, row, product)
             return ReserveOutcome(EXPIRED_LINK, reason="hold_expired")
         if state == OfferState.OFFERED:
-            if now >= (row.offer_expires_at or 0):
-                return ReserveOutcome(EXPIRED_LINK, reason="offer_lapsed")
-            return self._hold(row, product, now)
+            return ReserveOutcome(EXPIRED_LINK, reason="offer_lapsed")
         if state == OfferState.LAPSED and row.lapse_reason == JUST_GONE:
             return ReserveOutcome(JUST_GONE_PAGE)
         reasons = {OfferState.LAPSED: "offer_lapsed", OfferState.EXPIRED: "hold_expired", OfferState.CONVERTED: "used"}

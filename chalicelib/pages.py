@@ -5,15 +5,20 @@ they share, such as a link cut short, is written once.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from chalice import Response
 
 from chalicelib.holds import (
     EXPIRED_LINK,
+    HOLDING_PAGE,
     INVALID_LINK,
     JUST_GONE_PAGE,
+    OFFER_PAGE,
     STORE_DOWN,
     UNAVAILABLE,
     UNKNOWN_LINK,
@@ -73,6 +78,13 @@ RESERVE_EXPIRED_MESSAGES: dict[str, str] = {
 RESERVE_EXPIRED_DEFAULT = "This reservation link is no longer valid. You keep your place in line for next time."
 
 
+def when(ts: int | None) -> str:
+    """A moment as shoppers read it, in UTC ('14:05 UTC on 30 Nov')."""
+    if ts is None:
+        return "soon"
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%H:%M UTC on %d %b")
+
+
 def html_page(status: int, title: str, message: str, shop_name: str, extra_html: str = "") -> Response:
     """A small, accessible HTML page carrying the shop's name."""
     body = f"""<!doctype html>
@@ -112,22 +124,75 @@ def redirect(location: str) -> Response:
     return Response(body="", status_code=303, headers={"Location": location, **SECURITY_HEADERS})
 
 
-def reserve_response(outcome: ReserveOutcome, status: int, shop_name: str) -> Response:
-    """The HTTP answer to a tap, with the status the entry point chose: a redirect to checkout, or a small page."""
+# --- Reserve links. Opening one (GET) holds nothing: mail and chat scanners open links before the shopper does.
+# The page holds (or goes on to checkout) through its form, a POST, which one tiny script sends at once, so a
+# person still taps once; a scanner that fetches the page without running it holds nothing.
+
+AUTO_SUBMIT = 'document.getElementById("go").submit();'
+# The page's only script, allowed by its hash: no 'unsafe-inline', and no other script can run on the page.
+AUTO_SUBMIT_HASH = "'sha256-" + base64.b64encode(hashlib.sha256(AUTO_SUBMIT.encode()).digest()).decode() + "'"
+# SECURITY_HEADERS' policy with that one script, and without form-action: browsers apply form-action to the
+# redirect that answers the form, and this form's answer is a 303 to the shop's checkout on another origin.
+RESERVE_PAGE_CSP = (
+    f"default-src 'none'; script-src {AUTO_SUBMIT_HASH}; style-src 'unsafe-inline'; "
+    "frame-ancestors 'none'; base-uri 'none'"
+)
+
+CROSS_SITE = PageText(
+    "Please use the link in your message",
+    "This request came from another website, so nothing was reserved. Open the link in your message to hold one.",
+)
+
+
+def _reserve_form(title: str, message: str, button: str, token: str, shop_name: str) -> Response:
+    form = (
+        f'<form id="go" method="post" action="{html.escape(token)}"><button type=submit>{html.escape(button)}</button>'
+        f"</form><script>{AUTO_SUBMIT}</script>"
+    )
+    response = page(200, title, message, shop_name, form)
+    response.headers["Content-Security-Policy"] = RESERVE_PAGE_CSP
+    return response
+
+
+def reserve_response(outcome: ReserveOutcome, status: int, shop_name: str, token: str) -> Response:
+    """The HTTP answer to an opened link or a tap, with the status the entry point chose: the page whose form
+    holds (or goes on to checkout), a redirect to checkout, or a small page that says why not."""
     if outcome.location is not None:
         return Response(
             body=f'<!doctype html><p><a href="{html.escape(outcome.location)}">Continue to checkout</a></p>',
             status_code=status,
             headers={
+                **SECURITY_HEADERS,
                 "Location": outcome.location,
                 "Content-Type": "text/html; charset=utf-8",
                 "Cache-Control": "no-store",
-                # The link is a bearer token: keep it out of the checkout's Referer.
-                "Referrer-Policy": "no-referrer",
             },
+        )
+    name = outcome.product_name or ""
+    if outcome.kind == OFFER_PAGE:
+        return _reserve_form(
+            f"{name} is back in stock",
+            f"We will hold one for you while you check out. This link works until {when(outcome.offer_expires_at)}.",
+            "Hold one for me",
+            token,
+            shop_name,
+        )
+    if outcome.kind == HOLDING_PAGE:
+        return _reserve_form(
+            f"One {name} is held for you",
+            f"It is yours to buy until {when(outcome.hold_expires_at)}.",
+            "Go to checkout",
+            token,
+            shop_name,
         )
     if outcome.kind == EXPIRED_LINK:
         text = PageText(EXPIRED_TITLE, RESERVE_EXPIRED_MESSAGES.get(outcome.reason or "", RESERVE_EXPIRED_DEFAULT))
     else:
         text = RESERVE_PAGES[outcome.kind]
-    return html_page(status, text.title, text.message, shop_name)
+    return page(status, text.title, text.message, shop_name)
+
+
+def reserve_refused(status: int, token: str, shop_name: str) -> Response:
+    """A tap sent from another website's page: nothing is held; the shopper's own link still works."""
+    back = f'<p><a href="{html.escape(token)}">Open your link</a></p>'
+    return page(status, CROSS_SITE.title, CROSS_SITE.message, shop_name, back)

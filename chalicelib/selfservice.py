@@ -10,7 +10,6 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from urllib.parse import parse_qs
 
 from chalice import Response
@@ -20,10 +19,11 @@ from chalicelib.errors import DomainError
 from chalicelib.leaving import GONE, HOLDING, Exit
 from chalicelib.manage import ACTIONS, FormRefused, ManageService, ManageView, Place, product_name
 from chalicelib.optout_service import OptoutService
-from chalicelib.pages import LINK_INCOMPLETE, OWN_LINK_EXPIRED, page, redirect
+from chalicelib.pages import LINK_INCOMPLETE, OWN_LINK_EXPIRED, page, redirect, when
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.requests import RequestState
 from chalicelib.tokens import TokenExpired, TokenInvalid, Tokens
+from chalicelib.web import cross_site
 
 MAX_FORM_BYTES = 4096
 ONE_CLICK = ("List-Unsubscribe", "One-Click")  # RFC 8058 §3.1: the body a mail client POSTs
@@ -41,13 +41,6 @@ def ordinal(n: int) -> str:
     """1 -> '1st', 2 -> '2nd', 11 -> '11th', 23 -> '23rd'."""
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
-
-
-def when(ts: int | None) -> str:
-    """A moment as shoppers read it, in UTC ('14:05 UTC on 30 Nov')."""
-    if ts is None:
-        return "soon"
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%H:%M UTC on %d %b")
 
 
 def is_one_click(raw: bytes | None, content_type: str) -> bool:
@@ -192,11 +185,7 @@ class SelfService:
             return self._page(error.status, "That did not work", error.message, back)
 
     def _check_origin(self, headers: Mapping[str, str]) -> None:
-        lowered = {k.lower(): v for k, v in headers.items()}
-        origin = (lowered.get("origin") or "").rstrip("/")
-        if origin and origin != "null" and origin != self.allowed_origin:
-            raise FormRefused("This form was sent from another website, so we ignored it.", code="cross_site")
-        if lowered.get("sec-fetch-site", "").lower() == "cross-site":
+        if cross_site(headers, self.allowed_origin):
             raise FormRefused("This form was sent from another website, so we ignored it.", code="cross_site")
 
     def _form(self, raw: bytes | None, content_type: str) -> dict[str, str]:

@@ -88,6 +88,17 @@ def house_error(response: Response) -> Response:
     return json_response(response.status_code, {"error": code, "message": str(body["Message"])}, headers)
 
 
+def cross_site(headers: Mapping[str, str], allowed_origin: str) -> bool:
+    """True when a browser says a form was sent from another site's page: an Origin other than ours, or
+    Sec-Fetch-Site: cross-site. No Origin, or "null" (what a browser sends from a page with Referrer-Policy:
+    no-referrer, as ours are), is not another site."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    origin = (lowered.get("origin") or "").rstrip("/")
+    if origin and origin != "null" and origin != allowed_origin:
+        return True
+    return lowered.get("sec-fetch-site", "").lower() == "cross-site"
+
+
 def cors_headers(origin: str | None, allowed: tuple[str, ...]) -> Headers:
     """CORS headers for a shop storefront origin on the allow-list (none for anyone else)."""
     if not origin:

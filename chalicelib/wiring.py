@@ -346,7 +346,7 @@ class Services:
 
     @cached_property
     def holds(self) -> HoldsService:
-        """Reserve links: GET /reserve/{token}."""
+        """Reserve links: GET (and HEAD) /reserve/{token} look, POST holds."""
         from chalicelib.holds import HoldsService
 
         return HoldsService(
@@ -452,8 +452,13 @@ class Services:
             manage=self.manage,
             catalog=self.tables.catalog,
             clock=self.clock,
-            allowed_origin=origin_of(self.settings.public_base_url),
+            allowed_origin=self.page_origin,
         )
+
+    @cached_property
+    def page_origin(self) -> str:
+        """The only origin the shopper pages' forms may be sent from (the manage page's, a reserve link's tap)."""
+        return origin_of(self.settings.public_base_url)
 
 
 def origin_of(url: str) -> str:

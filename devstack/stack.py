@@ -348,7 +348,7 @@ class Stack:
         return {
             "notify_me": self.route_exists("/notify-me", "POST"),
             "inventory_webhook": self.route_exists(INVENTORY_WEBHOOK, "POST"),
-            "reserve": self.route_exists("/reserve/{token}", "GET"),
+            "reserve": self.route_exists("/reserve/{token}", "POST"),
             "orders_webhook": self.route_exists(ORDERS_WEBHOOK, "POST"),
             "unsubscribe": self.route_exists("/unsubscribe/{token}", "GET"),
             "notifier": self.entry_point("notifier") is not None,

@@ -4,6 +4,8 @@ Restocks, places and offers are written by tests/builders.py; stage settings com
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -97,3 +99,30 @@ def app_client(services: Any) -> Iterator[Any]:
 
     with installed(services), Client(app, stage_name="local", project_dir=str(ROOT)) as client:
         yield client
+
+
+FORM_ACTION = re.compile(r'<form id="go" method="post" action="([^"]*)">')
+
+
+def tap_link(client: Any, token: str) -> Any:
+    """A shopper taps a reserve link as a browser does: the page opens (holding nothing) and its script sends
+    its form at once. The form's answer, or the page itself when it has no form (an expired link, say)."""
+    opened = client.http.get(f"/reserve/{token}")
+    form = FORM_ACTION.search(opened.body.decode()) if opened.status_code == 200 else None
+    if form is None:
+        return opened
+    action = html.unescape(form.group(1))
+    # The browser posts the form from our own page, which sends no Referer, so its Origin is "null".
+    headers = {"Content-Type": "application/x-www-form-urlencoded", "Origin": "null", "Sec-Fetch-Site": "same-origin"}
+    return client.http.post(f"/reserve/{action}", headers=headers, body=b"")
+
+
+def stored(services: Any) -> dict[str, list[str]]:
+    """Every item of every table, table by table, in a stable order: equal before and after means nothing was
+    written."""
+    dynamodb = services.aws.dynamodb
+    pages = dynamodb.meta.client.get_paginator("scan")
+    return {
+        name: sorted(repr(sorted(item.items())) for page in pages.paginate(TableName=name) for item in page["Items"])
+        for name in dynamodb.meta.client.list_tables()["TableNames"]
+    }

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.running import RunningStack, shot, tap_notify_me
+from tests.browser.running import RunningStack, get_json, scan_then_tap, shot, tap_notify_me
 
 pytestmark = pytest.mark.browser
 
@@ -60,9 +60,13 @@ def test_journey_from_notify_me_to_a_converted_order(page: Any, stack: RunningSt
     assert email.locator('a[data-link="unsubscribe"]').count() == 1
     shot(page, "03-outbox-notices")
 
-    # 4. Ada taps the reserve link in her SMS: a unit is held and the API redirects to the shop's checkout.
-    sms.locator('a[data-link="reserve"]').first.click()
-    page.wait_for_url("**/checkout?**")
+    # 4. A mail scanner opens Ada's reserve link first: nothing is held. Then Ada taps it: the link's page sends
+    # its form at once, a unit is held and the API redirects to the shop's checkout.
+    def nothing_held() -> None:
+        entries = get_json(f"{stack.console}/api/queue/{THROW}")["entries"]
+        assert [e["status"] for e in entries] == ["offered", "offered"], entries
+
+    scan_then_tap(page, sms.locator('a[data-link="reserve"]').first, nothing_held)
     assert "One unit is held for you" in page.inner_text("#hold-state")
     shot(page, "04-checkout-unit-held")
 

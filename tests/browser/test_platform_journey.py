@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.running import RunningStack, get_json, shot, tap_notify_me
+from tests.browser.running import RunningStack, get_json, scan_then_tap, shot, tap_notify_me
 
 pytestmark = pytest.mark.browser
 
@@ -60,8 +60,12 @@ def test_on_each_platform_a_hold_comes_out_of_the_store_and_the_order_is_paid_th
     page.goto(f"{stack.console}/outbox?sku={sku}")
     sms = page.locator('li[data-channel="sms"]', has_text="+447400123456")
     sms.wait_for()
-    sms.locator('a[data-link="reserve"]').first.click()
-    page.wait_for_url("**/checkout?**")
+
+    def nothing_held() -> None:
+        counts = get_json(f"{stack.console}/api/store/{sku}")
+        assert (counts["available"], counts["reserved"]) == (1, 0), counts
+
+    scan_then_tap(page, sms.locator('a[data-link="reserve"]').first, nothing_held)
     assert f"store={platform}" in page.url
     assert "One unit is held for you" in page.inner_text("#hold-state")
     checkout = page.url

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import re
 from typing import Any
 
 from chalice.test import Client
@@ -11,13 +14,16 @@ from chalicelib.webhooks import sign
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.scenes import level_falls_to, scene
-from tests.support import CHAIR, queued_jobs
+from tests.support import CHAIR, queued_jobs, stored, tap_link
 
 SHOP = "Walnut &amp; Wool (demo shop)"  # the local stage's SHOP_NAME, as the pages escape it
 
 
 def tap(client: Client, services: Services, token_id: str) -> Any:
-    return client.http.get(f"/reserve/{services.tokens.reserve(token_id)}")
+    return tap_link(client, services.tokens.reserve(token_id))
+
+
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 
 
 def page(response: Any) -> str:
@@ -43,11 +49,76 @@ def test_tap_redirects_to_checkout_and_a_second_tap_redirects_again(
     first = tap(client, services, token_id)
     again = tap(client, services, token_id)
     expected = f"https://shop.example/checkout?sku=CHAIR-WALNUT&reservation={token_id}"
-    assert (first.status_code, first.headers["Location"]) == (302, expected)
-    assert (again.status_code, again.headers["Location"]) == (302, expected)
+    assert (first.status_code, first.headers["Location"]) == (303, expected)
+    assert (again.status_code, again.headers["Location"]) == (303, expected)
     assert first.headers["Cache-Control"] == "no-store"
+    assert first.headers["Referrer-Policy"] == "no-referrer"
     assert "Continue to checkout" in page(first)
     assert s.counters() == (1, 1)
+    assert s.audit_kinds()["hold"] == 1
+
+
+def test_opening_a_link_holds_nothing_and_writes_nothing(client: Client, services: Services, clock: FixedClock) -> None:
+    s = scene(services, clock)
+    token_id = s.offer()
+    link = f"/reserve/{services.tokens.reserve(token_id)}"
+    before = stored(services)
+    opened = client.http.get(link)
+    head = client.http.head(link)
+    assert stored(services) == before, "a scanner's GET or HEAD writes nothing"
+    assert s.row(token_id).state == "offered" and s.counters() == (2, 1)
+    assert opened.status_code == 200
+    body = page(opened)
+    assert "Walnut dining chair is back in stock" in body and "Hold one for me" in body and SHOP in body
+    assert '<form id="go" method="post" action="' in body
+    assert (head.status_code, head.body) == (200, b"")
+    assert {k: v for k, v in head.headers.items() if k.lower() != "content-length"} == {
+        k: v for k, v in opened.headers.items() if k.lower() != "content-length"
+    }
+
+
+def test_the_page_allows_only_its_own_script(client: Client, services: Services, clock: FixedClock) -> None:
+    s = scene(services, clock)
+    opened = client.http.get(f"/reserve/{services.tokens.reserve(s.offer())}")
+    [script] = re.findall(r"<script>(.*?)</script>", page(opened))
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    policy = dict(d.strip().split(" ", 1) for d in opened.headers["Content-Security-Policy"].split(";"))
+    assert policy["script-src"] == f"'sha256-{digest}'"
+    assert policy["default-src"] == "'none'" and policy["frame-ancestors"] == "'none'"
+    assert "unsafe-inline" not in policy["script-src"] and "nonce" not in policy["script-src"]
+    assert opened.headers["X-Frame-Options"] == "DENY" and opened.headers["Referrer-Policy"] == "no-referrer"
+    assert opened.headers["Cache-Control"] == "no-store"
+
+
+def test_opening_a_held_link_offers_checkout_and_writes_nothing(
+    client: Client, services: Services, clock: FixedClock
+) -> None:
+    s = scene(services, clock)
+    token_id = s.offer()
+    first = tap(client, services, token_id)
+    link = f"/reserve/{services.tokens.reserve(token_id)}"
+    before = stored(services)
+    opened = client.http.get(link)
+    assert stored(services) == before
+    assert opened.status_code == 200
+    assert "One Walnut dining chair is held for you" in page(opened) and "Go to checkout" in page(opened)
+    again = client.http.post(link, headers=FORM, body=b"")
+    assert (again.status_code, again.headers["Location"]) == (303, first.headers["Location"])
+    assert s.counters() == (1, 1) and s.audit_kinds()["hold"] == 1
+
+
+def test_a_tap_sent_from_another_site_holds_nothing(client: Client, services: Services, clock: FixedClock) -> None:
+    s = scene(services, clock)
+    token_id = s.offer()
+    link = f"/reserve/{services.tokens.reserve(token_id)}"
+    before = stored(services)
+    foreign = client.http.post(link, headers={**FORM, "Origin": "https://evil.example"}, body=b"")
+    fetched = client.http.post(link, headers={**FORM, "Sec-Fetch-Site": "cross-site"}, body=b"")
+    assert (foreign.status_code, fetched.status_code) == (403, 403)
+    assert "nothing was reserved" in page(foreign)
+    assert stored(services) == before
+    mine = client.http.post(link, headers={**FORM, "Origin": "http://127.0.0.1:8000"}, body=b"")
+    assert mine.status_code == 303 and s.row(token_id).state == "held"
 
 
 def test_checkout_url_values_are_url_encoded(client: Client, services: Services, clock: FixedClock) -> None:
@@ -99,6 +170,9 @@ def test_tampered_link_gets_a_400_page_and_an_unknown_one_a_404_page(
     assert unknown.status_code == 404
     assert "We cannot find this reservation" in page(unknown)
     assert SHOP in page(unknown)
+    for path, status in ((f"/reserve/{link[:-3]}xyz", 400), (f"/reserve/{services.tokens.reserve('0' * 32)}", 404)):
+        assert client.http.head(path).status_code == status
+        assert client.http.post(path, headers=FORM, body=b"").status_code == status
 
 
 def test_orders_webhook_converts_and_answers_redelivery(client: Client, services: Services, clock: FixedClock) -> None:

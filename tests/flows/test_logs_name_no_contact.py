@@ -28,7 +28,7 @@ from tests.builders import add_restock
 from tests.flows.test_manage_flow import form_for, me, post
 from tests.flows.test_support_cli import ok
 from tests.notices import FlakySns, drain, verify_sender
-from tests.support import app_client, rebuilt
+from tests.support import app_client, rebuilt, tap_link
 
 JSON = {"Content-Type": "application/json"}
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(\.[\w-]+)+")
@@ -119,7 +119,7 @@ def test_no_log_line_names_a_contact(lines: Lines, services: Services, clock: Fi
         assert offers
         token_id = str(offers[0]["token_id"])
         for _ in range(2):
-            assert client.http.get(f"/reserve/{shop.tokens.reserve(token_id)}").status_code == 302
+            assert tap_link(client, shop.tokens.reserve(token_id)).status_code == 303
         assert client.http.get("/reserve/not-a-token").status_code == 400
         body = json.dumps({"reservation_id": token_id, "order_id": "1001"})
         headers = sign(shop.webhook_secrets()[0], body, "msg_order_1")

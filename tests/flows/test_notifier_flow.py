@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from chalice.test import Client
@@ -15,6 +18,7 @@ from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.builders import add_restock
 from tests.notices import drain, email_outbox, sms_outbox, verify_sender
+from tests.support import queued_jobs, stored
 
 JSON = {"Content-Type": "application/json"}
 
@@ -54,6 +58,30 @@ def test_a_restock_job_tells_the_front_of_the_queue_by_sms_and_email(
     assert restock.units_offerable == 0
     waiting = [r.state for r in services.tables.requests.queue(chair)]
     assert waiting == ["offered", "offered", "waiting"]
+
+
+def test_opening_every_link_a_message_carries_changes_nothing(
+    client: Client, services: Services, clock: FixedClock, chair: str
+) -> None:
+    """Mail and chat scanners open every link (GET, sometimes HEAD) before the shopper does."""
+    verify_sender(services)
+    tap(client, chair, "email", "grace@example.com", "Grace")
+    clock.advance(1)
+    tap(client, chair, "sms", "07400 123456")
+    deliver(client, add_restock(services, chair, 2, services.clock.now()).to_json())
+    drain(services)
+    [email], [(_, text)] = email_outbox(), sms_outbox()
+    base = services.settings.public_base_url
+    found = re.findall(r"https?://[^\s\"'<>]+", html.unescape(email.body) + "\n" + text)
+    paths = sorted({urlsplit(url).path for url in found if url.startswith(base)})
+    assert {p.split("/")[1] for p in paths} == {"reserve", "unsubscribe", "me"}, paths
+    queued_jobs(services)  # taken off the queue: any job from here on was sent by opening a link
+    before, sent = stored(services), len(email_outbox()) + len(sms_outbox())
+    for path in paths:
+        assert client.http.get(path).status_code == 200, path
+        assert (client.http.head(path).status_code, client.http.head(path).body) == (200, b""), path
+    assert stored(services) == before
+    assert queued_jobs(services) == [] and len(email_outbox()) + len(sms_outbox()) == sent
 
 
 def test_a_malformed_job_fails_the_invocation_so_it_is_never_silently_dropped(client: Client) -> None:

@@ -18,6 +18,7 @@ from chalicelib.tables.reservations import OfferState, StoreState
 from devstack.clocks import FixedClock
 from tests.notices import drain
 from tests.platforms import THROW, Shop, join, platform_shop
+from tests.support import stored, tap_link
 
 
 @pytest.fixture(params=["shopify", "woocommerce"])
@@ -43,16 +44,24 @@ def test_a_tap_to_a_paid_order_holds_the_unit_on_the_store_and_converts(shop: Sh
     [offer] = shop.offers(THROW)
     assert shop.store.counts(THROW) == {"available": 1, "reserved": 0}
 
-    tap = shop.client.http.get(f"/reserve/{shop.services.tokens.reserve(offer.token_id)}")
+    # A mail scanner opens the link first: nothing is held, here or on the store.
+    link = f"/reserve/{shop.services.tokens.reserve(offer.token_id)}"
+    before = stored(shop.services)
+    assert shop.client.http.get(link).status_code == 200
+    assert shop.client.http.head(link).status_code == 200
+    assert stored(shop.services) == before
+    assert shop.store.counts(THROW) == {"available": 1, "reserved": 0}
+
+    tap = tap_link(shop.client, shop.services.tokens.reserve(offer.token_id))
     held = shop.offers(THROW)[0]
-    assert tap.status_code == 302
+    assert tap.status_code == 303
     assert (held.state, held.store_state) == (OfferState.HELD, StoreState.PLACED)
     assert tap.headers["Location"] == held.store_checkout_url
     # Taken out of the storefront: nobody else can buy the held unit.
     assert shop.store.counts(THROW) == {"available": 0, "reserved": 1}
     # A second tap goes to the same checkout, and holds nothing more.
-    again = shop.client.http.get(f"/reserve/{shop.services.tokens.reserve(offer.token_id)}")
-    assert (again.status_code, again.headers["Location"]) == (302, held.store_checkout_url)
+    again = tap_link(shop.client, shop.services.tokens.reserve(offer.token_id))
+    assert (again.status_code, again.headers["Location"]) == (303, held.store_checkout_url)
     assert shop.store.counts(THROW)["reserved"] == 1
 
     paid = shop.pay(held)
@@ -67,7 +76,7 @@ def test_a_hold_that_ends_unbought_gives_the_unit_back_to_the_store(shop: Shop) 
     shop.restock(THROW, 1)
     drain(shop.services)
     [offer] = shop.offers(THROW)
-    shop.client.http.get(f"/reserve/{shop.services.tokens.reserve(offer.token_id)}")
+    tap_link(shop.client, shop.services.tokens.reserve(offer.token_id))
     assert shop.store.counts(THROW) == {"available": 0, "reserved": 1}
 
     product = shop.services.tables.catalog.get(THROW)
@@ -86,7 +95,7 @@ def test_a_store_that_is_down_gets_an_honest_page_and_the_sweep_places_the_hold(
     drain(shop.services)
     [offer] = shop.offers(THROW)
     shop.store.fail_next(503)
-    tap = shop.client.http.get(f"/reserve/{shop.services.tokens.reserve(offer.token_id)}")
+    tap = tap_link(shop.client, shop.services.tokens.reserve(offer.token_id))
     assert tap.status_code == 503
     assert "held for you" in tap.body.decode()
     row = shop.offers(THROW)[0]
@@ -120,12 +129,12 @@ def test_the_level_a_store_hold_moves_is_our_own_move_not_a_fall_or_a_rise(shop:
     shop.restock(THROW, 2)
     drain(shop.services)
     first, second = shop.offers(THROW)
-    shop.client.http.get(f"/reserve/{shop.services.tokens.reserve(first.token_id)}")
+    tap_link(shop.client, shop.services.tokens.reserve(first.token_id))
     # The storefront shows one fewer, and the platform says so: that fall is our own hold, not stock lost.
     report_level(shop, THROW)
     assert counters(shop, THROW) == (1, 0)
-    tap = shop.client.http.get(f"/reserve/{shop.services.tokens.reserve(second.token_id)}")
-    assert tap.status_code == 302, tap.body
+    tap = tap_link(shop.client, shop.services.tokens.reserve(second.token_id))
+    assert tap.status_code == 303, tap.body
     report_level(shop, THROW)
     assert counters(shop, THROW) == (0, 0)
     assert shop.store.counts(THROW) == {"available": 0, "reserved": 2}
@@ -134,7 +143,7 @@ def test_the_level_a_store_hold_moves_is_our_own_move_not_a_fall_or_a_rise(shop:
     product = shop.services.tables.catalog.get(THROW)
     assert product is not None
     shop.clock.advance(product.hold_window_s + 1)
-    shop.client.http.get(f"/reserve/{shop.services.tokens.reserve(second.token_id)}")  # the second is still held
+    tap_link(shop.client, shop.services.tokens.reserve(second.token_id))  # the second is still held
     summary = shop.services.sweep.run()
     assert summary["store_released"] >= 1
     report_level(shop, THROW)

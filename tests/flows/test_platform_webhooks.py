@@ -22,6 +22,7 @@ from chalicelib.tables.reservations import OfferState
 from devstack.clocks import FixedClock
 from tests.notices import drain
 from tests.platforms import THROW, Shop, join, platform_shop
+from tests.support import tap_link
 
 SECRETS = {"shopify": "SHOPIFY_WEBHOOK_SECRET", "woocommerce": "WOOCOMMERCE_WEBHOOK_SECRET"}
 SIGNATURE = {"shopify": "X-Shopify-Hmac-Sha256", "woocommerce": "X-WC-Webhook-Signature"}
@@ -259,8 +260,8 @@ def held_offer(shop: Shop) -> Any:
     shop.restock(THROW, 1)
     drain(shop.services)
     [offer] = shop.offers(THROW)
-    tap = shop.client.http.get(f"/reserve/{shop.services.tokens.reserve(offer.token_id)}")
-    assert tap.status_code == 302, tap.body
+    tap = tap_link(shop.client, shop.services.tokens.reserve(offer.token_id))
+    assert tap.status_code == 303, tap.body
     [held] = shop.offers(THROW)
     assert held.state == OfferState.HELD
     return held

@@ -26,7 +26,7 @@ from devstack.clocks import FixedClock
 from devstack.console import create_console
 from devstack.fake_model import FakeBedrock
 from devstack.stack import ApiAnswer, ConsoleClock, InProcessApi, Stack, verify_sender
-from tests.support import REGION, app_client
+from tests.support import REGION, app_client, tap_link
 
 ORIGIN = "http://127.0.0.1:8001"
 THROW = "WW-THROW-OAT"
@@ -394,8 +394,8 @@ def test_the_whole_story_in_process_ends_converted_with_counters_that_add_up(
     [notice] = messages(console)
     clock.advance(1)
 
-    reserve = api.http.get(urlsplit(notice["links"]["reserve"]).path)
-    assert reserve.status_code == 302
+    reserve = tap_link(api, urlsplit(notice["links"]["reserve"]).path.removeprefix("/reserve/"))
+    assert reserve.status_code == 303
     location = urlsplit(reserve.headers["Location"])
     assert location.path == "/checkout"
     reservation_id = parse_qs(location.query)["reservation"][0]

@@ -27,7 +27,7 @@ from devstack.fake_model import FakeBedrock
 from devstack.stack import ConsoleClock, InProcessApi, SharedPlatform, Stack, verify_sender
 from devstack.stores import LocalStores
 from tests.integration.test_console_api import ORIGIN, post, tap
-from tests.support import REGION, app_client
+from tests.support import REGION, app_client, tap_link
 
 THROW = "WW-THROW-OAT"
 BOARD = "WW-BOARD-WALNUT"
@@ -167,8 +167,8 @@ def test_on_a_store_platform_restock_hold_and_payment_go_through_the_store(
 
     # The shopper taps the reserve link: the unit is held on the store, out of its storefront.
     offer = the_offer(console, THROW)
-    held = api.http.get(f"/reserve/{stack.services.tokens.reserve(offer['reservation_id'])}")
-    assert held.status_code == 302
+    held = tap_link(api, stack.services.tokens.reserve(offer["reservation_id"]))
+    assert held.status_code == 303
     assert store_counts(console, THROW) == {"available": 0, "reserved": 1}
     assert the_offer(console, THROW)["state"] == "held"
 

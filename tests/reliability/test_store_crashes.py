@@ -20,7 +20,7 @@ from chalicelib.tables.reservations import OfferState, StoreState
 from devstack.clocks import FixedClock
 from tests.reliability.invariants import RESERVED, SOLD, Tables, assert_invariants, store_hold_states
 from tests.reliability.world import PLATFORMS, World
-from tests.support import CHAIR, InjectedCrash, app_client
+from tests.support import CHAIR, InjectedCrash, app_client, tap_link
 
 ADA = "ada@example.com"
 BO = "+447400100102"
@@ -217,7 +217,7 @@ def test_a_hold_the_store_refuses_shows_just_gone_and_keeps_the_place(shop: Worl
     sold_out = shop.store.set_available if shop.platform == "shopify" else shop.store.set_stock
     walk_in = sold_out(shop.sku, 0)
     with app_client(shop.services) as client:
-        page = client.http.get(f"/reserve/{shop.services.tokens.reserve(token)}")
+        page = tap_link(client, shop.services.tokens.reserve(token))
     assert page.status_code == 410
     row = shop.row(token)
     assert (row["state"], row["store_state"]) == (OfferState.EXPIRED, StoreState.RELEASING)

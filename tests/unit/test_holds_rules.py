@@ -9,7 +9,7 @@ from chalicelib import holds
 from chalicelib.errors import BadRequest
 from chalicelib.holds import ReserveOutcome, checkout_location
 from chalicelib.orders import Order, parse_order
-from chalicelib.pages import reserve_response
+from chalicelib.pages import AUTO_SUBMIT, AUTO_SUBMIT_HASH, reserve_response
 
 
 def test_checkout_url_fills_sku_and_reservation_id_url_encoded() -> None:
@@ -27,8 +27,10 @@ def test_checkout_url_must_be_http(template: str) -> None:
 @pytest.mark.parametrize(
     ("kind", "status"),
     [
-        (holds.HELD_NOW, 302),
-        (holds.HELD_AGAIN, 302),
+        (holds.OFFER_PAGE, 200),
+        (holds.HOLDING_PAGE, 200),
+        (holds.HELD_NOW, 303),
+        (holds.HELD_AGAIN, 303),
         (holds.JUST_GONE_PAGE, 410),
         (holds.EXPIRED_LINK, 410),
         (holds.INVALID_LINK, 400),
@@ -42,9 +44,9 @@ def test_every_outcome_has_a_status_below_500(kind: str, status: int) -> None:
 
 def test_redirect_keeps_the_link_out_of_the_referrer() -> None:
     response = reserve_response(
-        ReserveOutcome(holds.HELD_NOW, "https://shop.example/c?a=1&b=2"), RESERVE_STATUS[holds.HELD_NOW], "Shop"
+        ReserveOutcome(holds.HELD_NOW, "https://shop.example/c?a=1&b=2"), RESERVE_STATUS[holds.HELD_NOW], "Shop", "t"
     )
-    assert response.status_code == 302
+    assert response.status_code == 303
     assert response.headers["Location"] == "https://shop.example/c?a=1&b=2"
     assert response.headers["Referrer-Policy"] == "no-referrer"
     assert 'href="https://shop.example/c?a=1&amp;b=2"' in response.body
@@ -64,13 +66,42 @@ def test_redirect_keeps_the_link_out_of_the_referrer() -> None:
     ],
 )
 def test_pages_are_honest_and_carry_the_shop_name(outcome: ReserveOutcome, title: str, says: str) -> None:
-    response = reserve_response(outcome, RESERVE_STATUS[outcome.kind], "Walnut & Wool")
+    response = reserve_response(outcome, RESERVE_STATUS[outcome.kind], "Walnut & Wool", "tok.en")
     assert response.status_code == RESERVE_STATUS[outcome.kind]
     assert response.headers["Content-Type"] == "text/html; charset=utf-8"
     assert f"<h1>{title}</h1>" in response.body
     assert says in response.body
     assert "Walnut &amp; Wool" in response.body
     assert '<html lang="en">' in response.body
+    assert "<form" not in response.body and "<script" not in response.body
+
+
+@pytest.mark.parametrize(
+    ("outcome", "title", "button"),
+    [
+        (
+            ReserveOutcome(holds.OFFER_PAGE, product_name="Mug <blue>", offer_expires_at=0),
+            "is back in stock",
+            "Hold one",
+        ),
+        (ReserveOutcome(holds.HOLDING_PAGE, product_name="Mug <blue>", hold_expires_at=0), "is held for you", "Go to"),
+    ],
+)
+def test_an_opened_link_is_a_page_whose_form_posts_to_the_link_and_whose_one_script_sends_it(
+    outcome: ReserveOutcome, title: str, button: str
+) -> None:
+    response = reserve_response(outcome, RESERVE_STATUS[outcome.kind], "Walnut & Wool", "tok.en")
+    assert response.status_code == 200
+    assert "Mug &lt;blue&gt;" in response.body and title in response.body and button in response.body
+    assert '<form id="go" method="post" action="tok.en">' in response.body
+    assert f"<script>{AUTO_SUBMIT}</script>" in response.body
+    policy = response.headers["Content-Security-Policy"]
+    assert (
+        f"script-src {AUTO_SUBMIT_HASH};" in policy
+        and "unsafe-inline" not in policy.split("script-src")[1].split(";")[0]
+    )
+    assert "form-action" not in policy, "the form's answer is a redirect to the shop's checkout on another origin"
+    assert response.headers["X-Frame-Options"] == "DENY" and response.headers["Cache-Control"] == "no-store"
 
 
 def test_order_body_accepts_string_or_numeric_order_ids() -> None:

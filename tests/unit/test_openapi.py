@@ -10,7 +10,7 @@ from tests.support import ROOT
 def documented() -> dict[str, set[str]]:
     spec = yaml.safe_load((ROOT / "docs" / "openapi.yaml").read_text())
     return {
-        path: {m.upper() for m in ops if m in {"get", "post", "put", "delete", "options", "patch"}}
+        path: {m.upper() for m in ops if m in {"get", "head", "post", "put", "delete", "options", "patch"}}
         for path, ops in spec["paths"].items()
     }
 

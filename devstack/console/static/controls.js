@@ -6,7 +6,7 @@
     notify_me: "Notify me (POST /notify-me)",
     inventory_webhook: "Restock detection (POST /webhooks/inventory)",
     notifier: "Notifier (SQS jobs → SMS and email)",
-    reserve: "Reserve links (GET /reserve/{token})",
+    reserve: "Reserve links (GET page, POST /reserve/{token} holds)",
     orders_webhook: "Orders (POST /webhooks/orders)",
     sweep: "Sweep (lapses, expiries, top-ups)",
     unsubscribe: "Unsubscribe links"
