@@ -11,7 +11,7 @@ from chalice.app import CloudWatchEvent, Request, SQSEvent
 
 from chalicelib import logs, wiring
 from chalicelib.config import NOTIFIER_MAX_CONCURRENCY
-from chalicelib.errors import DomainError, NotFound
+from chalicelib.errors import DomainError, Forbidden, NotFound
 from chalicelib.jobs import Job
 from chalicelib.web import (
     MAX_BODY_BYTES,
@@ -22,6 +22,7 @@ from chalicelib.web import (
     house_error,
     json_response,
     parse_body,
+    simple_post_allowed,
 )
 from chalicelib.widget import widget_source
 
@@ -34,6 +35,8 @@ logs.configure()
 app = Chalice(app_name="bisn")
 app.api.binary_types = []
 
+# JSON is the widget's: a cross-site fetch of it is preflighted, and only CORS_ORIGINS pass. The form and text/plain
+# types need no preflight, so they are taken only from an allowed storefront's page or the API's own (by Origin).
 FORM_TYPES = ["application/json", "application/x-www-form-urlencoded", "text/plain"]
 # RFC 8058 one-click POSTs are multipart/form-data or form-encoded; some clients send text/plain.
 UNSUBSCRIBE_TYPES = ["application/x-www-form-urlencoded", "multipart/form-data", "text/plain"]
@@ -105,8 +108,19 @@ def notify_me() -> Response:
     """A shopper taps Notify me: join the SKU's waiting list."""
     request = _request()
     cors = _cors()
+    content_type = request.headers.get("content-type", "")
+    settings = wiring.current().settings
+    headers = dict(request.headers)
+    if not content_type.lower().startswith("application/json") and not simple_post_allowed(
+        headers, settings.cors_origins, settings.public_base_url
+    ):
+        refused = Forbidden(
+            "A form or text/plain post is taken only from the shop's own pages; send JSON from the widget.",
+            code="cross_site_form",
+        )
+        return error_response(refused, cors)
     try:
-        data = parse_body(_body(request), request.headers.get("content-type", ""), MAX_BODY_BYTES)
+        data = parse_body(_body(request), content_type, MAX_BODY_BYTES)
         outcome = wiring.current().capture.capture(_source_ip(), data)
     except DomainError as error:
         return error_response(error, cors)

@@ -10,8 +10,8 @@ from typing import Any
 
 from chalicelib.clock import Clock
 from chalicelib.config import Settings
-from chalicelib.contacts import Contact, contact_key, normalise_contact
-from chalicelib.errors import BadRequest, Discontinued, RateLimited, UnknownSku
+from chalicelib.contacts import Contact, check_sms_number, contact_key, normalise_contact, sms_prefix
+from chalicelib.errors import BadRequest, Conflict, Discontinued, DomainError, RateLimited, UnknownSku
 from chalicelib.owed import OwedJobs
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.catalog import Product
@@ -33,6 +33,26 @@ class NotifyMe:
     sku: str
     contact: Contact
     name: str
+
+
+def places_key(e164: str, hash_key: str, now: float, window_days: int) -> tuple[str, int]:
+    """The throttle key counting the places a number took in the current window, and when it expires."""
+    window_s = window_days * 86400
+    window = int(now // window_s)
+    number = contact_key(f"sms:{e164}", hash_key)
+    return f"places#{number}#{window}", (window + 1) * window_s + 60
+
+
+@dataclass(frozen=True)
+class SmsCaps:
+    """The throttle counters an SMS tap is charged to (SMS pumping): keys are keyed hashes, never a number."""
+
+    number_key: str  # taps by this number this hour
+    prefix_key: str  # taps by numbers of this block (the number less its last 4 digits) this hour
+    places_key: str  # new places this number took in this window
+    hour_expires: int
+    places_expires: int
+    retry_after: int  # seconds to the end of the hour
 
 
 @dataclass(frozen=True)
@@ -108,6 +128,83 @@ class CaptureService:
         if not self.tables.throttle.charge(key, self.settings.rate_limit_per_minute, expires):
             raise RateLimited("Too many requests from this address; try again in a minute.", retry_after)
 
+    def _sms_caps(self, contact: Contact, now: float) -> SmsCaps | None:
+        """The counters an SMS tap is charged to; None for email. Each costs the same whatever the list's length."""
+        if contact.channel != "sms":
+            return None
+        hour = int(now // 3600)
+        number = contact_key(f"sms:{contact.address}", self.hash_key)
+        prefix = contact_key(f"prefix:{sms_prefix(contact.address)}", self.hash_key)
+        places, places_expires = places_key(contact.address, self.hash_key, now, self.settings.request_ttl_days)
+        return SmsCaps(
+            number_key=f"tapn#{number}#{hour}",
+            prefix_key=f"tapp#{prefix}#{hour}",
+            places_key=places,
+            hour_expires=(hour + 1) * 3600 + 60,
+            places_expires=places_expires,
+            retry_after=int((hour + 1) * 3600 - now) or 1,
+        )
+
+    def _cap_items(self, tx: Tx, caps: SmsCaps | None, *, taps: bool, place: bool) -> Tx:
+        """Add an SMS tap's counters to `tx`: the taps this hour (number and prefix), and one new place."""
+        if caps is None:
+            return tx
+        limits = self.settings
+        throttle = self.tables.throttle
+        if taps:
+            tx.add(
+                "number taps", throttle.charge_item(caps.number_key, limits.taps_per_number_per_hour, caps.hour_expires)
+            )
+            tx.add(
+                "prefix taps", throttle.charge_item(caps.prefix_key, limits.taps_per_prefix_per_hour, caps.hour_expires)
+            )
+        if place:
+            tx.add("places", throttle.charge_item(caps.places_key, limits.places_per_number, caps.places_expires))
+        return tx
+
+    def _taps_refused(self, cancelled: TransactionCancelled, caps: SmsCaps | None) -> None:
+        """Raise RateLimited when the transaction failed on a tap counter of the number or its block."""
+        if caps is None:
+            return
+        if cancelled.failed("number taps"):
+            raise RateLimited(
+                "Too many requests for this number this hour; try again later.",
+                caps.retry_after,
+                code="number_rate_limited",
+            )
+        if cancelled.failed("prefix taps"):
+            raise RateLimited(
+                "Too many requests for numbers like this one this hour; try again later, or choose email.",
+                caps.retry_after,
+                code="prefix_rate_limited",
+            )
+
+    def _charge_taps(self, caps: SmsCaps | None) -> None:
+        """Count a tap the transaction did not commit against its number and block (a repeat, an opt-out)."""
+        if caps is None:
+            return
+        try:
+            self.tables.run(self._cap_items(Tx(), caps, taps=True, place=False))
+        except TransactionCancelled as cancelled:
+            self._taps_refused(cancelled, caps)
+            raise
+
+    def _full(self, product: Product | None) -> bool:
+        return (
+            product is not None
+            and not product.discontinued
+            and product.waiting_count >= self.settings.max_waiting_per_sku
+        )
+
+    def _product_refused(self, old: dict[str, Any] | None) -> DomainError:
+        """Why the catalogue refused a new place: discontinued, the list full (an unknown SKU is the caller's)."""
+        product = Product.from_item(old) if old else None
+        if product is not None and self._full(product):
+            return Conflict(
+                "This product's waiting list is full for now; please check back later.", code="waiting_list_full"
+            )
+        return Discontinued("This product is no longer sold, so there is no list to join.")
+
     def capture(self, source: str, data: Any) -> CaptureOutcome:
         """Handle one tap end to end; raises a DomainError for anything the caller must fix.
 
@@ -116,7 +213,11 @@ class CaptureService:
         """
         source = contact_key(f"ip:{source}", self.hash_key)
         tap = parse_notify_me(data, self.settings.default_phone_region)
+        if tap.contact.channel == "sms":
+            # SMS pumping: only mobile numbers, only in the countries the shop sells to (README "Limits").
+            check_sms_number(tap.contact.address, self.settings.sms_allowed_countries)
         now = self.clock.now()
+        caps = self._sms_caps(tap.contact, now)
         key = contact_key(tap.contact.match, self.hash_key)
         ttl = int(now) + self.settings.request_ttl_days * 86400
         joined_ts = new_joined_ts(now)
@@ -132,17 +233,18 @@ class CaptureService:
             "now": now,
         }
 
-        # The steady-state tap is this one transaction: rate limit, catalogue, opt-out and the
-        # uniqueness item are all conditions on it, so nothing is read first and nothing half-written.
+        # The steady-state tap is this one transaction: rate limits, catalogue (with the list's length), opt-out,
+        # the uniqueness item and, for SMS, the number's caps are all conditions on it, so nothing is read first
+        # and nothing half-written.
         def join(quiet: bool) -> Tx:
             unique, request = self.tables.requests.join_items(**fields)
-            return (
+            tx = Tx().add(
+                "rate",
+                self.tables.throttle.charge_item(rate_key, self.settings.rate_limit_per_minute, rate_expires),
+            )
+            return self._cap_items(tx, caps, taps=True, place=True).join(
                 Tx()
-                .add(
-                    "rate",
-                    self.tables.throttle.charge_item(rate_key, self.settings.rate_limit_per_minute, rate_expires),
-                )
-                .add("product", self.tables.catalog.join_item(tap.sku, unless_idle=quiet))
+                .add("product", self.tables.catalog.join_item(tap.sku, unless_idle=quiet, max_waiting=self.max_waiting))
                 .add("optout", self.tables.optout.not_suppressed_item(key))
                 .add("unique", unique)
                 .add("request", request)
@@ -151,7 +253,7 @@ class CaptureService:
         try:
             self._join(tap.sku, join, now=now)
         except TransactionCancelled as cancelled:
-            return self._refused(cancelled, tap, key, fields, source, now, retry_after)
+            return self._refused(cancelled, tap, key, fields, source, now, retry_after, caps)
         return CaptureOutcome(
             "queued", self.tables.requests.position(tap.sku, joined_ts), joined_ts, self.manage_link(key)
         )
@@ -171,7 +273,7 @@ class CaptureService:
         except TransactionCancelled as cancelled:
             old = cancelled.old("product") if cancelled.failed("product") else None
             product = Product.from_item(old) if old else None
-            if not product or not product.idle_restock_ts or product.discontinued:
+            if not product or not product.idle_restock_ts or product.discontinued or self._full(product):
                 raise
         restock_ts = str(product.idle_restock_ts)
         owe = self.tables.restocks.owe_topup_item(sku, restock_ts, token=f"join#{uuid.uuid4().hex}", now=now)
@@ -190,25 +292,51 @@ class CaptureService:
         source: str,
         now: float,
         retry_after: int,
+        caps: SmsCaps | None,
     ) -> CaptureOutcome:
         if cancelled.failed("rate"):
             raise RateLimited("Too many requests from this address; try again in a minute.", retry_after)
+        self._taps_refused(cancelled, caps)
         # The transaction was rolled back, so this tap has not been counted yet.
         self._charge(source, now)
+        self._charge_taps(caps)
         if cancelled.failed("product"):
             if cancelled.old("product"):
-                raise Discontinued("This product is no longer sold, so there is no list to join.")
-            self._record_unknown(tap, key, source, now)
-            raise UnknownSku(f"We do not sell a product with SKU {tap.sku!r}.")
+                # A repeat tap keeps its place even on a full list.
+                if not (cancelled.failed("unique") and self._full(Product.from_item(cancelled.old("product") or {}))):
+                    raise self._product_refused(cancelled.old("product"))
+            else:
+                self._record_unknown(tap, key, source, now)
+                raise UnknownSku(f"We do not sell a product with SKU {tap.sku!r}.")
         if cancelled.failed("optout"):
             # Opted out: acknowledged politely, nothing stored, nothing ever sent.
             return CaptureOutcome("acknowledged")
         if cancelled.failed("unique"):
-            return self._repeat(tap, key, fields, cancelled.old("unique") or {}, now)
+            return self._repeat(tap, key, fields, cancelled.old("unique") or {}, now, caps)
+        if cancelled.failed("places"):
+            raise self._too_many_places()
         raise RuntimeError(f"capture transaction cancelled unexpectedly: {cancelled}")
 
+    def _too_many_places(self) -> Conflict:
+        return Conflict(
+            f"This number has joined {self.settings.places_per_number} waiting lists lately, the most we keep for "
+            "one number; leave a list you no longer need from your manage link, or choose email.",
+            code="too_many_places",
+        )
+
+    @property
+    def max_waiting(self) -> int:
+        """The most places one SKU's list holds at once (MAX_WAITING_PER_SKU)."""
+        return self.settings.max_waiting_per_sku
+
     def _repeat(
-        self, tap: NotifyMe, key: str, fields: dict[str, Any], unique: dict[str, Any], now: float
+        self,
+        tap: NotifyMe,
+        key: str,
+        fields: dict[str, Any],
+        unique: dict[str, Any],
+        now: float,
+        caps: SmsCaps | None = None,
     ) -> CaptureOutcome:
         ref = str(unique.get("ref", ""))
         refreshed = self.tables.requests.refresh(tap.sku, ref, ttl=fields["ttl"], now=now) if ref else None
@@ -225,9 +353,9 @@ class CaptureService:
 
         def rejoin(quiet: bool) -> Tx:
             unique, request = self.tables.requests.rejoin_items(old_ref=ref, **fields, told=told)
-            return (
+            return self._cap_items(Tx(), caps, taps=False, place=True).join(
                 Tx()
-                .add("product", self.tables.catalog.join_item(tap.sku, unless_idle=quiet))
+                .add("product", self.tables.catalog.join_item(tap.sku, unless_idle=quiet, max_waiting=self.max_waiting))
                 .add("optout", self.tables.optout.not_suppressed_item(key))
                 .add("unique", unique)
                 .add("request", request)
@@ -238,6 +366,10 @@ class CaptureService:
         except TransactionCancelled as cancelled:
             if cancelled.failed("optout"):
                 return CaptureOutcome("acknowledged")
+            if cancelled.failed("product") and cancelled.old("product") and not cancelled.failed("unique"):
+                raise self._product_refused(cancelled.old("product")) from None
+            if cancelled.failed("places") and not cancelled.failed("unique"):
+                raise self._too_many_places() from None
             if cancelled.failed("unique"):
                 # Someone else's simultaneous re-join won; theirs is this person's one place.
                 current = self.tables.requests.get_unique(tap.sku, key) or {}

@@ -40,6 +40,15 @@ class Settings:
     sends_concurrency: int
     sms_per_second: float
     email_per_second: float
+    # SMS pumping guards (README "Limits"): where and what kind of number SMS may go to, and the caps on taps.
+    # Countries (ISO 3166 alpha-2) whose numbers may get SMS; the default is DEFAULT_PHONE_REGION alone.
+    sms_allowed_countries: tuple[str, ...] = ()
+    places_per_number: int = 20  # new SMS places one number may take (all SKUs) per REQUEST_TTL_DAYS
+    taps_per_number_per_hour: int = 10
+    taps_per_prefix_per_hour: int = 30  # a prefix is the E.164 number less its last 4 digits
+    max_waiting_per_sku: int = 10_000  # places waiting on one SKU's list at once
+    # Offers on one restock that may lapse unused with no sale in between before it stops re-offering its units.
+    reoffer_lapse_limit: int = 20
     # Secrets: either the value itself (local stage) or the name of a Secrets Manager secret.
     secret_refs: Mapping[str, str] = field(default_factory=dict)
     secret_values: Mapping[str, str] = field(default_factory=dict)
@@ -146,6 +155,19 @@ def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     raise ConfigError(f"{name} must be true or false, got {raw!r}")
 
 
+COUNTRY = re.compile(r"^[A-Z]{2}$")
+
+
+def _countries(env: Mapping[str, str], default_region: str) -> tuple[str, ...]:
+    """SMS_ALLOWED_COUNTRIES: ISO 3166 alpha-2 codes separated by commas (default: DEFAULT_PHONE_REGION)."""
+    raw = env.get("SMS_ALLOWED_COUNTRIES", "").strip()
+    countries = tuple(dict.fromkeys(c.strip().upper() for c in raw.split(",") if c.strip())) or (default_region,)
+    bad = [c for c in countries if not COUNTRY.match(c)]
+    if bad:
+        raise ConfigError(f"SMS_ALLOWED_COUNTRIES must be two-letter country codes (e.g. GB,IE), got {bad!r}")
+    return countries
+
+
 def _catalog_url(env: Mapping[str, str]) -> str:
     """CATALOG_URL: https:// anywhere, http:// only to this machine, file: only in the local stage."""
     url = env.get("CATALOG_URL", "").strip()
@@ -216,13 +238,14 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
     region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or ""
     if not region:
         raise ConfigError("AWS_REGION is required")
+    phone_region = _required(env, "DEFAULT_PHONE_REGION").upper()
     return Settings(
         stage=_required(env, "STAGE"),
         name_prefix=_required(env, "NAME_PREFIX"),
         aws_region=region,
         public_base_url=_required(env, "PUBLIC_BASE_URL").rstrip("/"),
         shop_name=_required(env, "SHOP_NAME"),
-        default_phone_region=_required(env, "DEFAULT_PHONE_REGION").upper(),
+        default_phone_region=phone_region,
         cors_origins=tuple(o.strip().rstrip("/") for o in env.get("CORS_ORIGINS", "").split(",") if o.strip()),
         rate_limit_per_minute=_int(env, "RATE_LIMIT_PER_MINUTE", 20, minimum=1),
         request_ttl_days=_int(env, "REQUEST_TTL_DAYS", 90, minimum=1),
@@ -236,6 +259,12 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         sends_concurrency=_int(env, "SENDS_CONCURRENCY", 16, minimum=1),
         sms_per_second=_float(env, "SMS_PER_SECOND", 20.0),
         email_per_second=_float(env, "EMAIL_PER_SECOND", 14.0),
+        sms_allowed_countries=_countries(env, phone_region),
+        places_per_number=_int(env, "PLACES_PER_NUMBER", 20, minimum=1),
+        taps_per_number_per_hour=_int(env, "TAPS_PER_NUMBER_PER_HOUR", 10, minimum=1),
+        taps_per_prefix_per_hour=_int(env, "TAPS_PER_PREFIX_PER_HOUR", 30, minimum=1),
+        max_waiting_per_sku=_int(env, "MAX_WAITING_PER_SKU", 10_000, minimum=1),
+        reoffer_lapse_limit=_int(env, "REOFFER_LAPSE_LIMIT", 20, minimum=1),
         secret_refs=refs,
         secret_values=values,
         catalog_url=_catalog_url(env),

@@ -40,6 +40,61 @@ def normalise_phone(raw: str, default_region: str) -> str:
     return e164
 
 
+# What an SMS may be sent to: a mobile number. North American numbers cannot be told apart from landlines by their
+# digits alone (FIXED_LINE_OR_MOBILE), so they pass; every other kind is refused, by the name it is refused as.
+SMS_NUMBER_TYPES = ("MOBILE", "FIXED_LINE_OR_MOBILE")
+REFUSED_KIND = {
+    "FIXED_LINE": "landline",
+    "TOLL_FREE": "toll-free",
+    "PREMIUM_RATE": "premium-rate",
+    "SHARED_COST": "shared-cost",
+    "VOIP": "VoIP (internet)",
+    "PERSONAL_NUMBER": "personal (forwarding)",
+    "PAGER": "pager",
+    "UAN": "company (UAN)",
+    "VOICEMAIL": "voicemail",
+}
+
+
+def check_sms_number(e164: str, allowed_countries: tuple[str, ...]) -> None:
+    """Refuse an SMS destination outside `allowed_countries` or not a mobile number (SMS pumping, toll fraud).
+
+    BadRequest('sms_country_not_allowed') for another country; BadRequest('sms_number_type') for a landline,
+    toll-free, premium-rate, shared-cost, satellite or other non-mobile number. Pure: the phone metadata only.
+    """
+    import phonenumbers
+
+    number = phonenumbers.parse(e164, None)
+    region = phonenumbers.region_code_for_number(number)
+    if region == phonenumbers.UNKNOWN_REGION or region == "001":
+        # Non-geographic codes: satellite phones (+870, +881), international networks and services.
+        raise BadRequest(
+            "We cannot send text messages to satellite or international-network numbers; use a mobile number "
+            "or choose email.",
+            code="sms_number_type",
+        )
+    if region not in allowed_countries:
+        raise BadRequest(
+            f"We can only send text messages to mobile numbers from {', '.join(allowed_countries)}; "
+            "use one of those, or choose email.",
+            code="sms_country_not_allowed",
+        )
+    names = {value: name for name, value in vars(phonenumbers.PhoneNumberType).items() if isinstance(value, int)}
+    kind = names.get(phonenumbers.number_type(number), "UNKNOWN")
+    if kind not in SMS_NUMBER_TYPES:
+        described = REFUSED_KIND.get(kind)
+        what = f"That is a {described} number" if described else "We cannot tell that number is a mobile"
+        raise BadRequest(
+            f"{what}; text messages go to mobile numbers only. Use a mobile number, or choose email.",
+            code="sms_number_type",
+        )
+
+
+def sms_prefix(e164: str) -> str:
+    """The block a number belongs to, for counting taps on a range: the E.164 number less its last 4 digits."""
+    return e164[:-4]
+
+
 def normalise_email(raw: str) -> str:
     """An address SES can take, checked for syntax only (no DNS at run time), or BadRequest('invalid_email').
 

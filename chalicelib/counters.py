@@ -152,11 +152,13 @@ class UnitMoves:
         offers: Sequence[NewOffer],
         now: float,
         offer_window_s: int,
+        lapse_limit: int | None = None,
     ) -> Tx:
-        """Notices about to go: units_offerable − k (only if ≥ k and the restock not closed), k offer rows, and
+        """Notices about to go: units_offerable − k (only if ≥ k, the restock not closed and, with `lapse_limit`,
+        re-offering not stopped by that many unused offers since the last sale), k offer rows, and
         each request marked told for this restock. Returned to run, so the caller reads a cancellation by its
         names: "units", "offer <i>" and "told <i>" for the i-th offer."""
-        tx = Tx().add("units", self.tables.restocks.take_offers_item(sku, restock_ts, len(offers)))
+        tx = Tx().add("units", self.tables.restocks.take_offers_item(sku, restock_ts, len(offers), lapse_limit))
         for i, new in enumerate(offers):
             tx.add(
                 f"offer {i}",
@@ -258,6 +260,36 @@ class UnitMoves:
         )
         return self._outcome(self._commit(tx, "request"), counter="units")
 
+    def stop_reoffers(self, restock: Restock, *, lapse_limit: int, now: float) -> bool:
+        """Re-offering a restock's units stops: `lapse_limit` offers lapsed unused since its last sale. Marked on
+        the restock with the fact `reoffers_stopped` (why, and the units left unoffered), once; the units stay in
+        the counters for the next level report (a rise starts afresh) or staff. False when already stopped."""
+        sku, restock_ts = restock.sku, restock.restock_ts
+        tx = (
+            Tx()
+            .add("units", self.tables.restocks.stop_reoffers_item(sku, restock_ts, lapse_limit=lapse_limit, now=now))
+            .add(
+                "fact",
+                self.tables.audit.record_item(
+                    sku,
+                    "reoffers_stopped",
+                    now,
+                    restock_id=restock.restock_id,
+                    reason="lapse_limit",
+                    lapses_unsold=restock.lapses_unsold,
+                    lapse_limit=lapse_limit,
+                    units_left=restock.units_offerable,
+                ),
+            )
+        )
+        try:
+            self.tables.run(tx)
+        except TransactionCancelled as cancelled:
+            if cancelled.failed("units"):
+                return False
+            raise
+        return True
+
     def _lapse(self, row: Offer, now: float, reason: str) -> Tx:
         """offered → lapsed and units_offerable + 1: the part every lapse shares.
 
@@ -272,7 +304,13 @@ class UnitMoves:
             due_at=min(row.due_at or int(now), int(now)),
             lapsed_at=int(now),
             lapse_reason=reason,
-        ).add("units", self.tables.restocks.release_offer_item(row.sku, row.restock_ts))
+        ).add(
+            "units",
+            # An offer nobody used counts towards REOFFER_LAPSE_LIMIT; a unit just gone, or a leave, does not.
+            self.tables.restocks.lapse_unused_item(row.sku, row.restock_ts)
+            if reason == UNUSED
+            else self.tables.restocks.release_offer_item(row.sku, row.restock_ts),
+        )
 
     def lapse(self, row: Offer, now: float, *, reason: str = UNUSED) -> Move:
         """Offer unused (or its unit just gone): offered → lapsed, units_offerable + 1, request back to waiting."""

@@ -47,9 +47,16 @@ class RateLimited(DomainError):
     status = 429
     code = "rate_limited"
 
-    def __init__(self, message: str, retry_after_s: int) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, retry_after_s: int, *, code: str | None = None) -> None:
+        super().__init__(message, code=code)
         self.retry_after_s = retry_after_s
+
+
+class Forbidden(DomainError):
+    """The request came from somewhere that may not make it (e.g. a cross-site form post)."""
+
+    status = 403
+    code = "forbidden"
 
 
 class InvalidSignature(DomainError):

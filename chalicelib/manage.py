@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chalicelib.clock import Clock
-from chalicelib.contacts import CHANNELS, contact_key, mask, normalise_contact
+from chalicelib.contacts import CHANNELS, check_sms_number, contact_key, mask, normalise_contact
 from chalicelib.errors import BadRequest, DomainError
 from chalicelib.leaving import Exit, QueueExits
 from chalicelib.tables.base import TransactionCancelled, TxItem, transact
@@ -141,6 +141,10 @@ class ManageService:
     hash_key: str
     default_region: str
     link_max_age_s: int  # a manage link lives as long as the places it shows
+    # SMS pumping guards, as at capture: where SMS may go (None: the default region only), and how many places
+    # one number may take in a window (REQUEST_TTL_DAYS long).
+    sms_allowed_countries: tuple[str, ...] | None = None
+    places_per_number: int = 20
 
     def read_token(self, token: str) -> str:
         """The contact key a manage link names; TokenInvalid or TokenExpired otherwise."""
@@ -215,11 +219,28 @@ class ManageService:
             raise BadRequest(
                 "That contact asked us not to send it messages, so we cannot switch to it.", code="contact_opted_out"
             )
+        if channel == "sms":
+            self._check_sms(contact.address, len(view.places))
         result = SwitchResult(new_key=new_key, channel=channel, contact=mask(contact.address))
         for place in view.places:
             outcome = self._switch_one(key, place, contact.address, new_key, channel)
             {"moved": result.moved, "merged": result.merged, "unchanged": result.unchanged}[outcome].append(place.sku)
         return result
+
+    def _check_sms(self, e164: str, places: int) -> None:
+        """A switch to SMS passes the checks a tap does: a mobile number in an allowed country, and the places it
+        brings counted against the number's cap (so joining by email and switching cannot go round it)."""
+        from chalicelib.capture import places_key
+
+        check_sms_number(e164, self.sms_allowed_countries or (self.default_region,))
+        window_days = max(1, self.link_max_age_s // 86400)
+        key, expires = places_key(e164, self.hash_key, self.clock.now(), window_days)
+        if not self.tables.throttle.charge_many(key, places, self.places_per_number, expires):
+            raise BadRequest(
+                f"That number would wait for more than {self.places_per_number} products, the most we keep for one "
+                "number; leave a list you no longer need first, or keep email.",
+                code="too_many_places",
+            )
 
     def _switch_one(self, key: str, place: Place, address: str, new_key: str, channel: str) -> str:
         now = self.clock.now()

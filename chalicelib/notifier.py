@@ -81,6 +81,7 @@ class StopReason(StrEnum):
     THROTTLED = "throttled"
     RESTOCK_CLOSED = "closed"
     NO_UNITS = "no_units"
+    REOFFERS_STOPPED = "reoffers_stopped"  # REOFFER_LAPSE_LIMIT offers lapsed unused since the last sale
 
 
 AFTER_OFFER_COMMITTED = "notifier.after_offer_committed"
@@ -285,6 +286,9 @@ class Notifier:
         if restock.units_offerable <= 0:
             self._clear_idle(job, product)
             return Outcome(job.restock_id, job.kind, StopReason.NO_UNITS)
+        if self._reoffers_stopped(restock):
+            self._clear_idle(job, product)
+            return Outcome(job.restock_id, job.kind, StopReason.REOFFERS_STOPPED)
         walk = _Walk(job, restock, product, self.settings.shop_name, metrics)
         # Keep back enough time to let the sends in flight finish and to queue the continuation.
         reserve_ms = min(self.deadline_margin_ms, max(0, remaining_ms()) // 4)
@@ -319,6 +323,16 @@ class Notifier:
             metrics.count(CONTINUATIONS)
             outcome.continued = True
         return outcome
+
+    def _reoffers_stopped(self, restock: Restock) -> bool:
+        """Whether the restock's units are no longer offered (SMS pumping: a run of offers nobody used, however many
+        numbers wait); the first to see it records why (`reoffers_stopped`)."""
+        limit = self.settings.reoffer_lapse_limit
+        if not restock.reoffers_capped(limit):
+            return False
+        if restock.reoffers_stopped_at is None:
+            self.moves.stop_reoffers(restock, lapse_limit=limit, now=self.clock.now())
+        return True
 
     def _open_restock_instead(self, job: Job) -> tuple[Job, Restock] | None:
         """The SKU's open restock, when it is not the (closed) one the job names: the job's work goes to it."""
@@ -426,7 +440,7 @@ class Notifier:
         nothing of the kind (another job or a fall took units first), so it is not counted.
         """
         fresh = self.tables.restocks.get(walk.job.sku, walk.job.restock_ts)
-        closed = fresh is not None and fresh.state == RestockState.CLOSED
+        closed = fresh is not None and (fresh.state == RestockState.CLOSED or self._reoffers_stopped(fresh))
         offerable = fresh.units_offerable if fresh is not None else 0
         if after_last_offers and not closed:
             over = max(0, -offerable)
@@ -490,6 +504,7 @@ class Notifier:
             ],
             now=self.clock.now(),
             offer_window_s=walk.offer_window_s,
+            lapse_limit=self.settings.reoffer_lapse_limit,
         )
 
     def _after_cancel(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlparse
 
 from chalice import Response
 
@@ -113,3 +113,30 @@ def cors_headers(origin: str | None, allowed: tuple[str, ...]) -> Headers:
         "Access-Control-Max-Age": "600",
         "Vary": "Origin",
     }
+
+
+def _origin_of(url: str) -> str:
+    parsed = urlparse(url.strip())
+    return f"{parsed.scheme}://{parsed.netloc}".lower() if parsed.scheme and parsed.netloc else ""
+
+
+def simple_post_allowed(headers: Mapping[str, str], allowed: tuple[str, ...], own_url: str) -> bool:
+    """Whether a "simple" POST (form-encoded or text/plain: no CORS preflight) may be taken: only from a page of
+    an allowed storefront origin or of the API itself, by its Origin header (or, without one, its Referer's).
+
+    Any page can make a visitor's browser send such a post, so without this a hostile page could make every
+    visitor tap for numbers it chose, from as many addresses as it has visitors. A post naming neither header
+    (or `Origin: null`) is refused: browsers send Origin on every cross-origin POST.
+    """
+    lowered = {k.lower(): v for k, v in headers.items()}
+    origin = (lowered.get("origin") or "").strip()
+    if not origin:
+        origin = _origin_of(lowered.get("referer") or "")
+    elif origin == "null":
+        return False
+    else:
+        origin = _origin_of(origin)
+    if not origin:
+        return False
+    permitted = {_origin_of(o) for o in allowed if o != "*"} | {_origin_of(own_url)}
+    return origin in permitted or "*" in allowed

@@ -438,6 +438,8 @@ class Services:
             default_region=self.settings.default_phone_region,
             # The link lives as long as the places it shows: a place lapses after REQUEST_TTL_DAYS untouched.
             link_max_age_s=self.settings.request_ttl_days * 86400,
+            sms_allowed_countries=self.settings.sms_allowed_countries,
+            places_per_number=self.settings.places_per_number,
         )
 
     @cached_property

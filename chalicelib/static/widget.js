@@ -46,11 +46,15 @@
 
     var contactLabel = el("label", { "for": id + "-contact" }, "Mobile number");
     var contact = el("input", { id: id + "-contact", name: "contact", type: "tel", autocomplete: "tel", required: "", maxlength: "254" });
+    // Text messages go to mobile numbers only (landlines, toll-free, premium-rate and satellite numbers are refused).
+    var hintText = "A mobile number: we cannot text landlines, toll-free or premium-rate numbers.";
+    var hint = el("p", { "class": "bisn-hint", id: id + "-hint" }, hintText);
+    contact.setAttribute("aria-describedby", id + "-hint");
     var nameLabel = el("label", { "for": id + "-name" }, "Your name (optional)");
     var name = el("input", { id: id + "-name", name: "name", type: "text", autocomplete: "given-name", maxlength: "40" });
     var button = el("button", { type: "submit" }, "Notify me");
     var status = el("p", { "class": "bisn-status", role: "status", "aria-live": "polite" });
-    [contactLabel, contact, nameLabel, name, button].forEach(function (n) { fieldset.appendChild(n); });
+    [contactLabel, contact, hint, nameLabel, name, button].forEach(function (n) { fieldset.appendChild(n); });
     form.appendChild(fieldset);
     form.appendChild(status);
     root.appendChild(form);
@@ -58,6 +62,7 @@
     channels.addEventListener("change", function () {
       var email = form.querySelector("input[name=channel]:checked").value === "email";
       contactLabel.textContent = email ? "Email address" : "Mobile number";
+      hint.hidden = email;
       contact.type = email ? "email" : "tel";
       contact.autocomplete = email ? "email" : "tel";
     });

@@ -185,14 +185,20 @@ class CatalogTable:
                 return sorted(items, key=lambda i: i.sku)
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def join_item(self, sku: str, *, unless_idle: bool = False) -> TxItem:
+    def join_item(self, sku: str, *, unless_idle: bool = False, max_waiting: int | None = None) -> TxItem:
         """Transaction item: count one more shopper waiting, only for a product that is sold.
 
         With `unless_idle`, it is also refused while the open restock has idle units, so the caller learns of
-        them (the refusal hands back the product) in the very transaction that writes the place.
+        them (the refusal hands back the product) in the very transaction that writes the place. With
+        `max_waiting`, it is refused once that many wait (the list is full).
         """
         # Nobody joins a list for a SKU we do not sell (no ghost queues).
         condition = "attribute_exists(sku) AND (attribute_not_exists(discontinued) OR discontinued = :no)"
+        values: dict[str, Any] = {":one": 1, ":no": False}
+        if max_waiting is not None:
+            # A bounded list: a flood of places on one SKU cannot grow the notices one restock may send.
+            condition += " AND (attribute_not_exists(waiting_count) OR waiting_count < :max)"
+            values[":max"] = int(max_waiting)
         if unless_idle:
             # Nothing lost (invariant 7): a place joining while units wait for nobody must be told of them.
             condition += " AND attribute_not_exists(idle_restock_ts)"
@@ -202,7 +208,7 @@ class CatalogTable:
                 "Key": {"sku": sku},
                 "UpdateExpression": "ADD waiting_count :one",
                 "ConditionExpression": condition,
-                "ExpressionAttributeValues": {":one": 1, ":no": False},
+                "ExpressionAttributeValues": values,
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
         }

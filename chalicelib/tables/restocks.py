@@ -22,6 +22,7 @@ class RestockState(StrEnum):
 
 PENDING_KEY = "pending"  # value of pending_key on every restock that is owed a notifier job (GSI by-pending)
 UNSEEN_SALES = "unseen_sales"  # sales through our holds that no stock level reported since has included yet
+LAPSES_UNSOLD = "lapses_unsold"  # offers lapsed unused since the restock's last sale (REOFFER_LAPSE_LIMIT)
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,9 @@ class Restock:
     queued_at: int | None = None
     closed_at: int | None = None
     orders_on_expired_holds: int | None = None
+    # Offers that lapsed unused since the restock's last sale, and when re-offering stopped because of them.
+    lapses_unsold: int = 0
+    reoffers_stopped_at: int | None = None
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Self:
@@ -78,6 +82,8 @@ class Restock:
             queued_at=int_or_none(item.get("queued_at")),
             closed_at=int_or_none(item.get("closed_at")),
             orders_on_expired_holds=int_or_none(item.get("orders_on_expired_holds")),
+            lapses_unsold=int(item.get(LAPSES_UNSOLD) or 0),
+            reoffers_stopped_at=int_or_none(item.get("reoffers_stopped_at")),
         )
 
     def to_item(self) -> dict[str, Any]:
@@ -85,7 +91,14 @@ class Restock:
         item = present({**self.__dict__, "state": str(self.state)})
         if not self.unseen_sales:
             del item[UNSEEN_SALES]
+        if not self.lapses_unsold:
+            del item[LAPSES_UNSOLD]
         return item
+
+    def reoffers_capped(self, lapse_limit: int) -> bool:
+        """Whether this restock's units are no longer re-offered: `lapse_limit` offers lapsed unused since its
+        last sale (SMS pumping: numbers that never buy must not drain notices one after another)."""
+        return self.reoffers_stopped_at is not None or self.lapses_unsold >= lapse_limit
 
 
 def unseen_sales(restock: Restock | None) -> int:
@@ -145,23 +158,39 @@ class RestocksTable:
             update["ConditionExpression"] = condition
         return {"Update": update}
 
-    def take_offers_item(self, sku: str, restock_ts: str, count: int) -> dict:
-        """Notices sent in one batch: units_offerable - count, only while that many are neither held nor promised."""
-        item = self._counter_item(
-            sku,
-            restock_ts,
-            "ADD units_offerable :minus",
-            # Never over-promise (invariant 5): a batch of offers takes all its units or none, and a closed
-            # restock (the level fell below the threshold while the walk was under way) offers nothing more.
-            "units_offerable >= :count AND #state <> :closed",
-            {":minus": -int(count), ":count": int(count), ":closed": RestockState.CLOSED},
-        )
+    def take_offers_item(self, sku: str, restock_ts: str, count: int, lapse_limit: int | None = None) -> dict:
+        """Notices sent in one batch: units_offerable - count, only while that many are neither held nor promised
+        (and, with `lapse_limit`, while fewer offers than that lapsed unused since the last sale)."""
+        condition = "units_offerable >= :count AND #state <> :closed"
+        values: dict[str, Any] = {":minus": -int(count), ":count": int(count), ":closed": RestockState.CLOSED}
+        if lapse_limit is not None:
+            condition += " AND attribute_not_exists(reoffers_stopped_at)"
+            condition += f" AND (attribute_not_exists({LAPSES_UNSOLD}) OR {LAPSES_UNSOLD} < :lapses)"
+            values[":lapses"] = int(lapse_limit)
+        # Never over-promise (invariant 5): a batch of offers takes all its units or none, and a closed
+        # restock (the level fell below the threshold while the walk was under way) offers nothing more.
+        item = self._counter_item(sku, restock_ts, "ADD units_offerable :minus", condition, values)
         item["Update"]["ExpressionAttributeNames"] = {"#state": "state"}
         return item
 
     def release_offer_item(self, sku: str, restock_ts: str) -> dict:
         """Offer lapsed unused, or a send failed and was rolled back: units_offerable + 1."""
         return self._counter_item(sku, restock_ts, "ADD units_offerable :one", None, {":one": 1})
+
+    def lapse_unused_item(self, sku: str, restock_ts: str) -> dict:
+        """Offer lapsed unused: units_offerable + 1, and one more lapse since the last sale."""
+        return self._counter_item(sku, restock_ts, f"ADD units_offerable :one, {LAPSES_UNSOLD} :one", None, {":one": 1})
+
+    def stop_reoffers_item(self, sku: str, restock_ts: str, *, lapse_limit: int, now: float) -> dict:
+        """Re-offering stops: `lapse_limit` offers lapsed unused since the last sale (once: refused if stopped)."""
+        item = self._counter_item(
+            sku,
+            restock_ts,
+            "SET reoffers_stopped_at = :now",
+            f"attribute_not_exists(reoffers_stopped_at) AND {LAPSES_UNSOLD} >= :lapses",
+            {":now": int(now), ":lapses": int(lapse_limit)},
+        )
+        return item
 
     def hold_item(self, sku: str, restock_ts: str) -> dict:
         """Link clicked: units_available - 1, only while a unit is left."""
@@ -182,7 +211,8 @@ class RestocksTable:
         """A hold was bought: count the sale until a reported level includes it (then it is not a fall)."""
         # No condition: the unit left units_available at the hold already; this only tells detection that the
         # platform's next level is lower by this sale, not by stock lost elsewhere (invariant 4).
-        return self._counter_item(sku, restock_ts, "ADD unseen_sales :one", None, {":one": 1})
+        # A sale also ends a run of unused offers (REOFFER_LAPSE_LIMIT counts lapses since the last sale).
+        return self._counter_item(sku, restock_ts, f"ADD unseen_sales :one REMOVE {LAPSES_UNSOLD}", None, {":one": 1})
 
     def count_late_order_item(self, sku: str, restock_ts: str) -> dict:
         """An order arrived for a hold that had already ended: count it, so staff can see the shop sold past a hold."""
@@ -265,7 +295,9 @@ class RestocksTable:
                 "UpdateExpression": (
                     "ADD units_total :rise, units_available :rise, units_offerable :rise "
                     "SET pending_key = :pk, pending_since = if_not_exists(pending_since, :now), "
-                    f"pending_kind = :kind, pending_token = :tok{sets} REMOVE enqueue_lease_until"
+                    f"pending_kind = :kind, pending_token = :tok{sets} "
+                    # New units start afresh: re-offering resumes after a rise (REOFFER_LAPSE_LIMIT).
+                    f"REMOVE enqueue_lease_until, {LAPSES_UNSOLD}, reoffers_stopped_at"
                 ),
                 # Only the open restock we read grows: a closed one never gains units.
                 "ConditionExpression": "#state = :seen" + condition,

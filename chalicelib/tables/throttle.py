@@ -32,6 +32,26 @@ class ThrottleTable:
             }
         }
 
+    def charge_many(self, key: str, count: int, limit: int, expires_at: int) -> bool:
+        """Count `count` at once against `key`; False (nothing counted) when that would pass `limit`."""
+        if count <= 0:
+            return True
+        if count > limit:
+            return False
+        return update_alone(
+            self.table,
+            {
+                "Update": {
+                    "TableName": self.name,
+                    "Key": {"key": key},
+                    "UpdateExpression": "ADD n :count SET #ttl = if_not_exists(#ttl, :ttl)",
+                    "ConditionExpression": "attribute_not_exists(n) OR n <= :room",
+                    "ExpressionAttributeNames": {"#ttl": "ttl"},
+                    "ExpressionAttributeValues": {":count": count, ":room": limit - count, ":ttl": expires_at},
+                }
+            },
+        )
+
     def charge(self, key: str, limit: int, expires_at: int) -> bool:
         """Count one request on its own; False when the limit was already reached."""
         return update_alone(self.table, self.charge_item(key, limit, expires_at))

@@ -65,8 +65,12 @@ def test_an_oversized_body_gets_413(client: Client, services: Services, chair: s
 
 
 def test_a_form_encoded_tap_works_without_javascript(client: Client, services: Services, chair: str) -> None:
+    # From a page of a storefront on the CORS allow-list (a no-JavaScript form posts cross-origin to the API).
     response = post(
-        client, "sku=CHAIR-WALNUT&channel=email&contact=ada%40example.com&name=Ada", "application/x-www-form-urlencoded"
+        client,
+        "sku=CHAIR-WALNUT&channel=email&contact=ada%40example.com&name=Ada",
+        "application/x-www-form-urlencoded",
+        Origin=services.settings.cors_origins[0],
     )
     assert response.status_code == 201
     assert {k: v for k, v in response.json_body.items() if k != "manage_url"} == {"status": "queued", "position": 1}

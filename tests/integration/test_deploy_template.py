@@ -274,3 +274,23 @@ def test_packaging_refuses_an_unnamed_function_an_undefined_one_or_a_foreign_que
 def test_pinning_twice_changes_nothing(package: Package) -> None:
     again = pin(json.loads(json.dumps(package.template)), package.prefix)
     assert again == package.template
+
+
+def test_the_api_stage_is_throttled_and_an_optional_waf_rate_limits_notify_me(package: Package) -> None:
+    (api,) = package.resources("AWS::Serverless::Api").values()
+    (settings,) = api["Properties"]["MethodSettings"]
+    assert settings["ThrottlingRateLimit"] == {"Ref": "ApiThrottleRateLimit"}
+    assert settings["ThrottlingBurstLimit"] == {"Ref": "ApiThrottleBurstLimit"}
+    assert (settings["ResourcePath"], settings["HttpMethod"]) == ("/*", "*")
+    parameters = package.template["Parameters"]
+    assert parameters["EnableWaf"]["Default"] == "false"
+    (acl,) = package.resources("AWS::WAFv2::WebACL").values()
+    (association,) = package.resources("AWS::WAFv2::WebACLAssociation").values()
+    assert acl["Condition"] == association["Condition"] == "WafEnabled"
+    (rule,) = acl["Properties"]["Rules"]
+    rate = rule["Statement"]["RateBasedStatement"]
+    assert rule["Action"] == {"Block": {}}
+    assert rate["Limit"] == {"Ref": "WafNotifyMeLimit"} and rate["AggregateKeyType"] == "IP"
+    match = rate["ScopeDownStatement"]["ByteMatchStatement"]
+    assert (match["SearchString"], match["PositionalConstraint"]) == ("/notify-me", "ENDS_WITH")
+    assert "${RestAPI.Stage}" in association["Properties"]["ResourceArn"]["Fn::Sub"]
