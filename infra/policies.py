@@ -83,13 +83,15 @@ NEEDS: dict[str, Needs] = {
         tables={
             # by-store-item: a platform's stock webhook names its inventory item, not the SKU. SCAN: a product
             # deleted on the platform reaches its SKUs (rare, never a shopper's path: chalicelib/tables/catalog.py).
-            "catalog": TableAccess((GET, UPDATE, QUERY, SCAN), ("by-store-item",)),
+            # CHECK: a confirmed email place looks for units waiting for nobody (chalicelib/confirm_pages.py).
+            "catalog": TableAccess((GET, UPDATE, QUERY, SCAN, CHECK), ("by-store-item",)),
             "requests": TableAccess((GET, QUERY, PUT, UPDATE, DELETE), ("by-contact",)),
             "restocks": TableAccess((GET, PUT, UPDATE)),
             "reservations": TableAccess((GET, UPDATE)),
-            "optout": TableAccess((GET, PUT, CHECK)),
-            # Rate limits; inventory webhook ids remembered, so a late retry is known.
-            "throttle": TableAccess((GET, PUT, UPDATE)),
+            # UPDATE: a person's manage-link version, raised when they sign out everywhere.
+            "optout": TableAccess((GET, PUT, UPDATE, CHECK)),
+            # Rate limits; inventory webhook ids remembered, so a late retry is known; pending channel switches.
+            "throttle": TableAccess((GET, PUT, UPDATE, DELETE)),
             "audit": TableAccess((PUT,)),
         },
         queue=PRODUCE,  # a restock's first job; top-ups for places given up
@@ -107,6 +109,8 @@ NEEDS: dict[str, Needs] = {
             "reservations": TableAccess((GET, PUT, DELETE)),
             "optout": TableAccess((GET, BATCH_GET)),
             "audit": TableAccess((PUT,)),
+            # A pending channel switch's code, taken once for sending (chalicelib/confirm.py).
+            "throttle": TableAccess((GET, UPDATE)),
         },
         queue=CONSUME + PRODUCE,  # its trigger; continuation jobs for large restocks
         secrets=("TOKEN_KEY",),
@@ -119,7 +123,8 @@ NEEDS: dict[str, Needs] = {
             "catalog": TableAccess((GET, UPDATE)),
             # by-contact: a number that replied STOP leaves every list it was on.
             # PUT: a place told about a restock leaves its memory behind when it goes.
-            "requests": TableAccess((GET, PUT, UPDATE, DELETE), ("by-expiry", "by-contact")),
+            # by-confirm: confirmation emails still owed a minute after their tap (the tap was cut short).
+            "requests": TableAccess((GET, PUT, UPDATE, DELETE), ("by-expiry", "by-contact", "by-confirm")),
             "restocks": TableAccess((GET, UPDATE), ("by-pending",)),
             "reservations": TableAccess((GET, UPDATE), ("by-due",)),
             "optout": TableAccess((GET, BATCH_GET, PUT)),
