@@ -84,7 +84,7 @@ class ConfirmPages:
             "place", *self.tables.requests.confirm_items(sku, joined_ts, request.contact_key, ttl=ttl, now=now)
         )
         try:
-            self.tables.run(tx.add("product", self.tables.catalog.not_idle_check(sku)))
+            self.tables.run(tx.without().add("product", self.tables.catalog.not_idle_check(sku)))
         except TransactionCancelled as cancelled:
             if not cancelled.failed("product"):
                 current = self.tables.requests.get(sku, joined_ts)
