@@ -45,7 +45,9 @@ RESERVE_TYPES = [*UNSUBSCRIBE_TYPES, "application/json"]
 
 # HTTP belongs here, not to the domain: the status each outcome's kind is answered with (docs/openapi.yaml).
 # The keys are the services' outcome kinds, written out so that loading the app imports no service module.
-CAPTURE_STATUS = {"queued": 201, "already_queued": 200, "acknowledged": 202}  # CaptureOutcome.status
+# Every accepted tap gets the same answer, whether the place is new, kept or refused for an opt-out: a caller who
+# types someone else's contact learns nothing about that person (README, docs/openapi.yaml).
+CAPTURE_STATUS = {"queued": 202, "already_queued": 202, "acknowledged": 202}  # CaptureOutcome.status
 # 202 when a restock was recorded, 200 otherwise (the platform must not retry either).
 DETECT_STATUS = {"restock": 202, "no_restock": 200, "ignored": 200}  # DetectOutcome.status
 RESERVE_STATUS = {  # ReserveOutcome.kind (chalicelib/holds.py)
@@ -124,11 +126,7 @@ def notify_me() -> Response:
         outcome = wiring.current().capture.capture(_source_ip(), data)
     except DomainError as error:
         return error_response(error, cors)
-    body: dict[str, object] = {"status": outcome.status}
-    if outcome.position is not None:
-        body["position"] = outcome.position
-    if outcome.manage_url:
-        body["manage_url"] = outcome.manage_url
+    body = {"status": "received", "channel": outcome.channel, "confirm_email": outcome.confirm_email}
     return json_response(CAPTURE_STATUS[outcome.status], body, cors)
 
 
@@ -202,9 +200,16 @@ def notifier(event: SQSEvent) -> None:
     services = wiring.current()
     # Chalice annotates the context as a dict, but Lambda passes its context object.
     context = cast("LambdaContext", event.context)
+    from chalicelib.confirm import message_of
+
     for record in event:
         # A malformed body raises too: it is retried, then parked in the DLQ intact for a person to look at.
         with logs.correlated(message_id=str(record.to_dict().get("messageId", ""))):
+            message = message_of(record.body)
+            if message is not None:
+                # A place's confirmation email or a channel switch's code (chalicelib/confirm.py).
+                services.messages.handle(message)
+                continue
             services.notifier.handle(Job.from_json(record.body), context.get_remaining_time_in_millis)
 
 
@@ -278,6 +283,18 @@ def unsubscribe(token: str) -> Response:
     """RFC 8058 one-click (or the page's button): opt out, leave every list, pass live offers on."""
     request = _request()
     return wiring.current().self_service.unsubscribe(token, _body(request), request.headers.get("content-type", ""))
+
+
+@app.route("/confirm/{token}", methods=["GET", "HEAD"])
+def confirm_page(token: str) -> Response:
+    """A confirmation email's link opened: a page with a button; changes nothing (mail scanners prefetch)."""
+    return _no_body_for_head(wiring.current().confirm_pages.form(token))
+
+
+@app.route("/confirm/{token}", methods=["POST"], content_types=["application/x-www-form-urlencoded"])
+def confirm(token: str) -> Response:
+    """The confirmation page's button: the email place may now be told about restocks."""
+    return wiring.current().confirm_pages.confirm(token)
 
 
 @app.route("/me/{token}", methods=["GET", "HEAD"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from collections.abc import Callable, Mapping
@@ -10,14 +11,18 @@ from typing import Any
 
 from chalicelib.clock import Clock
 from chalicelib.config import Settings
+from chalicelib.confirm import MAX_CONFIRMATIONS, RESEND_AFTER_S, confirm_message
 from chalicelib.contacts import Contact, check_sms_number, contact_key, normalise_contact, sms_prefix
 from chalicelib.errors import BadRequest, Conflict, Discontinued, DomainError, RateLimited, UnknownSku
 from chalicelib.owed import OwedJobs
+from chalicelib.senders import EMAIL
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.catalog import Product
 from chalicelib.tables.requests import new_joined_ts
 from chalicelib.tables.store import Tables
 from chalicelib.unknown_skus import UnknownSkus
+
+log = logging.getLogger(__name__)
 
 SKU_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}$")
 MAX_NAME_LEN = 40
@@ -57,12 +62,16 @@ class SmsCaps:
 
 @dataclass(frozen=True)
 class CaptureOutcome:
-    """What capture decided: 'queued', 'already_queued' or 'acknowledged' (app.py picks the HTTP status)."""
+    """What capture decided: 'queued', 'already_queued' or 'acknowledged'.
+
+    Only the audit and the tests see the difference: the HTTP answer is the same for all three (app.py), so a
+    caller who types someone else's contact learns nothing about that person (README, docs/openapi.yaml).
+    """
 
     status: str
-    position: int | None = None
     joined_ts: str | None = None
-    manage_url: str | None = None  # the shopper's "see or change your requests" link (never for acknowledged)
+    channel: str = ""
+    confirm_email: bool = False  # the answer asks the shopper to confirm from their inbox (email, double opt-in)
 
 
 def _text(data: Mapping[str, Any], field: str, *, required: bool, max_len: int) -> str:
@@ -117,7 +126,7 @@ class CaptureService:
     owed: OwedJobs
     clock: Clock
     hash_key: str
-    manage_link: Callable[[str], str]
+    send_message: Callable[[str], object]  # puts a message on the jobs queue (a place's confirmation email)
 
     def _rate_key(self, source: str, now: float) -> tuple[str, int, int]:
         minute = int(now // 60)
@@ -219,7 +228,11 @@ class CaptureService:
         now = self.clock.now()
         caps = self._sms_caps(tap.contact, now)
         key = contact_key(tap.contact.match, self.hash_key)
-        ttl = int(now) + self.settings.request_ttl_days * 86400
+        # Email double opt-in: the place is kept from this tap, told nothing until its address confirms it, and
+        # goes after EMAIL_CONFIRM_DAYS unconfirmed (its ttl until then; chalicelib/confirm.py).
+        unconfirmed = self.settings.email_double_opt_in and tap.contact.channel == EMAIL
+        days = self.settings.email_confirm_days if unconfirmed else self.settings.request_ttl_days
+        ttl = int(now) + days * 86400
         joined_ts = new_joined_ts(now)
         rate_key, rate_expires, retry_after = self._rate_key(source, now)
         fields: dict[str, Any] = {
@@ -231,6 +244,7 @@ class CaptureService:
             "name": tap.name,
             "ttl": ttl,
             "now": now,
+            "unconfirmed": unconfirmed,
         }
 
         # The steady-state tap is this one transaction: rate limits, catalogue (with the list's length), opt-out,
@@ -254,9 +268,25 @@ class CaptureService:
             self._join(tap.sku, join, now=now)
         except TransactionCancelled as cancelled:
             return self._refused(cancelled, tap, key, fields, source, now, retry_after, caps)
-        return CaptureOutcome(
-            "queued", self.tables.requests.position(tap.sku, joined_ts), joined_ts, self.manage_link(key)
-        )
+        return self._queued(tap, joined_ts)
+
+    def _outcome(self, status: str, tap: NotifyMe, joined_ts: str | None = None) -> CaptureOutcome:
+        channel = tap.contact.channel
+        confirm = self.settings.email_double_opt_in and channel == EMAIL
+        return CaptureOutcome(status, joined_ts, channel, confirm)
+
+    def _queued(self, tap: NotifyMe, joined_ts: str) -> CaptureOutcome:
+        """A new place: an unconfirmed one's confirmation email is owed already; ask the notifier to send it."""
+        if self.settings.email_double_opt_in and tap.contact.channel == EMAIL:
+            self._ask_confirmation(tap.sku, joined_ts)
+        return self._outcome("queued", tap, joined_ts)
+
+    def _ask_confirmation(self, sku: str, joined_ts: str) -> None:
+        try:
+            self.send_message(confirm_message(sku, joined_ts))
+        except Exception:
+            # The email stays owed on the place: the sweep sends its message after a minute.
+            log.warning("could not queue a confirmation email; the sweep will", exc_info=True)
 
     def _join(self, sku: str, join: Callable[[bool], Tx], *, now: float) -> None:
         """Write a new place. The catalogue's condition also asks that the open restock has no idle units (units
@@ -309,8 +339,8 @@ class CaptureService:
                 self._record_unknown(tap, key, source, now)
                 raise UnknownSku(f"We do not sell a product with SKU {tap.sku!r}.")
         if cancelled.failed("optout"):
-            # Opted out: acknowledged politely, nothing stored, nothing ever sent.
-            return CaptureOutcome("acknowledged")
+            # Opted out: acknowledged with the same answer as any tap, nothing stored, nothing ever sent.
+            return self._outcome("acknowledged", tap)
         if cancelled.failed("unique"):
             return self._repeat(tap, key, fields, cancelled.old("unique") or {}, now, caps)
         if cancelled.failed("places"):
@@ -339,17 +369,24 @@ class CaptureService:
         caps: SmsCaps | None = None,
     ) -> CaptureOutcome:
         ref = str(unique.get("ref", ""))
-        refreshed = self.tables.requests.refresh(tap.sku, ref, ttl=fields["ttl"], now=now) if ref else None
-        if refreshed is not None:
-            return CaptureOutcome(
-                "already_queued", self.tables.requests.position(tap.sku, ref), ref, self.manage_link(key)
+        place = self.tables.requests.get(tap.sku, ref) if ref else None
+        if place is not None and place.live and place.unconfirmed:
+            # Still unconfirmed: its deadline stands; one more confirmation email only after a while, capped.
+            owed = self.tables.requests.owe_confirmation(
+                tap.sku, ref, now=now, resend_after_s=RESEND_AFTER_S, cap=MAX_CONFIRMATIONS
             )
+            if owed:
+                self._ask_confirmation(tap.sku, ref)
+            return self._outcome("already_queued", tap, ref)
+        full_ttl = int(now) + self.settings.request_ttl_days * 86400
+        refreshed = self.tables.requests.refresh(tap.sku, ref, ttl=full_ttl, now=now) if place is not None else None
+        if refreshed is not None:
+            return self._outcome("already_queued", tap, ref)
         # The old place is finished (bought, or left: then the item names no place): join again at the back,
         # never to be told again about the restock the old place was told about (exactly once per person).
         told = unique.get("told_restock")
         if ref:
-            old = self.tables.requests.get(tap.sku, ref)
-            told = old.last_notified_restock if old else None
+            told = place.last_notified_restock if place else None
 
         def rejoin(quiet: bool) -> Tx:
             unique, request = self.tables.requests.rejoin_items(old_ref=ref, **fields, told=told)
@@ -365,7 +402,7 @@ class CaptureService:
             self._join(tap.sku, rejoin, now=now)
         except TransactionCancelled as cancelled:
             if cancelled.failed("optout"):
-                return CaptureOutcome("acknowledged")
+                return self._outcome("acknowledged", tap)
             if cancelled.failed("product") and cancelled.old("product") and not cancelled.failed("unique"):
                 raise self._product_refused(cancelled.old("product")) from None
             if cancelled.failed("places") and not cancelled.failed("unique"):
@@ -373,13 +410,9 @@ class CaptureService:
             if cancelled.failed("unique"):
                 # Someone else's simultaneous re-join won; theirs is this person's one place.
                 current = self.tables.requests.get_unique(tap.sku, key) or {}
-                ref = str(current.get("ref", ""))
-                return CaptureOutcome(
-                    "already_queued", self.tables.requests.position(tap.sku, ref), ref, self.manage_link(key)
-                )
+                return self._outcome("already_queued", tap, str(current.get("ref", "")))
             raise
-        joined = fields["joined_ts"]
-        return CaptureOutcome("queued", self.tables.requests.position(tap.sku, joined), joined, self.manage_link(key))
+        return self._queued(tap, fields["joined_ts"])
 
     def _record_unknown(self, tap: NotifyMe, key: str, source: str, now: float) -> None:
         self.tables.audit.record(

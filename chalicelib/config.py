@@ -75,6 +75,10 @@ class Settings:
     # How long an audit fact is kept: each carries a `ttl` this many days after it was written, and DynamoDB's
     # TTL deletes it after that (infra/template.json).
     audit_retention_days: int = 400
+    # Email double opt-in: a new email place is told about restocks only once its address confirms it (one
+    # confirmation email per place), and goes after EMAIL_CONFIRM_DAYS unconfirmed.
+    email_double_opt_in: bool = True
+    email_confirm_days: int = 7
 
     def table_name(self, short: str) -> str:
         """Full name of a table from infra/template.json, e.g. 'catalog' -> 'bisn-catalog'."""
@@ -274,6 +278,8 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         shopify_shop_domain=shop_domain,
         shopify_location_ids=locations,
         woocommerce_store_url=store_url,
+        email_double_opt_in=_bool(env, "EMAIL_DOUBLE_OPT_IN", True),
+        email_confirm_days=_int(env, "EMAIL_CONFIRM_DAYS", 7, minimum=1),
         metrics_namespace=env.get("POWERTOOLS_METRICS_NAMESPACE", "").strip() or "BackInStock",
         metrics_enabled=env.get("POWERTOOLS_METRICS_DISABLED", "").strip().lower() not in ("1", "true", "yes"),
         service_name=env.get("POWERTOOLS_SERVICE_NAME", "").strip() or _required(env, "NAME_PREFIX"),

@@ -78,7 +78,11 @@ class JobQueue:
 
     def send(self, job: Job, delay_s: int = 0) -> str:
         """Put one job on the queue; returns the SQS message id."""
-        kwargs: dict[str, Any] = {"QueueUrl": self.url, "MessageBody": job.to_json()}
+        return self.send_body(job.to_json(), delay_s)
+
+    def send_body(self, body: str, delay_s: int = 0) -> str:
+        """Put one message on the queue (a job, or a confirmation or code message: chalicelib/confirm.py)."""
+        kwargs: dict[str, Any] = {"QueueUrl": self.url, "MessageBody": body}
         if delay_s:
             kwargs["DelaySeconds"] = max(0, min(900, delay_s))
         return str(self.sqs.send_message(**kwargs)["MessageId"])

@@ -1,4 +1,4 @@
-"""The signed links a shopper receives: reserve, unsubscribe and manage (see chalicelib/tokens.py)."""
+"""The signed links a shopper receives: reserve, unsubscribe, manage and confirm (see chalicelib/tokens.py)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,10 @@ class Links:
         """The one-click unsubscribe link (also the List-Unsubscribe header's target)."""
         return f"{self.base_url}/unsubscribe/{self.tokens.unsubscribe(contact_key)}"
 
-    def manage(self, contact_key: str) -> str:
-        """The "see or change your requests" link."""
-        return f"{self.base_url}/me/{self.tokens.manage(contact_key)}"
+    def manage(self, contact_key: str, version: int = 0) -> str:
+        """The "see or change your requests" link, at the person's current link version."""
+        return f"{self.base_url}/me/{self.tokens.manage(contact_key, version)}"
+
+    def confirm(self, sku: str, joined_ts: str) -> str:
+        """The link in a confirmation email: opens a page whose button confirms that one place."""
+        return f"{self.base_url}/confirm/{self.tokens.confirm(sku, joined_ts)}"

@@ -1,17 +1,29 @@
 """A shopper's own requests, without an account: their place in each line, leaving, switching channel.
 
-The manage link (`/me/{token}`) names the person by the keyed hash of their contact, signed with
-TOKEN_KEY. Whoever holds the link may look and change; the link is sent only to the person.
+The manage link (`/me/{token}`) names the person by the keyed hash of their contact, and their link version,
+signed with TOKEN_KEY. Whoever holds the link may look and change; the link is sent only to the person (in a
+notice or a confirmation email, never in an answer to a tap). Signing out everywhere raises the version, and
+every older link is refused. Switching to a new contact needs a code sent to it (chalicelib/confirm.py).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from chalicelib.clock import Clock
+from chalicelib.confirm import (
+    CODE_ATTEMPTS,
+    CODE_RESEND_AFTER_S,
+    CODE_TTL_S,
+    CodeKey,
+    code_message,
+    new_nonce,
+    switch_key,
+)
 from chalicelib.contacts import CHANNELS, check_sms_number, contact_key, mask, normalise_contact
 from chalicelib.errors import BadRequest, DomainError
 from chalicelib.leaving import Exit, QueueExits
@@ -19,10 +31,10 @@ from chalicelib.tables.base import TransactionCancelled, TxItem, transact
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.requests import ACTIVE_STATES, Request, RequestState
 from chalicelib.tables.store import Tables
-from chalicelib.tokens import KeySource, Tokens, current_keys
+from chalicelib.tokens import KeySource, TokenRevoked, Tokens, current_keys
 
 FORM_WINDOW_S = 3600  # a form token is good for the hour it was issued in and the next one
-ACTIONS = ("leave", "switch", "stop")
+ACTIONS = ("leave", "switch", "code", "stop", "signout")
 
 
 class FormRefused(DomainError):
@@ -140,6 +152,8 @@ class ManageService:
     clock: Clock
     hash_key: str
     default_region: str
+    codes: CodeKey
+    send_message: Callable[[str], object]  # puts a message on the jobs queue (a switch code)
     link_max_age_s: int  # a manage link lives as long as the places it shows
     # SMS pumping guards, as at capture: where SMS may go (None: the default region only), and how many places
     # one number may take in a window (REQUEST_TTL_DAYS long).
@@ -147,8 +161,24 @@ class ManageService:
     places_per_number: int = 20
 
     def read_token(self, token: str) -> str:
-        """The contact key a manage link names; TokenInvalid or TokenExpired otherwise."""
-        return self.tokens.read_manage(token, self.link_max_age_s).value
+        """The contact key a manage link names; TokenInvalid, TokenExpired or TokenRevoked otherwise."""
+        signed = self.tokens.read_manage(token, self.link_max_age_s)
+        if signed.version < self.tables.optout.manage_version(signed.value):
+            raise TokenRevoked("signed before the person signed out everywhere")
+        return signed.value
+
+    def link_token(self, key: str) -> str:
+        """A manage token for this person at their current version."""
+        return self.tokens.manage(key, self.tables.optout.manage_version(key))
+
+    def sign_out(self, key: str) -> None:
+        """Refuse every manage link this person was sent so far; the next message carries a new one."""
+        self.tables.optout.bump_manage_version(key, self.clock.now())
+
+    def pending_switch(self, key: str) -> str | None:
+        """The masked contact a code was sent to, while the switch waits for it."""
+        pending = self.tables.throttle.pending_switch(switch_key(key), self.clock.now())
+        return mask(str(pending["contact"])) if pending else None
 
     def view(self, key: str) -> ManageView:
         """The person's live places, each with its current place in line."""
@@ -200,8 +230,41 @@ class ManageService:
         """Leave one product's list (a held unit stays held until bought or expired)."""
         return self.exits.leave_sku(key, sku, reason="manage")
 
-    def switch(self, key: str, raw_contact: str) -> SwitchResult:
-        """Send every live place's notices to a contact of the other kind; places in line are kept."""
+    def start_switch(self, key: str, raw_contact: str) -> str:
+        """Send a code to the contact to switch to (by the notifier); returns it masked. Nothing moves until the
+        code comes back (`finish_switch`): a link that leaked cannot move someone's places onto another contact."""
+        channel, contact, new_key = self._switch_target(key, raw_contact)
+        nonce = new_nonce()
+        started = self.tables.throttle.start_switch(
+            switch_key(key),
+            nonce=nonce,
+            channel=channel,
+            contact=contact,
+            new_key=new_key,
+            now=self.clock.now(),
+            ttl_s=CODE_TTL_S,
+            every_s=CODE_RESEND_AFTER_S,
+        )
+        if not started:
+            raise BadRequest("We sent a code a moment ago. Please wait a minute before asking again.", code="code_wait")
+        self.send_message(code_message(key, nonce))
+        return mask(contact)
+
+    def finish_switch(self, key: str, typed: str) -> SwitchResult:
+        """Switch once the code sent to the new contact is entered; at most CODE_ATTEMPTS tries per code."""
+        pending = self.tables.throttle.try_switch_code(switch_key(key), self.clock.now(), CODE_ATTEMPTS)
+        if pending is None:
+            raise BadRequest(
+                "That code has expired or was tried too often. Please ask for a new one.", code="code_expired"
+            )
+        nonce = str(pending["nonce"])
+        if not self.codes.matches(nonce, typed[:20]):
+            left = CODE_ATTEMPTS - int(pending.get("attempts") or 0)
+            raise BadRequest(f"That code is not right ({left} tries left).", code="wrong_code")
+        self.tables.throttle.end_switch(switch_key(key), nonce)
+        return self.switch(key, str(pending["contact"]), channel=str(pending["channel"]))
+
+    def _switch_target(self, key: str, raw_contact: str, channel: str | None = None) -> tuple[str, str, str]:
         view = self.view(key)
         if view.opted_out:
             raise BadRequest("You have unsubscribed, so there are no notices to switch.", code="opted_out")
@@ -209,7 +272,10 @@ class ManageService:
             raise BadRequest(
                 "You are not waiting for anything, so there is nothing to switch.", code="nothing_to_switch"
             )
+        if channel is not None and channel != view.other_channel:
+            raise BadRequest("Your notices changed meanwhile. Please start again.", code="nothing_to_switch")
         channel = view.other_channel
+        # An SMS code goes only to a number that passes capture's own checks (a mobile number in a real plan).
         contact = normalise_contact(channel, raw_contact, self.default_region)
         new_key = contact_key(contact.match, self.hash_key)
         if new_key == key:
@@ -221,9 +287,15 @@ class ManageService:
             )
         if channel == "sms":
             self._check_sms(contact.address, len(view.places))
-        result = SwitchResult(new_key=new_key, channel=channel, contact=mask(contact.address))
+        return channel, contact.address, new_key
+
+    def switch(self, key: str, address: str, *, channel: str) -> SwitchResult:
+        """Send every live place's notices to a proven contact of the other kind; places in line are kept."""
+        channel, address, new_key = self._switch_target(key, address, channel)
+        view = self.view(key)
+        result = SwitchResult(new_key=new_key, channel=channel, contact=mask(address))
         for place in view.places:
-            outcome = self._switch_one(key, place, contact.address, new_key, channel)
+            outcome = self._switch_one(key, place, address, new_key, channel)
             {"moved": result.moved, "merged": result.merged, "unchanged": result.unchanged}[outcome].append(place.sku)
         return result
 

@@ -69,6 +69,9 @@ class SkipReason(StrEnum):
     NO_CONTACT = "no_contact"
     LEAVING = "leaving"  # asked to leave while holding a unit; the place goes when the hold ends
     UNDELIVERABLE = "undeliverable"  # the provider refused this restock's notice for the contact
+    # An email place whose address has not confirmed it yet (double opt-in): kept, never consumed, and told about
+    # a later restock once confirmed (or this one, if it still has units then: chalicelib/confirm.py).
+    UNCONFIRMED = "unconfirmed"
 
 
 class StopReason(StrEnum):
@@ -150,6 +153,8 @@ def skip_reason(request: Request | None, restock_id: str, suppressed: set[str]) 
         return SkipReason.HOLDING_UNIT
     if request.leave_requested:
         return SkipReason.LEAVING
+    if request.unconfirmed:
+        return SkipReason.UNCONFIRMED
     if request.channel not in (SMS, EMAIL) or not request.contact:
         return SkipReason.NO_CONTACT
     return None
@@ -477,8 +482,11 @@ class Notifier:
             self.faults(AFTER_OFFER_COMMITTED)
             assert walk.looks is not None
             check = walk.looks.batch([c.request.contact_key for c in chosen])
+            # Each manage link is signed at its person's current link version (signing out everywhere raises it).
+            versions = self.tables.optout.manage_versions([c.request.contact_key for c in chosen])
             for turn, (candidate, token_id) in enumerate(zip(chosen, tokens, strict=True), start=check.first_turn):
-                notice = self._notice(walk.copy, walk.facts, candidate.request, token_id)
+                version = versions.get(candidate.request.contact_key, 0)
+                notice = self._notice(walk.copy, walk.facts, candidate.request, token_id, version)
                 contact_key = candidate.request.contact_key
                 future = pool.submit(self._deliver, notice, contact_key, check, walk.looks, turn)
                 walk.pending[future] = _Pending(token_id, candidate.request, candidate.position, notice.channel)
@@ -533,11 +541,11 @@ class Notifier:
         if not understood:
             raise cancelled
 
-    def _notice(self, copy: Copy, facts: Facts, request: Request, token_id: str) -> Notice:
+    def _notice(self, copy: Copy, facts: Facts, request: Request, token_id: str, version: int = 0) -> Notice:
         """The message for one recipient, with their own signed links."""
         contact_key = request.contact_key
         reserve_url = self.links.reserve(token_id)
-        manage_url = self.links.manage(contact_key)
+        manage_url = self.links.manage(contact_key, version)
         to = request.contact
         if request.channel == SMS:
             text = compose_sms(copy.sms, facts, reserve_url, manage_url, two_way=self.settings.sms_two_way)

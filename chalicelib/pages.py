@@ -44,6 +44,12 @@ OWN_LINK_EXPIRED = PageText(
     EXPIRED_TITLE,
     "For your privacy, this link only works for a while. Use the link in your most recent message.",
 )
+# A shopper's own link signed before they signed out everywhere.
+SIGNED_OUT = PageText(
+    "This link was signed out",
+    "This link to your requests was switched off when you chose to sign out everywhere. "
+    "Use the link in the next message we send you.",
+)
 
 # Reserve links: the page for each outcome that is not a redirect to checkout.
 RESERVE_PAGES: dict[str, PageText] = {

@@ -19,13 +19,17 @@ from chalicelib.errors import DomainError
 from chalicelib.leaving import GONE, HOLDING, Exit
 from chalicelib.manage import ACTIONS, FormRefused, ManageService, ManageView, Place, product_name
 from chalicelib.optout_service import OptoutService
-from chalicelib.pages import LINK_INCOMPLETE, OWN_LINK_EXPIRED, page, redirect, when
+from chalicelib.pages import LINK_INCOMPLETE, OWN_LINK_EXPIRED, SIGNED_OUT, page, redirect, when
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.requests import RequestState
-from chalicelib.tokens import TokenExpired, TokenInvalid, Tokens
+from chalicelib.tokens import TokenExpired, TokenInvalid, TokenRevoked, Tokens
 from chalicelib.web import cross_site
 
 MAX_FORM_BYTES = 4096
+SIGNED_OUT_DONE = (
+    "Every link to this page we sent you so far no longer works. Your places in line are kept; "
+    "the next message we send you carries a new link."
+)
 ONE_CLICK = ("List-Unsubscribe", "One-Click")  # RFC 8058 §3.1: the body a mail client POSTs
 
 DONE_MESSAGES = {
@@ -33,6 +37,7 @@ DONE_MESSAGES = {
     "gone": "You were not on that list any more.",
     "holding": "One is held for you, so it stays yours to buy until the hold ends; then you leave the list.",
     "switched": "Done: your notices now go to the contact shown below, and you keep your places.",
+    "code_sent": "We sent a code to your new contact. Enter it below to switch.",
     "stopped": "You are unsubscribed: we will not message you or add you to any list.",
 }
 
@@ -156,6 +161,8 @@ class SelfService:
             return self.manage.read_token(token)
         except TokenExpired:
             return self._bad_link(expired=True)
+        except TokenRevoked:
+            return self._page(410, SIGNED_OUT.title, SIGNED_OUT.message)
         except TokenInvalid:
             return self._bad_link(expired=False)
 
@@ -206,8 +213,14 @@ class SelfService:
             done = {HOLDING: "holding", GONE: "gone"}.get(exit_.outcome, "left")
             return redirect(f"{token}?done={done}")
         if action == "switch":
-            result = self.manage.switch(key, form.get("contact", "")[:254])
-            return redirect(f"{self.tokens.manage(result.new_key)}?done=switched")
+            self.manage.start_switch(key, form.get("contact", "")[:254])
+            return redirect(f"{token}?done=code_sent")
+        if action == "code":
+            result = self.manage.finish_switch(key, form.get("code", ""))
+            return redirect(f"{self.manage.link_token(result.new_key)}?done=switched")
+        if action == "signout":
+            self.manage.sign_out(key)
+            return self._page(200, "You are signed out everywhere", SIGNED_OUT_DONE)
         assert action in ACTIONS  # check_form refused anything else
         self.optouts.opt_out(key, "unsubscribe")
         return redirect(f"{token}?done=stopped")
@@ -251,6 +264,16 @@ class SelfService:
         if view.opted_out and view.places:
             parts.append("<p>You have unsubscribed, so we will not message you again.</p>")
         parts += [self._place_html(p, view.contact_key) for p in view.places]
+        pending = self.manage.pending_switch(view.contact_key) if view.places and not view.opted_out else None
+        if pending:
+            parts.append(
+                '<section><h2>Enter your code</h2><form method="post" action="">'
+                '<input type="hidden" name="action" value="code">'
+                f'<input type="hidden" name="form_token" value="{html.escape(self.manage.form_token(view.contact_key, "code"))}">'
+                f"<p>We sent a 6-digit code to {html.escape(pending)}. It works for 15 minutes.</p>"
+                '<label>Code <input name="code" inputmode="numeric" autocomplete="one-time-code" required maxlength="12">'
+                "</label> <button type=submit>Switch</button></form></section>"
+            )
         if view.places and view.other_channel and not view.opted_out:
             other = view.other_channel
             label = "Send my notices by email instead" if other == "email" else "Send my notices by SMS instead"
@@ -262,7 +285,7 @@ class SelfService:
                 f'<input type="hidden" name="form_token" value="{html.escape(self.manage.form_token(view.contact_key, "switch"))}">'
                 f'<label>{field} <input name="contact" {kind} required maxlength="254"></label> '
                 f"<button type=submit>{label}</button>"
-                "<p>You keep your place in every line.</p></form></section>"
+                "<p>We send a code there first; you keep your place in every line.</p></form></section>"
             )
         if not view.opted_out:
             parts.append(
@@ -271,4 +294,11 @@ class SelfService:
                 f'<input type="hidden" name="form_token" value="{html.escape(self.manage.form_token(view.contact_key, "stop"))}">'
                 "<button type=submit>Unsubscribe and leave every list</button></form></section>"
             )
+        parts.append(
+            '<section><h2>Sign out everywhere</h2><form method="post" action="">'
+            '<input type="hidden" name="action" value="signout">'
+            f'<input type="hidden" name="form_token" value="{html.escape(self.manage.form_token(view.contact_key, "signout"))}">'
+            "<p>If someone else may have this link, this stops every link to this page we have sent you.</p>"
+            "<button type=submit>Sign out everywhere</button></form></section>"
+        )
         return "".join(parts)

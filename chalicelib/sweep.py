@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from chalicelib.clock import Clock
+from chalicelib.confirm import OWED_AFTER_S, OWED_LOOKBACK_DAYS, confirm_message
 from chalicelib.counters import DONE, UnitMoves
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.jobs import Job, JobQueue
@@ -70,7 +71,7 @@ class SweepService:
 
     def run(self, now: float | None = None) -> dict[str, int]:
         """One sweep; returns counts: lapsed, expired, topups, stale_requests, pending_requeued, unknown_sku_digests,
-        optouts_synced, raced, store_placed, store_released, store_unanswered."""
+        optouts_synced, raced, store_placed, store_released, store_unanswered, confirmations_requeued."""
         at = self.clock.now() if now is None else float(now)
         deadline = time.monotonic() + self.budget_s
         summary = dict.fromkeys(
@@ -86,6 +87,7 @@ class SweepService:
                 "store_placed",
                 "store_released",
                 "store_unanswered",
+                "confirmations_requeued",
             ),
             0,
         )
@@ -98,6 +100,7 @@ class SweepService:
         summary["topups"] = self._top_up(owed)
         summary["stale_requests"] = self._expire_stale(at, deadline)
         summary["pending_requeued"] = self.requeue_restocks_stuck_in_pending(at)
+        summary["confirmations_requeued"] = self._requeue_confirmations(at, deadline)
         summary["unknown_sku_digests"] = int(self.unknown_skus.send_due(at))
         # Last: units and places first, so a slow or failing SNS call never holds them up.
         summary["optouts_synced"] = self.optouts.sync_sms_optouts().newly_suppressed
@@ -220,6 +223,19 @@ class SweepService:
                     raise
             removed += 1
         return removed
+
+    def _requeue_confirmations(self, at: float, deadline: float) -> int:
+        """Confirmation emails owed for over a minute (a tap cut short before its message): send the message
+        again. The notifier takes an owed email once, so a message sent twice sends one email."""
+        sent = 0
+        for sku, joined_ts in self.tables.requests.owed_confirmations(
+            at - OWED_AFTER_S, lookback_days=OWED_LOOKBACK_DAYS, page_size=self.page_size
+        ):
+            if time.monotonic() > deadline:
+                break
+            self.jobs.send_body(confirm_message(sku, joined_ts))
+            sent += 1
+        return sent
 
     def requeue_restocks_stuck_in_pending(self, at: float) -> int:
         """Hook: restocks written but never put on the queue are re-enqueued by restock detection."""

@@ -1,4 +1,4 @@
-"""Signed links: reserve, unsubscribe and manage tokens (itsdangerous). Payloads carry ids, never contacts."""
+"""Signed links: reserve, unsubscribe, manage and confirm tokens (itsdangerous). Payloads carry ids, never contacts."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ KeySource = str | Sequence[str] | Callable[[], Sequence[str]]
 RESERVE = "reserve"
 UNSUBSCRIBE = "unsubscribe"
 MANAGE = "manage"
+CONFIRM = "confirm"
 
 
 class TokenInvalid(Exception):
@@ -23,12 +24,17 @@ class TokenExpired(Exception):
     """A genuine token past its maximum age."""
 
 
+class TokenRevoked(Exception):
+    """A genuine manage token signed before its person signed out everywhere."""
+
+
 @dataclass(frozen=True)
 class Signed:
     """What a verified token said, and when it was signed (Unix seconds)."""
 
     value: str
     issued_at: float
+    version: int = 0  # a manage token's per-person version (0 for tokens signed before versions existed)
 
 
 def current_keys(source: KeySource) -> tuple[str, ...]:
@@ -40,7 +46,7 @@ def current_keys(source: KeySource) -> tuple[str, ...]:
 
 
 class Tokens:
-    """Signs and verifies the three kinds of link with TOKEN_KEY (salted per kind).
+    """Signs and verifies the four kinds of link with TOKEN_KEY (salted per kind).
 
     TOKEN_KEY may hold several keys during a rotation, newest first: links are signed with the newest and
     verified against every key listed, so a link signed with the old key keeps working until that key is
@@ -64,14 +70,26 @@ class Tokens:
             from itsdangerous import URLSafeTimedSerializer
 
             oldest_first = list(reversed(keys))
-            serializers = {k: URLSafeTimedSerializer(oldest_first, salt=k) for k in (RESERVE, UNSUBSCRIBE, MANAGE)}
+            serializers = {
+                k: URLSafeTimedSerializer(oldest_first, salt=k) for k in (RESERVE, UNSUBSCRIBE, MANAGE, CONFIRM)
+            }
             self._built = (keys, serializers)
         return serializers[kind]
 
-    def _dump(self, kind: str, field: str, value: str) -> str:
-        return str(self._serializer(kind).dumps({field: value}))
+    def _dump(self, kind: str, field: str, value: str, **extra: Any) -> str:
+        return str(self._serializer(kind).dumps({field: value, **extra}))
 
     def _load(self, kind: str, field: str, token: str, max_age_s: int | None) -> Signed:
+        data, issued = self._data(kind, token, max_age_s)
+        value: Any = data.get(field)
+        if not isinstance(value, str) or not value:
+            raise TokenInvalid("token payload has no id")
+        version: Any = data.get("v", 0)
+        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+            raise TokenInvalid("token version is not a count")
+        return Signed(value, issued, version)
+
+    def _data(self, kind: str, token: str, max_age_s: int | None) -> tuple[dict[str, Any], float]:
         if not token or len(token) > 512:
             raise TokenInvalid("token missing or too long")
         from itsdangerous import BadSignature, SignatureExpired
@@ -83,10 +101,9 @@ class Tokens:
             raise TokenExpired(str(exc)) from exc
         except (BadSignature, ValueError, TypeError) as exc:
             raise TokenInvalid(str(exc)) from exc
-        value: Any = data.get(field) if isinstance(data, dict) else None
-        if not isinstance(value, str) or not value:
-            raise TokenInvalid("token payload has no id")
-        return Signed(value, issued.timestamp())
+        if not isinstance(data, dict):
+            raise TokenInvalid("token payload is not an object")
+        return data, issued.timestamp()
 
     def reserve(self, token_id: str) -> str:
         """A reserve link's token naming one offer row."""
@@ -104,10 +121,25 @@ class Tokens:
         """The contact key of an unsubscribe token (these never expire: RFC 8058 links must keep working)."""
         return self._load(UNSUBSCRIBE, "k", token, None)
 
-    def manage(self, contact_key: str) -> str:
-        """A 'my requests' link's token naming a contact by its keyed hash."""
+    def manage(self, contact_key: str, version: int = 0) -> str:
+        """A 'my requests' link's token naming a contact by its keyed hash, at the person's current link version
+        (signing out everywhere raises the version, and every token below it is refused)."""
+        if version:
+            return self._dump(MANAGE, "k", contact_key, v=int(version))
         return self._dump(MANAGE, "k", contact_key)
 
     def read_manage(self, token: str, max_age_s: int | None = None) -> Signed:
-        """The contact key of a manage token."""
+        """The contact key (and link version) of a manage token."""
         return self._load(MANAGE, "k", token, max_age_s)
+
+    def confirm(self, sku: str, joined_ts: str) -> str:
+        """A confirmation link's token naming one place (never a contact)."""
+        return self._dump(CONFIRM, "s", sku, j=joined_ts)
+
+    def read_confirm(self, token: str, max_age_s: int | None = None) -> tuple[str, str]:
+        """The (sku, joined_ts) a confirm token names; TokenInvalid or TokenExpired."""
+        data, _ = self._data(CONFIRM, token, max_age_s)
+        sku, joined_ts = data.get("s"), data.get("j")
+        if not isinstance(sku, str) or not sku or not isinstance(joined_ts, str) or not joined_ts:
+            raise TokenInvalid("token payload has no place")
+        return sku, joined_ts

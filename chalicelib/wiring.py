@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from chalicelib.alerts import StaffAlerts
     from chalicelib.capture import CaptureService
     from chalicelib.catalog_sync import CatalogSync
+    from chalicelib.confirm import MessageSender
+    from chalicelib.confirm_pages import ConfirmPages
     from chalicelib.copywriter import Copywriter
     from chalicelib.counters import UnitMoves
     from chalicelib.detect import DetectService
@@ -220,7 +222,37 @@ class Services:
             owed=self.owed,
             clock=self.clock,
             hash_key=self.hash_key,
-            manage_link=self.links.manage,
+            send_message=self.jobs.send_body,
+        )
+
+    @cached_property
+    def messages(self) -> MessageSender:
+        """The notifier's other work: a place's confirmation email, a channel switch's code."""
+        from chalicelib.confirm import CodeKey, MessageSender
+
+        return MessageSender(
+            tables=self.tables,
+            links=self.links,
+            senders=self.senders,
+            codes=CodeKey(self.secrets.get("TOKEN_KEY")),
+            clock=self.clock,
+            shop_name=self.settings.shop_name,
+            confirm_days=self.settings.email_confirm_days,
+        )
+
+    @cached_property
+    def confirm_pages(self) -> ConfirmPages:
+        """GET/POST /confirm/{token}: email double opt-in."""
+        from chalicelib.confirm_pages import ConfirmPages
+
+        return ConfirmPages(
+            tables=self.tables,
+            tokens=self.tokens,
+            owed=self.owed,
+            clock=self.clock,
+            shop_name=self.settings.shop_name,
+            request_ttl_days=self.settings.request_ttl_days,
+            confirm_days=self.settings.email_confirm_days,
         )
 
     @cached_property
@@ -426,6 +458,7 @@ class Services:
     @cached_property
     def manage(self) -> ManageService:
         """A shopper's own requests behind their manage link."""
+        from chalicelib.confirm import CodeKey
         from chalicelib.manage import FormGuard, ManageService
 
         return ManageService(
@@ -436,6 +469,8 @@ class Services:
             clock=self.clock,
             hash_key=self.hash_key,
             default_region=self.settings.default_phone_region,
+            codes=CodeKey(self.secrets.get("TOKEN_KEY")),
+            send_message=self.jobs.send_body,
             # The link lives as long as the places it shows: a place lapses after REQUEST_TTL_DAYS untouched.
             link_max_age_s=self.settings.request_ttl_days * 86400,
             sms_allowed_countries=self.settings.sms_allowed_countries,

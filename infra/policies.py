@@ -85,14 +85,16 @@ NEEDS: dict[str, Needs] = {
         tables={
             # by-store-item: a platform's stock webhook names its inventory item, not the SKU (a query on the index
             # only; the table itself is never queried). SCAN: a product deleted on the platform reaches its SKUs
-            # (rare, never a shopper's path: chalicelib/tables/catalog.py).
-            "catalog": TableAccess((GET, UPDATE, SCAN), ("by-store-item",)),
+            # (rare, never a shopper's path: chalicelib/tables/catalog.py). CHECK: a confirmed email place looks for
+            # units waiting for nobody (chalicelib/confirm_pages.py).
+            "catalog": TableAccess((GET, UPDATE, SCAN, CHECK), ("by-store-item",)),
             "requests": TableAccess((GET, QUERY, PUT, UPDATE, DELETE), ("by-contact",)),
             "restocks": TableAccess((GET, PUT, UPDATE)),
             "reservations": TableAccess((GET, UPDATE)),
-            "optout": TableAccess((GET, PUT, CHECK)),
-            # Rate limits; inventory webhook ids remembered, so a late retry is known.
-            "throttle": TableAccess((GET, PUT, UPDATE)),
+            # UPDATE: a person's manage-link version, raised when they sign out everywhere.
+            "optout": TableAccess((GET, PUT, UPDATE, CHECK)),
+            # Rate limits; inventory webhook ids remembered, so a late retry is known; pending channel switches.
+            "throttle": TableAccess((GET, PUT, UPDATE, DELETE)),
             "audit": TableAccess((PUT,)),
         },
         queue=PRODUCE,  # a restock's first job; top-ups for places given up
@@ -112,6 +114,8 @@ NEEDS: dict[str, Needs] = {
             "reservations": TableAccess((PUT, DELETE)),
             "optout": TableAccess((BATCH_GET,)),  # one read per batch of people about to be told
             "audit": TableAccess((PUT,)),
+            # A pending channel switch's code, taken once for sending (chalicelib/confirm.py).
+            "throttle": TableAccess((GET, UPDATE)),
         },
         queue=CONSUME + PRODUCE,  # its trigger; continuation jobs for large restocks
         secrets=("TOKEN_KEY",),
@@ -124,7 +128,8 @@ NEEDS: dict[str, Needs] = {
             "catalog": TableAccess((GET, UPDATE)),
             # by-contact: a number that replied STOP leaves every list it was on.
             # PUT: a place told about a restock leaves its memory behind when it goes.
-            "requests": TableAccess((GET, PUT, UPDATE, DELETE), ("by-expiry", "by-contact")),
+            # by-confirm: confirmation emails still owed a minute after their tap (the tap was cut short).
+            "requests": TableAccess((GET, PUT, UPDATE, DELETE), ("by-expiry", "by-contact", "by-confirm")),
             "restocks": TableAccess((UPDATE,), ("by-pending",)),
             "reservations": TableAccess((GET, UPDATE), ("by-due",)),
             "optout": TableAccess((GET, BATCH_GET, PUT)),

@@ -53,6 +53,10 @@ SKIP_VERDICTS: dict[SkipReason, tuple[str, str]] = {
     SkipReason.NO_CONTACT: (OTHER, "skipped: no usable contact on their place"),
     SkipReason.LEAVING: (NOT_ON_LIST, "skipped: they had asked to leave this list once their hold ended"),
     SkipReason.UNDELIVERABLE: (UNDELIVERABLE, "skipped: the provider had refused their notice of this restock"),
+    SkipReason.UNCONFIRMED: (
+        OTHER,
+        "skipped: their email address had not confirmed the request yet (they keep their place; told once confirmed)",
+    ),
 }
 PASS_NOTES = {
     "topup": " (on a top-up pass, when a unit came back)",

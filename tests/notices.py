@@ -13,6 +13,7 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ses.models import ses_backends
 from moto.sns.models import sns_backends
 
+from chalicelib.confirm import message_of
 from chalicelib.jobs import Job
 from chalicelib.notifier import Outcome
 from chalicelib.wiring import Services
@@ -82,6 +83,12 @@ def drain(services: Services, *, looks: int | None = None, limit: int = 500) -> 
         if not messages:
             return deliveries
         message = messages[0]
+        other = message_of(message["Body"])
+        if other is not None:
+            # A confirmation email or a switch code (chalicelib/confirm.py), handled as the Lambda does.
+            services.messages.handle(other)
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+            continue
         job = Job.from_json(message["Body"])
         try:
             outcome = services.notifier.handle(job, Budget(looks) if looks is not None else plenty)

@@ -63,19 +63,33 @@ def rebuilt(services: Any, *, settings: Any = None, faults: Any = None, senders:
     )
 
 
-def queued_jobs(services: Any) -> list[Any]:
-    """Every job waiting on the notifier's queue, taken off it (oldest first as far as SQS allows)."""
-    from chalicelib.jobs import Job
-
-    jobs = []
+def queued_bodies(services: Any) -> list[str]:
+    """Every message body waiting on the notifier's queue, taken off it (oldest first as far as SQS allows)."""
+    bodies = []
     while True:
         page = services.aws.sqs.receive_message(QueueUrl=services.jobs.url, MaxNumberOfMessages=10)
         messages = page.get("Messages", [])
         if not messages:
-            return jobs
+            return bodies
         for message in messages:
-            jobs.append(Job.from_json(message["Body"]))
+            bodies.append(message["Body"])
             services.aws.sqs.delete_message(QueueUrl=services.jobs.url, ReceiptHandle=message["ReceiptHandle"])
+
+
+def queued_jobs(services: Any) -> list[Any]:
+    """Every restock job waiting on the notifier's queue, taken off it (confirmation and code messages, which
+    chalicelib/confirm.py sends on the same queue, are taken off and left out)."""
+    from chalicelib.confirm import message_of
+    from chalicelib.jobs import Job
+
+    return [Job.from_json(body) for body in queued_bodies(services) if message_of(body) is None]
+
+
+def queued_messages(services: Any) -> list[dict[str, str]]:
+    """Every confirmation or code message waiting on the notifier's queue, taken off it (restock jobs too)."""
+    from chalicelib.confirm import message_of
+
+    return [m for m in (message_of(body) for body in queued_bodies(services)) if m is not None]
 
 
 @contextmanager

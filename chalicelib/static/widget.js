@@ -20,10 +20,6 @@
     return node;
   }
 
-  function ordinalPlace(n) {
-    return "You are number " + n + " in line.";
-  }
-
   function mount(root) {
     if (!root || root.nodeType !== 1 || !root.matches(SELECTOR) || root.getAttribute("data-bisn-ready")) { return false; }
     root.setAttribute("data-bisn-ready", "1");
@@ -89,16 +85,11 @@
         var body = result.body || {};
         root.setAttribute("data-bisn-result", body.status || body.error || String(result.status));
         status.textContent = "";
-        if (result.status === 201 || result.status === 200) {
-          status.textContent = (result.status === 201 ? "You are on the list. " : "You were already on the list; your place is kept. ") +
-            ordinalPlace(body.position) + " We will tell you when it is back.";
-          if (body.manage_url) {
-            var link = el("a", { href: body.manage_url }, "See or change your requests");
-            status.appendChild(document.createTextNode(" "));
-            status.appendChild(link);
-          }
-        } else if (result.status === 202) {
-          status.textContent = "Thank you. We have noted your request.";
+        if (result.status === 202) {
+          // The same answer for a new place, a repeat tap and an opted-out contact: say what happens next.
+          status.textContent = body.confirm_email
+            ? "Check your inbox to confirm — we'll email you when it's back."
+            : "You're on the list — we'll text you when it's back.";
         } else {
           status.textContent = body.message || "Sorry, something went wrong. Please try again.";
         }

@@ -213,6 +213,18 @@ class CatalogTable:
             }
         }
 
+    def not_idle_check(self, sku: str) -> TxItem:
+        """Transaction item: go on only while the open restock has no idle units (the refusal hands back the
+        product, so the caller can owe that restock a top-up in the same transaction, invariant 7)."""
+        return {
+            "ConditionCheck": {
+                "TableName": self.name,
+                "Key": {"sku": sku},
+                "ConditionExpression": "attribute_not_exists(idle_restock_ts)",
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+
     def leave_item(self, sku: str, *, store_held: int = 0) -> TxItem:
         """Transaction item: count one fewer shopper waiting (and, for a sale from a hold on the store, move the
         count of holds the store holds by `store_held`: a transaction may touch the product only once)."""

@@ -1,4 +1,9 @@
-"""bisn-optout: the suppression list, keyed by a keyed hash of the contact (never the contact itself)."""
+"""bisn-optout: the suppression list, keyed by a keyed hash of the contact (never the contact itself).
+
+The same table keeps each person's manage-link version under `v#<contact key>` (an item that suppresses
+nobody: suppression is the item keyed by the contact key itself). Signing out everywhere raises it, and every
+manage link signed at a lower version is refused.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,12 @@ from chalicelib.tables.base import TxItem
 # Why a contact is suppressed: an SMS STOP, the unsubscribe link, staff, or SES feedback (a hard bounce or a
 # complaint, chalicelib/feedback.py).
 SOURCES = ("stop", "unsubscribe", "admin", "bounce", "complaint")
+VERSION_PREFIX = "v#"
+
+
+def version_key(contact_key: str) -> str:
+    """The key of a person's manage-link version item."""
+    return f"{VERSION_PREFIX}{contact_key}"
 
 
 class OptoutTable:
@@ -74,3 +85,40 @@ class OptoutTable:
                 found.update(str(i["contact"]) for i in page.get("Responses", {}).get(self.name, []))
                 request = page.get("UnprocessedKeys") or {}
         return found
+
+    # --- Manage-link versions (revocation of a person's links).
+
+    def manage_version(self, contact_key: str) -> int:
+        """The person's current manage-link version (0 until they first sign out everywhere)."""
+        item = self.table.get_item(Key={"contact": version_key(contact_key)}, ConsistentRead=True).get("Item")
+        return int(item.get("version") or 0) if item else 0
+
+    def manage_versions(self, contact_keys: list[str]) -> dict[str, int]:
+        """The manage-link versions of these people (absent ones are 0), read in batches of 100."""
+        found: dict[str, int] = {}
+        unique = list(dict.fromkeys(contact_keys))
+        resource = self.table.meta.client
+        for start in range(0, len(unique), 100):
+            request: dict[str, Any] = {
+                self.name: {
+                    "Keys": [{"contact": version_key(k)} for k in unique[start : start + 100]],
+                    "ConsistentRead": True,
+                }
+            }
+            while request:
+                page = resource.batch_get_item(RequestItems=request)
+                for item in page.get("Responses", {}).get(self.name, []):
+                    found[str(item["contact"])[len(VERSION_PREFIX) :]] = int(item.get("version") or 0)
+                request = page.get("UnprocessedKeys") or {}
+        return found
+
+    def bump_manage_version(self, contact_key: str, now: float) -> int:
+        """Sign the person out everywhere: raise their manage-link version; returns the new one."""
+        result = self.table.update_item(
+            Key={"contact": version_key(contact_key)},
+            UpdateExpression="ADD version :one SET #at = :now",
+            ExpressionAttributeNames={"#at": "at"},
+            ExpressionAttributeValues={":one": 1, ":now": int(now)},
+            ReturnValues="UPDATED_NEW",
+        )
+        return int(result["Attributes"]["version"])

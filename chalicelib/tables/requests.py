@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -49,6 +50,12 @@ class Request:
     offer_token: str | None = None  # the live offer or hold of this place
     leave_requested: str | None = None  # why the holder asked to leave once their hold ends
     undeliverable_restock: str | None = None  # the restock whose notice the provider refused for this contact
+    # Email double opt-in: set while the address has not confirmed this place (nothing is sent for a restock
+    # until it does); cleared by the confirmation link.
+    unconfirmed: bool = False
+    confirm_sends: int = 0  # confirmation emails sent for this place
+    confirm_sent_at: int | None = None  # when the last one was sent
+    confirm_owed_at: int | None = None  # a confirmation email is owed since then (sparse index "by-confirm")
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Self:
@@ -69,11 +76,19 @@ class Request:
             offer_token=str_or_none(item.get("offer_token")),
             leave_requested=str_or_none(item.get("leave_requested")),
             undeliverable_restock=str_or_none(item.get("undeliverable_restock")),
+            unconfirmed=bool(item.get("unconfirmed")),
+            confirm_sends=int(item.get("confirm_sends") or 0),
+            confirm_sent_at=int_or_none(item.get("confirm_sent_at")),
+            confirm_owed_at=int_or_none(item.get("confirm_owed_at")),
         )
 
     def to_item(self) -> dict[str, Any]:
         """The stored item (absent attributes left out)."""
-        return present({**self.__dict__, "state": str(self.state)})
+        item = present({**self.__dict__, "state": str(self.state)})
+        for flag in ("unconfirmed", "confirm_sends"):
+            if not item.get(flag):
+                item.pop(flag, None)
+        return item
 
     @property
     def live(self) -> bool:
@@ -89,6 +104,11 @@ def new_joined_ts(now: float) -> str:
 def unique_sk(contact_key: str) -> str:
     """Sort key of the uniqueness item that holds one person's one place for one SKU."""
     return f"{UNIQUE_PREFIX}{contact_key}"
+
+
+def confirm_day(at: float) -> str:
+    """The UTC day a confirmation email became owed: the partition of the sparse "by-confirm" index."""
+    return iso(at)[:10]
 
 
 def expiry_day(ttl: int) -> str:
@@ -119,11 +139,14 @@ class RequestsTable:
         ttl: int,
         now: float,
         told: str | None = None,
+        unconfirmed: bool = False,
     ) -> tuple[TxItem, TxItem]:
         """Transaction items for a new place: (the uniqueness item, the request itself).
 
         `told` is the restock this person was already told about at an earlier place for this SKU (one they
         bought from or left): the new place is never told about it again (invariant 6 is per person).
+        `unconfirmed`: an email place under double opt-in; it owes one confirmation email from this moment, in
+        the same transaction (the sweep sends any still owed after a minute), and `ttl` is its deadline.
         """
         request: dict[str, Any] = {
             "sku": sku,
@@ -141,6 +164,8 @@ class RequestsTable:
         }
         if told:
             request["last_notified_restock"] = told
+        if unconfirmed:
+            request.update(unconfirmed=True, confirm_owed_at=int(now), confirm_day=confirm_day(now))
         return (
             {
                 "Put": {
@@ -220,6 +245,114 @@ class RequestsTable:
             ExpressionAttributeValues={":ttl": ttl},
         )
         return Request.from_item(result["Attributes"])
+
+    # --- Email double opt-in: the confirmation a place owes, its send, and the confirmation itself.
+
+    def owe_confirmation(self, sku: str, joined_ts: str, *, now: float, resend_after_s: int, cap: int) -> bool:
+        """A repeat tap on an unconfirmed place: owe one more confirmation email, only when none is owed, the
+        last went over `resend_after_s` ago and fewer than `cap` were sent. False otherwise."""
+        try:
+            self.table.update_item(
+                Key={"sku": sku, "joined_ts": joined_ts},
+                UpdateExpression="SET confirm_owed_at = :now, confirm_day = :day",
+                ConditionExpression=(
+                    "unconfirmed = :yes AND #state = :w AND attribute_not_exists(confirm_owed_at) "
+                    "AND (attribute_not_exists(confirm_sends) OR confirm_sends < :cap) "
+                    "AND (attribute_not_exists(confirm_sent_at) OR confirm_sent_at <= :before)"
+                ),
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues={
+                    ":now": int(now),
+                    ":day": confirm_day(now),
+                    ":yes": True,
+                    ":w": RequestState.WAITING,
+                    ":cap": cap,
+                    ":before": int(now) - resend_after_s,
+                },
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def claim_confirmation(self, sku: str, joined_ts: str, *, now: float) -> Request | None:
+        """Take the owed confirmation email for sending (exactly one sender wins); None when none is owed."""
+        try:
+            result = self.table.update_item(
+                Key={"sku": sku, "joined_ts": joined_ts},
+                UpdateExpression="SET confirm_sent_at = :now ADD confirm_sends :one REMOVE confirm_owed_at, confirm_day",
+                ConditionExpression="attribute_exists(confirm_owed_at) AND unconfirmed = :yes",
+                ExpressionAttributeValues={":now": int(now), ":one": 1, ":yes": True},
+                ReturnValues="ALL_NEW",
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return None
+        return Request.from_item(result["Attributes"])
+
+    def release_confirmation(self, sku: str, joined_ts: str, *, sent_at: int, now: float) -> None:
+        """A claimed confirmation that provably did not go: owed again, so the retry (or the sweep) sends it."""
+        with contextlib.suppress(self.table.meta.client.exceptions.ConditionalCheckFailedException):
+            self.table.update_item(
+                Key={"sku": sku, "joined_ts": joined_ts},
+                UpdateExpression="SET confirm_owed_at = :now, confirm_day = :day ADD confirm_sends :minus",
+                ConditionExpression="confirm_sent_at = :sent AND attribute_not_exists(confirm_owed_at)",
+                ExpressionAttributeValues={
+                    ":now": int(now),
+                    ":day": confirm_day(now),
+                    ":minus": -1,
+                    ":sent": sent_at,
+                },
+            )
+
+    def confirm_items(self, sku: str, joined_ts: str, contact_key: str, *, ttl: int, now: float) -> list[TxItem]:
+        """Transaction items: the address confirmed this place; it may now be told, and it (and its uniqueness
+        item, which must live as long, invariant 2) lives a full ttl."""
+        return [
+            {
+                "Update": {
+                    "TableName": self.name,
+                    "Key": {"sku": sku, "joined_ts": joined_ts},
+                    "UpdateExpression": (
+                        "SET #ttl = :ttl, expiry_day = :day, updated_at = :now "
+                        "REMOVE unconfirmed, confirm_owed_at, confirm_day"
+                    ),
+                    "ConditionExpression": "unconfirmed = :yes AND #state = :w AND contact_key = :key",
+                    "ExpressionAttributeNames": {"#ttl": "ttl", "#state": "state"},
+                    "ExpressionAttributeValues": {
+                        ":ttl": ttl,
+                        ":day": expiry_day(ttl),
+                        ":now": int(now),
+                        ":yes": True,
+                        ":w": RequestState.WAITING,
+                        ":key": contact_key,
+                    },
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self.name,
+                    "Key": {"sku": sku, "joined_ts": unique_sk(contact_key)},
+                    "UpdateExpression": "SET #ttl = :ttl",
+                    "ConditionExpression": "#ref = :joined",
+                    "ExpressionAttributeNames": {"#ttl": "ttl", "#ref": "ref"},
+                    "ExpressionAttributeValues": {":ttl": ttl, ":joined": joined_ts},
+                }
+            },
+        ]
+
+    def owed_confirmations(
+        self, before: float, *, lookback_days: int, page_size: int = 100
+    ) -> Iterator[tuple[str, str]]:
+        """(sku, joined_ts) of places owing a confirmation email since at or before `before` (index "by-confirm")."""
+        last = int(before)
+        for back in range(lookback_days, -1, -1):
+            for item in query_all(
+                self.table,
+                IndexName="by-confirm",
+                KeyConditionExpression=Key("confirm_day").eq(confirm_day(last - back * 86400))
+                & Key("confirm_owed_at").lte(last),
+                Limit=page_size,
+            ):
+                yield str(item["sku"]), str(item["joined_ts"])
 
     def position(self, sku: str, joined_ts: str) -> int:
         """1-based place in line: live requests that joined at or before this one."""
@@ -537,7 +670,9 @@ class RequestsTable:
                 "TableName": self.name,
                 "Key": {"sku": sku, "joined_ts": joined_ts},
                 "UpdateExpression": (
-                    f"SET contact = :contact, contact_key = :key, channel = :channel, updated_at = :now{told_clause}"
+                    f"SET contact = :contact, contact_key = :key, channel = :channel, updated_at = :now{told_clause} "
+                    # The new contact proved itself with a code: nothing is left to confirm.
+                    "REMOVE unconfirmed, confirm_owed_at, confirm_day"
                 ),
                 # Only a live place of the person asking (never someone else's, never a finished one).
                 "ConditionExpression": "contact_key = :old AND #state IN (:w, :o, :r)",

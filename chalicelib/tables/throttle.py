@@ -119,3 +119,90 @@ class ThrottleTable:
         except self.table.meta.client.exceptions.ConditionalCheckFailedException:
             return False
         return True
+
+    # --- Pending channel switches (chalicelib/confirm.py): the new contact, until its code is entered or expires.
+
+    def start_switch(
+        self, key: str, *, nonce: str, channel: str, contact: str, new_key: str, now: float, ttl_s: int, every_s: int
+    ) -> bool:
+        """Record a pending switch with a fresh code nonce; False when one was asked for under `every_s` ago."""
+        try:
+            self.table.put_item(
+                Item={
+                    "key": key,
+                    "nonce": nonce,
+                    "channel": channel,
+                    "contact": contact,
+                    "new_key": new_key,
+                    "attempts": 0,
+                    "at": int(now),
+                    "expires_at": int(now) + ttl_s,
+                    "ttl": int(now) + ttl_s,
+                },
+                # A new code at most every `every_s`: the page cannot be used to flood a contact with codes.
+                ConditionExpression="attribute_not_exists(#key) OR #at <= :before OR expires_at <= :now",
+                ExpressionAttributeNames={"#key": "key", "#at": "at"},
+                ExpressionAttributeValues={":before": int(now) - every_s, ":now": int(now)},
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def claim_switch_code(self, key: str, nonce: str, now: float) -> dict[str, Any] | None:
+        """Take a pending switch's code for sending, once per nonce; None when it is not owed."""
+        try:
+            result = self.table.update_item(
+                Key={"key": key},
+                UpdateExpression="SET sent = :yes",
+                ConditionExpression="nonce = :nonce AND attribute_not_exists(sent) AND expires_at > :now",
+                ExpressionAttributeValues={":yes": True, ":nonce": nonce, ":now": int(now)},
+                ReturnValues="ALL_NEW",
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return None
+        return dict(result["Attributes"])
+
+    def release_switch_code(self, key: str, nonce: str) -> None:
+        """A claimed code that provably did not go: owed again for the retry."""
+        try:
+            self.table.update_item(
+                Key={"key": key},
+                UpdateExpression="REMOVE sent",
+                ConditionExpression="nonce = :nonce",
+                ExpressionAttributeValues={":nonce": nonce},
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return
+
+    def try_switch_code(self, key: str, now: float, max_attempts: int) -> dict[str, Any] | None:
+        """Count one try at a pending switch's code; the pending switch as it now stands, or None when there is
+        none live (expired, or out of tries)."""
+        try:
+            result = self.table.update_item(
+                Key={"key": key},
+                UpdateExpression="ADD attempts :one",
+                ConditionExpression="attribute_exists(nonce) AND attempts < :max AND expires_at > :now",
+                ExpressionAttributeValues={":one": 1, ":max": max_attempts, ":now": int(now)},
+                ReturnValues="ALL_NEW",
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return None
+        return dict(result["Attributes"])
+
+    def pending_switch(self, key: str, now: float) -> dict[str, Any] | None:
+        """The live pending switch of `key`, or None."""
+        item = self.table.get_item(Key={"key": key}, ConsistentRead=True).get("Item")
+        if not item or "nonce" not in item or int(item.get("expires_at") or 0) <= int(now):
+            return None
+        return dict(item)
+
+    def end_switch(self, key: str, nonce: str) -> None:
+        """The code was entered (or the switch was given up): the pending switch goes."""
+        try:
+            self.table.delete_item(
+                Key={"key": key},
+                ConditionExpression="nonce = :nonce",
+                ExpressionAttributeValues={":nonce": nonce},
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return

@@ -125,7 +125,7 @@ def tap_notify_me(page: Any, stack: RunningStack, shopper: str, sku: str) -> str
     widget = page.locator(f'[data-bisn-sku="{sku}"]')
     widget.get_by_role("button", name="Notify me").click()
     page.wait_for_selector(f'[data-bisn-sku="{sku}"][data-bisn-result]')
-    assert widget.get_attribute("data-bisn-result") == "queued", widget.inner_text()
+    assert widget.get_attribute("data-bisn-result") == "received", widget.inner_text()
     return widget.locator(".bisn-status").inner_text()
 
 

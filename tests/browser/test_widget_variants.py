@@ -153,8 +153,9 @@ class Shop:
         path = request.url[len(SHOP) :].split("?", 1)[0]
         if path == "/notify-me" and request.method == "POST":
             self.posted.append(json.loads(request.post_data))
-            body = {"status": "queued", "position": len(self.posted), "manage_url": f"{SHOP}/me/token"}
-            route.fulfill(status=201, content_type="application/json", body=json.dumps(body))
+            channel = self.posted[-1].get("channel")
+            body = {"status": "received", "channel": channel, "confirm_email": channel == "email"}
+            route.fulfill(status=202, content_type="application/json", body=json.dumps(body))
         elif path == "/widget.js":
             route.fulfill(content_type="application/javascript", body=WIDGET_JS.read_text(encoding="utf-8"))
         elif path == "/jquery.js" and JQUERY_JS.exists():
@@ -197,7 +198,7 @@ def tap(page: Any, widget: Any, shop: Shop, contact: str = "+447400123456") -> d
     if not field.input_value():
         field.fill(contact)
     widget.get_by_role("button", name="Notify me").click()
-    widget.locator(".bisn-status", has_text="You are on the list").wait_for()
+    widget.locator(".bisn-status", has_text="we'll").wait_for()
     assert len(shop.posted) == before + 1
     return shop.posted[-1]
 
@@ -230,7 +231,7 @@ def test_the_shopify_select_picker_decides_the_sku_and_whether_the_form_shows(pa
         "contact": "ada@example.com",
         "name": "",
     }
-    assert widget.get_attribute("data-bisn-result") == "queued"
+    assert widget.get_attribute("data-bisn-result") == "received"
 
     # Back to the size in stock: the form goes, and the last answer (about Large) with it.
     page.select_option("#size", "4412")
@@ -397,6 +398,6 @@ def test_a_plain_page_with_a_fixed_sku_works_as_before(page: Any, shop: Shop) ->
         "name": "Ada",
     }
     said = widget.locator(".bisn-status").inner_text()
-    assert said.startswith("You are on the list. You are number 1 in line.")
-    assert widget.get_by_role("link", name="See or change your requests").get_attribute("href") == f"{SHOP}/me/token"
+    assert said == "You're on the list — we'll text you when it's back."
+    assert widget.get_by_role("link").count() == 0  # no link to anyone's page in the answer
     assert page.errors == []

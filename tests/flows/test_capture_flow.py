@@ -6,6 +6,7 @@ import json
 import threading
 from typing import Any
 
+import pytest
 from chalice.test import Client
 
 from chalicelib.contacts import contact_key
@@ -25,12 +26,14 @@ def requests_for(services: Services, sku: str) -> list[Request]:
     return list(services.tables.requests.queue(sku, active_only=False))
 
 
+RECEIVED_SMS = {"status": "received", "channel": "sms", "confirm_email": False}
+RECEIVED_EMAIL = {"status": "received", "channel": "email", "confirm_email": True}
+
+
 def test_new_tap_joins_with_place_one(client: Client, services: Services, chair: str) -> None:
     response = tap(client, {"sku": chair, "channel": "sms", "contact": "07400 123456", "name": "Ada"})
-    assert response.status_code == 201
-    body = dict(response.json_body)
-    assert body.pop("manage_url").startswith("http://127.0.0.1:8000/me/")
-    assert body == {"status": "queued", "position": 1}
+    assert response.status_code == 202
+    assert response.json_body == RECEIVED_SMS  # no position, no link: nothing a stranger could use
     [request] = requests_for(services, chair)
     assert request.contact == "+447400123456"
     assert request.state == "waiting"
@@ -43,10 +46,8 @@ def test_repeat_tap_keeps_place(client: Client, services: Services, clock: Fixed
     before = requests_for(services, chair)[1]
     clock.advance(60)
     again = tap(client, {"sku": chair, "channel": "email", "contact": "ada.lovelace@example.COM"})
-    assert again.status_code == 200
-    repeat = dict(again.json_body)
-    assert repeat.pop("manage_url").startswith("http://127.0.0.1:8000/me/")
-    assert repeat == {"status": "already_queued", "position": 2}
+    assert again.status_code == 202
+    assert again.json_body == RECEIVED_EMAIL
     after = requests_for(services, chair)
     assert len(after) == 2
     assert after[1].joined_ts == before.joined_ts
@@ -67,7 +68,7 @@ def test_simultaneous_taps_leave_one_place(client: Client, services: Services, c
         t.start()
     for t in threads:
         t.join()
-    assert sorted(statuses) == [200] * (taps - 1) + [201]
+    assert statuses == [202] * taps
     assert len(requests_for(services, chair)) == 1
 
 
@@ -75,7 +76,7 @@ def test_opted_out_contact_is_acknowledged_and_not_stored(client: Client, servic
     services.tables.optout.add(contact_key("+447400123458", services.hash_key), "stop", services.clock.now())
     response = tap(client, {"sku": chair, "channel": "sms", "contact": "07400123458"})
     assert response.status_code == 202
-    assert response.json_body == {"status": "acknowledged"}
+    assert response.json_body == RECEIVED_SMS  # the same answer as a first sign-up
     assert requests_for(services, chair) == []
 
 
@@ -84,13 +85,12 @@ def test_an_internationalised_domain_is_stored_in_its_ascii_form(
 ) -> None:
     # SES's envelope is ASCII only: the domain is kept as Punycode (IDNA), the form every send uses.
     first = tap(client, {"sku": chair, "channel": "email", "contact": "ana@bücher.de"})
-    assert first.status_code == 201
+    assert first.status_code == 202
     [request] = requests_for(services, chair)
     assert request.contact == "ana@xn--bcher-kva.de"
     # The same mailbox written in Punycode is the same person, who keeps their place.
     again = tap(client, {"sku": chair, "channel": "email", "contact": "ana@xn--bcher-kva.de"})
-    assert again.status_code == 200
-    assert again.json_body["status"] == "already_queued"
+    assert again.json_body == first.json_body
     assert len(requests_for(services, chair)) == 1
 
 
@@ -105,6 +105,20 @@ def test_a_local_part_outside_ascii_gets_a_clear_400(client: Client, services: S
 def test_a_repeat_tap_never_changes_the_name_given_first(client: Client, services: Services, chair: str) -> None:
     tap(client, {"sku": chair, "channel": "sms", "contact": "07400 123456", "name": "Ada"})
     again = tap(client, {"sku": chair, "channel": "sms", "contact": "07400 123456", "name": "Mallory"})
-    assert again.json_body["status"] == "already_queued"
+    assert again.json_body == RECEIVED_SMS
     [place] = requests_for(services, chair)
     assert place.name == "Ada", "anyone who knows the number can tap for it; only the first tap names the place"
+
+
+@pytest.mark.parametrize("channel, contact", [("sms", "07400 123459"), ("email", "ada@example.com")])
+def test_a_stranger_cannot_tell_a_new_place_a_repeat_or_an_opt_out_apart(
+    client: Client, services: Services, chair: str, channel: str, contact: str
+) -> None:
+    first = tap(client, {"sku": chair, "channel": channel, "contact": contact})
+    repeat = tap(client, {"sku": chair, "channel": channel, "contact": contact})
+    stopped = "+447400123460" if channel == "sms" else "gone@example.com"
+    services.tables.optout.add(contact_key(stopped, services.hash_key), "stop", services.clock.now())
+    opted_out = tap(client, {"sku": chair, "channel": channel, "contact": stopped})
+    answers = {(r.status_code, json.dumps(r.json_body, sort_keys=True)) for r in (first, repeat, opted_out)}
+    assert len(answers) == 1
+    assert "/me/" not in next(iter(answers))[1]

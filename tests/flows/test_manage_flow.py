@@ -11,12 +11,15 @@ import pytest
 from chalice.test import Client
 from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 
+from chalicelib.confirm import CodeKey, switch_key
 from chalicelib.contacts import contact_key
 from chalicelib.tables.requests import Request
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.builders import join_request
+from tests.notices import email_outbox, verify_sender
 from tests.scenes import Scene, scene
+from tests.support import queued_messages
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 
@@ -118,7 +121,7 @@ def test_stop_everything_from_the_page(client: Client, services: Services, clock
     assert services.tables.optout.get(s.requests[0].contact_key)["source"] == "unsubscribe"
     page = client.http.get(url).body.decode()
     assert "You have unsubscribed" in page
-    assert not forms(client.http.get(url).body)
+    assert [f["action"] for f in forms(client.http.get(url).body)] == ["signout"]
 
 
 def unchanged(s: Scene) -> tuple[Any, ...]:
@@ -176,13 +179,28 @@ def test_a_page_left_open_too_long_asks_for_a_reload(client: Client, services: S
     assert s.waiting_count() == 1
 
 
+def code_for(services: Services, request: Request) -> str:
+    """The code the notifier sends for this person's pending switch (derived, never stored)."""
+    pending = services.tables.throttle.pending_switch(switch_key(request.contact_key), services.clock.now())
+    assert pending is not None
+    return CodeKey(services.secrets.get("TOKEN_KEY")).code(str(pending["nonce"]))
+
+
+def switch_with_code(client: Client, services: Services, request: Request, contact: str) -> Any:
+    """Ask to switch, then enter the code sent to the new contact, as the shopper does."""
+    url = me(services, request)
+    asked = post(client, url, {**form_for(client.http.get(url).body, "switch"), "contact": contact})
+    assert asked.status_code == 303, asked.body
+    assert asked.headers["Location"].endswith("?done=code_sent")
+    page = client.http.get(url).body
+    return post(client, url, {**form_for(page, "code"), "code": code_for(services, request)})
+
+
 def test_switching_to_email_keeps_every_place(client: Client, services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=3)
     services.tables.catalog.upsert("LAMP", {"name": "Brass lamp"})
     join_request(services, "LAMP", s.requests[2].contact, clock.now())
-    url = me(services, s.requests[2])
-    fields = {**form_for(client.http.get(url).body, "switch"), "contact": "Ada@Example.com"}
-    response = post(client, url, fields)
+    response = switch_with_code(client, services, s.requests[2], "Ada@Example.com")
     assert response.status_code == 303
     new_key = contact_key("ada@example.com", services.hash_key)
     assert response.headers["Location"] == f"{services.tokens.manage(new_key)}?done=switched"
@@ -203,9 +221,8 @@ def test_switching_onto_a_contact_that_already_waits_keeps_the_earlier_place(
     s = scene(services, clock, units=1, people=3)
     # The same shopper joined earlier by phone (place 1) and later by email (after the others).
     by_email = services.capture.capture("1.2.3.4", {"sku": s.sku, "channel": "email", "contact": "ada@example.com"})
-    assert by_email.position == 4
-    url = me(services, s.requests[0])
-    response = post(client, url, {**form_for(client.http.get(url).body, "switch"), "contact": "ada@example.com"})
+    assert services.tables.requests.position(s.sku, str(by_email.joined_ts)) == 4
+    response = switch_with_code(client, services, s.requests[0], "ada@example.com")
     assert response.status_code == 303
     new_key = contact_key("ada@example.com", services.hash_key)
     assert services.tables.requests.get(s.sku, str(by_email.joined_ts)) is None
@@ -251,7 +268,7 @@ def test_after_unsubscribing_there_is_nothing_to_switch(client: Client, services
     services.optouts.opt_out(s.requests[0].contact_key, "unsubscribe")
     page = client.http.get(url).body
     assert "One is held for you until" in page.decode()
-    assert [f["action"] for f in forms(page)] == ["leave"]
+    assert [f["action"] for f in forms(page)] == ["leave", "signout"]
     response = post(client, url, {**switch, "contact": "ada@example.com"})
     assert response.status_code == 400
     assert services.tables.requests.get(s.sku, s.requests[0].joined_ts).channel == "sms"
@@ -278,3 +295,46 @@ def test_pages_forbid_framing_and_send_no_referrer(client: Client, services: Ser
     assert response.headers["X-Frame-Options"] == "DENY"
     assert response.headers["Referrer-Policy"] == "no-referrer"
     assert response.headers["Cache-Control"] == "no-store"
+
+
+def test_a_switch_needs_the_code_and_wrong_codes_are_capped(
+    client: Client, services: Services, clock: FixedClock
+) -> None:
+    s = scene(services, clock, units=1, people=1)
+    url = me(services, s.requests[0])
+    asked = post(client, url, {**form_for(client.http.get(url).body, "switch"), "contact": "ada@example.com"})
+    assert asked.status_code == 303
+    place = services.tables.requests.get(s.sku, s.requests[0].joined_ts)
+    assert place is not None and place.channel == "sms", "nothing moves before the code is entered"
+    # The notifier sends the code to the new contact, once however often its message is delivered.
+    [message] = queued_messages(services)
+    assert message["kind"] == "code"
+    verify_sender(services)
+    assert services.messages.handle(message) is True
+    assert services.messages.handle(message) is False
+    [sent] = email_outbox()
+    assert code_for(services, s.requests[0]) in str(sent.body)
+    page = client.http.get(url).body
+    assert "We sent a 6-digit code to a•••@example.com" in page.decode()
+    code = code_for(services, s.requests[0])
+    wrong = "000000" if code != "000000" else "111111"
+    for _ in range(5):
+        assert post(client, url, {**form_for(page, "code"), "code": wrong}).status_code == 400
+    # Out of tries: even the right code no longer works.
+    refused = post(client, url, {**form_for(page, "code"), "code": code})
+    assert refused.status_code == 400 and "ask for a new one" in refused.body.decode()
+    assert services.tables.requests.get(s.sku, s.requests[0].joined_ts).channel == "sms"
+
+
+def test_signing_out_everywhere_refuses_every_older_link(client: Client, services: Services, clock: FixedClock) -> None:
+    s = scene(services, clock, units=1, people=1)
+    url = me(services, s.requests[0])
+    response = post(client, url, form_for(client.http.get(url).body, "signout"))
+    assert response.status_code == 200 and "signed out everywhere" in response.body.decode()
+    old = client.http.get(url)
+    assert old.status_code == 410 and "signed out" in old.body.decode()
+    assert post(client, url, {"action": "stop"}).status_code == 410
+    # The next message carries a link at the new version, which works.
+    fresh = f"/me/{services.manage.link_token(s.requests[0].contact_key)}"
+    assert client.http.get(fresh).status_code == 200
+    assert services.tables.requests.get(s.sku, s.requests[0].joined_ts) is not None

@@ -534,7 +534,7 @@ class Storm:
         source = f"198.51.100.{op.who % len(PEOPLE) + 1}"  # each shopper taps from their own phone
         outcome = self.w.attempt("tap", lambda: self.services.capture.capture(source, body))
         self.w.clock.advance(1)
-        return f"{outcome.status} position {outcome.position}"
+        return str(outcome.status)
 
     def _restock(self, op: Restock) -> str:
         if self.shelf >= self.threshold:

@@ -32,10 +32,11 @@ STAGES = policies.deployed_stages(CONFIG)
 TEMPLATE = json.loads((ROOT / "infra" / "template.json").read_text())
 
 # DESIGN §2, "may touch". The notifier and the sweep also read product settings and keep the
-# per-product waiting count, so both touch the catalogue.
+# per-product waiting count, so both touch the catalogue. The notifier takes a channel switch's code from the
+# throttle table (chalicelib/confirm.py).
 TABLES_PER_FUNCTION = {
     "api_handler": {"catalog", "requests", "restocks", "reservations", "optout", "throttle", "audit"},
-    "notifier": {"catalog", "requests", "optout", "restocks", "reservations", "audit"},
+    "notifier": {"catalog", "requests", "optout", "restocks", "reservations", "throttle", "audit"},
     "sweep": {"catalog", "reservations", "restocks", "requests", "optout", "throttle", "audit"},
     "catalog_sync": {"catalog", "restocks", "throttle", "audit"},
     # A hard bounce or a complaint opts the address out and takes it off every list, as the sweep's STOP sync does.

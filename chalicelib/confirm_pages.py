@@ -1,0 +1,122 @@
+"""The confirmation link's pages (email double opt-in, chalicelib/confirm.py): GET shows a button, POST confirms."""
+
+from __future__ import annotations
+
+import html
+import uuid
+from dataclasses import dataclass
+
+from chalice import Response
+
+from chalicelib.clock import Clock
+from chalicelib.owed import OwedJobs
+from chalicelib.pages import LINK_INCOMPLETE, page
+from chalicelib.senders import EMAIL
+from chalicelib.tables.base import TransactionCancelled, Tx
+from chalicelib.tables.catalog import Product
+from chalicelib.tables.store import Tables
+from chalicelib.tokens import TokenExpired, TokenInvalid, Tokens
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class ConfirmPages:
+    """GET /confirm/{token} (a page with a button; changes nothing) and POST /confirm/{token} (confirms)."""
+
+    tables: Tables
+    tokens: Tokens
+    owed: OwedJobs
+    clock: Clock
+    shop_name: str
+    request_ttl_days: int
+    confirm_days: int
+
+    def _place(self, token: str) -> tuple[str, str] | Response:
+        try:
+            return self.tokens.read_confirm(token, self.confirm_days * 86400 + 86400)
+        except TokenExpired:
+            return self._page(410, "This link has expired", "Please tap Notify me on the product page again.")
+        except TokenInvalid:
+            return self._page(400, LINK_INCOMPLETE.title, LINK_INCOMPLETE.message)
+
+    def _page(self, status: int, title: str, message: str, extra: str = "") -> Response:
+        return page(status, title, message, self.shop_name, extra)
+
+    def _name(self, sku: str) -> str:
+        product = self.tables.catalog.get_cached(sku)
+        return (product.name if product and product.name else sku).strip()
+
+    def form(self, token: str) -> Response:
+        """The page the email's link opens: it says what pressing the button does."""
+        place = self._place(token)
+        if isinstance(place, Response):
+            return place
+        sku, joined_ts = place
+        request = self.tables.requests.get(sku, joined_ts)
+        if request is None or not request.live:
+            return self._gone()
+        if not request.unconfirmed:
+            return self._done(sku)
+        button = (
+            f'<form method="post" action="{html.escape(token)}"><button type=submit>'
+            "Yes, email me when it is back</button></form>"
+        )
+        return self._page(
+            200,
+            "Confirm your email",
+            f"Press the button to be emailed when {self._name(sku)} is back in stock at {self.shop_name}.",
+            button,
+        )
+
+    def confirm(self, token: str) -> Response:
+        """The button: the place may now be told about restocks (and about an open one with units left)."""
+        place = self._place(token)
+        if isinstance(place, Response):
+            return place
+        sku, joined_ts = place
+        request = self.tables.requests.get(sku, joined_ts)
+        if request is None or not request.live:
+            return self._gone()
+        if not request.unconfirmed:
+            return self._done(sku)
+        now = self.clock.now()
+        ttl = int(now) + self.request_ttl_days * 86400
+        tx = Tx().add(
+            "place", *self.tables.requests.confirm_items(sku, joined_ts, request.contact_key, ttl=ttl, now=now)
+        )
+        try:
+            self.tables.run(tx.without().add("product", self.tables.catalog.not_idle_check(sku)))
+        except TransactionCancelled as cancelled:
+            if not cancelled.failed("product"):
+                current = self.tables.requests.get(sku, joined_ts)
+                return self._done(sku) if current is not None and not current.unconfirmed else self._gone()
+            old = cancelled.old("product")
+            product = Product.from_item(old) if old else None
+            restock_ts = str(product.idle_restock_ts) if product and product.idle_restock_ts else ""
+            if restock_ts:
+                # Units wait for nobody on an open restock: the confirmed place is owed a top-up (invariant 7).
+                owe = self.tables.restocks.owe_topup_item(sku, restock_ts, token=f"confirm#{uuid.uuid4().hex}", now=now)
+                tx.add("owed job", owe)
+            try:
+                self.tables.run(tx)
+            except TransactionCancelled:
+                current = self.tables.requests.get(sku, joined_ts)
+                return self._done(sku) if current is not None and not current.unconfirmed else self._gone()
+            finally:
+                if restock_ts:
+                    self.owed.send(sku, restock_ts, now)
+        self.tables.audit.record(sku, "confirmed", now, contact_key=request.contact_key, channel=EMAIL)
+        return self._done(sku)
+
+    def _done(self, sku: str) -> Response:
+        return self._page(
+            200,
+            "You are on the list",
+            f"Thank you. We will email you when {self._name(sku)} is back in stock at {self.shop_name}.",
+        )
+
+    def _gone(self) -> Response:
+        return self._page(
+            410,
+            "This request is no longer on the list",
+            "It was not confirmed in time, or it was removed. Tap Notify me on the product page to ask again.",
+        )
