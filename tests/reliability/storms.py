@@ -799,9 +799,18 @@ class PlatformStorm(Storm):
         return self._report(Report())
 
     def _deliver(self, request: Request, stamped: float) -> str:
+        """Deliver a report of the stock as it stands now: the catalogue's level is then the shelf level."""
         outcome = self.w.attempt("store level webhook", lambda: self.w.deliver_store(request))
         self.reports_sent.append(request)
         self.newest = max(self.newest, stamped)
+        product = self.w.table("catalog").get_item(Key={"sku": self.w.sku}, ConsistentRead=True).get("Item") or {}
+        level, held = int(product.get("level") or 0), int(product.get("store_held") or 0)
+        available = self.w.store.counts(self.w.sku)["available"]
+        if level != available + held:
+            self.problems.append(
+                f"4 shelf level: the store reported {available} with {held} held there for us; the catalogue's"
+                f" level is {level}"
+            )
         return _answer(outcome)
 
     def _report(self, op: Report) -> str:
