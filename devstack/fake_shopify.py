@@ -302,6 +302,15 @@ class FakeShopify:
             level.available = n
             return self._level_webhook(variant.inventory_item_id, location_id, level)
 
+    def level_webhook(self, sku: str, location: int | None = None) -> tuple[bytes, dict[str, str]]:
+        """The inventory_levels/update a location (the first by default) sends for its level as it stands now, stamped
+        now: Shopify sends one whenever `available` changes, a draft order's reservation and its end included."""
+        with self._lock:
+            self._lapse_reservations()
+            item = self.variant(sku).inventory_item_id
+            location_id = location if location is not None else next(iter(self.locations))
+            return self._level_webhook(item, location_id, self.levels[(item, location_id)])
+
     def _level_webhook(self, item: int, location_id: int, level: Level) -> tuple[bytes, dict[str, str]]:
         payload = {
             "inventory_item_id": item,

@@ -208,6 +208,14 @@ class FakeWooCommerce:
             product.modified = self.clock()
             return self.webhook_request("product.updated", self.product_json(product))
 
+    def stock_webhook(self, sku: str) -> tuple[bytes, dict[str, str]]:
+        """The product.updated WooCommerce sends when a SKU's stock_quantity changes by itself (an order taking its
+        units or giving them back, a sale on the storefront): the product as it stands now, modified now."""
+        with self._lock:
+            product = self.by_sku(sku)
+            product.modified = self.clock()
+            return self.webhook_request("product.updated", self.product_json(product))
+
     def pay_order(self, order_id: int) -> tuple[bytes, dict[str, str]]:
         """The shopper pays (WC_Order::payment_complete); the order.updated delivery that follows."""
         with self._lock:

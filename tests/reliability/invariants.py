@@ -13,7 +13,11 @@ platform's last report) checks that the catalogue's last level is the store's.
 against our rows (`store_holds`): one store hold per reservation at most; no ended hold still reserves a unit there
 (settled: none at all, and the store reserves exactly one unit per held row with a store hold); a live hold recorded
 as placed is reserved on the store; a converted hold's unit is sold, not reserved; and, settled, every unit the
-store sold through one of our holds is an order we recorded.
+store sold through one of our holds is an order we recorded. With it, `store_shelf` checks the shelf level (DESIGN §4,
+Counters): each product's `store_held` is the number of our holds the store holds for us whose placing was recorded
+(held rows placed on the store, and ended rows whose unit the store still has, releasing, with a store reference);
+and, with `store_reported` (the store's last level report delivered since its stock last changed), the catalogue's
+last level is the store's available plus `store_held`.
 
 The unit counters, after any move of the stock level:
 
@@ -84,6 +88,7 @@ def violations(
     settled: bool = False,
     store_levels: dict[str, int] | None = None,
     store: Any = None,
+    store_reported: bool = False,
 ) -> list[str]:
     """Every broken invariant, one line each (empty when all hold)."""
     t = Tables.read(services)
@@ -98,14 +103,22 @@ def violations(
     found += nothing_lost(services, t, settled=settled)
     if store is not None:
         found += store_holds(t, store, now, settled=settled)
+        found += store_shelf(t, store, reported=store_reported)
     return found
 
 
 def assert_invariants(
-    services: Services, now: float | None = None, *, settled: bool = False, store: Any = None
+    services: Services,
+    now: float | None = None,
+    *,
+    settled: bool = False,
+    store: Any = None,
+    store_reported: bool = False,
 ) -> None:
-    """Fail with every broken invariant listed (`store`: the fake store a platform world sells through)."""
-    broken = violations(services, services.clock.now() if now is None else now, settled=settled, store=store)
+    """Fail with every broken invariant listed (`store`: the fake store a platform world sells through;
+    `store_reported`: its last level report was delivered since its stock last changed)."""
+    at = services.clock.now() if now is None else now
+    broken = violations(services, at, settled=settled, store=store, store_reported=store_reported)
     assert not broken, "invariants broken:\n  " + "\n  ".join(broken)
 
 
@@ -353,6 +366,38 @@ def store_holds(t: Tables, store: Any, now: float, *, settled: bool) -> list[str
                 continue  # a product the store does not sell
             if reserved != held[sku]:
                 found.append(f"4 store: {sku} has {reserved} reserved on the store for {held[sku]} held rows")
+    return found
+
+
+def store_shelf(t: Tables, store: Any, *, reported: bool) -> list[str]:
+    """The shelf level on a store that holds units itself (the module docstring's `store`): `store_held` counts our
+    holds there whose placing was recorded, always; once the store's last report is in (`reported`), the catalogue's
+    last level is the store's available plus them (a product never reported counts as 0)."""
+    found = []
+    placed: Counter[str] = Counter()
+    for row in t.rows:
+        state, store_state = row["state"], row.get("store_state")
+        held = state == OfferState.HELD and store_state == StoreState.PLACED
+        releasing = state == OfferState.EXPIRED and store_state == StoreState.RELEASING and row.get("store_ref")
+        if held or releasing:
+            placed[str(row["sku"])] += 1
+    for product in t.catalog:
+        sku = str(product["sku"])
+        store_held = _int(product.get("store_held"))
+        if store_held != placed[sku]:
+            found.append(f"4 shelf level: {sku} counts {store_held} units held on the store, our rows {placed[sku]}")
+        if not reported:
+            continue
+        try:
+            available = int(store.counts(sku)["available"])
+        except KeyError:
+            continue  # a product the store does not sell
+        level = _int(product.get("level"))
+        if level != available + store_held:
+            found.append(
+                f"4 shelf level: {sku} last level {level} != the store's {available} available"
+                f" + {store_held} held there for us"
+            )
     return found
 
 

@@ -205,6 +205,37 @@ class StoreDown(Op):
     calls: int
 
 
+@dataclass(frozen=True)
+class WalkIn(Op):
+    """A platform world only: somebody buys a unit on the storefront itself; the store's report follows (`Report`)."""
+
+
+@dataclass(frozen=True)
+class Report(Op):
+    """A platform world only: the store reports its level as it stands now, stamped now. `late`: the report is held up
+    on the way, to arrive after a newer one (`LateReport`, or after the settling)."""
+
+    late: bool = False
+
+
+@dataclass(frozen=True)
+class ReportAgain(Op):
+    """A platform world only: the platform delivers a level report it delivered before again (same id, same body)."""
+
+    pick: int
+
+
+@dataclass(frozen=True)
+class LateReport(Op):
+    """A platform world only: a report held up on the way arrives, after a newer one (one is sent first if none was)."""
+
+    pick: int
+
+
+# A platform storm's own operations, beside the generic storms' (OPS).
+STORE_OPS: dict[str, type[Op]] = {cls.__name__: cls for cls in (StoreDown, WalkIn, Report, ReportAgain, LateReport)}
+
+
 OPS: dict[str, type[Op]] = {
     cls.__name__: cls
     for cls in (
@@ -252,26 +283,38 @@ assert sum(WEIGHTS.values()) == 100 and set(WEIGHTS) == set(OPS)
 
 # A storm on a platform world (Shopify, WooCommerce: `PlatformStorm`): the shop sets the storefront's stock and the
 # platform's own webhook reports it; a link tap also holds the unit on the store; an order is the shopper paying the
-# store's hold; the store may be down for a few calls. Settings, throttling and redeliveries are the generic
-# storms' business and are left out.
+# store's hold; somebody may buy on the storefront itself; the store may be down for a few calls. The store's own
+# level reports (`Report`) are not drawn: they follow the operations that change the store's stock (STORE_CHANGES),
+# sooner or later, as a real platform's do; some are held up on the way and arrive late, after a newer one
+# (`LateReport`), and any may be delivered twice (`ReportAgain`). Settings, throttling and the generic redeliveries
+# are the generic storms' business and are left out.
 STORE_WEIGHTS: dict[str, int] = {
     "Tap": 15,
     "Restock": 10,
     "Rise": 5,
-    "Fall": 3,
-    "LinkTap": 20,
+    "WalkIn": 4,
+    "LinkTap": 17,
     "Order": 8,
     "Leave": 2,
     "OptOut": 2,
     "Sweep": 8,
-    "Pump": 15,
+    "Pump": 13,
     "Advance": 2,
     "CrashAt": 4,
     "CutPower": 2,
-    "StoreDown": 4,
+    "StoreDown": 3,
+    "ReportAgain": 3,
+    "LateReport": 2,
 }
-assert sum(STORE_WEIGHTS.values()) == 100 and set(STORE_WEIGHTS) <= set(OPS) | {"StoreDown"}
+assert sum(STORE_WEIGHTS.values()) == 100 and set(STORE_WEIGHTS) <= set(OPS) | set(STORE_OPS)
 STORE_LENGTH = 30
+# The operations that can move the store's available stock: a tap placing a hold on the store, a sweep giving one
+# back (or placing one a crash left), a payment, a walk-in sale. Most are followed by the store's report, within
+# REPORT_WITHIN operations; a walk-in always is. A report is held up on the way (late) REPORT_LATE of the time.
+STORE_CHANGES = ("LinkTap", "Sweep", "Order", "WalkIn")
+REPORTED = 0.8
+REPORT_WITHIN = 3
+REPORT_LATE = 0.2
 
 
 @cache
@@ -348,18 +391,37 @@ def generate(seed: int, length: int = LENGTH, *, weights: dict[str, int] | None 
             return Throttle(someone_known())
         if name == "StoreDown":
             return StoreDown(rng.randint(1, 4))
+        if name == "WalkIn":
+            return WalkIn()
+        if name == "ReportAgain":
+            return ReportAgain(rng.randrange(100))
+        if name == "LateReport":
+            return LateReport(rng.randrange(100))
         if rng.random() < 0.6:
             return Settings(threshold=rng.randint(1, 3))
         return Settings(offer_window_s=rng.choice((300, 600, 1800)))
 
+    reports = "ReportAgain" in mix  # a platform storm: the store reports what changes its stock
+    due: list[tuple[int, Report]] = []  # reports owed: (the length of `ops` at which each is played, the report)
+
+    def drawn(op: Op) -> None:
+        ops.append(op)
+        name = type(op).__name__
+        if reports and name in STORE_CHANGES and (name == "WalkIn" or rng.random() < REPORTED):
+            due.append((len(ops) + rng.randint(0, REPORT_WITHIN), Report(late=rng.random() < REPORT_LATE)))
+            due.sort(key=lambda owed: owed[0])
+
     ops: list[Op] = []
     while len(ops) < length:
+        if due and due[0][0] <= len(ops):
+            ops.append(due.pop(0)[1])
+            continue
         op = draw(rng.choices(names, chances)[0])
-        ops.append(op)
+        drawn(op)
         if isinstance(op, CrashAt) and len(ops) < length and rng.random() < AIMED:
             reaching = REACHES.get(op.point.split(".", 1)[0])
             if reaching:
-                ops.append(draw(rng.choice(reaching)))
+                drawn(draw(rng.choice(reaching)))
     return ops
 
 
@@ -700,18 +762,99 @@ class Storm:
         return not any(r.get("pending_key") for r in scan(self.w.table("restocks")))
 
 
+# A level webhook as the platform sends it: its body and headers.
+Request = tuple[bytes, dict[str, str]]
+
+
 class PlatformStorm(Storm):
     """A storm on a platform world: the shelf is the store's storefront stock, reported by the platform's own signed
-    webhook; orders are the shopper paying the store's hold; `StoreDown` makes the store answer errors for a while."""
+    webhook, both when the shop sets it and when the store's stock moves by itself (a hold placed or given back, a
+    payment, a walk-in sale: `Report`, late or twice); orders are the shopper paying the store's hold; `StoreDown`
+    makes the store answer errors for a while."""
+
+    def __init__(self, world: World) -> None:
+        super().__init__(world)
+        self.reports_sent: list[Request] = []  # every level report delivered and applied or remembered, oldest first
+        self.held_up: list[tuple[float, int, Request]] = []  # reports on their way: (stamped at, level, request)
+        self.newest = float("-inf")  # the stamp of the newest report delivered
 
     def play(self, op: Op) -> str:
         # Holds placed, released or sold move the storefront's stock: the shop sets its stock from what it shows.
         self.shelf = self.w.store.counts(self.w.sku)["available"]
         return super().play(op)
 
+    # --- the store's level reports
+
+    def set_shelf(self, level: int) -> str:
+        """The shop sets the storefront's stock; the platform reports it at once."""
+        level = max(0, level)
+        if level == self.shelf:
+            return f"shelf stays at {level}"
+        before, self.shelf = self.shelf, level
+        self.w.clock.advance(1)  # strictly newer than every report before it
+        return f"shelf {before}->{level}: {self._deliver(self.w.store_set(level), self.w.clock.now())}"
+
     def report(self) -> str:
-        outcome = self.w.store_level(self.shelf)
-        return str(outcome.status)
+        """The store reports its stock as it stands now."""
+        return self._report(Report())
+
+    def _deliver(self, request: Request, stamped: float) -> str:
+        """Deliver a report of the stock as it stands now: the catalogue's level is then the shelf level."""
+        outcome = self.w.attempt("store level webhook", lambda: self.w.deliver_store(request))
+        self.reports_sent.append(request)
+        self.newest = max(self.newest, stamped)
+        product = self.w.table("catalog").get_item(Key={"sku": self.w.sku}, ConsistentRead=True).get("Item") or {}
+        level, held = int(product.get("level") or 0), int(product.get("store_held") or 0)
+        available = self.w.store.counts(self.w.sku)["available"]
+        if level != available + held:
+            self.problems.append(
+                f"4 shelf level: the store reported {available} with {held} held there for us; the catalogue's"
+                f" level is {level}"
+            )
+        return _answer(outcome)
+
+    def _report(self, op: Report) -> str:
+        request = self.w.store_report()
+        level = self.w.store.counts(self.w.sku)["available"]
+        if op.late:
+            self.held_up.append((self.w.clock.now(), level, request))
+            return f"the store reports {level}: held up on the way"
+        return f"the store reports {level}: {self._deliver(request, self.w.clock.now())}"
+
+    def _reportagain(self, op: ReportAgain) -> str:
+        if not self.reports_sent:
+            return "no level report delivered yet"
+        request = self.reports_sent[op.pick % len(self.reports_sent)]
+        outcome = self.w.attempt("store level webhook", lambda: self.w.deliver_store(request))
+        if {r.get("reason") for r in outcome.results} != {"duplicate"}:
+            self.problems.append(f"6 exactly once: a level report delivered again was answered {outcome.body()}")
+        return f"a report delivered again: {_answer(outcome)}"
+
+    def _latereport(self, op: LateReport) -> str:
+        if not self.held_up:
+            return "no report held up"
+        stamped, level, request = self.held_up.pop(op.pick % len(self.held_up))
+        newer = ""
+        if stamped >= self.newest:
+            newer = f"a newer one first: {self.report()}; "
+        return newer + self._arrives_late(stamped, level, request)
+
+    def _arrives_late(self, stamped: float, level: int, request: Request) -> str:
+        """A report older than one delivered since arrives: detection must ignore it (its level is out of date)."""
+        outcome = self.w.attempt("store level webhook", lambda: self.w.deliver_store(request))
+        if {r.get("reason") for r in outcome.results} != {"stale"}:
+            self.problems.append(
+                f"4 shelf level: a report of {level} stamped {iso(stamped)}, after a newer one, was answered"
+                f" {outcome.body()}"
+            )
+        return f"a report of {level} arrives late: {_answer(outcome)}"
+
+    # --- the store's own operations
+
+    def _walkin(self, _op: WalkIn) -> str:
+        if not self.w.walk_in():
+            return "nothing on the storefront to buy"
+        return f"somebody buys one on the storefront: {self.shelf}->{self.shelf - 1}"
 
     def _order(self, op: Order) -> str:
         placed = [r for r in self._rows(OfferState.HELD) if r.get("store_ref")]
@@ -721,7 +864,6 @@ class PlatformStorm(Storm):
         outcome = self.w.store_pay(str(row["token_id"]))
         said = f"{self._who(row.get('contact_key'))} paid: {outcome.status}"
         if op.report:
-            self.shelf = self.w.store.counts(self.w.sku)["available"]
             said += f"; {self.report()}"
         return said
 
@@ -733,8 +875,23 @@ class PlatformStorm(Storm):
         return f"the store errs for {op.calls} call(s)"
 
     def settle(self) -> None:
+        """Settle; then, every hold ended, the store's last report, and after it every report still on its way (each
+        must be ignored as stale); then settle what that report started."""
         self.w.store._faults.clear()  # the store is back before the last report and the settling
         super().settle()
+        self.trace.append(f"  - the store's last report: {self.report()}")
+        for stamped, level, request in self.held_up:
+            self.trace.append(f"  - {self._arrives_late(stamped, level, request)}")
+        self.held_up.clear()
+        super().settle()
+
+
+def _answer(outcome: Any) -> str:
+    """A store webhook's answer in short: its status, and what detection said of each level in it."""
+    said = [str(outcome.status)]
+    for result in outcome.results:
+        said.append(" ".join(str(result[k]) for k in ("reason", "adjusted") if result.get(k)))
+    return " ".join(part for part in said if part)
 
 
 def play(ops: Sequence[Op], bench: Emulator, *, tally: bool = True) -> Result:
@@ -767,10 +924,17 @@ def play(ops: Sequence[Op], bench: Emulator, *, tally: bool = True) -> Result:
             storm.trace.append(f"  - final report: {storm.report()}")
             storm.settle()
             found = list(storm.problems)
-            # A platform's shelf moves with the store's own holds, which send no report (the fakes'): its holds are
-            # checked against our rows instead.
+            # A platform's shelf level is the store's available plus our holds there: the store's last report came
+            # after the settling (PlatformStorm.settle), so the catalogue's level must be it.
             levels = {world.sku: storm.shelf} if world.store is None else None
-            found += violations(world.services, world.clock.now(), settled=True, store_levels=levels, store=world.store)
+            found += violations(
+                world.services,
+                world.clock.now(),
+                settled=True,
+                store_levels=levels,
+                store=world.store,
+                store_reported=world.store is not None,
+            )
         except Exception as error:
             found.append(f"! {type(error).__name__} while settling: {error}")
     result = Result(list(ops), found, storm.trace, crashes)

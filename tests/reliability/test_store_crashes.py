@@ -3,7 +3,8 @@
 A hold on a platform is a side effect outside DynamoDB (chalicelib/store_holds.py): the intent is written with our
 hold, the store call is idempotent on the reservation id, and the row stays due for the sweep while anything is owed.
 Each test breaks one step of that, lets what follows in production follow it (the shopper's second tap, the next
-sweep), and checks every invariant with the store's own holds (tests/reliability/invariants.py, `store_holds`).
+sweep), and checks every invariant with the store's own holds (tests/reliability/invariants.py, `store_holds`) and,
+once settled and the store's level reported, the shelf level (`store_shelf`).
 """
 
 from __future__ import annotations
@@ -55,9 +56,13 @@ def holds(w: World) -> None:
 
 
 def settles(w: World) -> None:
-    """Every window runs out and every job is delivered; then nothing is owed, here or on the store."""
+    """Every window runs out and every job is delivered; the store reports its stock as it then stands (and what that
+    report starts settles too); then nothing is owed, here or on the store, and the catalogue's last level is the
+    store's shelf level."""
     w.settle()
-    assert_invariants(w.services, settled=True, store=w.store)
+    w.report_store()
+    w.settle(rounds=1)
+    assert_invariants(w.services, settled=True, store=w.store, store_reported=True)
     assert w.store.counts(w.sku)["reserved"] == 0
 
 

@@ -337,12 +337,47 @@ class World:
         """The shop sets the storefront's stock; the platform's signed level webhook is delivered (again after an
         error). One second on, so the level is strictly newer than the last one reported."""
         self.clock.advance(1)
+        request = self.store_set(available, sku=sku)
+        return self.attempt("store level webhook", lambda: self.deliver_store(request))
+
+    def store_set(self, available: int, *, sku: str | None = None) -> tuple[bytes, dict[str, str]]:
+        """The shop sets the storefront's stock (Shopify: at its first location); the level webhook the platform
+        sends for it, stamped now and not delivered yet."""
         sku = sku or self.sku
         if self.platform == "shopify":
-            request = self.store.set_available(sku, available)
-        else:
-            request = self.store.set_stock(sku, available)
+            return self.store.set_available(sku, available)
+        return self.store.set_stock(sku, available)
+
+    def store_report(self, *, sku: str | None = None) -> tuple[bytes, dict[str, str]]:
+        """The level webhook the platform sends for the storefront's stock as it stands now (Shopify: the first
+        location's, where the shop keeps its stock and a draft order reserves it), stamped one second on, so that it
+        is strictly newer than any report before it; not delivered yet."""
+        self.clock.advance(1)
+        sku = sku or self.sku
+        if self.platform == "shopify":
+            return self.store.level_webhook(sku)
+        return self.store.stock_webhook(sku)
+
+    def report_store(self, *, sku: str | None = None) -> Any:
+        """The store reports its stock as it stands now; the delivery is made again after an error."""
+        request = self.store_report(sku=sku)
         return self.attempt("store level webhook", lambda: self.deliver_store(request))
+
+    def walk_in(self, *, sku: str | None = None) -> bool:
+        """Somebody buys a unit on the storefront itself, not through a hold (False when none is available). The
+        level webhook it causes is left to `store_report`, to be delivered sooner or later."""
+        sku = sku or self.sku
+        if self.platform == "shopify":
+            level = self.store.levels[(self.store.variant(sku).inventory_item_id, next(iter(self.store.locations)))]
+            if level.available <= 0:
+                return False
+            self.store.set_available(sku, level.available - 1)
+            return True
+        product = self.store.by_sku(sku)
+        if product.stock <= 0:
+            return False
+        self.store.set_stock(sku, product.stock - 1)
+        return True
 
     def store_pay(self, token_id: str) -> Any:
         """The shopper pays the store's hold of a reservation; the platform's order webhook is delivered."""
