@@ -3,6 +3,7 @@ client that fails on demand (restocks and places are written by tests/builders.p
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
 from email.utils import parseaddr
@@ -155,3 +156,22 @@ def waiting_by_sms(services: Services, sku: str, now: float, count: int, start: 
 def told() -> list[str]:
     """The numbers sent an SMS, in the order they were sent."""
     return [number for number, _ in sms_outbox()]
+
+
+CONFIRM_LINK = re.compile(r'href="https?://[^/"]+(/confirm/[^"]+)"')
+
+
+def confirm_by_email(client: Any, services: Services, address: str) -> None:
+    """The shopper at `address` presses the button behind their confirmation email (email double opt-in): the
+    notifier sends the email owed, and the page's form is posted as the browser does."""
+    drain(services)
+    links = [
+        found.group(1)
+        for message in email_outbox()
+        if address.lower() in [d.lower() for d in getattr(message, "destinations", {}).get("ToAddresses", [])]
+        for found in [CONFIRM_LINK.search(str(message.body))]
+        if found
+    ]
+    assert links, f"no confirmation email reached {address}"
+    done = client.http.post(links[-1], headers={"Content-Type": "application/x-www-form-urlencoded"}, body="")
+    assert done.status_code == 200, done.body

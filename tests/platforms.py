@@ -20,7 +20,7 @@ from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
 from devstack.fake_shopify import FakeShopify
 from devstack.fake_woocommerce import FakeWooCommerce
-from tests.notices import verify_sender
+from tests.notices import confirm_by_email, verify_sender
 from tests.support import REGION, app_client
 
 THROW = "WW-THROW-OAT"
@@ -122,9 +122,11 @@ def platform_shop(
 
 
 def join(shop: Shop, sku: str, email: str) -> None:
+    """A shopper joins by email and confirms the address (double opt-in), as they would from their inbox."""
     response = shop.client.http.post(
         "/notify-me",
         headers={"Content-Type": "application/json"},
         body=json.dumps({"sku": sku, "channel": "email", "contact": email}).encode(),
     )
-    assert response.status_code == 201, response.body
+    assert response.status_code == 202, response.body
+    confirm_by_email(shop.client, shop.services, email)
