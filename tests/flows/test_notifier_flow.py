@@ -11,13 +11,14 @@ from urllib.parse import urlsplit
 import pytest
 from chalice.test import Client
 
+from chalicelib import wiring
 from chalicelib.errors import BadRequest
 from chalicelib.jobs import Job
 from chalicelib.notifier import UnknownRestock
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.builders import add_restock
-from tests.notices import drain, email_outbox, sms_outbox, verify_sender
+from tests.notices import confirm_by_email, drain, email_outbox, sms_outbox, verify_sender
 from tests.support import queued_jobs, stored
 
 JSON = {"Content-Type": "application/json"}
@@ -26,7 +27,9 @@ JSON = {"Content-Type": "application/json"}
 def tap(client: Client, sku: str, channel: str, contact: str, name: str = "") -> None:
     body = {"sku": sku, "channel": channel, "contact": contact, "name": name}
     response = client.http.post("/notify-me", headers=JSON, body=json.dumps(body))
-    assert response.status_code == 201, response.body
+    assert response.status_code == 202, response.body
+    if channel == "email":
+        confirm_by_email(client, wiring.current(), contact)
 
 
 def deliver(client: Client, body: str) -> Any:
@@ -48,7 +51,7 @@ def test_a_restock_job_tells_the_front_of_the_queue_by_sms_and_email(
     deliver(client, job.to_json())
     drain(services)  # a slow emulator may have left the rest to a continuation job
 
-    [email] = email_outbox()
+    [email] = [m for m in email_outbox() if "/reserve/" in m.body]  # the notice; the confirmation came first
     assert email.destinations == {"ToAddresses": ["Grace@example.com"]}  # the domain is normalised
     assert "Hi Grace," in email.body and "/reserve/" in email.body and "/unsubscribe/" in email.body
     [(number, text)] = sms_outbox()
@@ -70,11 +73,13 @@ def test_opening_every_link_a_message_carries_changes_nothing(
     tap(client, chair, "sms", "07400 123456")
     deliver(client, add_restock(services, chair, 2, services.clock.now()).to_json())
     drain(services)
-    [email], [(_, text)] = email_outbox(), sms_outbox()
+    # Every email (the address's confirmation, then its notice) and the SMS.
+    emails, [(_, text)] = email_outbox(), sms_outbox()
+    bodies = "\n".join(html.unescape(email.body) for email in emails)
     base = services.settings.public_base_url
-    found = re.findall(r"https?://[^\s\"'<>]+", html.unescape(email.body) + "\n" + text)
+    found = re.findall(r"https?://[^\s\"'<>]+", bodies + "\n" + text)
     paths = sorted({urlsplit(url).path for url in found if url.startswith(base)})
-    assert {p.split("/")[1] for p in paths} == {"reserve", "unsubscribe", "me"}, paths
+    assert {p.split("/")[1] for p in paths} == {"confirm", "reserve", "unsubscribe", "me"}, paths
     queued_jobs(services)  # taken off the queue: any job from here on was sent by opening a link
     before, sent = stored(services), len(email_outbox()) + len(sms_outbox())
     for path in paths:
