@@ -112,10 +112,11 @@ NEEDS: dict[str, Needs] = {
             "restocks": TableAccess((GET, UPDATE, CHECK)),
             # An offer row is written, or taken back when its notice is refused; never read.
             "reservations": TableAccess((PUT, DELETE)),
-            "optout": TableAccess((BATCH_GET,)),  # one read per batch of people about to be told
+            # BATCH_GET: one read per batch of people about to be told; GET: a switch code's new contact, once.
+            "optout": TableAccess((GET, BATCH_GET)),
             "audit": TableAccess((PUT,)),
             # A pending channel switch's code, taken once for sending (chalicelib/confirm.py).
-            "throttle": TableAccess((GET, UPDATE)),
+            "throttle": TableAccess((UPDATE,)),
         },
         queue=CONSUME + PRODUCE,  # its trigger; continuation jobs for large restocks
         secrets=("TOKEN_KEY",),

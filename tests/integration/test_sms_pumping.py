@@ -191,7 +191,8 @@ def test_switching_counts_the_places_against_the_numbers_cap(services: Services)
     email_place(services, skus)
     [request] = list(services.tables.requests.queue(skus[0]))
     manage = dataclasses.replace(services.manage, places_per_number=2)
+    # Refused before any code is sent: the switch would bring three places to a number allowed two.
     with pytest.raises(DomainError) as refused:
-        manage.switch(request.contact_key, "07400 123456")
+        manage.start_switch(request.contact_key, "07400 123456")
     assert refused.value.code == "too_many_places"
     assert {r.channel for sku in skus for r in services.tables.requests.queue(sku)} == {"email"}

@@ -324,6 +324,7 @@ def test_summary_counts_every_kind_of_work(s: Scene) -> None:
         "store_placed",
         "store_released",
         "store_unanswered",
+        "confirmations_requeued",
     }
 
 

@@ -62,7 +62,7 @@ def test_a_body_that_is_not_an_object_is_refused(body: Any) -> None:
     assert caught.value.code == "invalid_body"
 
 
-@pytest.mark.parametrize(("status", "http"), [("queued", 201), ("already_queued", 200), ("acknowledged", 202)])
+@pytest.mark.parametrize(("status", "http"), [("queued", 202), ("already_queued", 202), ("acknowledged", 202)])
 def test_outcomes_map_to_their_status_codes(status: str, http: int) -> None:
     assert CAPTURE_STATUS[CaptureOutcome(status).status] == http
 
