@@ -25,6 +25,7 @@ from moto.sns.models import sns_backends
 
 from chalicelib.aws import Aws
 from chalicelib.config import settings_from_env
+from chalicelib.confirm import message_of
 from chalicelib.contacts import contact_key
 from chalicelib.jobs import Job
 from chalicelib.tables.base import query_all
@@ -207,6 +208,9 @@ class World:
         # Registered on the session before the services build their clients, so every client carries it.
         session.events.register("before-call", faults.before_call)
         store = fake_store(platform, clock) if platform else None
+        # The world tries the notice mechanics on places that may be told: email double opt-in (a place told only
+        # once its address confirms) is tried on its own in tests/flows/test_email_optin_flow.py.
+        env = {**env, "EMAIL_DOUBLE_OPT_IN": "false"}
         services = Services(
             settings_from_env(platform_env(platform, env) if platform else env),
             aws=Aws(REGION, session=session),
@@ -434,6 +438,11 @@ class World:
             if not messages.get("Messages"):
                 return handled
             message = messages["Messages"][0]
+            if message_of(message["Body"]) is not None:
+                # A confirmation email or a switch code, handled by the same function as the jobs.
+                (services or self.services).messages.handle(message_of(message["Body"]))
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+                continue
             job = Job.from_json(message["Body"])
             try:
                 (services or self.services).notifier.handle(job, remaining_ms or (lambda: PLENTY_MS))
