@@ -28,8 +28,8 @@ _parts: dict[str, dict[str, Any]] = {}
 _sequence = itertools.count()
 _clock: list[Clock] = [SystemClock()]
 
-LINK = re.compile(r"https?://[^\s\"'<>]+?/(reserve|unsubscribe|me)/([A-Za-z0-9_\-.]+)")
-LINK_NAMES = {"reserve": "reserve", "unsubscribe": "unsubscribe", "me": "manage"}
+LINK = re.compile(r"https?://[^\s\"'<>]+?/(reserve|confirm|unsubscribe|me)/([A-Za-z0-9_\-.]+)")
+LINK_NAMES = {"reserve": "reserve", "confirm": "confirm", "unsubscribe": "unsubscribe", "me": "manage"}
 
 
 @dataclass
@@ -48,7 +48,7 @@ class Sent:
     order: int = 0
 
     def links(self) -> dict[str, str]:
-        """The reserve, manage and unsubscribe links in the message (first of each)."""
+        """The reserve, confirm, manage and unsubscribe links in the message (first of each)."""
         found: dict[str, str] = {}
         for text in (self.body, self.html or "", " ".join(self.headers.values())):
             for match in LINK.finditer(text):

@@ -188,16 +188,32 @@ def _reservation_of(services: Services, reserve_url: str, cache: dict[str, dict[
     return cache[token]
 
 
+def _sku_confirmed_by(services: Services, confirm_url: str) -> str | None:
+    try:
+        sku, _joined_ts = services.tokens.read_confirm(confirm_url.rsplit("/", 1)[-1])
+    except (TokenInvalid, TokenExpired):
+        return None
+    return sku
+
+
 def messages(services: Services) -> list[dict[str, Any]]:
-    """The outbox oldest first, each notice tied to its SKU and reservation through its reserve link."""
+    """The outbox oldest first. A notice is tied to its SKU and reservation through its reserve link; an
+    email asking the shopper to confirm their address (double opt-in) is marked "confirmation" and tied to
+    the SKU its confirm link names."""
     cache: dict[str, dict[str, Any] | None] = {}
     result = []
     for sent in outbox.read(services.settings.aws_region):
         data = sent.to_json()
         reserve = data["links"].get("reserve")
+        confirm = data["links"].get("confirm")
         row = _reservation_of(services, reserve, cache) if reserve else None
         if row:
             data["sku"] = row.get("sku")
             data["reservation"] = {"id": row.get("token_id"), "state": row.get("state")}
+        elif confirm:
+            data["kind"] = "confirmation"
+            sku = _sku_confirmed_by(services, confirm)
+            if sku:
+                data["sku"] = sku
         result.append(data)
     return result

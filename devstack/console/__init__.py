@@ -21,10 +21,11 @@ from devstack.stack import NotAvailable, Stack
 
 log = logging.getLogger("devstack.console")
 MAX_BODY_BYTES = 16 * 1024
+# Demo shoppers; SMS numbers are GB mobiles (the local stage texts GB only: +44 7911 12… is Guernsey).
 SHOPPERS = [
     {"id": "ada", "name": "Ada", "channel": "sms", "contact": "07400 123456"},
     {"id": "grace", "name": "Grace", "channel": "email", "contact": "grace@example.com"},
-    {"id": "alan", "name": "Alan", "channel": "sms", "contact": "07911 123456"},
+    {"id": "alan", "name": "Alan", "channel": "sms", "contact": "07912 123456"},
     {"id": "katherine", "name": "Katherine", "channel": "email", "contact": "katherine@example.com"},
 ]
 PAGES = [

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -127,6 +128,18 @@ def tap_notify_me(page: Any, stack: RunningStack, shopper: str, sku: str) -> str
     page.wait_for_selector(f'[data-bisn-sku="{sku}"][data-bisn-result]')
     assert widget.get_attribute("data-bisn-result") == "received", widget.inner_text()
     return widget.locator(".bisn-status").inner_text()
+
+
+def confirm_from_inbox(page: Any, stack: RunningStack, address: str) -> None:
+    """The shopper at `address` opens their confirmation email in the console's outbox, follows its link and presses
+    the button on the page it opens (email double opt-in): from then on they are told about restocks."""
+    page.goto(f"{stack.console}/outbox?contact={urllib.parse.quote(address)}")
+    email = page.locator('li[data-kind="confirmation"]', has_text=address).first
+    email.wait_for()
+    assert email.locator("iframe.email-frame").count() == 1
+    email.locator('a[data-link="confirm"]').first.click()
+    page.get_by_role("button", name="Yes, email me when it is back").click()
+    page.get_by_text("You are on the list").wait_for()
 
 
 def scan_then_tap(page: Any, link: Any, scanned: Any) -> None:

@@ -121,6 +121,16 @@ def messages(console: FlaskClient) -> list[dict[str, Any]]:
     return response.get_json()["messages"]
 
 
+def notices(console: FlaskClient) -> list[dict[str, Any]]:
+    """The outbox's messages less the emails asking shoppers to confirm their address."""
+    return [m for m in messages(console) if m.get("kind") != "confirmation"]
+
+
+def confirmations(console: FlaskClient) -> list[dict[str, Any]]:
+    """The outbox's emails asking shoppers to confirm their address (double opt-in)."""
+    return [m for m in messages(console) if m.get("kind") == "confirmation"]
+
+
 def restock_and_notify(console: FlaskClient, sku: str, available: int) -> dict[str, Any]:
     answer = post(console, "/api/restock", {"sku": sku, "available": available})
     assert answer.status_code == 200, answer.get_json()
@@ -308,7 +318,10 @@ def test_an_unused_offer_lapses_in_the_sweep_and_passes_to_the_next_shopper(
     assert [e["status"] for e in queue["entries"]] == ["lapsed", "offered"]
     assert queue["restock"]["offers"]["lapsed"] == 1 and queue["restock"]["offers"]["offered"] == 1
     assert all(queue["restock"]["checks"].values())
-    assert [m["to"] for m in messages(console)] == ["+447400123456", "grace@example.com"]
+    [confirmation] = confirmations(console)
+    assert (confirmation["to"], confirmation["sku"]) == ("grace@example.com", throw)
+    assert [m["to"] for m in notices(console)] == ["+447400123456", "grace@example.com"]
+    assert messages(console)[0] == confirmation, "the address was confirmed before the restock"
 
 
 # --- restocks and orders, signed like the platform
@@ -395,7 +408,10 @@ def test_the_whole_story_in_process_ends_converted_with_counters_that_add_up(
     assert post(console, "/api/restock", {"sku": throw, "available": 1}).get_json()["api"]["status"] == 202
     clock.advance(1)
     assert post(console, "/api/run/notifier").get_json()["processed"] == 1
-    [notice] = messages(console)
+    [confirmation] = confirmations(console)
+    assert confirmation["to"] == "grace@example.com" and "/confirm/" in confirmation["links"]["confirm"]
+    [notice] = notices(console)
+    assert notice["to"] == "+447400123456"
     clock.advance(1)
 
     reserve = tap_link(api, urlsplit(notice["links"]["reserve"]).path.removeprefix("/reserve/"))

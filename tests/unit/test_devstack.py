@@ -122,6 +122,21 @@ def test_links_are_found_in_text_html_and_headers() -> None:
     }
 
 
+def test_a_confirmation_email_offers_its_confirm_link() -> None:
+    sent = Sent(
+        id="m2",
+        channel="email",
+        to="grace@example.com",
+        subject="Please confirm",
+        body="To confirm, open this link: http://127.0.0.1:8000/confirm/c1.X-_2\nUnsubscribe: "
+        "http://127.0.0.1:8000/unsubscribe/u1",
+    )
+    assert sent.links() == {
+        "confirm": "http://127.0.0.1:8000/confirm/c1.X-_2",
+        "unsubscribe": "http://127.0.0.1:8000/unsubscribe/u1",
+    }
+
+
 def test_an_html_email_reads_as_text_with_its_links() -> None:
     text = html_to_text("<html><head><style>p{}</style></head><p>Hi <b>Ada</b></p><p><a href='http://x/y'>go</a></p>")
     assert text.splitlines() == ["Hi Ada", "http://x/y go"]

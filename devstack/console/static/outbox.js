@@ -10,7 +10,7 @@
   var products = {};
   var rendered = "";
   var OFFER_LABELS = { offered: "offer live", held: "unit held", converted: "bought", lapsed: "offer lapsed", expired: "hold expired" };
-  var LINK_LABELS = { reserve: "Reserve one", manage: "See my place", unsubscribe: "Unsubscribe" };
+  var LINK_LABELS = { confirm: "Confirm my email", reserve: "Reserve one", manage: "See my place", unsubscribe: "Unsubscribe" };
 
   var params = new URLSearchParams(window.location.search);
   if (params.get("contact")) { contactFilter.value = params.get("contact"); }
@@ -29,9 +29,11 @@
   }
 
   function meta(message, label) {
-    var parts = [C.el("span", { "class": "chip chip-" + message.channel, text: label }), " to ",
+    var parts = [C.el("span", { "class": "chip chip-" + message.channel, text: label })];
+    if (message.kind === "confirmation") { parts.push(" ", C.el("span", { "class": "chip chip-confirmation", text: "Confirmation" })); }
+    parts.push(" to ",
       C.el("strong", { text: message.to }), " · ",
-      C.el("time", { datetime: new Date(message.sent_at * 1000).toISOString(), text: C.time(message.sent_at) })];
+      C.el("time", { datetime: new Date(message.sent_at * 1000).toISOString(), text: C.time(message.sent_at) }));
     if (message.sku) {
       var name = products[message.sku] ? products[message.sku] + " " : "";
       parts.push(" · ", C.el("a", { href: "/queue?sku=" + encodeURIComponent(message.sku), text: name + "(" + message.sku + ")" }));
@@ -109,7 +111,8 @@
     C.clear(list);
     shown.forEach(function (message) {
       var body = message.channel === "sms" ? sms(message) : message.channel === "email" ? emailMessage(message) : alertMessage(message);
-      list.appendChild(C.el("li", { "class": "msg msg-" + message.channel, "data-channel": message.channel, "data-sku": message.sku || "" }, body));
+      list.appendChild(C.el("li", { "class": "msg msg-" + message.channel, "data-channel": message.channel,
+        "data-kind": message.kind || "", "data-sku": message.sku || "" }, body));
     });
     summary.textContent = messages.length === 0 ? "No messages yet. Restock a product that shoppers wait for." :
       shown.length + " of " + messages.length + " message(s) shown.";
