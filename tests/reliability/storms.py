@@ -452,6 +452,13 @@ def storm_env() -> dict[str, str]:
         "SMS_PER_SECOND": "10000",
         "EMAIL_PER_SECOND": "10000",
         "RATE_LIMIT_PER_MINUTE": str(RATE_LIMIT_PER_MINUTE),
+        # A storm taps a few numbers many times: the per-number caps against SMS pumping (tried on their own in
+        # tests/integration/test_sms_pumping.py) are set out of its way, as is the re-offer cap
+        # (tests/integration/test_reoffer_limit.py), which deliberately leaves units unoffered.
+        "TAPS_PER_NUMBER_PER_HOUR": "100000",
+        "TAPS_PER_PREFIX_PER_HOUR": "100000",
+        "PLACES_PER_NUMBER": "100000",
+        "REOFFER_LAPSE_LIMIT": "100000",
     }
 
 
