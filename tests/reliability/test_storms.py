@@ -54,7 +54,7 @@ from tests.reliability.world import outbox_texts, scan
 from tests.support import ROOT
 
 BLOCK = 25
-FAST_BLOCKS = 6  # 150 storms
+FAST_BLOCKS = 4  # 100 storms
 SLOW_BLOCK = 50  # seeds shared out among the processes at once
 SLOW_BLOCKS = 40  # 2,000 more
 SLOW_SEEDS_FROM = 1_000_000
