@@ -73,7 +73,7 @@ from infra.stages import stage_env
 from tests.reliability.invariants import violations
 from tests.reliability.points import fault_points
 from tests.reliability.tally import count
-from tests.reliability.world import CRASHES, World, scan
+from tests.reliability.world import CRASHES, OUT_OF_THE_WAY, World, scan
 from tests.support import CHAIR, REGION
 
 SKU = "CHAIR-WALNUT"
@@ -452,13 +452,7 @@ def storm_env() -> dict[str, str]:
         "SMS_PER_SECOND": "10000",
         "EMAIL_PER_SECOND": "10000",
         "RATE_LIMIT_PER_MINUTE": str(RATE_LIMIT_PER_MINUTE),
-        # A storm taps a few numbers many times: the per-number caps against SMS pumping (tried on their own in
-        # tests/integration/test_sms_pumping.py) are set out of its way, as is the re-offer cap
-        # (tests/integration/test_reoffer_limit.py), which deliberately leaves units unoffered.
-        "TAPS_PER_NUMBER_PER_HOUR": "100000",
-        "TAPS_PER_PREFIX_PER_HOUR": "100000",
-        "PLACES_PER_NUMBER": "100000",
-        "REOFFER_LAPSE_LIMIT": "100000",
+        **OUT_OF_THE_WAY,  # a storm taps a few numbers many times (tests/reliability/world.py)
     }
 
 

@@ -170,6 +170,17 @@ class Shopper:
     joined_ts: str = ""
 
 
+# The caps against SMS pumping and the re-offer cap, set out of the way of worlds that tap a few numbers many
+# times or race many taps at once: each is tried on its own (tests/integration/test_sms_pumping.py,
+# tests/integration/test_reoffer_limit.py); the re-offer cap deliberately leaves units unoffered.
+OUT_OF_THE_WAY = {
+    "TAPS_PER_NUMBER_PER_HOUR": "100000",
+    "TAPS_PER_PREFIX_PER_HOUR": "100000",
+    "PLACES_PER_NUMBER": "100000",
+    "REOFFER_LAPSE_LIMIT": "100000",
+}
+
+
 @dataclass
 class World:
     """One shop: services on the emulator with a test clock and a fault plan, and what happened so far."""
@@ -210,7 +221,7 @@ class World:
         store = fake_store(platform, clock) if platform else None
         # The world tries the notice mechanics on places that may be told: email double opt-in (a place told only
         # once its address confirms) is tried on its own in tests/flows/test_email_optin_flow.py.
-        env = {**env, "EMAIL_DOUBLE_OPT_IN": "false"}
+        env = {**env, "EMAIL_DOUBLE_OPT_IN": "false", **OUT_OF_THE_WAY}
         services = Services(
             settings_from_env(platform_env(platform, env) if platform else env),
             aws=Aws(REGION, session=session),
