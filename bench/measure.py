@@ -28,7 +28,7 @@ def _per(total: dict[str, Any], n: int) -> dict[str, Any]:
 
 def _tap(s: Stack, i: int) -> Any:
     # Numbers in a hundred blocks, as different shoppers' numbers are: the SMS caps count per number block.
-    body = {"sku": SKU, "channel": "sms", "contact": f"+4474{i % 100:02d}{i:05d}"}
+    body = {"sku": SKU, "channel": "sms", "contact": f"+4474{i % 100:02d}0{i:05d}"}
     # A different address per tap, as for different shoppers: the rate limit is per address.
     return s.services.capture.capture(f"198.51.{i // 250}.{i % 250}", body)
 
