@@ -14,6 +14,7 @@ from chalicelib.pages import LINK_INCOMPLETE, page
 from chalicelib.senders import EMAIL
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.catalog import Product
+from chalicelib.tables.requests import Request
 from chalicelib.tables.store import Tables
 from chalicelib.tokens import TokenExpired, TokenInvalid, Tokens
 
@@ -45,8 +46,9 @@ class ConfirmPages:
         product = self.tables.catalog.get_cached(sku)
         return (product.name if product and product.name else sku).strip()
 
-    def form(self, token: str) -> Response:
-        """The page the email's link opens: it says what pressing the button does."""
+    def _unconfirmed(self, token: str) -> Response | Request:
+        """The still unconfirmed place a link names, or the page to answer with instead (a bad link, a place gone,
+        a place confirmed already)."""
         place = self._place(token)
         if isinstance(place, Response):
             return place
@@ -56,6 +58,14 @@ class ConfirmPages:
             return self._gone()
         if not request.unconfirmed:
             return self._done(sku)
+        return request
+
+    def form(self, token: str) -> Response:
+        """The page the email's link opens: it says what pressing the button does."""
+        request = self._unconfirmed(token)
+        if isinstance(request, Response):
+            return request
+        sku = request.sku
         button = (
             f'<form method="post" action="{html.escape(token)}"><button type=submit>'
             "Yes, email me when it is back</button></form>"
@@ -69,15 +79,10 @@ class ConfirmPages:
 
     def confirm(self, token: str) -> Response:
         """The button: the place may now be told about restocks (and about an open one with units left)."""
-        place = self._place(token)
-        if isinstance(place, Response):
-            return place
-        sku, joined_ts = place
-        request = self.tables.requests.get(sku, joined_ts)
-        if request is None or not request.live:
-            return self._gone()
-        if not request.unconfirmed:
-            return self._done(sku)
+        request = self._unconfirmed(token)
+        if isinstance(request, Response):
+            return request
+        sku, joined_ts = request.sku, request.joined_ts
         now = self.clock.now()
         ttl = int(now) + self.request_ttl_days * 86400
         tx = Tx().add(

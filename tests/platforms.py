@@ -67,11 +67,13 @@ class Shop:
         return found
 
 
-def platform_env(platform: str) -> dict[str, str]:
-    """The local stage on `platform`, with every dialect's secrets set (so both stores' webhooks are taken)."""
+def platform_env(platform: str, base: dict[str, str] | None = None) -> dict[str, str]:
+    """`base` (the local stage by default) on `platform`, with every dialect's secrets set (so both stores'
+    webhooks are taken)."""
     from infra.stages import stage_env
 
-    env = {**stage_env("local"), "AWS_DEFAULT_REGION": REGION, "PLATFORM": platform}
+    env = dict(base) if base is not None else {**stage_env("local"), "AWS_DEFAULT_REGION": REGION}
+    env["PLATFORM"] = platform
     env.update(
         SHOPIFY_SHOP_DOMAIN=fake_shopify.SHOP_DOMAIN,
         SHOPIFY_WEBHOOK_SECRET=fake_shopify.WEBHOOK_SECRET,

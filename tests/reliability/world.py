@@ -31,18 +31,16 @@ from chalicelib.jobs import Job
 from chalicelib.tables.base import query_all
 from chalicelib.webhooks import sign
 from chalicelib.wiring import Services
-from devstack import fake_shopify
 from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
 from devstack.fake_shopify import FakeShopify
 from devstack.fake_woocommerce import FakeWooCommerce
-from infra.stages import stage_env
+from tests.platforms import WOO_URL, platform_env
 from tests.support import CHAIR, REGION, InjectedCrash
 
 PLENTY_MS = 60_000
 # A platform world sells this product of the fakes' demo catalogue (synced from the store, so it has store ids).
 STORE_SKU = "WW-THROW-OAT"
-WOO_URL = "http://127.0.0.1:8002"
 PLATFORMS = ("shopify", "woocommerce")
 # What a platform world sets on its product: the generic journey's windows and threshold.
 STORE_PRODUCT = {k: CHAIR[k] for k in ("threshold", "hold_window_s", "offer_window_s", "voice")}
@@ -133,22 +131,6 @@ class FaultPlan:
 
 
 CRASHES = (InjectedCrash, PowerCut)
-
-
-def platform_env(platform: str, base: dict[str, str] | None = None) -> dict[str, str]:
-    """A stage selling through Shopify or WooCommerce (the fakes' credentials), on top of `base` (the local stage)."""
-    env = dict(base) if base is not None else {**stage_env("local"), "AWS_DEFAULT_REGION": REGION}
-    env.update(
-        PLATFORM=platform,
-        SHOPIFY_SHOP_DOMAIN=fake_shopify.SHOP_DOMAIN,
-        SHOPIFY_WEBHOOK_SECRET=fake_shopify.WEBHOOK_SECRET,
-        SHOPIFY_ACCESS_TOKEN=fake_shopify.ACCESS_TOKEN,
-        WOOCOMMERCE_STORE_URL=WOO_URL,
-        WOOCOMMERCE_WEBHOOK_SECRET="fake-webhook-secret",
-        WOOCOMMERCE_CONSUMER_KEY="ck_fake_key",
-        WOOCOMMERCE_CONSUMER_SECRET="cs_fake_secret",
-    )
-    return env
 
 
 def fake_store(platform: str, clock: FixedClock) -> Any:
