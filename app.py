@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, cast
 from chalice import Chalice, Rate, Response
 from chalice.app import CloudWatchEvent, Request, SQSEvent
 
-from chalicelib import logs, wiring
+from chalicelib import admin_pages, logs, wiring
 from chalicelib.config import NOTIFIER_MAX_CONCURRENCY
 from chalicelib.errors import DomainError, Forbidden, NotFound
 from chalicelib.jobs import Job
@@ -144,6 +144,23 @@ def widget() -> Response:
         status_code=200,
         headers={"Content-Type": "application/javascript; charset=utf-8", "Cache-Control": "public, max-age=300"},
     )
+
+
+@app.route("/admin", methods=["GET"])
+def admin_page() -> Response:
+    """The shop owner's dashboard: a page with no data in it; its script signs in and calls /admin/api."""
+    return Response(body=admin_pages.page(), status_code=200, headers=dict(admin_pages.PAGE_HEADERS))
+
+
+@app.route("/admin/static/{name}", methods=["GET"])
+def admin_static(name: str) -> Response:
+    """The dashboard's script, chart module or style, by name from an allow-list."""
+    found = admin_pages.static_file(name)
+    if found is None:
+        return error_response(NotFound("There is no dashboard file by that name."))
+    body, content_type = found
+    headers: Headers = {"Content-Type": content_type, **admin_pages.STATIC_HEADERS}
+    return Response(body=body.decode("utf-8"), status_code=200, headers=headers)
 
 
 @app.route("/webhooks/inventory", methods=["POST"], content_types=["application/json"])

@@ -12,6 +12,8 @@ from tests.support import ROOT
 # What every function needs to declare its entry points and build services on demand.
 AT_LOAD = {
     "chalicelib",
+    # The dashboard's page, like the widget: a string and an allow-list, its files read from disk when first asked.
+    "chalicelib.admin_pages",
     "chalicelib.aws",
     "chalicelib.clock",
     "chalicelib.config",

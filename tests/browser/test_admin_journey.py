@@ -1,0 +1,381 @@
+"""The shop owner's dashboard in headless Chromium, at a desktop's and a phone's size.
+
+The page and its files come from the app itself (GET /admin and /admin/static/* through chalice.test.Client, with
+their real headers, so Chromium enforces the real Content-Security-Policy). /admin/api/* is answered by AdminApiDouble,
+a test double in this file that returns the shapes of the admin API contract (docs/ADMIN.md, "Pages" lists the calls
+each tab makes) and records every request it was sent. Playwright's request routing serves both from
+http://admin.test, so no server runs.
+
+Screenshots of each step go to artifacts/screenshots/admin-<size>-*.png (git-ignored).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from chalice.test import Client
+
+from tests.browser.running import SHOTS
+from tests.support import ROOT
+
+pytestmark = pytest.mark.browser
+
+ORIGIN = "http://admin.test"
+WAIT_MS = 5_000
+TOKEN = "id-token-for-the-test-double"
+OWNER = "owner@example.com"
+CONTACT = "grace@example.com"
+SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
+
+# Contract-shaped answers (the admin API contract: GET demand, restocks, restocks/{id}, waiting/{sku}, operations;
+# POST contacts/*, waiting/{sku}/remove, operations/redrive). Names carry markup to prove it is shown as text.
+DEMAND = {
+    "from": "2026-11-01",
+    "to": "2026-12-01",
+    "skus": [
+        {"sku": "WW-THROW-OAT", "name": "Oatmeal merino throw", "waiting": 42, "new_in_period": 30, "restock_hint": 42},
+        {
+            "sku": "WW-BOARD-WALNUT",
+            "name": "Walnut <b>board</b>",
+            "waiting": 17,
+            "new_in_period": 9,
+            "restock_hint": 17,
+        },
+        {"sku": "WW-MUG-ASH", "name": "Ash glaze mug", "waiting": 5, "new_in_period": 5, "restock_hint": 5},
+    ],
+    "daily": [{"date": f"2026-11-{day:02d}", "new": (day * 7) % 5} for day in range(1, 31)],
+}
+RESTOCK = {
+    "restock_id": "r-0001",
+    "sku": "WW-THROW-OAT",
+    "name": "Oatmeal merino throw",
+    "opened_at": "2026-11-20T09:00:00Z",
+    "units": 10,
+    "notified": 10,
+    "held": 7,
+    "bought": 6,
+    "lapsed": 3,
+    "expired": 1,
+    "sold_out_seconds": 5400,
+    "revenue": 534.0,
+    "currency": "GBP",
+}
+RESTOCKS = {
+    "restocks": [
+        RESTOCK,
+        {
+            **RESTOCK,
+            "restock_id": "r-0002",
+            "sku": "WW-MUG-ASH",
+            "name": "Ash glaze mug",
+            "units": 2,
+            "notified": 2,
+            "held": 1,
+            "bought": 0,
+            "lapsed": 1,
+            "expired": 1,
+            "sold_out_seconds": None,
+            "revenue": 0,
+            "opened_at": "2026-11-25T12:30:00Z",
+        },
+    ],
+    "by_channel": [
+        {"channel": "sms", "notified": 8, "bought": 5, "rate": 0.625},
+        {"channel": "email", "notified": 4, "bought": 1, "rate": 0.25},
+    ],
+}
+FUNNEL = {
+    **RESTOCK,
+    "funnel": [{"stage": "notified", "count": 10}, {"stage": "held", "count": 7}, {"stage": "bought", "count": 6}],
+}
+WAITING = {
+    "sku": "WW-THROW-OAT",
+    "name": "Oatmeal merino throw",
+    "entries": [
+        {
+            "position": 1,
+            "contact": "+44*******456",
+            "channel": "sms",
+            "state": "waiting",
+            "joined_at": "2026-11-02T10:00:00Z",
+            "action": "remove",
+            "ref": "ref-1",
+        },
+        {
+            "position": 2,
+            "contact": "g***@e***.com",
+            "channel": "email",
+            "state": "offered",
+            "joined_at": "2026-11-03T10:00:00Z",
+            "action": None,
+            "ref": "ref-2",
+        },
+    ],
+    "next": None,
+}
+EXPLAIN = {
+    "contact": "g***@e***.com",
+    "opted_out": False,
+    "places": [{"sku": "WW-THROW-OAT", "state": "waiting", "position": 2}],
+    "decisions": [
+        {"at": "2026-11-03T10:00:00Z", "what": "joined the list", "why": "tapped Notify me"},
+        {"at": "2026-11-20T09:01:00Z", "what": "not told", "why": "<i>all units were already offered</i>"},
+    ],
+}
+
+
+class AdminApiDouble:
+    """A test double of /admin/api: signs in through one NEW_PASSWORD_REQUIRED challenge, then answers each read and
+    action with the contract's shapes. Every request is recorded as (method, path, query, body, authorization)."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.dlq_depth = 3
+        self.revoked = False
+
+    def answer(self, method: str, path: str, query: dict[str, str], body: dict[str, Any]) -> tuple[int, Any]:
+        if path == "session":
+            if body.get("password") != "first-password":
+                return 401, {"error": "sign_in_failed", "message": "Wrong email or password."}
+            return 200, {"challenge": "NEW_PASSWORD_REQUIRED", "session": "opaque-session"}
+        if path == "session/challenge":
+            assert body == {
+                "email": OWNER,
+                "session": "opaque-session",
+                "challenge": "NEW_PASSWORD_REQUIRED",
+                "answer": "a new long password",
+            }
+            return 200, {"id_token": TOKEN, "expires_in": 3600, "role": "owner", "email": OWNER}
+        if self.revoked:
+            return 401, {"error": "unauthorized", "message": "Sign in again."}
+        if query.get("format") == "csv":
+            return 200, "sku,name,waiting\r\nWW-THROW-OAT,Oatmeal merino throw,42\r\n"
+        routes: dict[tuple[str, str], Any] = {
+            ("GET", "demand"): lambda: DEMAND,
+            ("GET", "restocks"): lambda: RESTOCKS,
+            ("GET", "restocks/r-0001"): lambda: FUNNEL,
+            ("GET", "waiting/WW-THROW-OAT"): lambda: WAITING,
+            ("GET", "operations"): lambda: {
+                "queues": [
+                    {"name": "bisn-jobs", "dlq_depth": self.dlq_depth},
+                    {"name": "bisn-feedback", "dlq_depth": 0},
+                ],
+                "sends_failed": 2,
+                "undeliverable": 1,
+                "alarms": [{"name": "bisn-dlq-not-empty", "state": "ALARM"}, {"name": "bisn-sms-spend", "state": "OK"}],
+                "sms_spend": {"month_usd": 12.5, "limit_usd": 50},
+            },
+            ("POST", "contacts/explain"): lambda: EXPLAIN,
+            ("POST", "contacts/forget"): lambda: (
+                {"status": "forgotten"} if body.get("confirm") is True else {"error": "confirm_required"}
+            ),
+            ("POST", "waiting/WW-THROW-OAT/remove"): lambda: {"status": "removed"},
+            ("POST", "operations/redrive"): self.redrive,
+        }
+        handler = routes.get((method, path))
+        if handler is None:
+            return 404, {"error": "not_found", "message": f"{method} {path} is not in the test double."}
+        return 200, handler()
+
+    def redrive(self) -> dict[str, int]:
+        moved, self.dlq_depth = self.dlq_depth, 0
+        return {"moved": moved}
+
+    def handle(self, route: Any) -> None:
+        request = route.request
+        url = urlparse(request.url)
+        path = url.path.removeprefix("/admin/api/")
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        body = json.loads(request.post_data) if request.post_data else {}
+        authorization = request.headers.get("authorization")
+        self.calls.append({"method": request.method, "path": path, "query": query, "body": body, "auth": authorization})
+        if not path.startswith("session") and authorization != f"Bearer {TOKEN}":
+            status, answer = 401, {"error": "unauthorized", "message": "No token."}
+        else:
+            status, answer = self.answer(request.method, path, query, body)
+        if isinstance(answer, str):
+            route.fulfill(status=status, body=answer, headers={"Content-Type": "text/csv"})
+        else:
+            route.fulfill(status=status, body=json.dumps(answer), headers={"Content-Type": "application/json"})
+
+    def last(self, method: str, path: str) -> dict[str, Any]:
+        return [c for c in self.calls if c["method"] == method and c["path"] == path][-1]
+
+
+@pytest.fixture(scope="module")
+def app_client() -> Iterator[Client]:
+    from app import app
+
+    with Client(app, stage_name="local", project_dir=str(ROOT)) as client:
+        yield client
+
+
+def serve_from_app(client: Client) -> Any:
+    def handle(route: Any) -> None:
+        response = client.http.get(urlparse(route.request.url).path)
+        route.fulfill(status=response.status_code, headers=dict(response.headers), body=response.body)
+
+    return handle
+
+
+@pytest.fixture(params=sorted(SIZES))
+def dashboard(
+    request: pytest.FixtureRequest, browser: Any, app_client: Client
+) -> Iterator[tuple[Any, AdminApiDouble, str]]:
+    size = request.param
+    api = AdminApiDouble()
+    context = browser.new_context(viewport=SIZES[size], accept_downloads=True)
+    tab = context.new_page()
+    tab.set_default_timeout(WAIT_MS)
+    tab.problems = []
+    tab.on("pageerror", lambda error: tab.problems.append(str(error)))
+    # A refused script, style or call is logged to the console; a 401 the page handles is logged too, and is not one.
+    tab.on(
+        "console",
+        lambda message: tab.problems.append(message.text) if "Content Security Policy" in message.text else None,
+    )
+    tab.route(f"{ORIGIN}/admin/api/**", api.handle)
+    tab.route(f"{ORIGIN}/admin", serve_from_app(app_client))
+    tab.route(f"{ORIGIN}/admin/static/**", serve_from_app(app_client))
+    yield tab, api, size
+    context.close()
+
+
+def shot(page: Any, size: str, name: str) -> None:
+    """A full-page screenshot, once the page is known not to scroll sideways at this size."""
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= SIZES[size]["width"], f"{name}: the page is {width}px wide at {size}"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"admin-{size}-{name}.png"), full_page=True)
+
+
+def numbers(texts: list[str]) -> list[int]:
+    return [int(t.strip()) for t in texts]
+
+
+def sign_in(page: Any, api: AdminApiDouble) -> None:
+    page.goto(f"{ORIGIN}/admin")
+    page.get_by_label("Email", exact=True).fill(OWNER)
+    page.get_by_label("Password", exact=True).fill("wrong")
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("alert").filter(has_text="did not match").wait_for()
+    page.get_by_label("Password", exact=True).fill("first-password")
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_label("New password").fill("a new long password")
+    page.get_by_role("button", name="Continue").click()
+    page.get_by_role("tab", name="Demand", selected=True).wait_for()
+    assert page.evaluate("JSON.parse(sessionStorage.getItem('bisn-admin-token')).token") == TOKEN
+    assert api.last("GET", "demand")["auth"] == f"Bearer {TOKEN}"
+
+
+def test_the_owner_signs_in_reads_demand_and_restocks_explains_a_contact_and_redrives(
+    dashboard: tuple[Any, AdminApiDouble, str],
+) -> None:
+    page, api, size = dashboard
+    sign_in(page, api)
+
+    # Demand: the bar chart has a bar per product, with the same numbers as its table; the days' columns too.
+    wanted = page.locator("figure", has=page.locator("#demand-table"))
+    wanted.locator("svg[role=img] g.bar").first.wait_for()
+    bars = wanted.locator("svg g.bar")
+    assert bars.count() == 3
+    assert numbers(bars.evaluate_all("gs => gs.map(g => g.dataset.value)")) == [42, 17, 5]
+    assert bars.evaluate_all("gs => gs.map(g => g.dataset.label)") == [
+        "Oatmeal merino throw",
+        "Walnut <b>board</b>",
+        "Ash glaze mug",
+    ]
+    assert numbers(page.locator("#demand-table tbody tr td:nth-child(3)").all_inner_texts()) == [42, 17, 5]
+    assert wanted.locator("svg title").first.text_content() == "People waiting now, by product"
+    assert "Oatmeal merino throw: 42 waiting" in wanted.locator("svg desc").first.text_content()
+    assert page.locator("#demand-table b").count() == 0  # the name's markup is text
+    assert page.locator("#demand-waiting").inner_text() == "64"
+    days = page.locator("figure", has=page.locator("#daily-table")).locator("svg rect.column")
+    assert days.count() == 30 == page.locator("#daily-table tbody tr").count()
+    assert api.last("GET", "demand")["query"].keys() == {"from", "to"}
+    shot(page, size, "1-demand")
+
+    # CSV: fetched with the token, then saved as a file.
+    with page.expect_download() as download:
+        page.locator("figure", has=page.locator("#demand-table")).get_by_role("link", name="Download CSV").click()
+    saved = download.value
+    assert saved.suggested_filename.startswith("demand-") and saved.suggested_filename.endswith(".csv")
+    assert Path(saved.path()).read_text(encoding="utf-8").startswith("sku,name,waiting")
+    csv_call = api.last("GET", "demand")
+    assert csv_call["query"]["format"] == "csv" and csv_call["auth"] == f"Bearer {TOKEN}"
+
+    # Restocks: open the throw's funnel.
+    page.get_by_role("tab", name="Restocks").click()
+    page.locator("#restocks-table tbody tr").first.wait_for()
+    assert page.locator("#restocks-table tbody tr").count() == 2
+    assert "1.5 h" in page.locator('#restocks-table tr[data-restock="r-0001"]').inner_text()
+    assert "not sold out" in page.locator('#restocks-table tr[data-restock="r-0002"]').inner_text()
+    page.locator('#restocks-table tr[data-restock="r-0001"]').get_by_role("button", name="Show funnel").click()
+    stages = page.locator("#restock-detail svg[role=img] g.stage")
+    stages.first.wait_for()
+    assert stages.evaluate_all("gs => gs.map(g => [g.dataset.label, Number(g.dataset.value)])") == [
+        ["notified", 10],
+        ["held", 7],
+        ["bought", 6],
+    ]
+    assert numbers(page.locator("#funnel-table tbody td").all_inner_texts()) == [10, 7, 6]
+    channels = page.locator("figure", has=page.locator("#channels-table")).locator("svg g.bar")
+    assert channels.evaluate_all("gs => gs.map(g => Number(g.dataset.value))") == [62.5, 25]
+    shot(page, size, "2-restock-funnel")
+
+    # Waiting list: positions, masked contacts, and the one action on the row that has one (with a confirm step).
+    page.get_by_role("tab", name="Waiting list").click()
+    page.get_by_label("Product SKU").fill("WW-THROW-OAT")
+    page.get_by_role("button", name="Show waiting list").click()
+    rows = page.locator("#waiting-table tbody tr")
+    rows.first.wait_for()
+    assert rows.count() == 2
+    assert rows.nth(1).get_by_role("button").count() == 0
+    rows.first.get_by_role("button", name="Remove").click()
+    page.get_by_role("button", name="Yes, remove").click()
+    page.get_by_role("status").filter(has_text="was removed").wait_for()
+    assert api.last("POST", "waiting/WW-THROW-OAT/remove")["body"] == {"ref": "ref-1"}
+    shot(page, size, "3-waiting-list")
+
+    # Support: a contact typed in full is sent in the body (never the URL); the decisions come back as text.
+    page.get_by_role("tab", name="Support").click()
+    page.get_by_label("Email address or phone number, typed in full").fill(CONTACT)
+    page.get_by_role("button", name="Explain").click()
+    page.locator("#decisions-table tbody tr").first.wait_for()
+    assert page.locator("#decisions-table tbody tr").count() == 2
+    assert "<i>all units were already offered</i>" in page.locator("#decisions-table").inner_text()
+    assert page.locator("#decisions-table i").count() == 0
+    assert page.locator("#explain-heading").inner_text() == "About g***@e***.com"
+    assert api.last("POST", "contacts/explain")["body"] == {"contact": CONTACT}
+    assert all(CONTACT not in c["path"] and CONTACT not in json.dumps(c["query"]) for c in api.calls)
+    shot(page, size, "4-support-explain")
+    page.get_by_role("button", name="Forget (GDPR)…").click()
+    assert not [c for c in api.calls if c["path"] == "contacts/forget"]  # nothing until the second press
+    page.get_by_role("button", name="Yes, forget them").click()
+    page.get_by_role("status").filter(has_text="Forgotten").wait_for()
+    assert api.last("POST", "contacts/forget")["body"] == {"contact": CONTACT, "confirm": True}
+
+    # Operations: the jobs DLQ has three; Redrive moves them and the depth reads 0.
+    page.get_by_role("tab", name="Operations").click()
+    jobs = page.locator('#queues-table tr[data-queue="bisn-jobs"]')
+    jobs.wait_for()
+    assert page.locator('#queues-table tr[data-queue="bisn-feedback"]').get_by_role("button").is_disabled()
+    assert page.locator("#sms-spend").inner_text().startswith("$12.50 of $50.00")
+    assert page.locator('#alarms-table tr[data-state="ALARM"]').count() == 1
+    shot(page, size, "5-operations")
+    jobs.get_by_role("button", name="Redrive").click()
+    page.get_by_role("status").filter(has_text="3 message(s) moved back").wait_for()
+    assert api.last("POST", "operations/redrive")["body"] == {"queue": "bisn-jobs"}
+    assert jobs.locator("td").first.inner_text() == "0"
+
+    # A 401 (an expired or revoked token) returns to the sign-in form.
+    api.revoked = True
+    page.get_by_role("tab", name="Demand").click()
+    page.get_by_role("heading", name="Sign in").wait_for()
+    assert page.evaluate("sessionStorage.getItem('bisn-admin-token')") is None
+    assert page.problems == []
