@@ -313,7 +313,8 @@ class LocalStack:
             [
                 "",
                 "  Back-in-stock notifier: the local stack is up.",
-                f"    Dev console (storefront, outbox, queues, controls):  {self.console_base}",
+                f"    Dev console (storefront, outbox, controls):          {self.console_base}",
+                f"    Shop dashboard (waiting lists, restocks, support):   {self.api_base}/admin",
                 f"    API (chalice local, stage local):                    {self.api_base}",
                 f"    AWS emulator (moto server):                          {self.moto_base}",
                 f"    Fake Shopify (Admin API at /admin/api/…):            {self.shopify_base}",

@@ -1,4 +1,5 @@
-"""The dev console: a demo storefront, the outbox, queues, controls and a fake checkout, plus its JSON API.
+"""The dev console: a demo storefront, the outbox, controls and a fake checkout, plus its JSON API; the app's
+dashboard (/admin) shows the waiting lists, restocks and the rest.
 
 Dev-only (Flask, bound to 127.0.0.1). See docs/CONSOLE.md.
 """
@@ -28,12 +29,12 @@ SHOPPERS = [
     {"id": "alan", "name": "Alan", "channel": "sms", "contact": "07912 123456"},
     {"id": "katherine", "name": "Katherine", "channel": "email", "contact": "katherine@example.com"},
 ]
+# The console's own pages: the shop's side and the dev controls. Waiting lists, restocks, demand, support and
+# operations are the app's dashboard (/admin on the API), which the navigation links to: one implementation.
 PAGES = [
     ("storefront", "/", "Storefront"),
     ("outbox", "/outbox", "Outbox"),
-    ("queue", "/queue", "Queues"),
     ("controls", "/controls", "Controls"),
-    ("audit", "/audit", "Audit"),
 ]
 
 
@@ -81,6 +82,11 @@ def create_console(stack: Stack, *, origins: Iterable[str] = ()) -> Flask:
         if request.method not in ("GET", "HEAD", "OPTIONS") and origin and origin.rstrip("/") not in allowed_origins:
             return _error(403, "forbidden_origin", "The console accepts changes only from its own pages.")
         return None
+
+    @app.context_processor
+    def dashboard_link() -> dict[str, str]:
+        # Every page links to the app's dashboard; the API's address follows a platform switch's rebuild.
+        return {"dashboard_url": stack.services.settings.public_base_url.rstrip("/") + "/admin"}
 
     @app.errorhandler(ConsoleError)
     def console_error(error: ConsoleError) -> Any:
@@ -267,17 +273,9 @@ def create_console(stack: Stack, *, origins: Iterable[str] = ()) -> Flask:
     def outbox_page() -> Any:
         return page("outbox")
 
-    @app.get("/queue")
-    def queue_page() -> Any:
-        return page("queue", products=views.products(stack.services), selected=request.args.get("sku", ""))
-
     @app.get("/controls")
     def controls_page() -> Any:
         return page("controls", products=views.products(stack.services), tones=TONES)
-
-    @app.get("/audit")
-    def audit_page() -> Any:
-        return page("audit", products=views.products(stack.services), selected=request.args.get("sku", ""))
 
     @app.get("/checkout")
     def checkout_page() -> Any:

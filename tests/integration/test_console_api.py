@@ -562,11 +562,22 @@ def test_storefront_shows_sold_out_products_with_the_real_widget(console: FlaskC
     assert "Sold out" in page and "Shop as" in page
 
 
-def test_every_page_renders(console: FlaskClient, throw: str) -> None:
-    for path in ("/outbox", f"/queue?sku={throw}", "/controls", f"/audit?sku={throw}"):
+def test_every_page_renders_and_links_to_the_apps_dashboard(console: FlaskClient, throw: str) -> None:
+    for path in ("/", "/outbox", "/controls"):
         response = console.get(path)
         assert response.status_code == 200, path
         assert b'<main id="main">' in response.data
+        assert b'<a href="http://127.0.0.1:8000/admin" id="dashboard-link"' in response.data
+    storefront = console.get("/").get_data(as_text=True)
+    assert f'href="http://127.0.0.1:8000/admin#waiting/{throw}"' in storefront
+
+
+def test_the_views_the_dashboard_shows_are_not_the_consoles(console: FlaskClient, throw: str) -> None:
+    # Waiting lists and decisions are the dashboard's (/admin on the API); the JSON stays for scripts and tests.
+    for path in (f"/queue?sku={throw}", f"/audit?sku={throw}"):
+        assert console.get(path).status_code == 404, path
+    assert console.get(f"/api/queue/{throw}").status_code == 200
+    assert console.get(f"/api/audit/{throw}").status_code == 200
 
 
 def test_the_controls_offer_the_tones_only(console: FlaskClient) -> None:

@@ -36,7 +36,7 @@
       C.el("time", { datetime: new Date(message.sent_at * 1000).toISOString(), text: C.time(message.sent_at) }));
     if (message.sku) {
       var name = products[message.sku] ? products[message.sku] + " " : "";
-      parts.push(" · ", C.el("a", { href: "/queue?sku=" + encodeURIComponent(message.sku), text: name + "(" + message.sku + ")" }));
+      parts.push(" · ", C.el("a", { href: document.body.getAttribute("data-dashboard") + "#waiting/" + encodeURIComponent(message.sku), text: name + "(" + message.sku + ")" }));
     }
     if (message.reservation) {
       var state = message.reservation.state;
