@@ -479,7 +479,7 @@ function waitingRow(sku, entry, result) {
 
 function showSupport(body) {
   const owner = (session() || {}).role === "owner";
-  const input = el("input", { id: "support-contact", name: "contact", required: true, autocomplete: "off", spellcheck: "false", inputmode: "email" });
+  const input = el("input", { id: "support-contact", name: "contact", required: true, autocomplete: "off", spellcheck: "false" });
   const result = el("div", { id: "support-result", tabindex: "-1" });
   const contact = () => input.value.trim();
   const needContact = () => {
