@@ -373,6 +373,12 @@ def test_the_owner_signs_in_reads_demand_and_restocks_explains_a_contact_and_red
     assert api.last("POST", "operations/redrive")["body"] == {"queue": "bisn-jobs"}
     assert jobs.locator("td").first.inner_text() == "0"
 
+    # A link to a product's waiting list opens that tab with the list shown (the console links so).
+    page.goto(f"{ORIGIN}/admin#waiting/WW-THROW-OAT")
+    page.get_by_role("tab", name="Waiting list", selected=True).wait_for()
+    page.locator("#waiting-table tbody tr").first.wait_for()
+    assert page.get_by_label("Product SKU").input_value() == "WW-THROW-OAT"
+
     # A 401 (an expired or revoked token) returns to the sign-in form.
     api.revoked = True
     page.get_by_role("tab", name="Demand").click()
