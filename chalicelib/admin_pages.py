@@ -19,11 +19,11 @@ STATIC_FILES: dict[str, str] = {
     "admin.css": "text/css; charset=utf-8",
 }
 
-# Scripts, styles and calls from this origin only; no inline script or style, no plugins, no framing, and forms
-# that cannot submit anywhere (the script sends them; without it a password must not land in a URL).
-# img-src has data: for nothing today but browsers' own form-control icons.
+# Scripts, styles and calls from this origin only; no inline script or style, no images (the charts are inline SVG),
+# no plugins, no framing, and forms that cannot submit anywhere (the script sends them; without it a password must
+# not land in a URL).
 CONTENT_SECURITY_POLICY = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
     "form-action 'none'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
 )
 

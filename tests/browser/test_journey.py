@@ -8,6 +8,7 @@ tests/browser/conftest.py, which skips these tests and says why when Chromium or
 from __future__ import annotations
 
 import socket
+import urllib.request
 from typing import Any
 
 import pytest
@@ -32,6 +33,12 @@ def test_a_tap_from_the_widget_appears_in_the_queue(page: Any, stack: RunningSta
     link = page.locator(f'a[href="{stack.api}/admin#waiting/{BOARD}"]')
     assert "1 waiting" in link.inner_text()
     assert page.locator("#dashboard-link").get_attribute("href") == f"{stack.api}/admin"
+    # The API process (chalice local) serves the dashboard and its script, with the dashboard's policy.
+    with urllib.request.urlopen(f"{stack.api}/admin", timeout=5) as dashboard:
+        assert dashboard.headers["Content-Security-Policy"].startswith("default-src 'none'")
+        assert b'src="admin/static/admin.js"' in dashboard.read()
+    with urllib.request.urlopen(f"{stack.api}/admin/static/admin.js", timeout=5) as script:
+        assert script.headers["Content-Type"].startswith("text/javascript")
     assert page.errors == []
 
 
