@@ -202,6 +202,7 @@ class Services:
             tables=self.tables,
             moves=self.moves,
             jobs=self.jobs,
+            owed=self.owed,
             links=self.links,
             copywriter=self.copywriter,
             senders=self.senders,
