@@ -184,7 +184,7 @@ class Services:
         if self._senders is not None:
             return self._senders
         return Senders(
-            SmsSender(self.aws.sns_sends),
+            SmsSender(self.aws.sns_sends, self.settings.sms_origination_number),
             EmailSender(self.aws.sesv2_sends, self.settings.ses_from, self.settings.ses_configuration_set),
             sms_per_second=per_function_rate(self.settings.sms_per_second, None, NOTIFIER_MAX_CONCURRENCY),
             email_per_second=per_function_rate(
