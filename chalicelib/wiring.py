@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from chalicelib.secrets import Secrets
     from chalicelib.selfservice import SelfService
     from chalicelib.senders import Senders
+    from chalicelib.sms_feedback import SmsFeedbackService
     from chalicelib.store_holds import StoreHolds
     from chalicelib.store_webhooks import StoreWebhooks
     from chalicelib.sweep import SweepService
@@ -453,6 +454,15 @@ class Services:
         from chalicelib.feedback import FeedbackService
 
         return FeedbackService(
+            tables=self.tables, optouts=self.optouts, metrics=self.metrics, clock=self.clock, hash_key=self.hash_key
+        )
+
+    @cached_property
+    def sms_feedback(self) -> SmsFeedbackService:
+        """SNS's SMS delivery failures, from the delivery status log group's subscription filter."""
+        from chalicelib.sms_feedback import SmsFeedbackService
+
+        return SmsFeedbackService(
             tables=self.tables, optouts=self.optouts, metrics=self.metrics, clock=self.clock, hash_key=self.hash_key
         )
 
