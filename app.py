@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from chalice import Chalice, Rate, Response
 from chalice.app import CloudWatchEvent, Request, SQSEvent
@@ -240,6 +240,14 @@ def feedback(event: SQSEvent) -> None:
     Unreadable messages are logged and dropped; an AWS error raises, and the batch comes back (DLQ after 5).
     """
     wiring.current().feedback.handle(record.body for record in event)
+
+
+@app.lambda_function(name="sms_feedback")
+def sms_feedback(event: dict[str, Any], context: LambdaContext) -> None:
+    """SNS's SMS delivery failures, from a CloudWatch Logs subscription on its delivery status log group: a number
+    that can never take an SMS is opted out. Unreadable records are logged and dropped; an AWS error raises, and
+    Lambda invokes again."""
+    wiring.current().sms_feedback.handle(event)
 
 
 # Every link a message carries (reserve, unsubscribe, my requests) changes nothing when opened: mail and chat

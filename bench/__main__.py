@@ -14,6 +14,7 @@ from typing import Any
 from bench import measure
 from bench.calls import ROOT
 from bench.cost import monthly_cost
+from bench.fleet import two_restocks_at_once
 from bench.imports import import_times
 from bench.prices import PRICES_AS_OF, REGION
 from bench.sms import sms_segments_per_notice
@@ -36,6 +37,10 @@ def run() -> dict[str, Any]:
     }
     print("measuring: notifier throughput on a 1,000-unit restock, three times ...", file=sys.stderr)
     throughput = measure.notifier_throughput()
+    print(
+        "measuring: two 300-email restocks at once under a 14/s SES quota (real time, about 45 s) ...", file=sys.stderr
+    )
+    fleet = two_restocks_at_once()
     print("measuring: cold imports ...", file=sys.stderr)
     imports = import_times()
     print("measuring: SMS segments of composed notices ...", file=sys.stderr)
@@ -63,6 +68,15 @@ def run() -> dict[str, Any]:
         "notifier_calls_per_notice_in_walk": round(throughput["calls_per_notice"], 2),
         "notifier_call_ms_per_notice": round(throughput["call_ms_per_notice"], 2),
         "notifier_serial_ceiling_per_s": round(throughput["serial_ceiling_per_s"], 1),
+        "fleet_two_restocks_people": fleet["people"],
+        "fleet_two_restocks_sent": fleet["sent"],
+        "fleet_two_restocks_throttle_errors": fleet["throttle_errors"],
+        "fleet_two_restocks_job_failures": fleet["job_failures"],
+        "fleet_two_restocks_seconds": round(fleet["seconds"], 1),
+        "fleet_two_restocks_floor_seconds": round(fleet["floor_seconds"], 1),
+        "fleet_ses_max_send_rate": fleet["account_max_send_rate"],
+        "fleet_per_invocation_email_rate": fleet["per_invocation_rate"],
+        "fleet_invocations": fleet["invocations"],
         "import_ms_app": round(imports["app"], 1),
         "import_ms_boto3": round(imports["boto3"], 1),
         "import_ratio": round(imports["app"] / imports["boto3"], 2),
@@ -133,6 +147,14 @@ def table(r: dict[str, Any]) -> str:
             f"{r['notifier_serial_ceiling_per_s']:g} per s",
             "",
             f"{r['notifier_calls_per_notice_in_walk']:g} emulator calls per notice, {r['notifier_call_ms_per_notice']:g} ms in all",
+        ),
+        (
+            "two restocks at once, SES 14/s",
+            f"{r['fleet_two_restocks_sent']} of {r['fleet_two_restocks_people']} sent in {r['fleet_two_restocks_seconds']:g} s",
+            "all sent, 0 throttles",
+            f"{r['fleet_two_restocks_throttle_errors']} throttle errors, {r['fleet_two_restocks_job_failures']} failed jobs; "
+            f"{r['fleet_invocations']} invocations at {r['fleet_per_invocation_email_rate']:g}/s each; "
+            f"floor {r['fleet_two_restocks_floor_seconds']:g} s; real time",
         ),
         (
             "cold import: app / boto3 (ms)",

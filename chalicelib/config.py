@@ -66,6 +66,9 @@ class Settings:
     # Whether SMS go out from a two-way origination identity (an End User Messaging phone number or pool that
     # receives replies). Only then does an SMS say "Reply STOP"; otherwise its manage link is the opt-out.
     sms_two_way: bool = False
+    # The number every SMS is sent from (E.164: an End User Messaging SMS phone number of this account and region),
+    # passed to SNS Publish as AWS.MM.SMS.OriginationNumber ('' = SNS picks the route's sender).
+    sms_origination_number: str = ""
     # The store the stage sells through (chalicelib/platforms): "generic" (our own webhooks, a JSON feed, holds in
     # our tables), "shopify" or "woocommerce" (their webhooks and catalogue, and holds placed on the store too).
     platform: str = "generic"
@@ -118,6 +121,8 @@ PLATFORM_NEEDS = {
 }
 SHOPIFY_DOMAIN = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}\.myshopify\.com$")
 LOCATION_ID = re.compile(r"[0-9]{1,20}")
+E164 = re.compile(r"\+[1-9][0-9]{4,14}")  # a plus, the country code and at most 15 digits in all (ITU-T E.164)
+LOCAL_STAGE = "local"  # runs on the emulator only, where no reply can come back anyway
 
 
 def _required(env: Mapping[str, str], name: str) -> str:
@@ -219,6 +224,25 @@ def _platform(env: Mapping[str, str], configured: set[str]) -> tuple[str, str, t
     return platform, domain, locations, store_url
 
 
+def _origination(env: Mapping[str, str]) -> str:
+    number = env.get("SMS_ORIGINATION_NUMBER", "").strip()
+    if number and not E164.fullmatch(number):
+        raise ConfigError(f"SMS_ORIGINATION_NUMBER must be an E.164 number such as +447700900123, got {number!r}")
+    return number
+
+
+def _two_way(env: Mapping[str, str]) -> bool:
+    """SMS_TWO_WAY; a deployed stage may ask for replies only from a number of its own that can receive them."""
+    two_way = _bool(env, "SMS_TWO_WAY", False)
+    deployed = env.get("STAGE", "").strip() != LOCAL_STAGE
+    if two_way and deployed and not env.get("SMS_ORIGINATION_NUMBER", "").strip():
+        raise ConfigError(
+            "SMS_TWO_WAY=true needs SMS_ORIGINATION_NUMBER, the two-way number SMS go out from: a reply to a shared "
+            "sender ID reaches nobody, so 'Reply STOP' would be a promise nobody keeps (docs/DEPLOY.md, step 5)"
+        )
+    return two_way
+
+
 def settings_from_env(env: Mapping[str, str]) -> Settings:
     """Build Settings from a mapping of environment variables, failing fast on anything missing."""
     refs: dict[str, str] = {}
@@ -273,7 +297,8 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         secret_values=values,
         catalog_url=_catalog_url(env),
         ses_configuration_set=env.get("SES_CONFIGURATION_SET", "").strip(),
-        sms_two_way=_bool(env, "SMS_TWO_WAY", False),
+        sms_two_way=_two_way(env),
+        sms_origination_number=_origination(env),
         platform=platform,
         shopify_shop_domain=shop_domain,
         shopify_location_ids=locations,

@@ -213,23 +213,35 @@ class UnitMoves:
         restock_id: str,
         now: float,
         facts: dict[str, Any],
-    ) -> None:
+    ) -> bool:
         """The provider refused a notice for its recipient alone: the offer row gone, units_offerable + 1 (the unit
         goes to the next person), the request waiting but still told about this restock and marked undeliverable
-        for it (never offered or sent again for it), and the fact `notice_undeliverable` (with `facts`) appended: all
-        in one transaction.
+        for it (never offered or sent again for it), the fact `notice_undeliverable` (with `facts`) appended, and a
+        top-up job owed by the restock (`OwedJobs` sends it; the sweep does if the notifier dies first): all in one
+        transaction. True when the top-up is owed; False when the restock had closed meanwhile, which owes none.
         Raises when it could not be undone."""
-        tx = (
-            self._withdraw_offer(sku, restock_ts, token_id)
-            .add(
-                "request",
-                self.tables.requests.mark_undeliverable_item(
-                    sku, request_joined_ts, token_id=token_id, restock_id=restock_id
-                ),
-            )
-            .add("fact", self.tables.audit.record_item(sku, "notice_undeliverable", now, **facts))
+        request = self.tables.requests.mark_undeliverable_item(
+            sku, request_joined_ts, token_id=token_id, restock_id=restock_id
         )
-        self.tables.run(tx)
+        fact = self.tables.audit.record_item(sku, "notice_undeliverable", now, **facts)
+        owing = self.tables.restocks.release_offer_owing_topup_item(
+            sku, restock_ts, token=f"undeliverable#{token_id}", now=now
+        )
+        tx = (
+            Tx()
+            .add("row", self.tables.reservations.delete_offer_item(token_id))
+            .add("units", owing)
+            .add("request", request)
+            .add("fact", fact)
+        )
+        try:
+            self.tables.run(tx)
+            return True
+        except TransactionCancelled as cancelled:
+            if not cancelled.failed("units") or cancelled.failed_other_than("units"):
+                raise
+        self.tables.run(self._withdraw_offer(sku, restock_ts, token_id).add("request", request).add("fact", fact))
+        return False
 
     def hold(self, row: Offer, now: float, hold_window_s: int, *, on_store: bool = False) -> Move:
         """Link tapped: offered → held, units_available − 1 (only if ≥ 1), request reserved.

@@ -32,7 +32,7 @@ from chalicelib.tables.reservations import OfferState
 from chalicelib.tables.store import Tables
 
 # Why someone left; recorded on the audit fact so "why was I not told?" has an answer.
-REASONS = ("unsubscribe", "stop", "manage", "admin", "forget", "switch", "bounce", "complaint")
+REASONS = ("unsubscribe", "stop", "manage", "admin", "forget", "switch", "bounce", "complaint", "invalid_number")
 
 LEFT = "left"  # the place is gone
 RELEASED = "released"  # the place is gone and its live offer went to the next person

@@ -19,6 +19,7 @@ CONTINUATIONS = "ContinuationsQueued"
 # Live offers beyond the units of a restock, read right after the notifier took its last units (invariant 5):
 # 0 whenever the check ran and the rule held; the `notices-over-units` alarm fires on anything above 0.
 NOTICES_OVER_UNITS = "NoticesOverUnits"
+SMS_DELIVERY_FAILURES = "SmsDeliveryFailures"  # SMS SNS accepted and could not deliver (chalicelib/sms_feedback.py)
 
 
 def skip_metric(reason: str) -> str:

@@ -46,6 +46,7 @@ from chalicelib.metrics import (
     skip_metric,
 )
 from chalicelib.optout_gate import BatchOptoutCheck, LastLooks
+from chalicelib.owed import OwedJobs
 from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent, refused_recipient, throttled
 from chalicelib.tables.audit import FACTS_PER_TRANSACTION
 from chalicelib.tables.base import TransactionCancelled, Tx, transact
@@ -88,6 +89,8 @@ class StopReason(StrEnum):
 
 
 AFTER_OFFER_COMMITTED = "notifier.after_offer_committed"
+# A refused recipient's offer undone and its top-up owed, the top-up not yet sent.
+AFTER_UNDELIVERABLE = "notifier.after_undeliverable"
 
 # Recipient refusals in a row on one channel, with no notice of it sent between, after which the next is taken
 # for a problem of ours (an unverified sender, a paused account) and fails the job instead of marking the
@@ -212,6 +215,7 @@ class _Walk:
         self.withdrawn = 0  # offers undone because the contact opted out just before the send
         self.unconfirmed = 0  # notices the provider may have taken, whose answer was lost
         self.undeliverable = 0  # offers undone because the provider refused the recipient for good
+        self.owes_topup = False  # an undeliverable roll-back left the restock owing a top-up job (OwedJobs)
         self.throttled = 0  # offers undone because the provider kept throttling: a later job tells them
         self.refused_in_a_row: Counter[str] = Counter()  # per channel, since its last notice sent
         self.skipped: Counter[SkipReason] = Counter()
@@ -237,6 +241,7 @@ class Notifier:
     tables: Tables
     moves: UnitMoves
     jobs: JobQueue
+    owed: OwedJobs
     links: Links
     copywriter: Copywriter
     senders: Senders
@@ -313,8 +318,13 @@ class Notifier:
         if stopped == StopReason.UNITS_EXHAUSTED:
             self._clear_idle(job, product)
         if walk.withdrawn + walk.undeliverable and stopped != StopReason.DEADLINE and not walk.failures:
-            # Units came back from offers withdrawn at the last moment: the next walk hands them on.
-            self.jobs.send(Job(job.sku, job.restock_id, job.restock_ts, kind="topup"))
+            # Units came back from offers withdrawn at the last moment: the next walk hands them on. The refused
+            # recipients' roll-backs recorded that job as owed, so a crash before here leaves it to the sweep;
+            # sending it through OwedJobs clears the record (one job walks for every unit that came back).
+            if walk.owes_topup:
+                self.owed.send(job.sku, job.restock_ts, self.clock.now())
+            else:
+                self.jobs.send(Job(job.sku, job.restock_id, job.restock_ts, kind="topup"))
         if walk.throttled and not walk.failures:
             # Back-pressure, not a failure: the people rolled back wait untold, and a later walk tells them first.
             self.jobs.send(Job(job.sku, job.restock_id, job.restock_ts, kind="topup"), delay_s=THROTTLED_RETRY_S)
@@ -700,7 +710,7 @@ class Notifier:
             "error": code,
         }
         try:
-            self.moves.undeliverable(
+            owed = self.moves.undeliverable(
                 sku=job.sku,
                 restock_ts=job.restock_ts,
                 token_id=pending.token_id,
@@ -714,6 +724,8 @@ class Notifier:
             log.exception("undoing the undeliverable offer %s failed; the sweep will lapse it", pending.token_id)
             self.tables.audit.record(job.sku, "notice_undeliverable", self.clock.now(), **facts, rolled_back=False)
             return
+        walk.owes_topup = walk.owes_topup or owed
+        self.faults(AFTER_UNDELIVERABLE)
         walk.left += 1  # the unit is offerable again: the walk offers it onward
 
     def _throttled(self, walk: _Walk, pending: _Pending, error: BaseException) -> None:

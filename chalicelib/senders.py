@@ -175,22 +175,27 @@ class RateLimiter:
 
 
 class SmsSender:
-    """SMS through SNS Publish to an E.164 number, as transactional (not promotional) traffic."""
+    """SMS through SNS Publish to an E.164 number, as transactional (not promotional) traffic, from the stage's own
+    origination number when it has one."""
 
-    def __init__(self, sns: Any) -> None:
+    def __init__(self, sns: Any, origination_number: str = "") -> None:
         self.sns = sns
+        self.origination_number = origination_number
+
+    def request(self, notice: Notice) -> dict[str, Any]:
+        """The Publish parameters for one SMS (message attributes as in the SNS guide, "Publishing to a mobile phone")."""
+        attributes = {
+            # Transactional: the route built for reliable delivery; a notice with a time limit is not marketing.
+            "AWS.SNS.SMS.SMSType": {"DataType": "String", "StringValue": "Transactional"},
+        }
+        if self.origination_number:
+            # Sent from this number, which receives replies (so "Reply STOP" reaches SNS's opt-out list).
+            attributes["AWS.MM.SMS.OriginationNumber"] = {"DataType": "String", "StringValue": self.origination_number}
+        return {"PhoneNumber": notice.to, "Message": notice.text, "MessageAttributes": attributes}
 
     def send(self, notice: Notice) -> str:
         """Publish one SMS; returns the SNS message id."""
-        response = self.sns.publish(
-            PhoneNumber=notice.to,
-            Message=notice.text,
-            MessageAttributes={
-                # Transactional: the route built for reliable delivery; a notice with a time limit is not marketing.
-                "AWS.SNS.SMS.SMSType": {"DataType": "String", "StringValue": "Transactional"},
-            },
-        )
-        return str(response["MessageId"])
+        return str(self.sns.publish(**self.request(notice))["MessageId"])
 
 
 class EmailSender:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from chalicelib.secrets import Secrets
     from chalicelib.selfservice import SelfService
     from chalicelib.senders import Senders
+    from chalicelib.sms_feedback import SmsFeedbackService
     from chalicelib.store_holds import StoreHolds
     from chalicelib.store_webhooks import StoreWebhooks
     from chalicelib.sweep import SweepService
@@ -184,7 +185,7 @@ class Services:
         if self._senders is not None:
             return self._senders
         return Senders(
-            SmsSender(self.aws.sns_sends),
+            SmsSender(self.aws.sns_sends, self.settings.sms_origination_number),
             EmailSender(self.aws.sesv2_sends, self.settings.ses_from, self.settings.ses_configuration_set),
             sms_per_second=per_function_rate(self.settings.sms_per_second, None, NOTIFIER_MAX_CONCURRENCY),
             email_per_second=per_function_rate(
@@ -202,6 +203,7 @@ class Services:
             tables=self.tables,
             moves=self.moves,
             jobs=self.jobs,
+            owed=self.owed,
             links=self.links,
             copywriter=self.copywriter,
             senders=self.senders,
@@ -452,6 +454,15 @@ class Services:
         from chalicelib.feedback import FeedbackService
 
         return FeedbackService(
+            tables=self.tables, optouts=self.optouts, metrics=self.metrics, clock=self.clock, hash_key=self.hash_key
+        )
+
+    @cached_property
+    def sms_feedback(self) -> SmsFeedbackService:
+        """SNS's SMS delivery failures, from the delivery status log group's subscription filter."""
+        from chalicelib.sms_feedback import SmsFeedbackService
+
+        return SmsFeedbackService(
             tables=self.tables, optouts=self.optouts, metrics=self.metrics, clock=self.clock, hash_key=self.hash_key
         )
 

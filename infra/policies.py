@@ -31,7 +31,7 @@ POLICY_DIR = ROOT / ".chalice" / "policies"
 
 DEPLOY_REGION = "eu-west-2"
 LOCAL_STAGES = ("local",)  # run on the emulator only; never packaged
-FUNCTIONS = ("api_handler", "notifier", "sweep", "catalog_sync", "feedback")
+FUNCTIONS = ("api_handler", "notifier", "sweep", "catalog_sync", "feedback", "sms_feedback")
 
 # The copy model: Claude Haiku 4.5 through the global cross-region inference profile.
 BEDROCK_PROFILE = "global.anthropic.claude-haiku-4-5-20251001-v1:0"
@@ -171,6 +171,22 @@ NEEDS: dict[str, Needs] = {
         queue=PRODUCE,  # top-ups for live offers given up
         secrets=("CONTACT_HASH_KEY",),  # addresses are known by keyed hash
         feedback_queue=True,
+    ),
+    # SNS's SMS delivery failures (a CloudWatch Logs subscription invokes it): a number that can never take an SMS
+    # is opted out everywhere, as a hard bounce is.
+    "sms_feedback": Needs(
+        tables={
+            "catalog": TableAccess((UPDATE,)),  # the waiting count of each list the number leaves
+            # by-contact: the number leaves every list it was on; PUT: a told place leaves its memory behind.
+            "requests": TableAccess((GET, PUT, UPDATE, DELETE), ("by-contact",)),
+            "restocks": TableAccess((UPDATE,)),
+            "reservations": TableAccess((GET, UPDATE)),
+            "optout": TableAccess((PUT,)),
+            "throttle": TableAccess((PUT,)),  # each failure remembered a week, so a repeated invocation counts once
+            "audit": TableAccess((PUT,)),
+        },
+        queue=PRODUCE,  # top-ups for live offers given up
+        secrets=("CONTACT_HASH_KEY",),  # numbers are known by keyed hash
     ),
 }
 

@@ -13,7 +13,7 @@ from chalicelib.tables.base import TxItem
 
 # Why a contact is suppressed: an SMS STOP, the unsubscribe link, staff, or SES feedback (a hard bounce or a
 # complaint, chalicelib/feedback.py).
-SOURCES = ("stop", "unsubscribe", "admin", "bounce", "complaint")
+SOURCES = ("stop", "unsubscribe", "admin", "bounce", "complaint", "invalid_number")
 VERSION_PREFIX = "v#"
 
 

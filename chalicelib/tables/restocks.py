@@ -325,6 +325,34 @@ class RestocksTable:
             }
         }
 
+    def release_offer_owing_topup_item(self, sku: str, restock_ts: str, *, token: str, now: float) -> dict:
+        """Transaction item: a notice refused for its recipient: units_offerable + 1, and the restock owes the
+        top-up job that offers the unit onward (one update: a transaction touches the row once)."""
+        return {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"sku": sku, "restock_ts": restock_ts},
+                "UpdateExpression": (
+                    "ADD units_offerable :one "
+                    "SET pending_key = :pk, pending_since = if_not_exists(pending_since, :now), "
+                    "pending_kind = if_not_exists(pending_kind, :topup), pending_token = :tok "
+                    "REMOVE enqueue_lease_until"
+                ),
+                # Nothing lost (invariant 7): the job is owed with the unit, so the sweep sends it if we stop here.
+                # A closed restock owes no job (sending one would mark it queued again): the caller leaves it out.
+                "ConditionExpression": "attribute_exists(restock_id) AND #state <> :closed",
+                "ExpressionAttributeNames": {"#state": "state"},
+                "ExpressionAttributeValues": {
+                    ":one": 1,
+                    ":pk": PENDING_KEY,
+                    ":now": int(now),
+                    ":topup": "topup",
+                    ":tok": token,
+                    ":closed": RestockState.CLOSED,
+                },
+            }
+        }
+
     def _sales_update(self, seen: Restock, names: dict[str, str], values: dict[str, Any]) -> tuple[str, str]:
         """The `, unseen_sales = 0` to append to a SET clause and the ` AND …` to append to a condition: the level
         being recorded includes the sales we read. Empty when there were none."""

@@ -63,3 +63,38 @@ def test_the_reported_sms_segments_are_those_the_notifier_sends_for_the_demo_cat
         assert len(texts) == 4
         assert all(text.startswith("Walnut & Wool (demo shop): ") and "Link valid for " in text for text in texts)
         assert max(sms_segments(text) for text in texts) == reported["segments"]
+
+
+def test_the_ses_gate_refuses_what_is_over_the_accounts_rate_as_ses_does() -> None:
+    from bench.fleet import GatedSes, SesQuota
+    from chalicelib.senders import throttled
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.sent = 0
+
+        def send_email(self, **_: Any) -> dict[str, Any]:
+            self.sent += 1
+            return {"MessageId": str(self.sent)}
+
+    quota = SesQuota(14.0)
+    ses = GatedSes(Recorder(), quota)
+    answers = []
+    for _ in range(20):  # at once: one second's worth passes, the rest is refused and nothing of it is sent
+        try:
+            answers.append(ses.send_email(Destination={}))
+        except Exception as error:
+            assert throttled(error), "the senders take the refusal for back-pressure"
+            answers.append(None)
+    assert sum(a is not None for a in answers) == 14 and (quota.accepted, quota.throttled) == (14, 6)
+    assert ses.get_account()["SendQuota"]["MaxSendRate"] == 14.0
+
+
+def test_the_fleet_bench_tells_both_lists_through_two_invocations_under_the_quota() -> None:
+    from bench.fleet import two_restocks_at_once
+
+    # Small: 10 people a product, under two seconds of sending at the quota; `make bench` runs 300 each.
+    result = two_restocks_at_once(people_per_product=10)
+    assert (result["sent"], result["notices_recorded"], result["people"]) == (20, 20, 20)
+    assert result["invocations"] == 2 and result["per_invocation_rate"] == 7.0
+    assert result["throttle_errors"] == 0 and result["job_failures"] == 0

@@ -29,6 +29,7 @@ LOGICAL = {
     "sweep": "Sweep",
     "catalog_sync": "CatalogSync",
     "feedback": "Feedback",
+    "sms_feedback": "SmsFeedback",
 }
 TOPIC = {"Ref": "AlertsTopic"}
 
@@ -105,11 +106,42 @@ def test_each_role_carries_exactly_its_policy_file_and_keeps_the_rules(package: 
 
 def test_only_the_roles_of_the_functions_exist_and_none_has_managed_policies(package: Package) -> None:
     roles = package.resources("AWS::IAM::Role")
+    # Besides the functions' roles, one for SNS itself: it writes the SMS delivery status logs.
+    sns_role = roles.pop("SmsDeliveryStatusRole")
     assert len(roles) == len(FUNCTIONS)
     for role in roles.values():
         assert "ManagedPolicyArns" not in role["Properties"]
         (statement,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
         assert statement["Principal"] == {"Service": "lambda.amazonaws.com"}
+
+    assert "ManagedPolicyArns" not in sns_role["Properties"]
+    (trust,) = sns_role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "sns.amazonaws.com"}
+    assert trust["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+    ((policy,),) = [sns_role["Properties"]["Policies"]]
+    (grant,) = policy["PolicyDocument"]["Statement"]
+    assert all(action.startswith("logs:") for action in grant["Action"])
+    groups = [resource["Fn::Sub"].split(":log-group:", 1)[1] for resource in grant["Resource"]]
+    assert groups == [
+        "sns/${AWS::Region}/${AWS::AccountId}/DirectPublishToPhoneNumber:*",
+        "sns/${AWS::Region}/${AWS::AccountId}/DirectPublishToPhoneNumber/Failure:*",
+    ], "SNS may write its SMS delivery logs and nothing else"
+
+
+def test_only_the_sms_delivery_failure_log_group_may_invoke_sms_feedback(package: Package) -> None:
+    permissions = package.resources("AWS::Lambda::Permission")
+    invoked_by_logs = {
+        k: v["Properties"] for k, v in permissions.items() if v["Properties"]["Principal"] == "logs.amazonaws.com"
+    }
+    (grant,) = invoked_by_logs.values()
+    assert grant["FunctionName"] == {"Fn::GetAtt": ["SmsFeedback", "Arn"]}
+    assert grant["SourceAccount"] == {"Ref": "AWS::AccountId"}
+    assert grant["SourceArn"]["Fn::Sub"].endswith(
+        ":log-group:sns/${AWS::Region}/${AWS::AccountId}/DirectPublishToPhoneNumber/Failure:*"
+    )
+    outputs = package.template["Outputs"]
+    assert outputs["SmsFeedbackFunctionArn"]["Value"] == {"Fn::GetAtt": ["SmsFeedback", "Arn"]}
+    assert outputs["SmsDeliveryStatusRoleArn"]["Value"] == {"Fn::GetAtt": ["SmsDeliveryStatusRole", "Arn"]}
 
 
 def test_stack_dependent_settings_come_from_the_stack_not_from_config(package: Package) -> None:
@@ -188,9 +220,15 @@ def test_alarms_watch_dead_letters_over_promising_api_errors_and_the_sweep(packa
     api_name = package.template["Resources"]["RestAPI"]["Properties"]["Name"]
     stage = package.template["Resources"]["RestAPI"]["Properties"]["StageName"]
     assert {d["Name"]: d["Value"] for d in api["Dimensions"]} == {"ApiName": api_name, "Stage": stage}
-    sweep = alarm(package, "Errors")
+    sweep = alarm(package, "Errors", {"Ref": "Sweep"})
     assert sweep["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": "Sweep"}}]
-    for found in (dlq, over, api, sweep):
+    # SMS delivery failures that no retry brings back are known: the function's errors, and failures in bulk.
+    sms_feedback = alarm(package, "Errors", {"Ref": "SmsFeedback"})
+    sms_failures = alarm(package, "SmsDeliveryFailures")
+    assert sms_failures["Dimensions"] == [{"Name": "service", "Value": {"Ref": "NamePrefix"}}]
+    assert (sms_failures["Statistic"], sms_failures["Period"], sms_failures["Threshold"]) == ("Sum", 3600, 20)
+    assert sms_failures["AlarmActions"] == [TOPIC]
+    for found in (dlq, over, api, sweep, sms_feedback):
         assert (found["ComparisonOperator"], found["Threshold"]) == ("GreaterThanThreshold", 0)
         assert found["AlarmActions"] == [TOPIC]
         assert found["TreatMissingData"] == "notBreaching"

@@ -15,6 +15,7 @@ are checked against every table:
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,18 +26,26 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from chalicelib.jobs import Job
+from chalicelib.notifier import AFTER_UNDELIVERABLE
+from chalicelib.senders import EmailSender, Senders, SmsSender
 from chalicelib.tables.reservations import OfferState
+from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
+from devstack.fake_model import FakeBedrock
 from devstack.provision import provision
 from infra.stages import stage_env
+from tests.notices import BAD_NUMBER, FlakySns
 from tests.reliability.invariants import Tables, assert_invariants
 from tests.reliability.journey import STEPS, Step, play
 from tests.reliability.points import fault_points
 from tests.reliability.tally import count
-from tests.reliability.world import PLATFORMS, World
+from tests.reliability.world import CRASHES, PLATFORMS, World, outbox_recipients
 from tests.support import REGION
 
-POINTS = sorted(fault_points())
+# Reached only when the provider refuses a recipient, which the journey never meets: crashed on its own below.
+REFUSAL_POINTS = [AFTER_UNDELIVERABLE]
+POINTS = sorted(set(fault_points()) - set(REFUSAL_POINTS))
 # Reached only where the store holds units itself (Shopify, WooCommerce): played on a platform world.
 STORE_POINTS = sorted(p for p, module in fault_points().items() if module == "chalicelib.store_holds")
 # Tried on a platform world too: a crash after our hold committed and before the store call.
@@ -95,6 +104,10 @@ def store_world(request: pytest.FixtureRequest, session: boto3.session.Session, 
 
 
 # --- named fault points
+
+
+def test_every_refusal_point_is_a_named_fault_point() -> None:
+    assert set(REFUSAL_POINTS) <= set(fault_points())
 
 
 def test_the_journey_reaches_every_named_fault_point(world: World) -> None:
@@ -220,3 +233,76 @@ def test_a_power_cut_right_after_the_store_call_loses_nothing(platform: str) -> 
 @pytest.mark.parametrize("index", STORE_STEPS[1:], ids=[STEPS[i].name for i in STORE_STEPS[1:]])
 def test_a_power_cut_right_after_every_store_call_loses_nothing(platform: str, index: int) -> None:
     cut_after_the_store_call(platform, index)
+
+
+# --- a crash right after a refused recipient's offer was undone
+
+
+REFUSED = "+447400100201"
+BEHIND = ("+447400100202", "+447400100203", "+447400100204")
+
+
+def refusing(w: World, number: str) -> tuple[World, FlakySns]:
+    """The same world, its SMS going through an SNS that refuses `number` as invalid, every time."""
+    flaky = FlakySns(w.services.aws.sns, {number: 99}, BAD_NUMBER)
+    senders = Senders(
+        SmsSender(flaky),
+        EmailSender(w.services.aws.sesv2, w.services.settings.ses_from),
+        sms_per_second=1000,
+        email_per_second=1000,
+        sleep=lambda _s: None,
+    )
+    services = Services(
+        w.services.settings, aws=w.services.aws, clock=w.clock, faults=w.faults, model=FakeBedrock(), senders=senders
+    )
+    return dataclasses.replace(w, services=services), flaky
+
+
+def deliver_last_time(w: World) -> list[str]:
+    """Deliver every job on the queue once, as its last receive: a job that crashes is not delivered again (SQS
+    moves it to the DLQ), so only what the crashed process recorded can finish its work. The crashes seen."""
+    crashed = []
+    while True:
+        messages = w.sqs.receive_message(QueueUrl=w.queue_url, MaxNumberOfMessages=1, VisibilityTimeout=0)
+        if not messages.get("Messages"):
+            return crashed
+        message = messages["Messages"][0]
+        try:
+            w.services.notifier.handle(Job.from_json(message["Body"]), lambda: 60_000)
+        except CRASHES as crash:
+            w.faults.restore()
+            crashed.append(str(crash))
+        w.sqs.delete_message(QueueUrl=w.queue_url, ReceiptHandle=message["ReceiptHandle"])
+
+
+def test_a_crash_after_an_undeliverable_roll_back_leaves_the_top_up_owed_and_the_sweep_sends_it(
+    session: boto3.session.Session, env: dict[str, str]
+) -> None:
+    w, flaky = refusing(World.build(session, env, FixedClock(int(time.time()))), REFUSED)
+    w.product()
+    for number in (REFUSED, *BEHIND):
+        w.tap(number)
+        w.clock.advance(1)
+    w.faults.crash_at(AFTER_UNDELIVERABLE)
+    w.inventory(3)
+
+    assert deliver_last_time(w), "the restock job died right after the refused offer was undone"
+    assert w.faults.crashes == [AFTER_UNDELIVERABLE]
+    assert flaky.refused == [REFUSED]
+    [restock] = w.restocks()
+    assert restock.get("pending_kind"), "the top-up is owed on the restock, written with the roll-back"
+    assert BEHIND[2] not in outbox_recipients(), "nothing has offered the unit that came back yet"
+
+    w.clock.advance(61)  # the next minute's sweep finds the job owed for over a minute
+    assert w.sweep()["pending_requeued"] == 1
+    w.pump()
+
+    # The unit went to the next person long before any offer window ended; the refused number is never asked again.
+    assert sorted(set(outbox_recipients())) == sorted(BEHIND)
+    assert flaky.refused == [REFUSED]
+    [restock] = w.restocks()
+    assert "pending_key" not in restock and int(restock["units_offerable"]) == 0
+    assert_invariants(w.services)
+    w.settle()
+    assert_invariants(w.services, settled=True)
+    count("named fault points crashed")

@@ -59,6 +59,28 @@ def test_sms_two_way_is_off_unless_a_stage_says_so() -> None:
         settings_from_env({**local(), "SMS_TWO_WAY": "maybe"})
 
 
+def dev() -> dict[str, str]:
+    return {**stage_env("dev"), "AWS_DEFAULT_REGION": "eu-west-2"}
+
+
+def test_an_origination_number_is_an_e164_number() -> None:
+    assert settings_from_env(dev()).sms_origination_number == ""
+    settings = settings_from_env({**dev(), "SMS_ORIGINATION_NUMBER": " +447700900123 "})
+    assert settings.sms_origination_number == "+447700900123"
+    for bad in ("07700900123", "+44 7700 900123", "+0447700900123", "+4477009001234567", "arn:aws:sms-voice:x"):
+        with pytest.raises(ConfigError, match="SMS_ORIGINATION_NUMBER"):
+            settings_from_env({**dev(), "SMS_ORIGINATION_NUMBER": bad})
+
+
+def test_a_deployed_stage_asks_for_replies_only_from_its_own_two_way_number() -> None:
+    with pytest.raises(ConfigError, match="SMS_TWO_WAY=true needs SMS_ORIGINATION_NUMBER"):
+        settings_from_env({**dev(), "SMS_TWO_WAY": "true"})
+    two_way = settings_from_env({**dev(), "SMS_TWO_WAY": "true", "SMS_ORIGINATION_NUMBER": "+447700900123"})
+    assert two_way.sms_two_way is True and two_way.sms_origination_number == "+447700900123"
+    # The local stage runs on the emulator, where no reply comes back from any sender: the wording may be tried there.
+    assert settings_from_env({**local(), "SMS_TWO_WAY": "true"}).sms_two_way is True
+
+
 # --- PLATFORM and what each platform needs
 
 SHOPIFY = {

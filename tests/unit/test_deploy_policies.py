@@ -41,12 +41,15 @@ TABLES_PER_FUNCTION = {
     "catalog_sync": {"catalog", "restocks", "throttle", "audit"},
     # A hard bounce or a complaint opts the address out and takes it off every list, as the sweep's STOP sync does.
     "feedback": {"catalog", "requests", "restocks", "reservations", "optout", "throttle", "audit"},
+    # A number that can never take an SMS is opted out and leaves every list, as a hard bounce does.
+    "sms_feedback": {"catalog", "requests", "restocks", "reservations", "optout", "throttle", "audit"},
 }
 SECRETS_PER_FUNCTION = {
     "api_handler": {"webhook-secret", "token-key", "contact-hash-key"},
     "notifier": {"token-key"},
     "sweep": {"contact-hash-key"},
     "feedback": {"contact-hash-key"},
+    "sms_feedback": {"contact-hash-key"},
 }
 
 

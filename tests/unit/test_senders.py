@@ -8,6 +8,7 @@ from unittest.mock import Mock
 
 import boto3
 import pytest
+from moto import mock_aws
 
 from chalicelib.config import ConfigError
 from chalicelib.metrics import Metrics, MetricsFactory, skip_metric
@@ -45,6 +46,29 @@ def test_an_sms_is_published_to_the_number_as_transactional() -> None:
         Message=notice.text,
         MessageAttributes={"AWS.SNS.SMS.SMSType": {"DataType": "String", "StringValue": "Transactional"}},
     )
+
+
+def test_an_sms_goes_from_the_stages_origination_number_when_it_has_one() -> None:
+    # The attribute's name and form: the SNS Developer Guide, "Publishing to a mobile phone" (message attributes).
+    published: list[dict[str, str]] = []
+
+    def wire(params: dict, **_: object) -> None:
+        published.append(dict(params["body"]))
+
+    with mock_aws():
+        sns = boto3.client("sns", region_name=REGION)
+        sns.meta.events.register("before-call.sns.Publish", wire)
+        notice = Notice(channel=SMS, to="+447400123456", text="Back: https://n.example/reserve/abc")
+        assert SmsSender(sns, "+447700900123").send(notice)
+        assert SmsSender(sns).send(notice)
+    with_number, without = published
+    attributes = {
+        with_number[f"MessageAttributes.entry.{i}.Name"]: with_number[f"MessageAttributes.entry.{i}.Value.StringValue"]
+        for i in (1, 2)
+    }
+    assert attributes == {"AWS.SNS.SMS.SMSType": "Transactional", "AWS.MM.SMS.OriginationNumber": "+447700900123"}
+    assert with_number["PhoneNumber"] == "+447400123456"
+    assert "MessageAttributes.entry.2.Name" not in without
 
 
 def test_an_email_has_text_and_html_parts_and_one_click_unsubscribe_headers() -> None:
