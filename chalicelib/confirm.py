@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.clock import Clock
+from chalicelib.compose import sms_shop
 from chalicelib.errors import BadRequest
 from chalicelib.links import Links
 from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent
@@ -176,7 +177,9 @@ class MessageSender:
         code = self.codes.code(nonce)
         minutes = CODE_TTL_S // 60
         if channel == SMS:
-            text = f"{self.shop_name}: your code is {code}. It works for {minutes} minutes. Ignore this if you did not ask."
+            # The shop's name as the notices print it (GSM-7, shortened): one SMS segment, never UCS-2.
+            shop = sms_shop(self.shop_name)
+            text = f"{shop}: your code is {code}. It works for {minutes} minutes. Ignore this if you did not ask."
             notice = Notice(channel=SMS, to=to, text=text)
         else:
             text = (
