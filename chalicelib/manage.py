@@ -13,6 +13,7 @@ import hashlib
 import hmac
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from chalicelib.clock import Clock
@@ -163,11 +164,16 @@ class ManageService:
     sms_allowed_countries: tuple[str, ...] | None = None
     places_per_number: int = 20
 
+    @cached_property
+    def manage_ids(self) -> ManageIds:
+        """The short manage ids an SMS carries, read with the same lifetime as a signed manage link."""
+        return ManageIds(optout=self.tables.optout, lifetime_s=self.link_max_age_s)
+
     def read_token(self, token: str) -> str:
         """The contact key a manage link names (a short id or a signed token); TokenInvalid, TokenExpired or
         TokenRevoked otherwise."""
         if is_link_id(token):
-            return ManageIds(optout=self.tables.optout, lifetime_s=self.link_max_age_s).read(token, self.clock.now())
+            return self.manage_ids.read(token, self.clock.now())
         signed = self.tokens.read_manage(token, self.link_max_age_s)
         if signed.version < self.tables.optout.manage_version(signed.value):
             raise TokenRevoked("signed before the person signed out everywhere")

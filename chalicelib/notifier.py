@@ -18,6 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 from chalicelib.clock import Clock, iso, parse_iso
@@ -253,6 +254,11 @@ class Notifier:
         if not 1 <= self.offer_batch <= MAX_OFFER_BATCH:
             raise ValueError(f"offer_batch must be 1..{MAX_OFFER_BATCH}, got {self.offer_batch}")
 
+    @cached_property
+    def manage_ids(self) -> ManageIds:
+        """The SMS's short manage ids; one lives as long as a signed manage link (a place's REQUEST_TTL_DAYS)."""
+        return ManageIds(optout=self.tables.optout, lifetime_s=self.settings.request_ttl_days * 86400)
+
     def handle(self, job: Job, remaining_ms: Callable[[], int]) -> Outcome:
         """Run one job; `remaining_ms` is the Lambda's time left. Raises so SQS retries (or dead-letters) it."""
         with correlated(restock_id=job.restock_id, sku=job.sku, job_kind=job.kind):
@@ -487,7 +493,7 @@ class Notifier:
             check = walk.looks.batch([c.request.contact_key for c in chosen])
             # An email's manage link is signed at its person's current link version (signing out everywhere
             # raises it); an SMS's is the person's short manage id, issued on their first SMS.
-            people = ManageIds(optout=self.tables.optout, lifetime_s=self.settings.request_ttl_days * 86400).for_people(
+            people = self.manage_ids.for_people(
                 [c.request.contact_key for c in chosen],
                 {c.request.contact_key for c in chosen if c.request.channel == SMS},
                 self.clock.now(),
