@@ -101,6 +101,15 @@ class CodeKey:
         return hmac.compare_digest(self.code(nonce), "".join(typed.split()))
 
 
+def code_sms(shop_name: str, code: str) -> str:
+    """A switch code's SMS: the shop's name as the notices print it (GSM-7, shortened), so one segment, never
+    UCS-2."""
+    minutes = CODE_TTL_S // 60
+    return (
+        f"{sms_shop(shop_name)}: your code is {code}. It works for {minutes} minutes. Ignore this if you did not ask."
+    )
+
+
 @dataclass(frozen=True, kw_only=True, eq=False)
 class MessageSender:
     """The notifier's side: sends owed confirmation emails and switch codes, each exactly once."""
@@ -177,10 +186,7 @@ class MessageSender:
         code = self.codes.code(nonce)
         minutes = CODE_TTL_S // 60
         if channel == SMS:
-            # The shop's name as the notices print it (GSM-7, shortened): one SMS segment, never UCS-2.
-            shop = sms_shop(self.shop_name)
-            text = f"{shop}: your code is {code}. It works for {minutes} minutes. Ignore this if you did not ask."
-            notice = Notice(channel=SMS, to=to, text=text)
+            notice = Notice(channel=SMS, to=to, text=code_sms(self.shop_name, code))
         else:
             text = (
                 f"Hello,\n\nSomeone asked {self.shop_name} to send back-in-stock messages to this address instead. "
