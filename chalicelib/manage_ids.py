@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from chalicelib.link_ids import new_link_id
-from chalicelib.tables.optout import OptoutTable, PersonLinks
+from chalicelib.tables.optout import ManageIssue, OptoutTable, PersonLinks
 from chalicelib.tokens import TokenExpired, TokenInvalid, TokenRevoked
 
 ISSUE_ATTEMPTS = 3
@@ -29,21 +29,25 @@ class ManageIds:
 
     def for_people(self, contact_keys: list[str], sms_keys: set[str], now: float) -> dict[str, PersonLinks]:
         """Every person's link state (one batch read), with a young manage id issued for each of `sms_keys` that
-        lacks one. A person whose id could not be issued (their state kept moving) keeps no id: their SMS falls
-        back to the signed manage link, longer but as good."""
+        lacks one: all of them in one transaction, so a batch of first-time SMS costs one more call, not one per
+        person. A person whose id could not be issued (their state kept moving) keeps no id: their SMS falls back
+        to the signed manage link, longer but as good."""
         people = self.optout.people_links(contact_keys)
-        for key in sms_keys:
-            person = people.get(key, PersonLinks())
-            for _ in range(ISSUE_ATTEMPTS):
-                if self._young(person, now):
-                    break
-                fresh = new_link_id()
-                expires_at = int(now) + self.lifetime_s
-                if self.optout.issue_manage_id(key, person, fresh, now, expires_at):
-                    person = PersonLinks(person.version, fresh, int(now))
-                    break
-                person = self.optout.person_links(key)
-            people[key] = person if self._young(person, now) else PersonLinks(person.version)
+        needing = [k for k in dict.fromkeys(contact_keys) if k in sms_keys and not self._young(people[k], now)]
+        for _ in range(ISSUE_ATTEMPTS):
+            if not needing:
+                break
+            issues = [ManageIssue(k, people[k], new_link_id(), int(now) + self.lifetime_s) for k in needing]
+            moved = self.optout.issue_manage_ids(issues, now)
+            for issue in issues:
+                if issue.contact_key not in moved:
+                    people[issue.contact_key] = PersonLinks(issue.seen.version, issue.link_id, int(now))
+            # Someone else moved these people's state: read it again (another message's id may serve).
+            for key in moved:
+                people[key] = self.optout.person_links(key)
+            needing = [k for k in moved if not self._young(people[k], now)]
+        for key in needing:
+            people[key] = PersonLinks(people[key].version)
         return people
 
     def read(self, link_id: str, now: float) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from chalicelib.tables.base import TransactionCancelled, TxItem, transact
+from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
 
 # Why a contact is suppressed: an SMS STOP, the unsubscribe link, staff, or SES feedback (a hard bounce or a
 # complaint, chalicelib/feedback.py).
@@ -50,6 +50,16 @@ class PersonLinks:
             return cls()
         link = item.get("link")
         return cls(int(item.get("version") or 0), str(link) if link else None, int(item.get("link_at") or 0))
+
+
+@dataclass(frozen=True)
+class ManageIssue:
+    """A new manage id for a person, over the link state `seen` when it was read."""
+
+    contact_key: str
+    seen: PersonLinks
+    link_id: str
+    expires_at: int
 
 
 @dataclass(frozen=True)
@@ -190,49 +200,64 @@ class OptoutTable:
         item = self.table.get_item(Key={"contact": version_key(contact_key)}, ConsistentRead=True).get("Item")
         return PersonLinks.from_item(item)
 
-    def issue_manage_id(self, contact_key: str, seen: PersonLinks, link_id: str, now: float, expires_at: int) -> bool:
-        """Make `link_id` the person's current manage id, in place of the one `seen` held; False when the person's
-        state moved since it was read (another message issued an id, or they signed out): read again."""
-        client = self.table.meta.client
+    def issue_manage_ids(self, issues: list[ManageIssue], now: float) -> set[str]:
+        """Make each issue's id its person's current manage id, in place of the one it saw, all in one transaction
+        (a batch of notices is at most 49 people: 98 items of the 100 a transaction holds). Returns the contact
+        keys whose person's state moved since it was read (another message issued an id, or they signed out):
+        those are left out and the rest issued; read them again."""
+        pending = Tx()
+        for issue in issues:
+            pending.add(issue.contact_key, *self._issue_items(issue, now))
+        refused: set[str] = set()
+        while pending.items:
+            try:
+                pending.run(self.table.meta.client)
+                return refused
+            except TransactionCancelled as cancelled:
+                moved = {
+                    i.contact_key for i in issues if pending.has(i.contact_key) and cancelled.failed(i.contact_key)
+                }
+                if not moved:
+                    raise
+                refused |= moved
+                pending = pending.without(*moved)
+        return refused
+
+    def _issue_items(self, issue: ManageIssue, now: float) -> tuple[TxItem, TxItem]:
+        seen = issue.seen
         # Only over the id that was read (none, or the old one being renewed), at the version read: a concurrent
         # message's id wins, and a sign-out in between (a new version, no id) must not get an id at the old one.
-        values: dict[str, Any] = {":id": link_id, ":now": int(now), ":v": seen.version}
+        values: dict[str, Any] = {":id": issue.link_id, ":now": int(now), ":v": seen.version}
         if seen.link_id is None:
             current = "attribute_not_exists(link)"
         else:
             current = "link = :old"
             values[":old"] = seen.link_id
         current += " AND (attribute_not_exists(version) OR version = :v)"
-        items: list[TxItem] = [
-            {
-                "Put": {
-                    "TableName": self.name,
-                    "Item": {
-                        "contact": manage_id_key(link_id),
-                        "k": contact_key,
-                        "version": seen.version,
-                        "at": int(now),
-                        "ttl": int(expires_at),
-                    },
-                    # An id names one person for good: a (never expected) collision must not take over another's.
-                    "ConditionExpression": "attribute_not_exists(contact)",
-                }
-            },
-            {
-                "Update": {
-                    "TableName": self.name,
-                    "Key": {"contact": version_key(contact_key)},
-                    "UpdateExpression": "SET link = :id, link_at = :now",
-                    "ConditionExpression": current,
-                    "ExpressionAttributeValues": values,
-                }
-            },
-        ]
-        try:
-            transact(client, items)
-        except TransactionCancelled:
-            return False
-        return True
+        put: TxItem = {
+            "Put": {
+                "TableName": self.name,
+                "Item": {
+                    "contact": manage_id_key(issue.link_id),
+                    "k": issue.contact_key,
+                    "version": seen.version,
+                    "at": int(now),
+                    "ttl": int(issue.expires_at),
+                },
+                # An id names one person for good: a (never expected) collision must not take over another's.
+                "ConditionExpression": "attribute_not_exists(contact)",
+            }
+        }
+        update: TxItem = {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"contact": version_key(issue.contact_key)},
+                "UpdateExpression": "SET link = :id, link_at = :now",
+                "ConditionExpression": current,
+                "ExpressionAttributeValues": values,
+            }
+        }
+        return put, update
 
     def manage_id(self, link_id: str) -> ManageId | None:
         """What a short manage id names, or None for an id never issued (one GetItem, whatever the id)."""
