@@ -255,6 +255,7 @@ def sms_feedback(event: dict[str, Any], context: LambdaContext) -> None:
 
 
 @app.route("/reserve/{token}", methods=["GET", "HEAD"])
+@app.route("/r/{token}", methods=["GET", "HEAD"])  # the short form: the offer's own random id
 def reserve_page(token: str) -> Response:
     """A notified shopper opens their link: a page whose form holds one (sent at once by its script). Holds nothing."""
     # Imported here, like every service module (wiring.py): only the API function ever loads it.
@@ -267,6 +268,7 @@ def reserve_page(token: str) -> Response:
 
 
 @app.route("/reserve/{token}", methods=["POST"], content_types=RESERVE_TYPES)
+@app.route("/r/{token}", methods=["POST"], content_types=RESERVE_TYPES)
 def reserve(token: str) -> Response:
     """The link's page sends its form: hold one unit and see the checkout (303), or an honest page."""
     from chalicelib.pages import reserve_refused, reserve_response
@@ -323,6 +325,7 @@ def confirm(token: str) -> Response:
 
 
 @app.route("/me/{token}", methods=["GET", "HEAD"])
+@app.route("/m/{token}", methods=["GET", "HEAD"])  # the short form an SMS carries: a random manage id
 def my_requests(token: str) -> Response:
     """A shopper's own page: what they wait for and their place in each line; changes nothing."""
     params: Mapping[str, str] = _request().query_params or {}
@@ -331,6 +334,7 @@ def my_requests(token: str) -> Response:
 
 
 @app.route("/me/{token}", methods=["POST"], content_types=["application/x-www-form-urlencoded"])
+@app.route("/m/{token}", methods=["POST"], content_types=["application/x-www-form-urlencoded"])
 def change_my_requests(token: str) -> Response:
     """A form on the shopper's page: leave a list, switch channel, or stop everything (CSRF-checked)."""
     request = _request()

@@ -177,7 +177,7 @@ def table(r: dict[str, Any]) -> str:
         (
             "SMS segments per notice",
             f"{r['sms_segments_per_notice']:g}",
-            "<= 2 (needs shorter links)",
+            "<= 2",
             f"{'/'.join(r['sms_encodings'])}, {r['sms_characters'][0]}-{r['sms_characters'][1]} characters "
             f"with {r['sms_link_base']} links; two-way {'on' if r['sms_two_way'] else 'off'}",
         ),

@@ -1,9 +1,10 @@
 """SMS segments per notice, measured on the composed messages themselves (no emulator needed).
 
 Each notice is composed as the notifier composes it (chalicelib/notifier.py: the restock's copy, then
-`compose_sms` with the recipient's own signed links), for the demo catalogue's longest product name and a
-typical one (the median length), with links as long as a deployed stage's (the `prod` stage's
-`PUBLIC_BASE_URL` and real token lengths), the copy from both sources the notifier may use: the template, and
+`compose_sms` with the recipient's own short links: the offer row's random id and the person's random manage id,
+chalicelib/link_ids.py), for the demo catalogue's longest product name and a
+typical one (the median length), with links as long as a deployed stage's at their longest (an API Gateway
+stage's default endpoint, which a stage without a custom domain uses as `PUBLIC_BASE_URL`, and real id lengths), the copy from both sources the notifier may use: the template, and
 the local stage's stand-in for the model. A segment is billed whatever it holds, so the month's SMS cost
 (bench/cost.py) is priced per segment from the largest count, with the stage's opt-out line (`SMS_TWO_WAY`).
 """
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,8 +20,8 @@ from typing import Any
 from bench.stack import bench_env
 from chalicelib.compose import compose_sms, facts_for
 from chalicelib.config import Settings, settings_from_env
-from chalicelib.contacts import contact_key
 from chalicelib.copywriter import Copywriter
+from chalicelib.link_ids import new_link_id
 from chalicelib.links import Links
 from chalicelib.metrics import Metrics
 from chalicelib.sms import is_gsm, septets, sms_segments
@@ -33,6 +33,9 @@ from infra.stages import stage_env
 
 DEMO_CATALOG = Path(__file__).resolve().parent.parent / "devstack" / "demo-catalog.json"
 DEPLOYED_STAGE = "prod"
+# https://{restapi-id}.execute-api.{region}.amazonaws.com/{stage}: restapi ids are 10 characters; the region is
+# DEPLOY_REGION (infra/policies.py) and the stage Chalice's "api". Longer than the prod stage's custom domain.
+GATEWAY_BASE_URL = "https://abcdefghij.execute-api.eu-west-2.amazonaws.com/api"
 
 
 def demo_products() -> dict[str, Product]:
@@ -43,8 +46,9 @@ def demo_products() -> dict[str, Product]:
 
 
 def measured_settings(**overrides: str) -> Settings:
-    """The local stage (the demo shop) with a deployed stage's public base URL, so links are as long as live ones."""
-    base_url = stage_env(DEPLOYED_STAGE)["PUBLIC_BASE_URL"]
+    """The local stage (the demo shop) with a deployed stage's longest public base URL (the prod stage's own, or an
+    API Gateway default endpoint, whichever is longer), so links are as long as live ones can be."""
+    base_url = max(stage_env(DEPLOYED_STAGE)["PUBLIC_BASE_URL"], GATEWAY_BASE_URL, key=len)
     return settings_from_env(bench_env("local", PUBLIC_BASE_URL=base_url, **overrides))
 
 
@@ -56,9 +60,9 @@ def composed_sms(settings: Settings, product: Product, *, model: bool) -> str:
     )
     facts = facts_for(product, settings.shop_name)
     copy = writer.write(facts, Metrics("Bench", "bench", enabled=False))
-    # The notifier's own ids: an offer row's uuid4 hex, a contact's keyed hash.
-    reserve = links.reserve(uuid.uuid4().hex)
-    manage = links.manage(contact_key("+447400123456", secrets.token_urlsafe(48)))
+    # The notifier's own ids: an offer row's random link id, and the person's manage id (another one).
+    reserve = links.reserve(new_link_id())
+    manage = links.manage_short(new_link_id())
     return compose_sms(copy.sms, facts, reserve, manage, two_way=settings.sms_two_way)
 
 

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from chalicelib.senders import EMAIL, STOP_LINE, Notice
-from chalicelib.sms import is_gsm, sms_segments, to_gsm
+from chalicelib.sms import GSM_PART, is_gsm, septets, to_gsm
 from chalicelib.tables.catalog import Product
 from chalicelib.wording import DEFAULT_TONE, tone_of
 
@@ -24,19 +24,19 @@ PRODUCT = "{product}"
 SHOP = "{shop}"
 PLACEHOLDERS = (LINK, PRODUCT, SHOP)
 PLACEHOLDER = re.compile(r"\{(link|product|shop)\}")
-# The whole SMS as sent (shop, copy, reserve link, window, manage link, and the STOP line when two-way) with
-# real-length links. Two signed links of about 130 characters each leave no way into 2 GSM-7 segments (306):
-# that needs shorter links (docs/NOTICES.md).
-SMS_TOTAL_SEGMENTS = 3
+# The whole SMS as sent (shop, copy, reserve link, window, manage link, and the STOP line when two-way) fits 2
+# GSM-7 segments (306 septets) with real-length links: both are short random ids looked up in a table
+# (chalicelib/link_ids.py), about 85 characters each under an API Gateway stage URL (docs/NOTICES.md).
+SMS_TOTAL_SEGMENTS = 2
 MAX_SUBJECT = 100
-# A long product name is shortened, in the SMS only, until the whole SMS fits its segments.
-SMS_PRODUCT_LIMITS = (80, 60, 40, 24, 12)
+# A long product name is shortened, in the SMS only, until the whole SMS fits its segments; never below this.
+SMS_PRODUCT_MIN = 8
 # How the SMS ends depends on whether a reply can reach us (SMS_TWO_WAY): with a two-way origination identity
 # (a number or pool that receives replies) the manage link and "Reply STOP"; without one, a reply goes nowhere,
 # so the manage link, where the shopper can stop everything, is the opt-out and says so.
-MANAGE_LABEL = "Manage alerts: "
+MANAGE_LABEL = "Manage: "
 OPT_OUT_LABEL = "Stop texts: "
-SHOP_NAME_LIMIT = 40  # the frame's shop name, shortened beyond this so the copy keeps its room
+SHOP_NAME_LIMIT = 30  # the frame's shop name, shortened beyond this so the product's name keeps its room
 
 
 @dataclass(frozen=True)
@@ -131,15 +131,18 @@ def compose_sms(copy_sms: str, facts: Facts, reserve_url: str, manage_url: str, 
     window = f"Link valid for {gsm_only(facts.offer_window)}."
     ending = f"{MANAGE_LABEL}{manage_url}\n{STOP_LINE}" if two_way else f"{OPT_OUT_LABEL}{manage_url}"
     product = gsm_only(facts.product).strip()
-    text = ""
-    for limit in (None, *SMS_PRODUCT_LIMITS):
-        name = product if limit is None else shorten(product, limit)
+    limit = len(product)
+    while True:
+        name = shorten(product, limit)
         body = fill(copy_sms, link=reserve_url, product=name, shop=shop)
         lead = "" if not shop or body.startswith(shop) else f"{shop}: "
-        text = f"{lead}{body}\n{window}\n{ending}"
-        if PRODUCT not in copy_sms or sms_segments(text) <= SMS_TOTAL_SEGMENTS:
-            break
-    return text
+        # Folded whole: one character outside GSM-7 (say, in a copy cached long ago) would make every part UCS-2.
+        text = gsm_only(f"{lead}{body}\n{window}\n{ending}")
+        over = septets(text) - SMS_TOTAL_SEGMENTS * GSM_PART
+        if PRODUCT not in copy_sms or over <= 0 or limit <= SMS_PRODUCT_MIN:
+            return text
+        # Each septet over comes off the name (a name may appear more than once, so go round again).
+        limit = max(SMS_PRODUCT_MIN, min(limit, len(name)) - over)
 
 
 def email_html(text: str) -> str:

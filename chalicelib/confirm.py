@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.clock import Clock
+from chalicelib.compose import sms_shop
 from chalicelib.errors import BadRequest
 from chalicelib.links import Links
 from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent
@@ -98,6 +99,15 @@ class CodeKey:
     def matches(self, nonce: str, typed: str) -> bool:
         """Whether the typed code is this nonce's (spaces ignored), in constant time."""
         return hmac.compare_digest(self.code(nonce), "".join(typed.split()))
+
+
+def code_sms(shop_name: str, code: str) -> str:
+    """A switch code's SMS: the shop's name as the notices print it (GSM-7, shortened), so one segment, never
+    UCS-2."""
+    minutes = CODE_TTL_S // 60
+    return (
+        f"{sms_shop(shop_name)}: your code is {code}. It works for {minutes} minutes. Ignore this if you did not ask."
+    )
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -176,8 +186,7 @@ class MessageSender:
         code = self.codes.code(nonce)
         minutes = CODE_TTL_S // 60
         if channel == SMS:
-            text = f"{self.shop_name}: your code is {code}. It works for {minutes} minutes. Ignore this if you did not ask."
-            notice = Notice(channel=SMS, to=to, text=text)
+            notice = Notice(channel=SMS, to=to, text=code_sms(self.shop_name, code))
         else:
             text = (
                 f"Hello,\n\nSomeone asked {self.shop_name} to send back-in-stock messages to this address instead. "

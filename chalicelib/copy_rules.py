@@ -145,7 +145,8 @@ def template_copy(facts: Facts) -> Copy:
         f"\n\n{LINK}\n\n"
         "If you don't use it in time, it passes to the next person waiting."
     )
-    sms = f"{PRODUCT} is back. Tap to hold one for {facts.hold_window} while you check out: {LINK}"
+    # Short enough for 2 segments with a 30-character shop name: the hold's length is on the link's page.
+    sms = f"{PRODUCT} is back. Tap to hold one: {LINK}"
     return Copy(
         sms=sms,
         email_subject=f"{PRODUCT} is back in stock",

@@ -11,8 +11,6 @@ budget, prices, discounts, guarantees, invented times) is replaced by a plain te
 from __future__ import annotations
 
 import logging
-import secrets
-import uuid
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -20,6 +18,7 @@ from typing import Any
 from chalicelib.compose import LINK, PRODUCT, SHOP, Copy, Facts, facts_for
 from chalicelib.config import Settings
 from chalicelib.copy_rules import CopyRejected, parse_model_text, template_copy, validate
+from chalicelib.link_ids import new_link_id
 from chalicelib.links import Links
 from chalicelib.metrics import FALLBACK_COPY, Metrics
 from chalicelib.tables.catalog import Product
@@ -74,13 +73,13 @@ class Copywriter:
     # Realistic links (real token lengths) decide whether an SMS fits before any real link exists.
     @cached_property
     def reserve_sample(self) -> str:
-        """A reserve link as long as a real one."""
-        return self.links.reserve(uuid.uuid4().hex)
+        """A reserve link as long as a real one (an offer row's id is a random link id)."""
+        return self.links.reserve(new_link_id())
 
     @cached_property
     def manage_sample(self) -> str:
-        """A manage link as long as a real one."""
-        return self.links.manage(secrets.token_hex(20))
+        """A manage link as long as an SMS's (a person's short manage id)."""
+        return self.links.manage_short(new_link_id())
 
     def copy_for(self, restock: Restock, product: Product, metrics: Metrics) -> Copy:
         """The copy of this restock; the first caller writes it onto the restock so later jobs reuse it."""

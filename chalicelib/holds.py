@@ -15,6 +15,7 @@ from urllib.parse import quote
 from chalicelib.clock import Clock
 from chalicelib.counters import DONE, JUST_GONE, NO_UNIT, UnitMoves
 from chalicelib.faults import FaultHook, no_faults
+from chalicelib.link_ids import is_link_id
 from chalicelib.logs import correlated
 from chalicelib.platforms.base import StoreRefused
 from chalicelib.store_holds import PLACED, REFUSED, StoreHolds
@@ -114,6 +115,12 @@ class HoldsService:
 
     def _verified(self, token: str) -> tuple[Offer, Product] | ReserveOutcome:
         """The offer row a genuine, young enough link names, with its product; or the outcome that refuses it."""
+        if is_link_id(token):
+            # A short link is the row's own random id: one GetItem, and the row's expiry is the only clock.
+            row = self.tables.reservations.get(token)
+            if row is None:
+                return ReserveOutcome(UNKNOWN_LINK)
+            return row, self.tables.catalog.get_cached(row.sku) or Product.from_item({"sku": row.sku})
         try:
             # Signature only here: the age limit depends on the product's windows, read from the row's SKU.
             signed = self.tokens.read_reserve(token)

@@ -1,8 +1,18 @@
-"""The signed links a shopper receives: reserve, unsubscribe, manage and confirm (see chalicelib/tokens.py)."""
+"""The links a shopper receives: reserve, unsubscribe, manage and confirm.
+
+An offer row's id is a random link id (chalicelib/link_ids.py), so its reserve link is short: `/r/{id}`, looked
+up in the reservations table. A person's SMS carries a short manage link, `/m/{id}`, whose id is kept in the
+opt-out table (chalicelib/tables/optout.py). Everything else is signed (chalicelib/tokens.py); a row made
+before ids were random is linked by a signed token as before.
+"""
 
 from __future__ import annotations
 
+from chalicelib.link_ids import is_link_id
 from chalicelib.tokens import Tokens
+
+RESERVE_SHORT = "/r/"
+MANAGE_SHORT = "/m/"
 
 
 class Links:
@@ -13,7 +23,9 @@ class Links:
         self.tokens = tokens
 
     def reserve(self, token_id: str) -> str:
-        """The link that holds one unit of an offer."""
+        """The link that holds one unit of an offer: the row's own random id when it is one, else signed."""
+        if is_link_id(token_id):
+            return f"{self.base_url}{RESERVE_SHORT}{token_id}"
         return f"{self.base_url}/reserve/{self.tokens.reserve(token_id)}"
 
     def unsubscribe(self, contact_key: str) -> str:
@@ -21,8 +33,12 @@ class Links:
         return f"{self.base_url}/unsubscribe/{self.tokens.unsubscribe(contact_key)}"
 
     def manage(self, contact_key: str, version: int = 0) -> str:
-        """The "see or change your requests" link, at the person's current link version."""
+        """The signed "see or change your requests" link, at the person's current link version (emails)."""
         return f"{self.base_url}/me/{self.tokens.manage(contact_key, version)}"
+
+    def manage_short(self, link_id: str) -> str:
+        """The short manage link an SMS carries: the person's current manage id."""
+        return f"{self.base_url}{MANAGE_SHORT}{link_id}"
 
     def confirm(self, sku: str, joined_ts: str) -> str:
         """The link in a confirmation email: opens a page whose button confirms that one place."""

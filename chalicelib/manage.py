@@ -1,7 +1,8 @@
 """A shopper's own requests, without an account: their place in each line, leaving, switching channel.
 
-The manage link (`/me/{token}`) names the person by the keyed hash of their contact, and their link version,
-signed with TOKEN_KEY. Whoever holds the link may look and change; the link is sent only to the person (in a
+The manage link names the person: in an SMS by a short random id looked up in the opt-out table (`/m/{id}`,
+chalicelib/manage_ids.py), in an email by the keyed hash of their contact and their link version, signed with
+TOKEN_KEY (`/me/{token}`); both routes take both forms. Whoever holds the link may look and change; the link is sent only to the person (in a
 notice or a confirmation email, never in an answer to a tap). Signing out everywhere raises the version, and
 every older link is refused. Switching to a new contact needs a code sent to it (chalicelib/confirm.py).
 """
@@ -12,6 +13,7 @@ import hashlib
 import hmac
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from chalicelib.clock import Clock
@@ -27,6 +29,8 @@ from chalicelib.confirm import (
 from chalicelib.contacts import CHANNELS, check_sms_number, contact_key, mask, normalise_contact
 from chalicelib.errors import BadRequest, DomainError
 from chalicelib.leaving import Exit, QueueExits
+from chalicelib.link_ids import is_link_id
+from chalicelib.manage_ids import ManageIds
 from chalicelib.tables.base import TransactionCancelled, TxItem, transact
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.requests import ACTIVE_STATES, Request, RequestState
@@ -160,8 +164,16 @@ class ManageService:
     sms_allowed_countries: tuple[str, ...] | None = None
     places_per_number: int = 20
 
+    @cached_property
+    def manage_ids(self) -> ManageIds:
+        """The short manage ids an SMS carries, read with the same lifetime as a signed manage link."""
+        return ManageIds(optout=self.tables.optout, lifetime_s=self.link_max_age_s)
+
     def read_token(self, token: str) -> str:
-        """The contact key a manage link names; TokenInvalid, TokenExpired or TokenRevoked otherwise."""
+        """The contact key a manage link names (a short id or a signed token); TokenInvalid, TokenExpired or
+        TokenRevoked otherwise."""
+        if is_link_id(token):
+            return self.manage_ids.read(token, self.clock.now())
         signed = self.tokens.read_manage(token, self.link_max_age_s)
         if signed.version < self.tables.optout.manage_version(signed.value):
             raise TokenRevoked("signed before the person signed out everywhere")

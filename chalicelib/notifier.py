@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import uuid
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 from chalicelib.clock import Clock, iso, parse_iso
@@ -29,8 +29,10 @@ from chalicelib.counters import NewOffer, UnitMoves
 from chalicelib.errors import NotFound
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.jobs import Job, JobQueue
+from chalicelib.link_ids import new_link_id
 from chalicelib.links import Links
 from chalicelib.logs import correlated
+from chalicelib.manage_ids import ManageIds
 from chalicelib.metrics import (
     CONTINUATIONS,
     NOTICES_OVER_UNITS,
@@ -51,6 +53,7 @@ from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_se
 from chalicelib.tables.audit import FACTS_PER_TRANSACTION
 from chalicelib.tables.base import TransactionCancelled, Tx, transact
 from chalicelib.tables.catalog import Product
+from chalicelib.tables.optout import PersonLinks
 from chalicelib.tables.requests import Request, RequestState
 from chalicelib.tables.restocks import Restock, RestockState
 from chalicelib.tables.store import Tables
@@ -255,6 +258,11 @@ class Notifier:
     def __post_init__(self) -> None:
         if not 1 <= self.offer_batch <= MAX_OFFER_BATCH:
             raise ValueError(f"offer_batch must be 1..{MAX_OFFER_BATCH}, got {self.offer_batch}")
+
+    @cached_property
+    def manage_ids(self) -> ManageIds:
+        """The SMS's short manage ids; one lives as long as a signed manage link (a place's REQUEST_TTL_DAYS)."""
+        return ManageIds(optout=self.tables.optout, lifetime_s=self.settings.request_ttl_days * 86400)
 
     def handle(self, job: Job, remaining_ms: Callable[[], int]) -> Outcome:
         """Run one job; `remaining_ms` is the Lambda's time left. Raises so SQS retries (or dead-letters) it."""
@@ -479,7 +487,8 @@ class Notifier:
                 walk.copy = self.copywriter.copy_for(walk.restock, walk.product, walk.metrics)
             # Fair order: always the oldest candidates, as many as the units last read allow.
             chosen = batch[: min(len(batch), walk.left)]
-            tokens = [uuid.uuid4().hex for _ in chosen]
+            # Each offer row's id is its reserve link's random id (128 bits): the link is the id, looked up.
+            tokens = [new_link_id() for _ in chosen]
             try:
                 self.tables.run(self._offers(walk, chosen, tokens))
             except TransactionCancelled as cancelled:
@@ -492,11 +501,16 @@ class Notifier:
             self.faults(AFTER_OFFER_COMMITTED)
             assert walk.looks is not None
             check = walk.looks.batch([c.request.contact_key for c in chosen])
-            # Each manage link is signed at its person's current link version (signing out everywhere raises it).
-            versions = self.tables.optout.manage_versions([c.request.contact_key for c in chosen])
+            # An email's manage link is signed at its person's current link version (signing out everywhere
+            # raises it); an SMS's is the person's short manage id, issued on their first SMS.
+            people = self.manage_ids.for_people(
+                [c.request.contact_key for c in chosen],
+                {c.request.contact_key for c in chosen if c.request.channel == SMS},
+                self.clock.now(),
+            )
             for turn, (candidate, token_id) in enumerate(zip(chosen, tokens, strict=True), start=check.first_turn):
-                version = versions.get(candidate.request.contact_key, 0)
-                notice = self._notice(walk.copy, walk.facts, candidate.request, token_id, version)
+                person = people.get(candidate.request.contact_key) or PersonLinks()
+                notice = self._notice(walk.copy, walk.facts, candidate.request, token_id, person)
                 contact_key = candidate.request.contact_key
                 future = pool.submit(self._deliver, notice, contact_key, check, walk.looks, turn)
                 walk.pending[future] = _Pending(token_id, candidate.request, candidate.position, notice.channel)
@@ -551,13 +565,14 @@ class Notifier:
         if not understood:
             raise cancelled
 
-    def _notice(self, copy: Copy, facts: Facts, request: Request, token_id: str, version: int = 0) -> Notice:
-        """The message for one recipient, with their own signed links."""
+    def _notice(self, copy: Copy, facts: Facts, request: Request, token_id: str, person: PersonLinks) -> Notice:
+        """The message for one recipient, with their own links (short ones in an SMS, to fit its segments)."""
         contact_key = request.contact_key
         reserve_url = self.links.reserve(token_id)
-        manage_url = self.links.manage(contact_key, version)
+        manage_url = self.links.manage(contact_key, person.version)
         to = request.contact
         if request.channel == SMS:
+            manage_url = self.links.manage_short(person.link_id) if person.link_id else manage_url
             text = compose_sms(copy.sms, facts, reserve_url, manage_url, two_way=self.settings.sms_two_way)
             return Notice(channel=SMS, to=to, text=text)
         return compose_email(

@@ -46,6 +46,10 @@ def is_gsm(text: str) -> bool:
     return all(c in GSM_BASIC or c in GSM_EXTENDED for c in text)
 
 
+GSM_SINGLE, GSM_PART = 160, 153  # septets in a lone GSM-7 SMS, and in each part of a split one (UDH takes 7)
+UCS2_SINGLE, UCS2_PART = 70, 67
+
+
 def septets(text: str) -> int:
     """GSM-7 length: extension characters count twice."""
     return sum(2 if c in GSM_EXTENDED else 1 for c in text)
@@ -54,7 +58,7 @@ def septets(text: str) -> int:
 def sms_segments(text: str) -> int:
     """How many SMS parts a message needs (GSM-7: 160 alone, 153 each when split; UCS-2: 70 / 67)."""
     if is_gsm(text):
-        length, single, part = septets(text), 160, 153
+        length, single, part = septets(text), GSM_SINGLE, GSM_PART
     else:
-        length, single, part = len(text.encode("utf-16-le")) // 2, 70, 67
+        length, single, part = len(text.encode("utf-16-le")) // 2, UCS2_SINGLE, UCS2_PART
     return 1 if length <= single else -(-length // part)

@@ -28,8 +28,16 @@ _parts: dict[str, dict[str, Any]] = {}
 _sequence = itertools.count()
 _clock: list[Clock] = [SystemClock()]
 
-LINK = re.compile(r"https?://[^\s\"'<>]+?/(reserve|confirm|unsubscribe|me)/([A-Za-z0-9_\-.]+)")
-LINK_NAMES = {"reserve": "reserve", "confirm": "confirm", "unsubscribe": "unsubscribe", "me": "manage"}
+LINK = re.compile(r"https?://[^\s\"'<>]+?/(reserve|r|confirm|unsubscribe|me|m)/([A-Za-z0-9_\-.]+)")
+# The short forms (/r/, /m/: random ids looked up in a table) are the same links as the signed ones.
+LINK_NAMES = {
+    "reserve": "reserve",
+    "r": "reserve",
+    "confirm": "confirm",
+    "unsubscribe": "unsubscribe",
+    "me": "manage",
+    "m": "manage",
+}
 
 
 @dataclass

@@ -11,6 +11,7 @@ from typing import Any
 from boto3.dynamodb.conditions import Attr, Key
 
 from chalicelib.contacts import mask
+from chalicelib.link_ids import is_link_id
 from chalicelib.tables.base import plain
 from chalicelib.tables.catalog import PRODUCT_FIELDS, Product
 from chalicelib.tokens import TokenExpired, TokenInvalid
@@ -178,6 +179,8 @@ def reservation(services: Services, reservation_id: str) -> dict[str, Any] | Non
 
 def _reservation_of(services: Services, reserve_url: str, cache: dict[str, dict[str, Any] | None]) -> Any:
     token = reserve_url.rsplit("/", 1)[-1]
+    if token not in cache and is_link_id(token):
+        cache[token] = reservation(services, token)  # a short link is the row's own id
     if token not in cache:
         try:
             token_id = services.tokens.read_reserve(token).value

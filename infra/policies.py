@@ -113,7 +113,8 @@ NEEDS: dict[str, Needs] = {
             # An offer row is written, or taken back when its notice is refused; never read.
             "reservations": TableAccess((PUT, DELETE)),
             # BATCH_GET: one read per batch of people about to be told; GET: a switch code's new contact, once.
-            "optout": TableAccess((GET, BATCH_GET)),
+            # PUT, UPDATE: a person's short manage id, issued on their first SMS (chalicelib/manage_ids.py).
+            "optout": TableAccess((GET, BATCH_GET, PUT, UPDATE)),
             "audit": TableAccess((PUT,)),
             # A pending channel switch's code, taken once for sending (chalicelib/confirm.py).
             "throttle": TableAccess((UPDATE,)),

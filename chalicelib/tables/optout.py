@@ -3,23 +3,72 @@
 The same table keeps each person's manage-link version under `v#<contact key>` (an item that suppresses
 nobody: suppression is the item keyed by the contact key itself). Signing out everywhere raises it, and every
 manage link signed at a lower version is refused.
+
+The short manage links an SMS carries (`/m/{id}`, chalicelib/link_ids.py) live here too: `m#<id>` names the
+person and the version the id was issued at (one GetItem per opened link), and the person's `v#` item holds
+their current id (`link`, issued at `link_at`), so every SMS reuses it rather than writing one per message.
+Signing out everywhere raises the version and forgets the current id: every older id is refused by its version,
+and the next SMS carries a new one. An id item expires (`ttl`) when a link of its age would be refused anyway.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from chalicelib.tables.base import TxItem
+from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
 
 # Why a contact is suppressed: an SMS STOP, the unsubscribe link, staff, or SES feedback (a hard bounce or a
 # complaint, chalicelib/feedback.py).
 SOURCES = ("stop", "unsubscribe", "admin", "bounce", "complaint", "invalid_number")
 VERSION_PREFIX = "v#"
+MANAGE_ID_PREFIX = "m#"
 
 
 def version_key(contact_key: str) -> str:
     """The key of a person's manage-link version item."""
     return f"{VERSION_PREFIX}{contact_key}"
+
+
+def manage_id_key(link_id: str) -> str:
+    """The key of a short manage id's item."""
+    return f"{MANAGE_ID_PREFIX}{link_id}"
+
+
+@dataclass(frozen=True)
+class PersonLinks:
+    """A person's manage-link state: their version, and their current short manage id (None until issued)."""
+
+    version: int = 0
+    link_id: str | None = None
+    link_at: int = 0
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any] | None) -> PersonLinks:
+        """The state a `v#` item holds (absent: version 0, no id)."""
+        if not item:
+            return cls()
+        link = item.get("link")
+        return cls(int(item.get("version") or 0), str(link) if link else None, int(item.get("link_at") or 0))
+
+
+@dataclass(frozen=True)
+class ManageIssue:
+    """A new manage id for a person, over the link state `seen` when it was read."""
+
+    contact_key: str
+    seen: PersonLinks
+    link_id: str
+    expires_at: int
+
+
+@dataclass(frozen=True)
+class ManageId:
+    """What a short manage id names: the person, the version it was issued at, and when."""
+
+    contact_key: str
+    version: int
+    issued_at: int
 
 
 class OptoutTable:
@@ -113,12 +162,106 @@ class OptoutTable:
         return found
 
     def bump_manage_version(self, contact_key: str, now: float) -> int:
-        """Sign the person out everywhere: raise their manage-link version; returns the new one."""
+        """Sign the person out everywhere: raise their manage-link version and forget their short manage id (the
+        ids already sent name a lower version, so they are refused); returns the new version."""
         result = self.table.update_item(
             Key={"contact": version_key(contact_key)},
-            UpdateExpression="ADD version :one SET #at = :now",
+            UpdateExpression="ADD version :one SET #at = :now REMOVE link, link_at",
             ExpressionAttributeNames={"#at": "at"},
             ExpressionAttributeValues={":one": 1, ":now": int(now)},
             ReturnValues="UPDATED_NEW",
         )
         return int(result["Attributes"]["version"])
+
+    # --- Short manage ids (the SMS's `/m/{id}` links).
+
+    def people_links(self, contact_keys: list[str]) -> dict[str, PersonLinks]:
+        """The manage-link state of these people (absent ones: version 0, no id), read in batches of 100."""
+        found: dict[str, PersonLinks] = {}
+        unique = list(dict.fromkeys(contact_keys))
+        resource = self.table.meta.client
+        for start in range(0, len(unique), 100):
+            request: dict[str, Any] = {
+                self.name: {
+                    "Keys": [{"contact": version_key(k)} for k in unique[start : start + 100]],
+                    # Strongly consistent: a sign-out a moment ago must not see its old id handed out again.
+                    "ConsistentRead": True,
+                }
+            }
+            while request:
+                page = resource.batch_get_item(RequestItems=request)
+                for item in page.get("Responses", {}).get(self.name, []):
+                    found[str(item["contact"])[len(VERSION_PREFIX) :]] = PersonLinks.from_item(item)
+                request = page.get("UnprocessedKeys") or {}
+        return {k: found.get(k, PersonLinks()) for k in unique}
+
+    def person_links(self, contact_key: str) -> PersonLinks:
+        """One person's manage-link state, read strongly consistent."""
+        item = self.table.get_item(Key={"contact": version_key(contact_key)}, ConsistentRead=True).get("Item")
+        return PersonLinks.from_item(item)
+
+    def issue_manage_ids(self, issues: list[ManageIssue], now: float) -> set[str]:
+        """Make each issue's id its person's current manage id, in place of the one it saw, all in one transaction
+        (a batch of notices is at most 49 people: 98 items of the 100 a transaction holds). Returns the contact
+        keys whose person's state moved since it was read (another message issued an id, or they signed out):
+        those are left out and the rest issued; read them again."""
+        pending = Tx()
+        for issue in issues:
+            pending.add(issue.contact_key, *self._issue_items(issue, now))
+        refused: set[str] = set()
+        while pending.items:
+            try:
+                pending.run(self.table.meta.client)
+                return refused
+            except TransactionCancelled as cancelled:
+                moved = {
+                    i.contact_key for i in issues if pending.has(i.contact_key) and cancelled.failed(i.contact_key)
+                }
+                if not moved:
+                    raise
+                refused |= moved
+                pending = pending.without(*moved)
+        return refused
+
+    def _issue_items(self, issue: ManageIssue, now: float) -> tuple[TxItem, TxItem]:
+        seen = issue.seen
+        # Only over the id that was read (none, or the old one being renewed), at the version read: a concurrent
+        # message's id wins, and a sign-out in between (a new version, no id) must not get an id at the old one.
+        values: dict[str, Any] = {":id": issue.link_id, ":now": int(now), ":v": seen.version}
+        if seen.link_id is None:
+            current = "attribute_not_exists(link)"
+        else:
+            current = "link = :old"
+            values[":old"] = seen.link_id
+        current += " AND (attribute_not_exists(version) OR version = :v)"
+        put: TxItem = {
+            "Put": {
+                "TableName": self.name,
+                "Item": {
+                    "contact": manage_id_key(issue.link_id),
+                    "k": issue.contact_key,
+                    "version": seen.version,
+                    "at": int(now),
+                    "ttl": int(issue.expires_at),
+                },
+                # An id names one person for good: a (never expected) collision must not take over another's.
+                "ConditionExpression": "attribute_not_exists(contact)",
+            }
+        }
+        update: TxItem = {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"contact": version_key(issue.contact_key)},
+                "UpdateExpression": "SET link = :id, link_at = :now",
+                "ConditionExpression": current,
+                "ExpressionAttributeValues": values,
+            }
+        }
+        return put, update
+
+    def manage_id(self, link_id: str) -> ManageId | None:
+        """What a short manage id names, or None for an id never issued (one GetItem, whatever the id)."""
+        item = self.table.get_item(Key={"contact": manage_id_key(link_id)}, ConsistentRead=True).get("Item")
+        if not item or not isinstance(item.get("k"), str):
+            return None
+        return ManageId(str(item["k"]), int(item.get("version") or 0), int(item.get("at") or 0))

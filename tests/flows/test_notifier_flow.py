@@ -51,12 +51,14 @@ def test_a_restock_job_tells_the_front_of_the_queue_by_sms_and_email(
     deliver(client, job.to_json())
     drain(services)  # a slow emulator may have left the rest to a continuation job
 
-    [email] = [m for m in email_outbox() if "/reserve/" in m.body]  # the notice; the confirmation came first
+    [email] = [m for m in email_outbox() if "/r/" in m.body]  # the notice; the confirmation came first
     assert email.destinations == {"ToAddresses": ["Grace@example.com"]}  # the domain is normalised
-    assert "Hi Grace," in email.body and "/reserve/" in email.body and "/unsubscribe/" in email.body
+    assert "Hi Grace," in email.body and "/r/" in email.body and "/unsubscribe/" in email.body
     [(number, text)] = sms_outbox()
     assert number == "+447400123456"
-    assert "/reserve/" in text and "Link valid for" in text and "\nStop texts: " in text and "STOP" not in text
+    assert (
+        "/r/" in text and "/m/" in text and "Link valid for" in text and "\nStop texts: " in text and "STOP" not in text
+    )
     restock = services.tables.restocks.get(chair, job.restock_ts)
     assert restock.units_offerable == 0
     waiting = [r.state for r in services.tables.requests.queue(chair)]
@@ -79,7 +81,8 @@ def test_opening_every_link_a_message_carries_changes_nothing(
     base = services.settings.public_base_url
     found = re.findall(r"https?://[^\s\"'<>]+", bodies + "\n" + text)
     paths = sorted({urlsplit(url).path for url in found if url.startswith(base)})
-    assert {p.split("/")[1] for p in paths} == {"confirm", "reserve", "unsubscribe", "me"}, paths
+    # Short reserve links (SMS and email) and the SMS's short manage link; the rest signed.
+    assert {p.split("/")[1] for p in paths} == {"confirm", "r", "unsubscribe", "me", "m"}, paths
     queued_jobs(services)  # taken off the queue: any job from here on was sent by opening a link
     before, sent = stored(services), len(email_outbox()) + len(sms_outbox())
     for path in paths:

@@ -203,7 +203,7 @@ def test_a_notice_is_tied_to_its_sku_and_reservation_through_its_reserve_link(
     assert notice["channel"] == "sms" and notice["to"] == "+447400123456"
     assert notice["sku"] == throw
     assert notice["reservation"]["state"] == "offered"
-    assert notice["links"]["reserve"].startswith("http://127.0.0.1:8000/reserve/")
+    assert notice["links"]["reserve"].startswith("http://127.0.0.1:8000/r/")  # the offer's short link
 
 
 # --- delivering jobs to the notifier
@@ -414,7 +414,7 @@ def test_the_whole_story_in_process_ends_converted_with_counters_that_add_up(
     assert notice["to"] == "+447400123456"
     clock.advance(1)
 
-    reserve = tap_link(api, urlsplit(notice["links"]["reserve"]).path.removeprefix("/reserve/"))
+    reserve = tap_link(api, urlsplit(notice["links"]["reserve"]).path.removeprefix("/r/"))
     assert reserve.status_code == 303
     location = urlsplit(reserve.headers["Location"])
     assert location.path == "/checkout"

@@ -39,7 +39,7 @@ from chalicelib.tables.requests import ACTIVE_STATES, UNIQUE_PREFIX, RequestStat
 from chalicelib.tables.reservations import OfferState, StoreState
 from chalicelib.tables.restocks import RestockState
 from chalicelib.wiring import Services
-from tests.reliability.world import RESERVE_LINK, outbox_texts, scan
+from tests.reliability.world import RESERVE_LINK, offer_id, outbox_texts, scan
 
 # Audit kinds that mean the stock level fell under an open restock (a close is a fall below the threshold),
 # so its counters were set, not only counted.
@@ -491,8 +491,8 @@ def exactly_once(services: Services, t: Tables) -> list[str]:
 def _sent_tokens(services: Services) -> list[str]:
     tokens = []
     for text in outbox_texts():
-        for signed in set(RESERVE_LINK.findall(text)):
-            tokens.append(str(services.tokens.read_reserve(signed).value))
+        for link in set(RESERVE_LINK.findall(text)):
+            tokens.append(offer_id(services, link))
     return tokens
 
 

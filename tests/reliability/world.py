@@ -28,6 +28,7 @@ from chalicelib.config import settings_from_env
 from chalicelib.confirm import message_of
 from chalicelib.contacts import contact_key
 from chalicelib.jobs import Job
+from chalicelib.link_ids import is_link_id
 from chalicelib.tables.base import query_all
 from chalicelib.webhooks import sign
 from chalicelib.wiring import Services
@@ -44,7 +45,7 @@ STORE_SKU = "WW-THROW-OAT"
 PLATFORMS = ("shopify", "woocommerce")
 # What a platform world sets on its product: the generic journey's windows and threshold.
 STORE_PRODUCT = {k: CHAIR[k] for k in ("threshold", "hold_window_s", "offer_window_s", "voice")}
-RESERVE_LINK = re.compile(r"/reserve/([A-Za-z0-9_.\-]+)")
+RESERVE_LINK = re.compile(r"/(?:reserve|r)/([A-Za-z0-9_.\-]+)")
 
 
 class PowerCut(Exception):
@@ -502,9 +503,14 @@ class World:
         tokens = []
         for text in outbox_texts():
             # An email carries its link twice (button and text); one message is one notice.
-            for signed in set(RESERVE_LINK.findall(text)):
-                tokens.append(str(self.services.tokens.read_reserve(signed).value))
+            for link in set(RESERVE_LINK.findall(text)):
+                tokens.append(offer_id(self.services, link))
         return tokens
+
+
+def offer_id(services: Services, link: str) -> str:
+    """The offer row a reserve link names: a short link is the row's own id, a signed one carries it."""
+    return link if is_link_id(link) else str(services.tokens.read_reserve(link).value)
 
 
 def scan(table: Any) -> Iterator[dict[str, Any]]:
