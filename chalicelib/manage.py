@@ -27,6 +27,7 @@ from chalicelib.confirm import (
 from chalicelib.contacts import CHANNELS, check_sms_number, contact_key, mask, normalise_contact
 from chalicelib.errors import BadRequest, DomainError
 from chalicelib.leaving import Exit, QueueExits
+from chalicelib.line import PlaceInLine, read_place
 from chalicelib.tables.base import TransactionCancelled, TxItem, transact
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.requests import ACTIVE_STATES, Request, RequestState
@@ -103,7 +104,7 @@ class Place:
     sku: str
     name: str
     state: str
-    position: int
+    place: PlaceInLine  # where it stands, exact or a range (chalicelib/line.py)
     joined_ts: str
     channel: str
     contact: str  # masked
@@ -181,7 +182,8 @@ class ManageService:
         return mask(str(pending["contact"])) if pending else None
 
     def view(self, key: str) -> ManageView:
-        """The person's live places, each with its current place in line."""
+        """The person's live places, each with its current place in line (two reads a place, whatever the list's
+        length: chalicelib/line.py)."""
         places: list[Place] = []
         for request in self.exits.places(key):
             state = str(request.state)
@@ -198,7 +200,7 @@ class ManageService:
                     sku=sku,
                     name=product_name(self.tables.catalog, sku),
                     state=state,
-                    position=self.tables.requests.position(sku, joined_ts),
+                    place=read_place(self.tables, request),
                     joined_ts=joined_ts,
                     channel=request.channel,
                     contact=mask(request.contact),
