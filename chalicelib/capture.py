@@ -13,7 +13,7 @@ from chalicelib.clock import Clock
 from chalicelib.config import Settings
 from chalicelib.confirm import MAX_CONFIRMATIONS, RESEND_AFTER_S, confirm_message
 from chalicelib.contacts import Contact, check_sms_number, contact_key, normalise_contact, sms_prefix
-from chalicelib.errors import BadRequest, Conflict, Discontinued, DomainError, RateLimited, UnknownSku
+from chalicelib.errors import BadRequest, Busy, Conflict, Discontinued, DomainError, RateLimited, UnknownSku
 from chalicelib.owed import OwedJobs
 from chalicelib.senders import EMAIL
 from chalicelib.tables.base import TransactionCancelled, Tx
@@ -366,7 +366,15 @@ class CaptureService:
             return self._repeat(tap, key, fields, cancelled.old("unique") or {}, now, caps)
         if cancelled.failed("places"):
             raise self._too_many_places()
+        self._busy_if_conflicted(cancelled)
         raise RuntimeError(f"capture transaction cancelled unexpectedly: {cancelled}")
+
+    @staticmethod
+    def _busy_if_conflicted(cancelled: TransactionCancelled) -> None:
+        """Raise Busy when the transaction's bounded retries all met other transactions (a hot drop, docs/SCALE.md):
+        an honest "try again" that wrote nothing, never a 5xx."""
+        if cancelled.conflicted:
+            raise Busy("Many people are joining this list right now; please try again in a few seconds.")
 
     def _too_many_places(self) -> Conflict:
         return Conflict(
@@ -432,6 +440,7 @@ class CaptureService:
                 # Someone else's simultaneous re-join won; theirs is this person's one place.
                 current = self.tables.requests.get_unique(tap.sku, key) or {}
                 return self._outcome("already_queued", tap, str(current.get("ref", "")))
+            self._busy_if_conflicted(cancelled)
             raise
         return self._queued(tap, fields["joined_ts"], int(fields["ticket"]))
 

@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
-from chalicelib.errors import UnknownSku
+from chalicelib.errors import Busy, UnknownSku
 from chalicelib.line import read_place
+from chalicelib.tables import base
+from chalicelib.tables.base import TRANSACTION_CONFLICT, Reason, TransactionCancelled
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 
@@ -124,3 +126,27 @@ def test_the_callers_address_is_stored_only_as_a_keyed_hash(services: Services, 
     ]
     assert stored, "the taps were counted and audited"
     assert not [item for item in stored if address in item]
+
+
+def test_a_tap_whose_retries_all_conflict_is_told_to_try_again(
+    services: Services, chair: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What DynamoDB answers while other transactions hold the product item (TransactWriteItems API reference:
+    # CancellationReasons, code TransactionConflict); `transact` gives up after its bounded attempts.
+    # Only transactions that hold the product item meet others; the rest run as usual.
+    attempts: list[int] = []
+    real = base.transact
+    catalog = services.tables.catalog.name
+
+    def conflicted(client: Any, items: Any, **kwargs: Any) -> None:
+        if not any(next(iter(i.values()))["TableName"] == catalog for i in items):
+            return real(client, items, **kwargs)
+        attempts.append(len(items))
+        raise TransactionCancelled([Reason(TRANSACTION_CONFLICT, None) for _ in items])
+
+    monkeypatch.setattr(base, "transact", conflicted)
+    with pytest.raises(Busy):
+        services.capture.capture("ip", TAP)
+    assert attempts  # it tried, and wrote nothing
+    assert list(services.tables.requests.queue(chair)) == []
+    assert services.tables.throttle.line(chair) == (0, 0)  # the ticket went back
