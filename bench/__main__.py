@@ -122,7 +122,7 @@ def table(r: dict[str, Any]) -> str:
             "AWS calls per new tap",
             f"{r['capture_calls_per_tap']:g}",
             "<= 2 (goal 1)",
-            "floor: one conditional transaction",
+            "floor: the line's ticket and one conditional transaction",
         ),
         ("  by operation", ", ".join(f"{k} {v:g}" for k, v in r["capture_calls_by_operation"].items()), "", ""),
         ("AWS calls per restock detected", f"{r['detection_calls']:g}", "", "one signed webhook that crosses"),
