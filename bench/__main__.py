@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Any
 
-from bench import measure
+from bench import measure, scale
 from bench.calls import ROOT
 from bench.cost import monthly_cost
 from bench.fleet import two_restocks_at_once
@@ -41,6 +41,11 @@ def run() -> dict[str, Any]:
         "measuring: two 300-email restocks at once under a 14/s SES quota (real time, about 45 s) ...", file=sys.stderr
     )
     fleet = two_restocks_at_once()
+    print(
+        "measuring: a tap and /me at 10 / 1,000 / 10,000 / 50,000 waiting (building the lists takes minutes) ...",
+        file=sys.stderr,
+    )
+    sizes = scale.run()
     print("measuring: cold imports ...", file=sys.stderr)
     imports = import_times()
     print("measuring: SMS segments of composed notices ...", file=sys.stderr)
@@ -92,8 +97,22 @@ def run() -> dict[str, Any]:
         "monthly_quantities": {k: round(v, 1) for k, v in cost["quantities"].items()},
         "reference_shop": cost["shop"],
         "prices": f"{REGION} on demand, list prices as of {PRICES_AS_OF} (bench/prices.py)",
+        **scale_fields(sizes),
         "seconds": round(time.perf_counter() - started, 1),
     }
+
+
+def scale_fields(sizes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The JSON fields of the list-length measurement (bench/scale.py), keyed by list length."""
+    fields: dict[str, Any] = {"scale": sizes}
+    for size in sizes:
+        at = f"{size['waiting'] // 1000}k" if size["waiting"] >= 1000 else str(size["waiting"])
+        fields[f"capture_calls_per_tap_at_{at}"] = size["tap"]["calls"]
+        fields[f"capture_rcu_per_tap_at_{at}"] = size["tap"]["read_units"]
+        fields[f"me_calls_at_{at}"] = size["me"]["calls"]
+        fields[f"me_rcu_at_{at}"] = size["me"]["read_units"]
+        fields[f"me_rcu_before_at_{at}"] = size["me_before_count"]["read_units"]
+    return fields
 
 
 def sms_fields(sms: dict[str, Any]) -> dict[str, Any]:
@@ -117,7 +136,7 @@ def table(r: dict[str, Any]) -> str:
             "AWS calls per new tap",
             f"{r['capture_calls_per_tap']:g}",
             "<= 2 (goal 1)",
-            "floor: one conditional transaction",
+            "floor: the line's ticket and one conditional transaction",
         ),
         ("  by operation", ", ".join(f"{k} {v:g}" for k, v in r["capture_calls_by_operation"].items()), "", ""),
         ("AWS calls per restock detected", f"{r['detection_calls']:g}", "", "one signed webhook that crosses"),
@@ -147,6 +166,17 @@ def table(r: dict[str, Any]) -> str:
             f"{r['notifier_serial_ceiling_per_s']:g} per s",
             "",
             f"{r['notifier_calls_per_notice_in_walk']:g} emulator calls per notice, {r['notifier_call_ms_per_notice']:g} ms in all",
+        ),
+        *(
+            (
+                f"tap / /me at {x['waiting']:,} waiting",
+                f"{x['tap']['calls']} calls {x['tap']['read_units']:g} RCU / "
+                f"{x['me']['calls']} calls {x['me']['read_units']:g} RCU",
+                "tap <= 2 calls, <= 2 RCU",
+                f"/me's place before: a COUNT of {x['me_before_count']['items_read']:,} items, "
+                f"{x['me_before_count']['read_units']:g} RCU; list built in {x['build_s']:g} s",
+            )
+            for x in r["scale"]
         ),
         (
             "two restocks at once, SES 14/s",

@@ -13,7 +13,7 @@ from chalicelib.clock import Clock
 from chalicelib.config import Settings
 from chalicelib.confirm import MAX_CONFIRMATIONS, RESEND_AFTER_S, confirm_message
 from chalicelib.contacts import Contact, check_sms_number, contact_key, normalise_contact, sms_prefix
-from chalicelib.errors import BadRequest, Conflict, Discontinued, DomainError, RateLimited, UnknownSku
+from chalicelib.errors import BadRequest, Busy, Conflict, Discontinued, DomainError, RateLimited, UnknownSku
 from chalicelib.owed import OwedJobs
 from chalicelib.senders import EMAIL
 from chalicelib.tables.base import TransactionCancelled, Tx
@@ -72,6 +72,7 @@ class CaptureOutcome:
     joined_ts: str | None = None
     channel: str = ""
     confirm_email: bool = False  # the answer asks the shopper to confirm from their inbox (email, double opt-in)
+    ticket: int | None = None  # the line's ticket a new place took (chalicelib/line.py)
 
 
 def _text(data: Mapping[str, Any], field: str, *, required: bool, max_len: int) -> str:
@@ -225,6 +226,22 @@ class CaptureService:
         if tap.contact.channel == "sms":
             # SMS pumping: only mobile numbers, only in the countries the shop sells to (README "Limits").
             check_sms_number(tap.contact.address, self.settings.sms_allowed_countries)
+        # The place's ticket first (a plain write no transaction holds), then the clock: tickets then follow the
+        # join stamps (chalicelib/line.py). One that no new place takes is handed back below.
+        line_ttl = int(self.clock.now()) + (self.settings.request_ttl_days + 1) * 86400
+        ticket, burnt_before = self.tables.throttle.take_ticket(tap.sku, line_ttl)
+        try:
+            outcome = self._capture(tap, source, ticket, burnt_before)
+        except DomainError:
+            # Refused before anything was written. Any other failure leaves the ticket alone: a place may hold it,
+            # and an unused ticket left counted only widens the bounds, never makes them lie.
+            self.tables.throttle.return_ticket(tap.sku, ticket)
+            raise
+        if outcome.status != "queued" or outcome.ticket != ticket:
+            self.tables.throttle.return_ticket(tap.sku, ticket)
+        return outcome
+
+    def _capture(self, tap: NotifyMe, source: str, ticket: int, burnt_before: int) -> CaptureOutcome:
         now = self.clock.now()
         caps = self._sms_caps(tap.contact, now)
         key = contact_key(tap.contact.match, self.hash_key)
@@ -233,7 +250,7 @@ class CaptureService:
         unconfirmed = self.settings.email_double_opt_in and tap.contact.channel == EMAIL
         days = self.settings.email_confirm_days if unconfirmed else self.settings.request_ttl_days
         ttl = int(now) + days * 86400
-        joined_ts = new_joined_ts(now)
+        joined_ts = new_joined_ts(now, ticket)
         rate_key, rate_expires, retry_after = self._rate_key(source, now)
         fields: dict[str, Any] = {
             "sku": tap.sku,
@@ -245,6 +262,8 @@ class CaptureService:
             "ttl": ttl,
             "now": now,
             "unconfirmed": unconfirmed,
+            "ticket": ticket,
+            "burnt_before": burnt_before,
         }
 
         # The steady-state tap is this one transaction: rate limits, catalogue (with the list's length), opt-out,
@@ -268,18 +287,20 @@ class CaptureService:
             self._join(tap.sku, join, now=now)
         except TransactionCancelled as cancelled:
             return self._refused(cancelled, tap, key, fields, source, now, retry_after, caps)
-        return self._queued(tap, joined_ts)
+        return self._queued(tap, joined_ts, ticket)
+
+    def _confirms(self, tap: NotifyMe) -> bool:
+        return self.settings.email_double_opt_in and tap.contact.channel == EMAIL
 
     def _outcome(self, status: str, tap: NotifyMe, joined_ts: str | None = None) -> CaptureOutcome:
-        channel = tap.contact.channel
-        confirm = self.settings.email_double_opt_in and channel == EMAIL
-        return CaptureOutcome(status, joined_ts, channel, confirm)
+        return CaptureOutcome(status, joined_ts, tap.contact.channel, self._confirms(tap))
 
-    def _queued(self, tap: NotifyMe, joined_ts: str) -> CaptureOutcome:
-        """A new place: an unconfirmed one's confirmation email is owed already; ask the notifier to send it."""
+    def _queued(self, tap: NotifyMe, joined_ts: str, ticket: int) -> CaptureOutcome:
+        """A new place (holding `ticket`): an unconfirmed one's confirmation email is owed already; ask the
+        notifier to send it."""
         if self.settings.email_double_opt_in and tap.contact.channel == EMAIL:
             self._ask_confirmation(tap.sku, joined_ts)
-        return self._outcome("queued", tap, joined_ts)
+        return CaptureOutcome("queued", joined_ts, tap.contact.channel, self._confirms(tap), ticket)
 
     def _ask_confirmation(self, sku: str, joined_ts: str) -> None:
         try:
@@ -345,7 +366,15 @@ class CaptureService:
             return self._repeat(tap, key, fields, cancelled.old("unique") or {}, now, caps)
         if cancelled.failed("places"):
             raise self._too_many_places()
+        self._busy_if_conflicted(cancelled)
         raise RuntimeError(f"capture transaction cancelled unexpectedly: {cancelled}")
+
+    @staticmethod
+    def _busy_if_conflicted(cancelled: TransactionCancelled) -> None:
+        """Raise Busy when the transaction's bounded retries all met other transactions (a hot drop, docs/SCALE.md):
+        an honest "try again" that wrote nothing, never a 5xx."""
+        if cancelled.conflicted:
+            raise Busy("Many people are joining this list right now; please try again in a few seconds.")
 
     def _too_many_places(self) -> Conflict:
         return Conflict(
@@ -411,8 +440,9 @@ class CaptureService:
                 # Someone else's simultaneous re-join won; theirs is this person's one place.
                 current = self.tables.requests.get_unique(tap.sku, key) or {}
                 return self._outcome("already_queued", tap, str(current.get("ref", "")))
+            self._busy_if_conflicted(cancelled)
             raise
-        return self._queued(tap, fields["joined_ts"])
+        return self._queued(tap, fields["joined_ts"], int(fields["ticket"]))
 
     def _record_unknown(self, tap: NotifyMe, key: str, source: str, now: float) -> None:
         self.tables.audit.record(

@@ -31,6 +31,7 @@ from chalicelib.errors import BadRequest, DomainError
 from chalicelib.leaving import Exit, QueueExits
 from chalicelib.link_ids import is_link_id
 from chalicelib.manage_ids import ManageIds
+from chalicelib.line import PlaceInLine, read_place
 from chalicelib.tables.base import TransactionCancelled, TxItem, transact
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.requests import ACTIVE_STATES, Request, RequestState
@@ -107,7 +108,7 @@ class Place:
     sku: str
     name: str
     state: str
-    position: int
+    place: PlaceInLine  # where it stands, exact or a range (chalicelib/line.py)
     joined_ts: str
     channel: str
     contact: str  # masked
@@ -193,7 +194,8 @@ class ManageService:
         return mask(str(pending["contact"])) if pending else None
 
     def view(self, key: str) -> ManageView:
-        """The person's live places, each with its current place in line."""
+        """The person's live places, each with its current place in line (two reads a place, whatever the list's
+        length: chalicelib/line.py)."""
         places: list[Place] = []
         for request in self.exits.places(key):
             state = str(request.state)
@@ -210,7 +212,7 @@ class ManageService:
                     sku=sku,
                     name=product_name(self.tables.catalog, sku),
                     state=state,
-                    position=self.tables.requests.position(sku, joined_ts),
+                    place=read_place(self.tables, request),
                     joined_ts=joined_ts,
                     channel=request.channel,
                     contact=mask(request.contact),

@@ -17,6 +17,7 @@ from chalice import Response
 from chalicelib.clock import Clock
 from chalicelib.errors import DomainError
 from chalicelib.leaving import GONE, HOLDING, Exit
+from chalicelib.line import PlaceInLine
 from chalicelib.manage import ACTIONS, FormRefused, ManageService, ManageView, Place, product_name
 from chalicelib.optout_service import OptoutService
 from chalicelib.pages import LINK_INCOMPLETE, OWN_LINK_EXPIRED, SIGNED_OUT, page, redirect, when
@@ -46,6 +47,18 @@ def ordinal(n: int) -> str:
     """1 -> '1st', 2 -> '2nd', 11 -> '11th', 23 -> '23rd'."""
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
+
+
+def place_words(place: PlaceInLine) -> str:
+    """A waiting place's status line: exact when the line's figures pin it down, else the range they allow."""
+    if place.exact is not None:
+        return f"You are {ordinal(place.exact)} in line."
+    if place.lowest == 1:
+        return f"You are at most {ordinal(place.highest)} in line."
+    return (
+        f"You are between {ordinal(place.lowest)} and {ordinal(place.highest)} in line "
+        "(some people ahead of you left or bought since you joined)."
+    )
 
 
 def is_one_click(raw: bytes | None, content_type: str) -> bool:
@@ -247,7 +260,7 @@ class SelfService:
                 "It stays yours to buy until then, even if you leave this list."
             )
         else:
-            status = f"You are {ordinal(place.position)} in line."
+            status = place_words(place.place)
         leave = (
             '<form method="post" action="">'
             '<input type="hidden" name="action" value="leave">'

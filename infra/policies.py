@@ -88,7 +88,9 @@ NEEDS: dict[str, Needs] = {
             # (rare, never a shopper's path: chalicelib/tables/catalog.py). CHECK: a confirmed email place looks for
             # units waiting for nobody (chalicelib/confirm_pages.py).
             "catalog": TableAccess((GET, UPDATE, SCAN, CHECK), ("by-store-item",)),
-            "requests": TableAccess((GET, QUERY, PUT, UPDATE, DELETE), ("by-contact",)),
+            # No QUERY on the table itself: a place in line is read from the line's figures, never counted
+            # (chalicelib/line.py); a person's places come from the by-contact index.
+            "requests": TableAccess((GET, PUT, UPDATE, DELETE), ("by-contact",)),
             "restocks": TableAccess((GET, PUT, UPDATE)),
             "reservations": TableAccess((GET, UPDATE)),
             # UPDATE: a person's manage-link version, raised when they sign out everywhere.

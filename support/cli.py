@@ -18,6 +18,7 @@ import click
 from chalicelib.clock import iso
 from chalicelib.config import ConfigError, settings_from_env
 from chalicelib.errors import DomainError
+from chalicelib.line import PlaceInLine
 from infra.stages import UnknownStage, stage_env
 from support.desk import Explanation, SupportDesk, desk_for
 
@@ -113,13 +114,20 @@ def explain(ctx: click.Context, sku: str, contact: str, lookback_days: int) -> N
     _emit(ctx, found, render_explanation(found))
 
 
+def place_figure(place: PlaceInLine) -> str:
+    """A place as staff read it: "4", or "3-5 (a range: people ahead left or bought since they joined)"."""
+    if place.exact is not None:
+        return str(place.exact)
+    return f"{place.lowest}-{place.highest} (a range: people ahead left or bought since they joined)"
+
+
 def render_explanation(e: Explanation) -> str:
     """The explanation as support staff read it."""
     lines = [f"{e.contact} · {e.product} ({e.sku})"]
     if e.state is None:
         lines.append("Place: none (not on this list now)")
-    elif e.position is not None:
-        lines.append(f"Place: {e.position} in line, {e.state}, joined {(e.joined_ts or '')[:19]}Z")
+    elif e.place is not None:
+        lines.append(f"Place: {place_figure(e.place)} in line, {e.state}, joined {(e.joined_ts or '')[:19]}Z")
     else:
         lines.append(f"Place: {e.state}, joined {(e.joined_ts or '')[:19]}Z")
     if e.opted_out:

@@ -21,6 +21,7 @@ from chalicelib.config import Settings
 from chalicelib.contacts import Contact, contact_key, mask, normalise_any
 from chalicelib.errors import DomainError
 from chalicelib.leaving import ERASED, LEFT, RELEASED, QueueExits
+from chalicelib.line import PlaceInLine, read_place
 from chalicelib.notifier import SkipReason
 from chalicelib.optout_service import OptOutResult, OptoutService
 from chalicelib.tables.base import error_code, plain
@@ -108,7 +109,7 @@ class Explanation:
     contact: str  # masked
     contact_key: str
     state: str | None  # their place's state, None when they have no place
-    position: int | None
+    place: PlaceInLine | None  # where a live place stands, exact or a range (chalicelib/line.py)
     joined_ts: str | None
     opted_out: dict[str, Any] | None
     restocks: list[RestockVerdict]
@@ -208,7 +209,8 @@ class SupportDesk:
         if request is not None and request.contact_key != key:
             request = None
         state = str(request.state) if request else None
-        position = self.tables.requests.position(sku, request.joined_ts) if request and request.live else None
+        # Two reads, whatever the list's length: never a count of everyone ahead.
+        place = read_place(self.tables, request) if request and request.live else None
         facts = [f for f in self.tables.audit.for_contact(key) if f.get("sku") == sku]
         joins = [request.joined_ts] if request else []
         joins += [str(f[k]) for f in facts for k in ("request_joined_ts", "joined_ts") if f.get(k)]
@@ -227,7 +229,7 @@ class SupportDesk:
             contact=mask(contact.address),
             contact_key=key,
             state=state,
-            position=position,
+            place=place,
             joined_ts=request.joined_ts if request else None,
             opted_out=plain(opted) if opted else None,
             restocks=verdicts,

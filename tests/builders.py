@@ -79,9 +79,12 @@ def request_items(
     *,
     name: str = "",
     ttl: int | None = None,
+    ticket: tuple[int, int] | None = None,
 ) -> list[dict[str, Any]]:
     """The items capture writes for one new place (the waiting count, uniqueness item, request), from the
-    table classes themselves."""
+    table classes themselves, with the line's ticket capture takes first (`ticket`: one taken already, with the
+    tickets burnt before it; chalicelib/line.py)."""
+    ticket, burnt_before = ticket or take_ticket(services, sku, now)
     place = services.tables.requests.join_items(
         sku=sku,
         joined_ts=joined_ts,
@@ -91,8 +94,15 @@ def request_items(
         name=name,
         ttl=ttl if ttl is not None else int(now) + 90 * 86400,
         now=now,
+        ticket=ticket,
+        burnt_before=burnt_before,
     )
     return [services.tables.catalog.join_item(sku), *place]
+
+
+def take_ticket(services: Services, sku: str, now: float) -> tuple[int, int]:
+    """The next ticket of a SKU's line, as capture takes it: (its number, tickets burnt before it)."""
+    return services.tables.throttle.take_ticket(sku, int(now) + 91 * 86400)
 
 
 def add_request(
@@ -104,6 +114,7 @@ def add_request(
     *,
     name: str = "",
     ttl: int | None = None,
+    ticket: tuple[int, int] | None = None,
     **fields: Any,
 ) -> Request:
     """One place, written as capture writes it; `fields` then set state or history directly.
@@ -111,7 +122,7 @@ def add_request(
     A place set to a state that has left the line (converted) is not counted as waiting, as the move there
     would have uncounted it.
     """
-    items = request_items(services, sku, contact, joined_ts, now, name=name, ttl=ttl)
+    items = request_items(services, sku, contact, joined_ts, now, name=name, ttl=ttl, ticket=ticket)
     if fields.get("state", RequestState.WAITING) not in ACTIVE_STATES:
         items = items[1:]
     transact(services.tables.requests.table.meta.client, items)
@@ -131,7 +142,8 @@ def add_request(
 
 def join_request(services: Services, sku: str, contact: str, now: float, *, ttl: int | None = None) -> Request:
     """A waiting place for `contact` joining at `now`, with a join stamp made as capture makes it."""
-    return add_request(services, sku, contact, new_joined_ts(now), now, ttl=ttl)
+    ticket = take_ticket(services, sku, now)
+    return add_request(services, sku, contact, new_joined_ts(now, ticket[0]), now, ttl=ttl, ticket=ticket)
 
 
 def add_many_requests(services: Services, sku: str, count: int, now: float) -> list[str]:

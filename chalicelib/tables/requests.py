@@ -56,6 +56,8 @@ class Request:
     confirm_sends: int = 0  # confirmation emails sent for this place
     confirm_sent_at: int | None = None  # when the last one was sent
     confirm_owed_at: int | None = None  # a confirmation email is owed since then (sparse index "by-confirm")
+    ticket: int | None = None  # the SKU line's ticket this place took (chalicelib/line.py); None before tickets
+    burnt_before: int = 0  # tickets of that line burnt before this one was handed out
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Self:
@@ -80,12 +82,14 @@ class Request:
             confirm_sends=int(item.get("confirm_sends") or 0),
             confirm_sent_at=int_or_none(item.get("confirm_sent_at")),
             confirm_owed_at=int_or_none(item.get("confirm_owed_at")),
+            ticket=int_or_none(item.get("ticket")),
+            burnt_before=int(item.get("burnt_before") or 0),
         )
 
     def to_item(self) -> dict[str, Any]:
         """The stored item (absent attributes left out)."""
         item = present({**self.__dict__, "state": str(self.state)})
-        for flag in ("unconfirmed", "confirm_sends"):
+        for flag in ("unconfirmed", "confirm_sends", "burnt_before"):
             if not item.get(flag):
                 item.pop(flag, None)
         return item
@@ -96,9 +100,12 @@ class Request:
         return self.state in ACTIVE_STATES
 
 
-def new_joined_ts(now: float) -> str:
-    """A join stamp: ISO-8601 time plus a short random suffix that breaks ties between equal instants."""
-    return f"{iso(now)}#{secrets.token_hex(3)}"
+def new_joined_ts(now: float, ticket: int | None = None) -> str:
+    """A join stamp: ISO-8601 time plus a suffix that breaks ties between equal instants: the line's ticket
+    (chalicelib/line.py), so places of one instant stand in the order their tickets were handed out, then a short
+    random part."""
+    order = f"{ticket:012d}" if ticket is not None else ""
+    return f"{iso(now)}#{order}{secrets.token_hex(3)}"
 
 
 def unique_sk(contact_key: str) -> str:
@@ -140,6 +147,8 @@ class RequestsTable:
         now: float,
         told: str | None = None,
         unconfirmed: bool = False,
+        ticket: int | None = None,
+        burnt_before: int = 0,
     ) -> tuple[TxItem, TxItem]:
         """Transaction items for a new place: (the uniqueness item, the request itself).
 
@@ -147,6 +156,8 @@ class RequestsTable:
         bought from or left): the new place is never told about it again (invariant 6 is per person).
         `unconfirmed`: an email place under double opt-in; it owes one confirmation email from this moment, in
         the same transaction (the sweep sends any still owed after a minute), and `ttl` is its deadline.
+        `ticket` and `burnt_before`: the line's ticket this place took, so its place is read without counting the
+        list (chalicelib/line.py).
         """
         request: dict[str, Any] = {
             "sku": sku,
@@ -164,6 +175,10 @@ class RequestsTable:
         }
         if told:
             request["last_notified_restock"] = told
+        if ticket is not None:
+            request["ticket"] = ticket
+            if burnt_before:
+                request["burnt_before"] = burnt_before
         if unconfirmed:
             request.update(unconfirmed=True, confirm_owed_at=int(now), confirm_day=confirm_day(now))
         return (
@@ -355,7 +370,9 @@ class RequestsTable:
                 yield str(item["sku"]), str(item["joined_ts"])
 
     def position(self, sku: str, joined_ts: str) -> int:
-        """1-based place in line: live requests that joined at or before this one."""
+        """1-based place in line by counting live requests that joined at or before this one: its cost grows with
+        the list, so no shopper or support path calls it (they read chalicelib/line.py's figures); tests use it as
+        the oracle those figures are checked against."""
         return count_all(
             self.table,
             KeyConditionExpression=Key("sku").eq(sku) & Key("joined_ts").lte(joined_ts),

@@ -206,3 +206,47 @@ class ThrottleTable:
             )
         except self.table.meta.client.exceptions.ConditionalCheckFailedException:
             return
+
+    # --- Each SKU's line tickets (chalicelib/line.py): the order a new place was handed out in, kept off the tap's
+    # --- transaction so no transaction ever holds this item (one plain write a tap, see docs/SCALE.md).
+
+    def take_ticket(self, sku: str, expires_at: int) -> tuple[int, int]:
+        """Hand out the next ticket of a SKU's line: (its number, tickets burnt before it)."""
+        result = self.table.update_item(
+            Key={"key": line_key(sku)},
+            # The line lives while anybody taps for it (a place lives at most a ttl after its last tap).
+            UpdateExpression="ADD issued :one SET #ttl = :ttl",
+            ExpressionAttributeNames={"#ttl": "ttl"},
+            ExpressionAttributeValues={":one": 1, ":ttl": expires_at},
+            ReturnValues="ALL_NEW",
+        )
+        attributes = result["Attributes"]
+        return int(attributes["issued"]), int(attributes.get("burnt") or 0)
+
+    def return_ticket(self, sku: str, ticket: int) -> None:
+        """A ticket no place took (a repeat tap, an opt-out, a refusal): hand it back while it is still the last one
+        issued, or else count it burnt, so the line's figures stay an honest bound (chalicelib/line.py)."""
+        try:
+            self.table.update_item(
+                Key={"key": line_key(sku)},
+                UpdateExpression="ADD issued :minus",
+                # Only the last ticket goes back: a later one issued meanwhile keeps its number.
+                ConditionExpression="issued = :ticket",
+                ExpressionAttributeValues={":minus": -1, ":ticket": ticket},
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            self.table.update_item(
+                Key={"key": line_key(sku)},
+                UpdateExpression="ADD burnt :one",
+                ExpressionAttributeValues={":one": 1},
+            )
+
+    def line(self, sku: str) -> tuple[int, int]:
+        """A SKU's line figures, read strongly consistent: (tickets issued, tickets burnt)."""
+        item = self.table.get_item(Key={"key": line_key(sku)}, ConsistentRead=True).get("Item") or {}
+        return int(item.get("issued") or 0), int(item.get("burnt") or 0)
+
+
+def line_key(sku: str) -> str:
+    """The throttle key of a SKU's line tickets (SKUs hold no '#', so it never meets another key)."""
+    return f"line#{sku}"

@@ -82,6 +82,19 @@ def test_the_page_shows_each_place_and_it_moves_up_as_others_leave_or_are_served
     assert s.waiting_count() == 2
 
 
+def test_once_someone_behind_leaves_the_page_gives_the_range_it_is_sure_of(
+    client: Client, services: Services, clock: FixedClock
+) -> None:
+    # The place is read from the line's figures, never by counting (chalicelib/line.py): a leave behind the
+    # second person cannot be told from one ahead, so the page says only what it knows, and says it is a bound.
+    s = scene(services, clock, units=1, people=3)
+    last = me(services, s.requests[2])
+    left = post(client, last, form_for(client.http.get(last).body, "leave", s.sku))
+    assert left.status_code == 303
+    assert place_line(client, me(services, s.requests[1])) == "You are at most 2nd in line."
+    assert services.tables.requests.position(s.sku, s.requests[1].joined_ts) == 2
+
+
 def test_the_page_says_when_a_link_was_sent_or_a_unit_is_held(
     client: Client, services: Services, clock: FixedClock
 ) -> None:

@@ -8,7 +8,10 @@ from typing import Any
 
 import pytest
 
-from chalicelib.errors import UnknownSku
+from chalicelib.errors import Busy, UnknownSku
+from chalicelib.line import read_place
+from chalicelib.tables import base
+from chalicelib.tables.base import TRANSACTION_CONFLICT, Reason, TransactionCancelled
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 
@@ -62,6 +65,10 @@ def test_simultaneous_taps_from_many_people_all_get_distinct_places(services: Se
     assert all(o.status == "queued" for o in outcomes)
     final = sorted(services.tables.requests.position(chair, o.joined_ts or "") for o in outcomes)
     assert final == list(range(1, 13))
+    # The line's figures agree with the count, place by place, without counting (chalicelib/line.py).
+    for o in outcomes:
+        place = read_place(services.tables, services.tables.requests.get(chair, o.joined_ts or ""))
+        assert place.exact == services.tables.requests.position(chair, o.joined_ts or "")
     assert services.tables.catalog.get(chair).waiting_count == 12
 
 
@@ -81,13 +88,32 @@ def test_a_shopper_who_bought_joins_again_at_the_back(services: Services, chair:
     assert unique["ref"] == again.joined_ts
 
 
-def test_a_new_tap_costs_one_transaction(services: Services, chair: str) -> None:
-    # No place in line is counted: the answer tells nobody their position (it would tell a stranger too).
+def test_a_new_tap_costs_a_ticket_and_one_transaction(services: Services, chair: str) -> None:
+    # No place in line is counted: the place takes the line's next ticket (one plain write), whatever the length.
     calls: list[str] = []
     client = services.tables.requests.table.meta.client
     client.meta.events.register("before-call.dynamodb.*", lambda model, **_: calls.append(model.name))
     services.capture.capture("ip", TAP)
-    assert calls == ["TransactWriteItems"]
+    assert calls == ["UpdateItem", "TransactWriteItems"]
+
+
+def test_a_tap_that_takes_no_new_place_hands_its_ticket_back(services: Services, chair: str) -> None:
+    first = services.capture.capture("ip", TAP)
+    assert services.tables.throttle.line(chair) == (1, 0)
+    again = services.capture.capture("ip", TAP)
+    assert (again.status, again.joined_ts) == ("already_queued", first.joined_ts)
+    assert services.tables.throttle.line(chair) == (1, 0)  # handed back: the line's figures stay exact
+    with pytest.raises(UnknownSku):
+        services.capture.capture("ip", {**TAP, "sku": "NO-SUCH-SKU", "contact": "07400 123458"})
+    assert services.tables.throttle.line("NO-SUCH-SKU") == (0, 0)
+
+
+def test_a_ticket_handed_back_after_a_later_one_counts_as_burnt(services: Services, chair: str) -> None:
+    services.tables.throttle.take_ticket(chair, 10**10)
+    services.tables.throttle.take_ticket(chair, 10**10)
+    services.tables.throttle.return_ticket(chair, 1)  # ticket 2 is out: 1 cannot go back, so it is burnt
+    assert services.tables.throttle.line(chair) == (2, 1)
+    assert services.tables.throttle.take_ticket(chair, 10**10) == (3, 1)
 
 
 def test_the_callers_address_is_stored_only_as_a_keyed_hash(services: Services, chair: str) -> None:
@@ -100,3 +126,27 @@ def test_the_callers_address_is_stored_only_as_a_keyed_hash(services: Services, 
     ]
     assert stored, "the taps were counted and audited"
     assert not [item for item in stored if address in item]
+
+
+def test_a_tap_whose_retries_all_conflict_is_told_to_try_again(
+    services: Services, chair: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What DynamoDB answers while other transactions hold the product item (TransactWriteItems API reference:
+    # CancellationReasons, code TransactionConflict); `transact` gives up after its bounded attempts.
+    # Only transactions that hold the product item meet others; the rest run as usual.
+    attempts: list[int] = []
+    real = base.transact
+    catalog = services.tables.catalog.name
+
+    def conflicted(client: Any, items: Any, **kwargs: Any) -> None:
+        if not any(next(iter(i.values()))["TableName"] == catalog for i in items):
+            return real(client, items, **kwargs)
+        attempts.append(len(items))
+        raise TransactionCancelled([Reason(TRANSACTION_CONFLICT, None) for _ in items])
+
+    monkeypatch.setattr(base, "transact", conflicted)
+    with pytest.raises(Busy):
+        services.capture.capture("ip", TAP)
+    assert attempts  # it tried, and wrote nothing
+    assert list(services.tables.requests.queue(chair)) == []
+    assert services.tables.throttle.line(chair) == (0, 0)  # the ticket went back

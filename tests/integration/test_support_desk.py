@@ -48,7 +48,7 @@ def test_explain_told_with_what_happened_next(services: Services, clock: FixedCl
     clock.advance(MINUTE)
     services.moves.convert(s.row(token), "order-7", clock.now())
     found = desk_for(services).explain(s.sku, "07400 100000")  # typed as the shopper would say it
-    assert (found.state, found.position) == ("converted", None)
+    assert (found.state, found.place) == ("converted", None)
     [r] = found.restocks
     assert (r.verdict, r.position, r.channel) == (TOLD, 1, "sms")
     assert [f.split(" at ")[0] for f in r.follow_ups] == ["hold", "conversion"]
@@ -58,7 +58,7 @@ def test_explain_behind_the_cap(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=2)
     notify(s, s.restock)
     found = desk_for(services).explain(s.sku, s.requests[1].contact)
-    assert found.position == 2
+    assert found.place is not None and found.place.exact == 2
     [r] = found.restocks
     assert r.verdict == BEHIND_CAP
     assert "1 unit(s), 1 notice(s) went to people ahead" in r.detail
@@ -147,7 +147,7 @@ def test_explain_not_yet_joined(services: Services, clock: FixedClock) -> None:
     join_request(services, "LAMP", "+447400100050", clock.now())
     found = desk_for(services).explain("LAMP", "+447400100050")
     assert [(r.restock_id, r.verdict) for r in found.restocks] == [(early.restock_id, NOT_YET_JOINED)]
-    assert found.position == 1
+    assert found.place is not None and found.place.exact == 1
 
 
 def test_explain_not_on_the_list_after_leaving(services: Services, clock: FixedClock) -> None:
