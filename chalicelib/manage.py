@@ -29,9 +29,9 @@ from chalicelib.confirm import (
 from chalicelib.contacts import CHANNELS, check_sms_number, contact_key, mask, normalise_contact
 from chalicelib.errors import BadRequest, DomainError
 from chalicelib.leaving import Exit, QueueExits
+from chalicelib.line import PlaceInLine, read_place
 from chalicelib.link_ids import is_link_id
 from chalicelib.manage_ids import ManageIds
-from chalicelib.line import PlaceInLine, read_place
 from chalicelib.tables.base import TransactionCancelled, TxItem, transact
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.requests import ACTIVE_STATES, Request, RequestState
