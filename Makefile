@@ -17,8 +17,10 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 
 venv: $(STAMP)
 
+# CORS_ORIGINS=https://your-theme.example adds origins the widget may be tried from (docs/CONSOLE.md);
+# VERBOSE=1 shows the emulator's and fake stores' request logs and tracebacks.
 dev: $(STAMP)
-	$(PY) -m devstack
+	$(PY) -m devstack $(if $(filter 1 yes true,$(VERBOSE)),--verbose)
 
 # pytest exits 5 when it collects nothing; that is a broken suite, so say so instead of passing.
 test: $(STAMP)
