@@ -290,14 +290,17 @@ def dlq() -> None:
 
 
 @dlq.command()
+@click.option("--wait", is_flag=True, help="On AWS, follow the move task to its end, showing progress.")
 @json_option
 @click.pass_context
-def redrive(ctx: click.Context) -> None:
+def redrive(ctx: click.Context, wait: bool) -> None:
     """Move dead-lettered jobs back to the job queue."""
     desk = _desk(ctx)
     progress = _progress(ctx, "Moved", REDRIVE_PROGRESS_EVERY)
     try:
         report = desk.dlq_redrive(emulated=bool(ctx.obj.get("emulated")), progress=progress)
+        if wait and report.task_handle:
+            report = desk.follow_move_task(report, progress)
     finally:
         progress.finish()
     lines = [f"{report.waiting_before} job(s) were dead-lettered.", f"Method: {report.method}"]
@@ -307,6 +310,8 @@ def redrive(ctx: click.Context) -> None:
         lines.append(f"{report.failed} job(s) could not be sent and stay dead-lettered; run redrive again.")
     if report.task_handle:
         lines.append(f"Task: {report.task_handle}")
+    if report.status:
+        lines.append(f"Status: {report.status}")
     if report.note:
         lines.append(report.note)
     _emit(ctx, report, "\n".join(lines))

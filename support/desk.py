@@ -11,8 +11,9 @@ person is found however they write their number or address.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -76,6 +77,11 @@ UNIMPLEMENTED_CODES = {
     "UnsupportedOperation",
     "InvalidAction",
 }
+
+
+# A message move task's statuses that are final (RUNNING and CANCELLING are not): SQS API reference,
+# ListMessageMoveTasksResultEntry.Status.
+MOVE_TASK_ENDED = ("COMPLETED", "CANCELLED", "FAILED")
 
 
 class StillHolding(DomainError):
@@ -187,6 +193,7 @@ class RedriveReport:
     task_handle: str | None = None
     note: str = ""
     failed: int = 0  # messages the job queue refused; they stay on the dead-letter queue
+    status: str | None = None  # the move task's last status, when it was followed (RUNNING, COMPLETED, ...)
 
 
 def _verdict_for_skip(reason: str) -> tuple[str, str]:
@@ -502,6 +509,37 @@ class SupportDesk:
             task_handle=str(task.get("TaskHandle", "")),
             note="SQS moves the messages in the background; `aws sqs list-message-move-tasks` shows progress.",
         )
+
+    def follow_move_task(
+        self,
+        report: RedriveReport,
+        progress: ProgressHook = _no_progress,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        poll_s: float = 2.0,
+    ) -> RedriveReport:
+        """Watch an SQS message move task (ListMessageMoveTasks) until it ends, telling `progress` of each move.
+
+        The task runs in SQS whether or not anyone watches; this only reports it. Its counts are approximate,
+        as SQS says.
+        """
+        moved = 0
+        while True:
+            tasks = self.sqs.list_message_move_tasks(SourceArn=report.source, MaxResults=10).get("Results", [])
+            task = next((t for t in tasks if t.get("TaskHandle") == report.task_handle), None)
+            if task is None:
+                return replace(report, status="UNKNOWN", note="SQS no longer lists this move task.")
+            now_moved = int(task.get("ApproximateNumberOfMessagesMoved", 0))
+            if now_moved > moved:
+                progress(now_moved - moved)
+                moved = now_moved
+            status = str(task.get("Status", ""))
+            if status in MOVE_TASK_ENDED:
+                note = f"The move task ended {status}" + (
+                    f": {task['FailureReason']}" if task.get("FailureReason") else "."
+                )
+                return replace(report, status=status, moved=moved, note=note)
+            sleep(poll_s)
 
     def _redrive_by_hand(
         self, dlq_url: str, jobs_url: str, source: str, destination: str, waiting: int, progress: ProgressHook

@@ -8,11 +8,13 @@ import os
 import socket
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
+from botocore.stub import Stubber
 from click.testing import CliRunner, Result
 
 from chalicelib.aws import Aws
@@ -225,3 +227,68 @@ def test_stage_settings_come_from_the_chalice_config() -> None:
     assert stage_env("dev")["TOKEN_KEY_SECRET_ID"] == "bisn-dev/token-key"
     with pytest.raises(Exception, match="no stage"):
         stage_env("nope")
+
+
+# --- redrive on AWS: SQS's own move task, followed with --wait. The emulator has no StartMessageMoveTask, so
+# botocore's Stubber answers, checking each request and answer against botocore's SQS service model; the
+# answers' fields and statuses are those of the SQS API reference (StartMessageMoveTask, ListMessageMoveTasks,
+# ListMessageMoveTasksResultEntry).
+
+DLQ_URL = "https://sqs.eu-west-2.amazonaws.com/111122223333/bisn-jobs-dlq"
+JOBS_URL = "https://sqs.eu-west-2.amazonaws.com/111122223333/bisn-jobs"
+DLQ_ARN = "arn:aws:sqs:eu-west-2:111122223333:bisn-jobs-dlq"
+JOBS_ARN = "arn:aws:sqs:eu-west-2:111122223333:bisn-jobs"
+
+
+def stubbed_sqs(services: Services, task_states: list[dict[str, Any]]) -> tuple[Any, Stubber]:
+    sqs = boto3.session.Session(region_name=REGION).client("sqs")
+    stub = Stubber(sqs)
+    names = services.settings
+    stub.add_response("get_queue_url", {"QueueUrl": DLQ_URL}, {"QueueName": names.dlq_name})
+    stub.add_response("get_queue_url", {"QueueUrl": JOBS_URL}, {"QueueName": names.jobs_queue_name})
+    stub.add_response(
+        "get_queue_attributes",
+        {"Attributes": {"QueueArn": DLQ_ARN, "ApproximateNumberOfMessages": "250"}},
+        {"QueueUrl": DLQ_URL, "AttributeNames": ["QueueArn", "ApproximateNumberOfMessages"]},
+    )
+    stub.add_response(
+        "get_queue_attributes",
+        {"Attributes": {"QueueArn": JOBS_ARN}},
+        {"QueueUrl": JOBS_URL, "AttributeNames": ["QueueArn"]},
+    )
+    stub.add_response(
+        "start_message_move_task", {"TaskHandle": "task-1"}, {"SourceArn": DLQ_ARN, "DestinationArn": JOBS_ARN}
+    )
+    for state in task_states:
+        entry = {"TaskHandle": "task-1", "SourceArn": DLQ_ARN, "DestinationArn": JOBS_ARN, **state}
+        stub.add_response("list_message_move_tasks", {"Results": [entry]}, {"SourceArn": DLQ_ARN, "MaxResults": 10})
+    stub.activate()
+    return sqs, stub
+
+
+def test_following_a_move_task_reports_its_progress_until_it_ends(services: Services) -> None:
+    states = [
+        {"Status": "RUNNING", "ApproximateNumberOfMessagesMoved": 0, "ApproximateNumberOfMessagesToMove": 250},
+        {"Status": "RUNNING", "ApproximateNumberOfMessagesMoved": 120, "ApproximateNumberOfMessagesToMove": 250},
+        {"Status": "COMPLETED", "ApproximateNumberOfMessagesMoved": 250, "ApproximateNumberOfMessagesToMove": 250},
+    ]
+    sqs, stub = stubbed_sqs(services, states)
+    desk = replace(desk_for(services), sqs=sqs)
+    heard: list[int] = []
+    naps: list[float] = []
+    started = desk.dlq_redrive(emulated=False)
+    assert (started.method, started.task_handle, started.waiting_before) == ("StartMessageMoveTask", "task-1", 250)
+    done = desk.follow_move_task(started, heard.append, sleep=naps.append, poll_s=2.0)
+    assert (done.status, done.moved, heard, naps) == ("COMPLETED", 250, [120, 130], [2.0, 2.0])
+    stub.assert_no_pending_responses()
+
+
+def test_redrive_wait_shows_how_a_failed_move_task_ended(services: Services) -> None:
+    failed = {"Status": "FAILED", "ApproximateNumberOfMessagesMoved": 40, "FailureReason": "AccessDenied"}
+    sqs, stub = stubbed_sqs(services, [failed])
+    obj = {"desk": replace(desk_for(services), sqs=sqs), "emulated": False}
+    result = CliRunner().invoke(cli, ["dlq", "redrive", "--wait"], obj=obj)
+    assert result.exit_code == 0, result.output
+    assert "Method: StartMessageMoveTask\nMoved 40 job(s) to " in result.stdout
+    assert "Status: FAILED\nThe move task ended FAILED: AccessDenied" in result.stdout
+    stub.assert_no_pending_responses()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import threading
 import urllib.request
@@ -26,8 +27,17 @@ def server_loggers() -> Iterator[None]:
         logging.getLogger(name).setLevel(level)
 
 
-def test_the_local_api_answers_every_one_of_32_simultaneous_connections(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AWS_CHALICE_CLI_MODE", "true")
+@pytest.fixture
+def environment() -> Iterator[None]:
+    """Put os.environ back as it was: Chalice writes the stage's variables into it, as the API process wants."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+def test_the_local_api_answers_every_one_of_32_simultaneous_connections(environment: None) -> None:
+    os.environ["AWS_CHALICE_CLI_MODE"] = "true"
     server = local_server("127.0.0.1", 0, "local")
     assert server.server.request_queue_size == LISTEN_BACKLOG
     host, port = server.server.server_address[:2]

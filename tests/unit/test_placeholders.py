@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -93,8 +94,13 @@ def test_an_unknown_stage_is_one_line(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_make_package_checks_every_stage_but_the_sample_dev_stage() -> None:
+    # As from a shell that sets neither (make would take STAGE from the environment).
+    env = {k: v for k, v in os.environ.items() if k not in ("STAGE", "ALLOW_PLACEHOLDERS", "MAKEFLAGS", "MFLAGS")}
+
     def commands(*args: str) -> str:
-        done = subprocess.run(["make", "-n", "package", *args], cwd=ROOT, capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            ["make", "-n", "package", *args], cwd=ROOT, capture_output=True, text=True, check=True, env=env
+        )
         return done.stdout
 
     prod = commands("STAGE=prod", "ALLOW_PLACEHOLDERS=PUBLIC_BASE_URL")
