@@ -33,6 +33,8 @@ LOCAL_REGION = "eu-west-2"
 # How often a long operation reports progress when stderr is not a terminal.
 QUEUE_PROGRESS_EVERY = 1000
 REDRIVE_PROGRESS_EVERY = 100
+# On a terminal, progress shows once this many items are done: a short answer comes without it.
+LIVE_FROM = 100
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -103,7 +105,8 @@ def json_option(command: F) -> F:
 
 
 def _progress(ctx: click.Context, label: str, every: int, total: int | None = None) -> Progress:
-    return Progress(label, ctx.obj.get("progress_stream") or sys.stderr, every=every, total=total)
+    stream = ctx.obj.get("progress_stream") or sys.stderr
+    return Progress(label, stream, every=every, total=total, live_from=LIVE_FROM)
 
 
 class DeskGroup(click.Group):

@@ -1,7 +1,8 @@
 """Progress of a long `bisn` operation on stderr, so stdout stays the answer (and `--json` stays parseable).
 
-On a terminal one line is rewritten in place; elsewhere (a log, a pipe, CI) a line is written every `every`
-items, so a long run shows it is alive without flooding the log.
+On a terminal one line is rewritten in place, once `live_from` items are done (a short answer shows none);
+elsewhere (a log, a pipe, CI) a line is written every `every` items, so a long run shows it is alive without
+flooding the log.
 """
 
 from __future__ import annotations
@@ -12,8 +13,11 @@ from typing import TextIO
 class Progress:
     """Counts items of one operation and reports the count on a stream."""
 
-    def __init__(self, label: str, stream: TextIO, *, every: int = 1000, total: int | None = None) -> None:
+    def __init__(
+        self, label: str, stream: TextIO, *, every: int = 1000, total: int | None = None, live_from: int = 1
+    ) -> None:
         self.label = label
+        self.live_from = live_from
         self.stream = stream
         self.every = max(1, every)
         self.total = total
@@ -30,8 +34,9 @@ class Progress:
         before = self.count
         self.count += done
         if self._live:
-            self.stream.write("\r" + self._line())
-            self._shown = True
+            if self.count >= self.live_from:
+                self.stream.write("\r" + self._line())
+                self._shown = True
         elif self.count // self.every > before // self.every:
             self.stream.write(self._line() + "\n")
         self.stream.flush()

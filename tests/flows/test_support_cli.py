@@ -139,7 +139,10 @@ class Terminal(io.StringIO):
         return True
 
 
-def test_a_long_list_shows_progress_on_a_terminal_and_keeps_stdout_clean(services: Services, clock: FixedClock) -> None:
+def test_a_long_list_shows_progress_on_a_terminal_and_keeps_stdout_clean(
+    services: Services, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(support_cli, "LIVE_FROM", 2)  # 100 places otherwise
     s = scene(services, clock, units=1, people=3)
     terminal = Terminal()
     obj = {"desk": desk_for(services), "emulated": True, "progress_stream": terminal}
@@ -147,7 +150,12 @@ def test_a_long_list_shows_progress_on_a_terminal_and_keeps_stdout_clean(service
     assert result.exit_code == 0, result.output
     assert len(json.loads(result.stdout)) == 3
     # One line rewritten in place, then ended so the shell prompt starts on its own line.
-    assert terminal.getvalue() == f"\rRead {s.sku}'s list: 1\rRead {s.sku}'s list: 2\rRead {s.sku}'s list: 3\n"
+    assert terminal.getvalue() == f"\rRead {s.sku}'s list: 2\rRead {s.sku}'s list: 3\n"
+    # A list shorter than that comes without any.
+    quiet = Terminal()
+    short = CliRunner().invoke(cli, ["queue", s.sku, "--limit", "1"], obj={**obj, "progress_stream": quiet})
+    assert short.exit_code == 0, short.output
+    assert quiet.getvalue() == ""
 
 
 def test_redrive_counts_its_progress_off_a_terminal(services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
