@@ -17,8 +17,10 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 
 venv: $(STAMP)
 
+# CORS_ORIGINS=https://your-theme.example adds origins the widget may be tried from (docs/CONSOLE.md);
+# VERBOSE=1 shows the emulator's and fake stores' request logs and tracebacks.
 dev: $(STAMP)
-	$(PY) -m devstack
+	$(PY) -m devstack $(if $(filter 1 yes true,$(VERBOSE)),--verbose)
 
 # pytest exits 5 when it collects nothing; that is a broken suite, so say so instead of passing.
 test: $(STAMP)
@@ -64,8 +66,14 @@ format: $(STAMP)
 STAGE ?= dev
 PACKAGE_REGION ?= eu-west-2
 
+# Every stage but dev (the sample stage CI packages and lints) must have its own settings, not the samples the
+# config ships with: infra/placeholders.py names each one left. ALLOW_PLACEHOLDERS=PUBLIC_BASE_URL lets the first
+# deployment through before the API's address is known (docs/DEPLOY.md).
+ALLOW_PLACEHOLDERS ?=
+
 # Bytecode a local run left behind is not shipped: it would be for this interpreter, not Lambda's.
 package: $(STAMP)
+	$(if $(filter-out dev,$(STAGE)),$(PY) -m infra.placeholders --stage $(STAGE) --allow "$(ALLOW_PLACEHOLDERS)")
 	find chalicelib -name __pycache__ -type d -prune -exec rm -rf {} +
 	AWS_DEFAULT_REGION=$(PACKAGE_REGION) $(VENV)/bin/chalice package --stage $(STAGE) --merge-template infra/template.json build/
 	$(PY) -m infra.pin_stage build/sam.json --stage $(STAGE)

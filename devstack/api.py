@@ -22,6 +22,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from chalice import Chalice, local
+from chalice.cli import create_local_server
+from chalice.cli.factory import CLIFactory
+from chalice.config import Config
+from chalice.local import LocalDevServer
+
 from devstack.stage import ROOT
 
 if TYPE_CHECKING:
@@ -40,6 +46,34 @@ def parse_overrides(pairs: list[str]) -> dict[str, str]:
     return overrides
 
 
+# Connections the kernel holds for the server while its threads are busy. Chalice's local server keeps
+# http.server's 5, so a burst of taps from a load test or a busy page (16 at once) overflowed it and some
+# were refused or reset; the emulator's and the console's werkzeug servers already wait for 128.
+LISTEN_BACKLOG = 128
+
+
+class ApiServer(local.ThreadedHTTPServer):
+    """Chalice's threaded local server, listening with LISTEN_BACKLOG."""
+
+    request_queue_size = LISTEN_BACKLOG
+
+
+class ApiFactory(CLIFactory):
+    """Chalice's CLI factory, whose local server is an ApiServer."""
+
+    def create_local_server(self, app_obj: Chalice, config: Config, host: str, port: int) -> LocalDevServer:
+        """As chalice.local.create_local_server (the app served as a LocalChalice), choosing the server class,
+        which that function does not let a caller do."""
+        local.CustomLocalChalice.__bases__ = (local.LocalChalice, app_obj.__class__)
+        app_obj.__class__ = local.CustomLocalChalice
+        return LocalDevServer(app_obj, config, host, port, server_cls=ApiServer)
+
+
+def local_server(host: str, port: int, stage: str) -> LocalDevServer:
+    """Chalice's local server for the app at ROOT, as `chalice local` makes it, with a listen backlog of 128."""
+    return create_local_server(ApiFactory(str(ROOT), environ=os.environ), host, port, stage)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Serve the app on host:port until interrupted."""
     parser = argparse.ArgumentParser(prog="python -m devstack.api", description=__doc__.splitlines()[0])
@@ -56,13 +90,9 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as error:
         parser.error(str(error))
 
-    from chalice.cli import create_local_server
-    from chalice.cli.factory import CLIFactory
-
     os.chdir(ROOT)
     os.environ["AWS_CHALICE_CLI_MODE"] = "true"
-    factory = CLIFactory(str(ROOT), environ=os.environ)
-    server = create_local_server(factory, args.host, args.port, args.stage)
+    server = local_server(args.host, args.port, args.stage)
     os.environ.update(overrides)
     if args.clock_file or args.platform_file:
         _follow_the_stack(args.clock_file, args.platform_file, args.shopify_url)

@@ -19,6 +19,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from devstack.stage import REGION, ROOT
 
@@ -54,6 +55,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--retry-after", type=int, default=30, help="seconds before a failed notifier job is retried (default 30)"
     )
     parser.add_argument("--no-pump", action="store_true", help="deliver jobs and sweep only from the console")
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        default=os.environ.get("DEVSTACK_VERBOSE", "").strip().lower() in ("1", "true", "yes"),
+        help="also show the emulator's and fake stores' request logs and their tracebacks (make dev VERBOSE=1)",
+    )
     args = parser.parse_args(argv)
     for name in PORTS:
         port = getattr(args, name)
@@ -62,6 +69,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if len({getattr(args, name) for name in PORTS}) != len(PORTS):
         parser.error("the emulator, API, console and the two fake stores need five different ports")
     return args
+
+
+# The loggers of the emulator (moto) and of the werkzeug servers it, the console and the fake stores run on.
+SERVER_LOGGERS = ("werkzeug", "moto")
+
+
+def server_logging(*, verbose: bool) -> None:
+    """Keep the servers' request logs and tracebacks out of the terminal unless asked for (--verbose).
+
+    werkzeug logs a line per request at INFO and a traceback at ERROR for each request that fails inside
+    the emulator; an emulator error already reaches the app as an error answer, which the app reports. The
+    console's own failures are logged by the console (logger "devstack.console") and still show.
+    """
+    for name in SERVER_LOGGERS:
+        logging.getLogger(name).setLevel(logging.INFO if verbose else logging.CRITICAL)
 
 
 def port_free(port: int, host: str = HOST) -> bool:
@@ -75,13 +97,38 @@ def port_free(port: int, host: str = HOST) -> bool:
     return True
 
 
+def extra_origins(raw: str) -> list[str]:
+    """CORS_ORIGINS from the environment: comma-separated origins (`scheme://host[:port]`, or `*`), each checked."""
+    origins = []
+    for entry in (part.strip() for part in raw.split(",")):
+        if not entry:
+            continue
+        if entry == "*":
+            origins.append(entry)
+            continue
+        parts = urlsplit(entry)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.path.strip("/") or parts.query:
+            raise SystemExit(
+                f"CORS_ORIGINS must be origins like https://shop.example or http://localhost:3000, "
+                f"comma-separated; got {entry!r}"
+            )
+        origins.append(f"{parts.scheme}://{parts.netloc}")
+    return origins
+
+
 def api_overrides(
     api_port: int, console_port: int, env: dict[str, str], woocommerce_port: int | None = None
 ) -> dict[str, str]:
-    """Settings that follow the stack's ports, and the rate limit when the environment sets one."""
+    """Settings that follow the stack's ports, plus the rate limit and extra CORS origins the environment sets.
+
+    The console's own origins are always allowed (its storefront embeds the widget); CORS_ORIGINS adds more,
+    such as a theme served from your own machine or shop, so the widget can be tried there.
+    """
+    console = [f"http://{HOST}:{console_port}", f"http://localhost:{console_port}"]
+    origins = console + [o for o in extra_origins(env.get("CORS_ORIGINS", "")) if o not in console]
     overrides = {
         "PUBLIC_BASE_URL": f"http://{HOST}:{api_port}",
-        "CORS_ORIGINS": f"http://{HOST}:{console_port},http://localhost:{console_port}",
+        "CORS_ORIGINS": ",".join(origins),
     }
     if woocommerce_port is not None:
         overrides["WOOCOMMERCE_STORE_URL"] = f"http://{HOST}:{woocommerce_port}"
@@ -271,7 +318,6 @@ class LocalStack:
 
         origins = [self.console_base, f"http://localhost:{self.args.console_port}"]
         app = create_console(self.stack, origins=origins)
-        logging.getLogger("werkzeug").setLevel(logging.WARNING)
         self.console_server = make_server(HOST, self.args.console_port, app, threaded=True)
         threading.Thread(target=self.console_server.serve_forever, name="devstack-console", daemon=True).start()
         log.info("dev console on %s", self.console_base)
@@ -329,9 +375,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run the stack until Ctrl-C (or SIGTERM); returns the exit code."""
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)-8s| %(message)s", datefmt="%H:%M:%S")
-    # The stack's own story and the app's at INFO; the emulator's request log and boto's chatter stay quiet.
+    # The stack's own story and the app's at INFO; boto's chatter stays quiet.
     for name in ("devstack", "chalicelib"):
         logging.getLogger(name).setLevel(logging.INFO)
+    server_logging(verbose=args.verbose)
     stopping = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:

@@ -525,8 +525,10 @@ class Stack:
                 return self._store_webhook(self.stores.restock(self.platform, sku, available))
         if not self.route_exists(INVENTORY_WEBHOOK, "POST"):
             raise NotAvailable("The API has no inventory webhook yet, so a restock cannot be detected.")
-        # The platform's event time is real time: the API checks webhook timestamps against its own clock.
-        payload = {"sku": sku, "available": available, "occurred_at": iso(time.time())}
+        # The event happens on the stack clock, as joins, holds and the sweep do, so a restock after "advance the
+        # clock" comes after the places taken since (and `explain` agrees). The signature's timestamp stays real
+        # time: signatures are checked against the wall clock (the 5-minute window), not the stack's.
+        payload = {"sku": sku, "available": available, "occurred_at": iso(self.clock.now())}
         webhook_id, answer = self._webhook(INVENTORY_WEBHOOK, payload)
         return webhook_id, payload, answer
 

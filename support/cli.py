@@ -4,14 +4,19 @@ A thin click layer over support/desk.py. It runs against a deployed stage with y
 credentials (`--stage prod`: names and secrets come from .chalice/config.json and Secrets Manager), or
 against the local emulator (`--stage local`, the default, on http://127.0.0.1:4566; or any
 `--endpoint-url` / AWS_ENDPOINT_URL).
+
+Failures of the surroundings (no credentials, the emulator not running, a table missing) are one line on
+stderr and exit code 1 (support/failures.py); long operations report progress on stderr (support/progress.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
+from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -21,9 +26,22 @@ from chalicelib.errors import DomainError
 from chalicelib.line import PlaceInLine
 from infra.stages import UnknownStage, stage_env
 from support.desk import Explanation, SupportDesk, desk_for
+from support.failures import describe
+from support.progress import Progress
 
 LOCAL_ENDPOINT = f"http://127.0.0.1:{os.environ.get('DEVSTACK_MOTO_PORT', '4566')}"
 LOCAL_REGION = "eu-west-2"
+# How often a long operation reports progress when stderr is not a terminal.
+QUEUE_PROGRESS_EVERY = 1000
+REDRIVE_PROGRESS_EVERY = 100
+# On a terminal, progress shows once this many items are done: a short answer comes without it.
+LIVE_FROM = 100
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def endpoint_for(stage: str, endpoint_url: str | None) -> str | None:
+    """The endpoint every AWS client of this run uses: the option, AWS_ENDPOINT_URL, or the emulator's for local."""
+    return endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or (LOCAL_ENDPOINT if stage == "local" else None)
 
 
 def build_desk(stage: str, endpoint_url: str | None, region: str | None) -> tuple[SupportDesk, bool]:
@@ -33,7 +51,7 @@ def build_desk(stage: str, endpoint_url: str | None, region: str | None) -> tupl
     from chalicelib.aws import Aws
     from chalicelib.wiring import Services
 
-    endpoint = endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or (LOCAL_ENDPOINT if stage == "local" else None)
+    endpoint = endpoint_for(stage, endpoint_url)
     if endpoint:
         # boto3 sends every client to AWS_ENDPOINT_URL; the emulator accepts any credentials.
         os.environ["AWS_ENDPOINT_URL"] = endpoint
@@ -54,6 +72,7 @@ def build_desk(stage: str, endpoint_url: str | None, region: str | None) -> tupl
 def _desk(ctx: click.Context) -> SupportDesk:
     obj = ctx.obj
     if obj.get("desk") is None:
+        obj["endpoint"] = endpoint_for(obj["stage"], obj["endpoint_url"])
         obj["desk"], obj["emulated"] = build_desk(obj["stage"], obj["endpoint_url"], obj["region"])
     return obj["desk"]
 
@@ -73,14 +92,38 @@ def _plain(data: Any) -> Any:
     return data
 
 
+def _set_json(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        ctx.ensure_object(dict)["json"] = True
+
+
+def json_option(command: F) -> F:
+    """`--json` on a subcommand too (`bisn queue SKU --json`), meaning the same as before it."""
+    option = click.option(
+        "--json", is_flag=True, expose_value=False, callback=_set_json, help="Machine-readable output."
+    )
+    return option(command)
+
+
+def _progress(ctx: click.Context, label: str, every: int, total: int | None = None) -> Progress:
+    stream = ctx.obj.get("progress_stream") or sys.stderr
+    return Progress(label, stream, every=every, total=total, live_from=LIVE_FROM)
+
+
 class DeskGroup(click.Group):
-    """Turns refusals into one clear line and exit code 1 instead of a traceback."""
+    """Turns refusals and infrastructure failures into one clear line and exit code 1 instead of a traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except DomainError as error:
             raise click.ClickException(f"{error.message} ({error.code})") from error
+        except Exception as error:
+            obj = ctx.obj if isinstance(ctx.obj, dict) else {}
+            line = describe(error, endpoint=obj.get("endpoint"))
+            if line is None:
+                raise
+            raise click.ClickException(line) from error
 
 
 @click.group(cls=DeskGroup)
@@ -100,6 +143,7 @@ def cli(ctx: click.Context, stage: str, endpoint_url: str | None, region: str | 
         "endpoint_url": endpoint_url,
         "region": region,
         "json": as_json,
+        "progress_stream": given.get("progress_stream"),
     }
 
 
@@ -107,6 +151,7 @@ def cli(ctx: click.Context, stage: str, endpoint_url: str | None, region: str | 
 @click.argument("sku")
 @click.argument("contact")
 @click.option("--lookback-days", default=30, show_default=True, help="Also show restocks this long before joining.")
+@json_option
 @click.pass_context
 def explain(ctx: click.Context, sku: str, contact: str, lookback_days: int) -> None:
     """Their place in SKU's line, and each restock: told, or why not."""
@@ -145,11 +190,18 @@ def render_explanation(e: Explanation) -> str:
 
 @cli.command()
 @click.argument("sku")
-@click.option("--limit", default=50, show_default=True)
+@click.option("--limit", default=50, show_default=True, help="At most this many places; 0 for the whole list.")
+@json_option
 @click.pass_context
 def queue(ctx: click.Context, sku: str, limit: int) -> None:
     """SKU's waiting list in order (contacts masked)."""
-    rows = _desk(ctx).queue(sku, limit=limit)
+    if limit < 0:
+        raise click.BadParameter("must be 0 (the whole list) or more", param_hint="--limit")
+    progress = _progress(ctx, f"Read {sku}'s list", QUEUE_PROGRESS_EVERY)
+    try:
+        rows = _desk(ctx).queue(sku, limit=limit or None, progress=progress)
+    finally:
+        progress.finish()
     text = "\n".join(
         f"{r.position:>4}  {r.joined_ts[:19]}Z  {r.state:<9} {r.channel:<5} {r.contact}"
         + (f"  last told: {r.last_notified_restock}" if r.last_notified_restock else "")
@@ -161,6 +213,7 @@ def queue(ctx: click.Context, sku: str, limit: int) -> None:
 
 @cli.command()
 @click.option("--limit", default=20, show_default=True)
+@json_option
 @click.pass_context
 def demand(ctx: click.Context, limit: int) -> None:
     """Out-of-stock products ranked by people waiting."""
@@ -179,6 +232,7 @@ def optout() -> None:
 
 @optout.command("add")
 @click.argument("contact")
+@json_option
 @click.pass_context
 def optout_add(ctx: click.Context, contact: str) -> None:
     """Never queue or message CONTACT again; take them off every list."""
@@ -193,6 +247,7 @@ def optout_add(ctx: click.Context, contact: str) -> None:
 
 @optout.command("remove")
 @click.argument("contact")
+@json_option
 @click.pass_context
 def optout_remove(ctx: click.Context, contact: str) -> None:
     """Lift CONTACT's opt-out (they may join lists again)."""
@@ -208,6 +263,7 @@ def optout_remove(ctx: click.Context, contact: str) -> None:
 
 @cli.command()
 @click.argument("contact")
+@json_option
 @click.pass_context
 def export(ctx: click.Context, contact: str) -> None:
     """Everything held about CONTACT, as JSON."""
@@ -218,6 +274,7 @@ def export(ctx: click.Context, contact: str) -> None:
 @cli.command()
 @click.argument("contact")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@json_option
 @click.pass_context
 def forget(ctx: click.Context, contact: str, yes: bool) -> None:
     """Erase CONTACT's places and personal data, and unlink their audit facts (an opt-out stays, as a keyed hash)."""
@@ -244,16 +301,28 @@ def dlq() -> None:
 
 
 @dlq.command()
+@click.option("--wait", is_flag=True, help="On AWS, follow the move task to its end, showing progress.")
+@json_option
 @click.pass_context
-def redrive(ctx: click.Context) -> None:
+def redrive(ctx: click.Context, wait: bool) -> None:
     """Move dead-lettered jobs back to the job queue."""
     desk = _desk(ctx)
-    report = desk.dlq_redrive(emulated=bool(ctx.obj.get("emulated")))
+    progress = _progress(ctx, "Moved", REDRIVE_PROGRESS_EVERY)
+    try:
+        report = desk.dlq_redrive(emulated=bool(ctx.obj.get("emulated")), progress=progress)
+        if wait and report.task_handle:
+            report = desk.follow_move_task(report, progress)
+    finally:
+        progress.finish()
     lines = [f"{report.waiting_before} job(s) were dead-lettered.", f"Method: {report.method}"]
     if report.moved is not None:
         lines.append(f"Moved {report.moved} job(s) to {report.destination}.")
+    if report.failed:
+        lines.append(f"{report.failed} job(s) could not be sent and stay dead-lettered; run redrive again.")
     if report.task_handle:
         lines.append(f"Task: {report.task_handle}")
+    if report.status:
+        lines.append(f"Status: {report.status}")
     if report.note:
         lines.append(report.note)
     _emit(ctx, report, "\n".join(lines))

@@ -11,7 +11,9 @@ person is found however they write their number or address.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -25,6 +27,7 @@ from chalicelib.line import PlaceInLine, read_place
 from chalicelib.notifier import SkipReason
 from chalicelib.optout_service import OptOutResult, OptoutService
 from chalicelib.tables.base import error_code, plain
+from chalicelib.tables.catalog import Product
 from chalicelib.tables.requests import Request, RequestState
 from chalicelib.tables.restocks import Restock, RestockState
 from chalicelib.tables.store import Tables
@@ -77,11 +80,31 @@ UNIMPLEMENTED_CODES = {
 }
 
 
+# A message move task's statuses that are final (RUNNING and CANCELLING are not): SQS API reference,
+# ListMessageMoveTasksResultEntry.Status.
+MOVE_TASK_ENDED = ("COMPLETED", "CANCELLED", "FAILED")
+
+
 class StillHolding(DomainError):
     """Erasure must wait: the person holds a unit right now (it is theirs until bought or expired)."""
 
     status = 409
     code = "still_holding"
+
+
+class UnknownProduct(DomainError):
+    """The catalogue has no product with that SKU (a typo, or a product never synced)."""
+
+    status = 404
+    code = "unknown_sku"
+
+
+# Told how many more items a long operation has handled (support/progress.py shows it).
+ProgressHook = Callable[[int], None]
+
+
+def _no_progress(done: int) -> None:
+    pass
 
 
 @dataclass(frozen=True)
@@ -170,6 +193,8 @@ class RedriveReport:
     moved: int | None  # known when moved by hand; AWS's task reports progress itself
     task_handle: str | None = None
     note: str = ""
+    failed: int = 0  # messages the job queue refused; they stay on the dead-letter queue
+    status: str | None = None  # the move task's last status, when it was followed (RUNNING, COMPLETED, ...)
 
 
 def _verdict_for_skip(reason: str) -> tuple[str, str]:
@@ -203,7 +228,7 @@ class SupportDesk:
     def explain(self, sku: str, raw_contact: str, *, lookback_days: int = 30) -> Explanation:
         """Their place, and every restock since they joined (and `lookback_days` before), told or why not."""
         contact, key = self.contact(raw_contact)
-        product = self.tables.catalog.get(sku)
+        product = self.product(sku)
         unique = self.tables.requests.get_unique(sku, key)
         request = self.tables.requests.get(sku, str(unique["ref"])) if unique and unique.get("ref") else None
         if request is not None and request.contact_key != key:
@@ -225,7 +250,7 @@ class SupportDesk:
         history = [self._history_line(f) for f in facts if f.get("kind") in (*LEAVE_KINDS, "optout", "forget")]
         return Explanation(
             sku=sku,
-            product=(product.name if product else "") or sku,
+            product=product.name or sku,
             contact=mask(contact.address),
             contact_key=key,
             state=state,
@@ -326,10 +351,18 @@ class SupportDesk:
             return f"{when} switched notices to {fact.get('channel')}"
         return f"{when} left the list ({fact.get('reason') or fact.get('kind')})"
 
+    def product(self, sku: str) -> Product:
+        """The catalogue's product; UnknownProduct when there is none, so a mistyped SKU is not an empty answer."""
+        product = self.tables.catalog.get(sku)
+        if product is None:
+            raise UnknownProduct(f"no product with SKU {sku}")
+        return product
+
     # --- queue and demand
 
-    def queue(self, sku: str, *, limit: int = 50) -> list[QueueRow]:
-        """The live waiting list, oldest first, contacts masked."""
+    def queue(self, sku: str, *, limit: int | None = 50, progress: ProgressHook = _no_progress) -> list[QueueRow]:
+        """The live waiting list, oldest first, contacts masked; all of it when `limit` is None."""
+        self.product(sku)
         rows: list[QueueRow] = []
         for position, request in enumerate(self.tables.requests.queue(sku), start=1):
             rows.append(
@@ -342,7 +375,8 @@ class SupportDesk:
                     last_notified_restock=request.last_notified_restock,
                 )
             )
-            if len(rows) >= limit:
+            progress(1)
+            if limit is not None and len(rows) >= limit:
                 break
         return rows
 
@@ -444,8 +478,12 @@ class SupportDesk:
 
     # --- dead letters
 
-    def dlq_redrive(self, *, emulated: bool) -> RedriveReport:
-        """Move dead-lettered jobs back to the job queue (StartMessageMoveTask; by hand where an emulator lacks it)."""
+    def dlq_redrive(self, *, emulated: bool, progress: ProgressHook = _no_progress) -> RedriveReport:
+        """Move dead-lettered jobs back to the job queue (StartMessageMoveTask; by hand where an emulator lacks it).
+
+        `progress` hears of each batch moved by hand; AWS's own task reports its progress through
+        ListMessageMoveTasks instead.
+        """
         dlq_url = self.sqs.get_queue_url(QueueName=self.settings.dlq_name)["QueueUrl"]
         jobs_url = self.sqs.get_queue_url(QueueName=self.settings.jobs_queue_name)["QueueUrl"]
         dlq = self.sqs.get_queue_attributes(
@@ -455,14 +493,15 @@ class SupportDesk:
             "QueueArn"
         ]
         waiting = int(dlq.get("ApproximateNumberOfMessages", 0))
+        by_hand = (dlq_url, jobs_url, dlq["QueueArn"], jobs_arn, waiting, progress)
         try:
             task = self.sqs.start_message_move_task(SourceArn=dlq["QueueArn"], DestinationArn=jobs_arn)
         except NotImplementedError:
-            return self._redrive_by_hand(dlq_url, jobs_url, dlq["QueueArn"], jobs_arn, waiting)
+            return self._redrive_by_hand(*by_hand)
         except ClientError as exc:
             if not emulated or error_code(exc) not in UNIMPLEMENTED_CODES:
                 raise
-            return self._redrive_by_hand(dlq_url, jobs_url, dlq["QueueArn"], jobs_arn, waiting)
+            return self._redrive_by_hand(*by_hand)
         return RedriveReport(
             method="StartMessageMoveTask",
             source=dlq["QueueArn"],
@@ -473,11 +512,47 @@ class SupportDesk:
             note="SQS moves the messages in the background; `aws sqs list-message-move-tasks` shows progress.",
         )
 
-    def _redrive_by_hand(
-        self, dlq_url: str, jobs_url: str, source: str, destination: str, waiting: int
+    def follow_move_task(
+        self,
+        report: RedriveReport,
+        progress: ProgressHook = _no_progress,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        poll_s: float = 2.0,
     ) -> RedriveReport:
-        """Receive each dead letter, send it to the job queue, then delete it (a crash re-sends, never loses)."""
+        """Watch an SQS message move task (ListMessageMoveTasks) until it ends, telling `progress` of each move.
+
+        The task runs in SQS whether or not anyone watches; this only reports it. Its counts are approximate,
+        as SQS says.
+        """
         moved = 0
+        while True:
+            tasks = self.sqs.list_message_move_tasks(SourceArn=report.source, MaxResults=10).get("Results", [])
+            task = next((t for t in tasks if t.get("TaskHandle") == report.task_handle), None)
+            if task is None:
+                return replace(report, status="UNKNOWN", note="SQS no longer lists this move task.")
+            now_moved = int(task.get("ApproximateNumberOfMessagesMoved", 0))
+            if now_moved > moved:
+                progress(now_moved - moved)
+                moved = now_moved
+            status = str(task.get("Status", ""))
+            if status in MOVE_TASK_ENDED:
+                note = f"The move task ended {status}" + (
+                    f": {task['FailureReason']}" if task.get("FailureReason") else "."
+                )
+                return replace(report, status=status, moved=moved, note=note)
+            sleep(poll_s)
+
+    def _redrive_by_hand(
+        self, dlq_url: str, jobs_url: str, source: str, destination: str, waiting: int, progress: ProgressHook
+    ) -> RedriveReport:
+        """Receive dead letters ten at a time, send them to the job queue, then delete those sent.
+
+        A crash between the send and the delete sends a job twice, never loses one: the notifier makes a
+        repeated job harmless. A message the job queue refuses is not deleted; it stays dead-lettered (hidden
+        for the dead-letter queue's visibility timeout, so this loop ends) and is counted as failed.
+        """
+        moved = failed = 0
         while True:
             page = self.sqs.receive_message(
                 QueueUrl=dlq_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"], WaitTimeSeconds=0
@@ -485,22 +560,36 @@ class SupportDesk:
             messages = page.get("Messages", [])
             if not messages:
                 break
-            for message in messages:
-                kwargs: dict[str, Any] = {"QueueUrl": jobs_url, "MessageBody": message["Body"]}
+            entries = []
+            for index, message in enumerate(messages):
+                entry: dict[str, Any] = {"Id": str(index), "MessageBody": message["Body"]}
                 if message.get("MessageAttributes"):
-                    kwargs["MessageAttributes"] = message["MessageAttributes"]
-                # Sent before it is deleted: at worst a job runs twice, which the notifier makes harmless.
-                self.sqs.send_message(**kwargs)
-                self.sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
-                moved += 1
+                    entry["MessageAttributes"] = message["MessageAttributes"]
+                entries.append(entry)
+            sent = self.sqs.send_message_batch(QueueUrl=jobs_url, Entries=entries)
+            done = [messages[int(ok["Id"])] for ok in sent.get("Successful", [])]
+            failed += len(sent.get("Failed", []))
+            if done:
+                self.sqs.delete_message_batch(
+                    QueueUrl=dlq_url,
+                    Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
+                )
+            moved += len(done)
+            progress(len(done))
+        note = (
+            "This endpoint does not implement StartMessageMoveTask, so each message was received, "
+            "re-sent to the job queue and then deleted from the dead-letter queue."
+        )
+        if failed:
+            note += f" The job queue refused {failed} message(s); they stay on the dead-letter queue."
         return RedriveReport(
             method="receive-and-resend",
             source=source,
             destination=destination,
             waiting_before=waiting,
             moved=moved,
-            note="This endpoint does not implement StartMessageMoveTask, so each message was received, "
-            "re-sent to the job queue and then deleted from the dead-letter queue.",
+            note=note,
+            failed=failed,
         )
 
 

@@ -2,20 +2,33 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import socket
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+from botocore.stub import Stubber
 from click.testing import CliRunner, Result
 
+from chalicelib.aws import Aws
+from chalicelib.config import settings_from_env
 from chalicelib.jobs import Job
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
+from devstack.fake_model import FakeBedrock
 from infra.stages import stage_env
+from support import cli as support_cli
 from support.cli import cli
 from support.desk import desk_for
 from tests.scenes import scene
-from tests.support import CHAIR
+from tests.support import CHAIR, REGION
 
 
 def bisn(services: Services, *args: str, input: str | None = None) -> Result:
@@ -47,7 +60,8 @@ def test_queue_and_demand(services: Services, clock: FixedClock) -> None:
     first = out.splitlines()[1].split()
     assert (first[0], first[2], first[3]) == ("1", "waiting", "sms")
     assert "+4474•••••001" in out and "+447400100001" not in out
-    assert ok(services, "queue", "NOBODY") == "Nobody is waiting for NOBODY.\n"
+    services.tables.catalog.upsert("LAMP", {"name": "Brass lamp"})
+    assert ok(services, "queue", "LAMP") == "Nobody is waiting for LAMP.\n"
     demand = ok(services, "demand")
     assert demand.splitlines()[1].split()[:2] == ["2", s.sku]
 
@@ -101,8 +115,188 @@ def test_dlq_redrive_reports_how_it_moved_them(services: Services) -> None:
     assert "does not implement StartMessageMoveTask" in out
 
 
+def test_json_goes_before_or_after_the_subcommand(services: Services, clock: FixedClock) -> None:
+    s = scene(services, clock, units=1, people=2)
+    before = json.loads(ok(services, "--json", "queue", s.sku))
+    after = json.loads(ok(services, "queue", s.sku, "--json"))
+    assert before == after and [r["position"] for r in after] == [1, 2]
+    assert json.loads(ok(services, "optout", "add", "+447400100000", "--json"))["newly"] is True
+    assert json.loads(ok(services, "dlq", "redrive", "--json"))["method"] == "receive-and-resend"
+
+
+@pytest.mark.parametrize("command", [["queue", "NO-SUCH-SKU"], ["explain", "NO-SUCH-SKU", "+447400100000"]])
+def test_an_unknown_sku_says_so(services: Services, command: list[str]) -> None:
+    result = bisn(services, *command)
+    assert result.exit_code == 1
+    assert result.stderr == "Error: no product with SKU NO-SUCH-SKU (unknown_sku)\n"
+    assert result.stdout == ""
+
+
+class Terminal(io.StringIO):
+    """A stderr that says it is a terminal, as an interactive shell's is."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_long_list_shows_progress_on_a_terminal_and_keeps_stdout_clean(
+    services: Services, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(support_cli, "LIVE_FROM", 2)  # 100 places otherwise
+    s = scene(services, clock, units=1, people=3)
+    terminal = Terminal()
+    obj = {"desk": desk_for(services), "emulated": True, "progress_stream": terminal}
+    result = CliRunner().invoke(cli, ["queue", s.sku, "--limit", "0", "--json"], obj=obj)
+    assert result.exit_code == 0, result.output
+    assert len(json.loads(result.stdout)) == 3
+    # One line rewritten in place, then ended so the shell prompt starts on its own line.
+    assert terminal.getvalue() == f"\rRead {s.sku}'s list: 2\rRead {s.sku}'s list: 3\n"
+    # A list shorter than that comes without any.
+    quiet = Terminal()
+    short = CliRunner().invoke(cli, ["queue", s.sku, "--limit", "1"], obj={**obj, "progress_stream": quiet})
+    assert short.exit_code == 0, short.output
+    assert quiet.getvalue() == ""
+
+
+def test_redrive_counts_its_progress_off_a_terminal(services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(support_cli, "REDRIVE_PROGRESS_EVERY", 10)  # a line per 100 jobs otherwise
+    dlq = services.aws.sqs.get_queue_url(QueueName=services.settings.dlq_name)["QueueUrl"]
+    for batch in range(3):
+        entries = [{"Id": str(i), "MessageBody": Job("CHAIR", f"rs_{batch}_{i}", "t#1").to_json()} for i in range(9)]
+        services.aws.sqs.send_message_batch(QueueUrl=dlq, Entries=entries)
+    result = bisn(services, "dlq", "redrive")
+    assert result.exit_code == 0, result.output
+    # A line each time the count passes a multiple of ten (batches are at most ten, so 27 jobs pass two).
+    counts = [int(line.removeprefix("Moved: ")) for line in result.stderr.splitlines()]
+    assert len(counts) == 2 and 10 <= counts[0] < 20 <= counts[1] <= 27
+    assert "Moved 27 job(s)" in result.stdout
+    assert services.aws.sqs.receive_message(QueueUrl=dlq).get("Messages", []) == []
+
+
+# --- the surroundings failing: one line on stderr, exit code 1, no traceback
+
+
+def test_a_missing_table_is_one_line(session: boto3.session.Session, env: dict[str, str], clock: FixedClock) -> None:
+    # Another stage's names: the emulator has none of its tables, as when a stage was never deployed.
+    bare = Services(
+        settings_from_env({**env, "NAME_PREFIX": "never-deployed"}),
+        aws=Aws(REGION, session=session),
+        clock=clock,
+        model=FakeBedrock(),
+    )
+    result = CliRunner().invoke(cli, ["queue", "CHAIR-WALNUT"], obj={"desk": desk_for(bare), "emulated": True})
+    assert result.exit_code == 1
+    [line] = result.stderr.splitlines()
+    assert line.startswith("Error: GetItem: Requested resource not found")
+    assert line.endswith(
+        "(ResourceNotFoundException): is this stage deployed in this region (or, locally, is `make dev` running)?"
+    )
+    assert "Traceback" not in result.output
+
+
+def test_no_credentials_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    # Nothing else may supply credentials: no files, no instance metadata.
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    result = CliRunner().invoke(cli, ["--stage", "dev", "--region", "eu-west-2", "queue", "CHAIR-WALNUT"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: no AWS credentials: set AWS_PROFILE")
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_the_emulator_not_running_is_one_line_from_the_installed_command(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    env = {**os.environ, "AWS_MAX_ATTEMPTS": "1", "AWS_RETRY_MODE": "standard"}
+    env.pop("AWS_ENDPOINT_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "support", "--endpoint-url", closed, "demand"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).resolve().parents[2],
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr == (
+        f"Error: cannot reach AWS at {closed} (EndpointConnectionError): is the emulator running? "
+        "Start it with `make dev`\n"
+    )
+
+
 def test_stage_settings_come_from_the_chalice_config() -> None:
     assert stage_env("prod")["NAME_PREFIX"] == "bisn"
     assert stage_env("dev")["TOKEN_KEY_SECRET_ID"] == "bisn-dev/token-key"
     with pytest.raises(Exception, match="no stage"):
         stage_env("nope")
+
+
+# --- redrive on AWS: SQS's own move task, followed with --wait. The emulator has no StartMessageMoveTask, so
+# botocore's Stubber answers, checking each request and answer against botocore's SQS service model; the
+# answers' fields and statuses are those of the SQS API reference (StartMessageMoveTask, ListMessageMoveTasks,
+# ListMessageMoveTasksResultEntry).
+
+DLQ_URL = "https://sqs.eu-west-2.amazonaws.com/111122223333/bisn-jobs-dlq"
+JOBS_URL = "https://sqs.eu-west-2.amazonaws.com/111122223333/bisn-jobs"
+DLQ_ARN = "arn:aws:sqs:eu-west-2:111122223333:bisn-jobs-dlq"
+JOBS_ARN = "arn:aws:sqs:eu-west-2:111122223333:bisn-jobs"
+
+
+def stubbed_sqs(services: Services, task_states: list[dict[str, Any]]) -> tuple[Any, Stubber]:
+    sqs = boto3.session.Session(region_name=REGION).client("sqs")
+    stub = Stubber(sqs)
+    names = services.settings
+    stub.add_response("get_queue_url", {"QueueUrl": DLQ_URL}, {"QueueName": names.dlq_name})
+    stub.add_response("get_queue_url", {"QueueUrl": JOBS_URL}, {"QueueName": names.jobs_queue_name})
+    stub.add_response(
+        "get_queue_attributes",
+        {"Attributes": {"QueueArn": DLQ_ARN, "ApproximateNumberOfMessages": "250"}},
+        {"QueueUrl": DLQ_URL, "AttributeNames": ["QueueArn", "ApproximateNumberOfMessages"]},
+    )
+    stub.add_response(
+        "get_queue_attributes",
+        {"Attributes": {"QueueArn": JOBS_ARN}},
+        {"QueueUrl": JOBS_URL, "AttributeNames": ["QueueArn"]},
+    )
+    stub.add_response(
+        "start_message_move_task", {"TaskHandle": "task-1"}, {"SourceArn": DLQ_ARN, "DestinationArn": JOBS_ARN}
+    )
+    for state in task_states:
+        entry = {"TaskHandle": "task-1", "SourceArn": DLQ_ARN, "DestinationArn": JOBS_ARN, **state}
+        stub.add_response("list_message_move_tasks", {"Results": [entry]}, {"SourceArn": DLQ_ARN, "MaxResults": 10})
+    stub.activate()
+    return sqs, stub
+
+
+def test_following_a_move_task_reports_its_progress_until_it_ends(services: Services) -> None:
+    states = [
+        {"Status": "RUNNING", "ApproximateNumberOfMessagesMoved": 0, "ApproximateNumberOfMessagesToMove": 250},
+        {"Status": "RUNNING", "ApproximateNumberOfMessagesMoved": 120, "ApproximateNumberOfMessagesToMove": 250},
+        {"Status": "COMPLETED", "ApproximateNumberOfMessagesMoved": 250, "ApproximateNumberOfMessagesToMove": 250},
+    ]
+    sqs, stub = stubbed_sqs(services, states)
+    desk = replace(desk_for(services), sqs=sqs)
+    heard: list[int] = []
+    naps: list[float] = []
+    started = desk.dlq_redrive(emulated=False)
+    assert (started.method, started.task_handle, started.waiting_before) == ("StartMessageMoveTask", "task-1", 250)
+    done = desk.follow_move_task(started, heard.append, sleep=naps.append, poll_s=2.0)
+    assert (done.status, done.moved, heard, naps) == ("COMPLETED", 250, [120, 130], [2.0, 2.0])
+    stub.assert_no_pending_responses()
+
+
+def test_redrive_wait_shows_how_a_failed_move_task_ended(services: Services) -> None:
+    failed = {"Status": "FAILED", "ApproximateNumberOfMessagesMoved": 40, "FailureReason": "AccessDenied"}
+    sqs, stub = stubbed_sqs(services, [failed])
+    obj = {"desk": replace(desk_for(services), sqs=sqs), "emulated": False}
+    result = CliRunner().invoke(cli, ["dlq", "redrive", "--wait"], obj=obj)
+    assert result.exit_code == 0, result.output
+    assert "Method: StartMessageMoveTask\nMoved 40 job(s) to " in result.stdout
+    assert "Status: FAILED\nThe move task ended FAILED: AccessDenied" in result.stdout
+    stub.assert_no_pending_responses()

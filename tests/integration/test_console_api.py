@@ -16,6 +16,7 @@ from flask.testing import FlaskClient
 
 from chalicelib import wiring
 from chalicelib.aws import Aws
+from chalicelib.clock import parse_iso
 from chalicelib.config import settings_from_env
 from chalicelib.jobs import Job
 from chalicelib.webhooks import verify
@@ -26,6 +27,7 @@ from devstack.clocks import FixedClock
 from devstack.console import create_console
 from devstack.fake_model import FakeBedrock
 from devstack.stack import ApiAnswer, ConsoleClock, InProcessApi, Stack, verify_sender
+from support.desk import TOLD, desk_for
 from tests.notices import confirm_by_email
 from tests.support import REGION, app_client, tap_link
 
@@ -532,6 +534,24 @@ def test_advancing_the_clock_moves_the_time_the_notifier_and_sweep_see(
 
     assert answer == {"now": clock.now() + 1200, "offset_s": 1200}
     assert wiring.current().clock.now() == clock.now() + 1200
+
+
+def test_a_restock_after_advancing_the_clock_comes_after_the_places_taken_since(
+    console: FlaskClient, api: Client, stack_services: Services, throw: str, clock: FixedClock
+) -> None:
+    post(console, "/api/clock/advance", {"minutes": 90})
+    tap(api, throw, "sms", "07400 123456")  # joins at the stack's time, 90 minutes after the wall clock's
+    clock.advance(1)  # the stack's base clock moves on by a second, as a real one would before the restock
+    answer = post(console, "/api/restock", {"sku": throw, "available": 1}).get_json()
+    assert parse_iso(answer["sent"]["occurred_at"]) == clock.now() + 5400
+    post(console, "/api/run/notifier")
+
+    found = desk_for(stack_services).explain(throw, "07400 123456")
+    [restock] = found.restocks
+    assert restock.restock_ts > str(found.joined_ts)
+    assert parse_iso(restock.restock_ts.split("#")[0]) == pytest.approx(restock.detected_at, abs=1)
+    assert (restock.verdict, restock.position) == (TOLD, 1)
+    assert [m["to"] for m in notices(console)] == ["+447400123456"]
 
 
 @pytest.mark.parametrize("body", [{}, {"minutes": 0}, {"minutes": -5}, {"minutes": "ten"}, {"minutes": 10**9}])

@@ -11,6 +11,7 @@ import pytest
 
 from chalicelib.config import ConfigError
 from chalicelib.platforms.http import HttpResponse
+from chalicelib.web import cors_headers
 from chalicelib.wiring import Services
 from devstack import demo
 from devstack.api import PlatformFollower, parse_overrides
@@ -60,6 +61,24 @@ def test_api_settings_follow_the_ports_and_pass_the_rate_limit_through() -> None
     }
     assert api_overrides(8000, 8001, {"RATE_LIMIT_PER_MINUTE": "600"})["RATE_LIMIT_PER_MINUTE"] == "600"
     assert "RATE_LIMIT_PER_MINUTE" not in api_overrides(8000, 8001, {"RATE_LIMIT_PER_MINUTE": " "})
+
+
+def test_cors_origins_from_the_environment_reach_the_app_beside_the_consoles() -> None:
+    env = {"CORS_ORIGINS": " https://theme.walnut-and-wool.test , http://localhost:9292/,"}
+    overrides = api_overrides(8000, 8001, env)
+    assert overrides["CORS_ORIGINS"] == (
+        "http://127.0.0.1:8001,http://localhost:8001,https://theme.walnut-and-wool.test,http://localhost:9292"
+    )
+    allowed = local_settings(overrides).cors_origins
+    assert cors_headers("http://localhost:9292", allowed)["Access-Control-Allow-Origin"] == "http://localhost:9292"
+    assert cors_headers("http://127.0.0.1:8001", allowed) != {}  # the console's storefront keeps working
+    assert cors_headers("https://elsewhere.test", allowed) == {}
+
+
+@pytest.mark.parametrize("raw", ["theme.test", "ftp://theme.test", "https://theme.test/shop", "https://"])
+def test_cors_origins_that_are_not_origins_are_refused_at_start(raw: str) -> None:
+    with pytest.raises(SystemExit, match="CORS_ORIGINS must be origins"):
+        api_overrides(8000, 8001, {"CORS_ORIGINS": raw})
 
 
 def test_api_overrides_are_name_value_pairs() -> None:
