@@ -70,7 +70,12 @@ def test_sync_follows_next_token_across_pages(services: Services, clock: FixedCl
     ]
     sns.list_phone_numbers_opted_out.side_effect = pages
     service = OptoutService(
-        optout=services.tables.optout, exits=services.exits, sns=sns, clock=clock, hash_key=services.hash_key
+        optout=services.tables.optout,
+        cursors=services.tables.throttle,
+        exits=services.exits,
+        sns=sns,
+        clock=clock,
+        hash_key=services.hash_key,
     )
     report = service.sync_sms_optouts()
     assert [c.kwargs for c in sns.list_phone_numbers_opted_out.call_args_list] == [

@@ -325,6 +325,7 @@ def test_summary_counts_every_kind_of_work(s: Scene) -> None:
         "store_released",
         "store_unanswered",
         "confirmations_requeued",
+        "out_of_time",
     }
 
 
