@@ -398,6 +398,7 @@ class CatalogSync:
     # Restock detection's re-evaluation: stock already on hand may meet a lowered threshold.
     threshold_changed: Callable[[str], object]
     store: Catalogue | None = None  # the platform's own catalogue (PLATFORM shopify or woocommerce), read instead
+    batch_size: int = BATCH
 
     def run(self, *, remaining_ms: Callable[[], int] | None = None, deadline: Deadline | None = None) -> SyncReport:
         """One run; the report says what changed and what was skipped. Never raises for a bad feed.
@@ -448,7 +449,7 @@ class CatalogSync:
                 if not batch:
                     batch_at = index
                 batch.append(parsed)
-                if len(batch) >= BATCH:
+                if len(batch) >= self.batch_size:
                     if deadline.passed():
                         return self._stop(report, batch_at, started_at, now)
                     self._apply_batch(batch, now, report)

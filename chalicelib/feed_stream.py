@@ -78,6 +78,8 @@ class _Buffer:
             except RecursionError as exc:
                 raise FeedSyntaxError("the feed is nested too deeply") from exc
             # A value that reaches the end of what has arrived may go on (a number, cut mid-digit): read more first.
+            if end - self.pos > MAX_ENTRY_CHARS:
+                raise FeedSyntaxError(f"an entry of the feed is longer than {MAX_ENTRY_CHARS} characters")
             if end != -1 and (end < len(self.text) or self.eof):
                 self.pos = end
                 return value

@@ -14,6 +14,7 @@ from botocore.exceptions import ClientError
 
 from chalicelib.clock import Clock, Deadline
 from chalicelib.contacts import contact_key
+from chalicelib.faults import FaultHook, no_faults
 from chalicelib.leaving import HOLDING, Exit, QueueExits
 from chalicelib.tables.base import error_code
 from chalicelib.tables.optout import SOURCES, OptoutTable
@@ -79,6 +80,7 @@ class OptoutService:
     sns: Any
     clock: Clock
     hash_key: str
+    faults: FaultHook = no_faults
 
     def opt_out(self, key: str, source: str) -> OptOutResult:
         """Suppress one contact (by keyed hash) and take them off every list; safe to repeat."""
@@ -109,7 +111,7 @@ class OptoutService:
                 return SyncReport(numbers_seen=0, newly_suppressed=0, places_left=0, pages=0, pass_done=True)
             started, token = now, None
         seen = added = left = pages = 0
-        done = False
+        done = restarted = False
         while pages < max_pages and not (deadline is not None and deadline.passed()):
             try:
                 page = self.sns.list_phone_numbers_opted_out(**({"nextToken": token} if token else {}))
@@ -117,10 +119,10 @@ class OptoutService:
                 # SNS list calls are rate limited per account: the pass waits for the next run, where it stopped.
                 if error_code(error) == "Throttled":
                     break
-                if token is None or error_code(error) != "InvalidParameter":
+                if token is None or restarted or error_code(error) != "InvalidParameter":
                     raise
-                # A saved token SNS no longer takes (it may expire between runs): the pass starts over.
-                token = None
+                # A saved token SNS no longer takes (it may expire between runs): the pass starts over, once.
+                token, started, restarted = None, now, True
                 continue
             pages += 1
             numbers = [str(n) for n in page.get("phoneNumbers", []) if n]
@@ -152,6 +154,7 @@ class OptoutService:
             # Suppression first, marked as still leaving; cleared once every list is left, so a crash between the
             # two is finished when the page is read again (its token is saved only after the page is done).
             newly = self.optout.add(key, "stop", self.clock.now(), leaving=True)
+            self.faults("stop_sync.after_suppress")
             exits = self.exits.leave_all(key, reason="stop")
             self.optout.left(key)
             added += 1 if newly else 0

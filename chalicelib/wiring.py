@@ -450,6 +450,7 @@ class Services:
             sns=self.aws.sns,
             clock=self.clock,
             hash_key=self.hash_key,
+            faults=self.faults,
         )
 
     @cached_property

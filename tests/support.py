@@ -34,6 +34,15 @@ class CrashAt:
             raise InjectedCrash(point)
 
 
+def deadline_after(looks: int) -> Any:
+    """A scheduled run's deadline that lets `looks` looks at it pass, and has passed from the next one on (its
+    clock moves one second a look), so a test stops a run at a chosen step."""
+    from chalicelib.clock import Deadline
+
+    ticks = iter(range(10**9))
+    return Deadline(looks + 0.5, monotonic=lambda: float(next(ticks)))
+
+
 CHAIR: dict[str, Any] = {
     "name": "Walnut dining chair",
     "threshold": 1,
