@@ -26,6 +26,12 @@ that vanishes from the feed is marked discontinued (nobody can join its list; pe
 keep their places and are told if it comes back), never deleted. Only products the feed created are
 ever discontinued: ones added by hand (the dev console, staff) are left alone. A feed that cannot be
 read, or that lists no usable product, changes nothing.
+
+The feed is streamed (chalicelib/feed_stream.py: no limit on its length, one on each entry's) and applied a
+batch at a time: one BatchGetItem per batch, and a write only for a product whose fields changed. A run that
+nears its deadline saves its place in the feed (bisn-throttle) and the next run carries on from there; only
+the run that reads the feed to its end discontinues anything. A feed broken part-way keeps what was applied
+before the fault and discontinues nothing.
 """
 
 from __future__ import annotations
