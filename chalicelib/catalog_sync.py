@@ -469,13 +469,15 @@ class CatalogSync:
             report.error = str(error)
             logger.error("catalogue sync stopped, the feed could not be read: %s", report.error)
             # What was applied stays applied (each product is written whole); the next run reads from here.
-            self._save(batch_at if batch else max(start, index + 1), started_at, now)
+            resume_at = batch_at if batch else max(start, index + 1)
+            if resume_at != start:
+                self._save(resume_at, started_at, now)
             return report
         if not usable:
             # An empty or wholly broken feed is far likelier a fault upstream than a shop selling nothing.
             report.error = "the feed lists no usable product; nothing changed"
             logger.error("catalogue sync: %s (%d entries skipped)", report.error, len(report.skipped))
-            self._save(0, None, now)
+            self._save(0, None, now, finished=False)
             return report
         for sku, discontinued in self.catalog.synced():
             if sku in named or discontinued:
@@ -521,9 +523,9 @@ class CatalogSync:
         self._log(report)
         return report
 
-    def _save(self, resume_at: int, started_at: int | None, now: float) -> None:
+    def _save(self, resume_at: int, started_at: int | None, now: float, *, finished: bool = True) -> None:
         state: dict[str, Any] = {"next": resume_at or None, "started_at": started_at if resume_at else None}
-        if not resume_at:
+        if not resume_at and finished:
             state["finished_at"] = int(now)
         self.cursors.save_cursor(CURSOR, state, int(now) + CURSOR_TTL_S)
 
