@@ -20,7 +20,7 @@ from bench.prices import USD
 from bench.stack import PRODUCT, Stack, stack, waiting_list
 
 LAMBDA_S = 30.0  # the timeout of the sweep and catalogue sync functions
-MAX_RUNS = 50
+MAX_RUNS = 200  # a bound, so a broken sync cannot spin the bench forever
 
 
 def _lambda_time(seconds: float = LAMBDA_S) -> Callable[[], int]:

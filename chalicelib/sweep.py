@@ -43,6 +43,10 @@ BUDGET_S = 20.0
 # ...and with this much of the Lambda's time left: the longest single step it may be in when it looks (a store
 # call's timeout, chalicelib/platforms/http.py) and the top-up of what it settled must still fit.
 MARGIN_S = 10.0
+# Rows settled before the deadline have their top-up sent even past it; taking them out of the index (a write
+# each) stops this long before the timeout, and what is left is cleared by the next run (its top-up sent again,
+# which the notifier takes as a no-op).
+LAST_CALL_S = 3.0
 
 
 @dataclass
@@ -87,8 +91,13 @@ class SweepService:
         time (`remaining_ms`) less MARGIN_S. Every part is safe to leave for the next run: rows stay in their
         indexes until settled, and the STOP sync saves where it stopped."""
         at = self.clock.now() if now is None else float(now)
+        last_call = deadline
         if deadline is None:
             deadline = Deadline.for_run(self.budget_s, remaining_ms=remaining_ms, margin_s=MARGIN_S)
+            last_call = Deadline.for_run(
+                self.budget_s + MARGIN_S - LAST_CALL_S, remaining_ms=remaining_ms, margin_s=LAST_CALL_S
+            )
+        assert last_call is not None
         summary = dict.fromkeys(
             (
                 "lapsed",
@@ -114,7 +123,7 @@ class SweepService:
             if deadline.passed():
                 break
         # Always: the units these rows freed go on to the next people now (the rows are bounded by the pages read).
-        summary["topups"] = self._top_up(owed)
+        summary["topups"] = self._top_up(owed, last_call)
         if not deadline.passed():
             summary["stale_requests"] = self._expire_stale(at, deadline)
         if not deadline.passed():
@@ -186,7 +195,7 @@ class SweepService:
         if reason is not None:
             self.exits.leave(request, reason=str(reason))
 
-    def _top_up(self, owed: dict[tuple[str, str], _Owed]) -> int:
+    def _top_up(self, owed: dict[tuple[str, str], _Owed], last_call: Deadline) -> int:
         """One top-up job per restock that freed units, then the rows leave the index.
 
         A crash after the send and before the clear sends the job again next run: the notifier treats a
@@ -198,6 +207,8 @@ class SweepService:
             sent += 1
             self.faults("sweep.after_topup")
             for token_id, state in entry.rows:
+                if last_call.passed():
+                    break
                 self.tables.reservations.clear_due(token_id, state)
         return sent
 
