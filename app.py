@@ -10,6 +10,7 @@ from chalice import Chalice, Rate, Response
 from chalice.app import CloudWatchEvent, Request, SQSEvent
 
 from chalicelib import admin_pages, logs, wiring
+from chalicelib.clock import remaining_ms_of
 from chalicelib.config import NOTIFIER_MAX_CONCURRENCY
 from chalicelib.errors import DomainError, Forbidden, NotFound
 from chalicelib.jobs import Job
@@ -200,8 +201,8 @@ def woocommerce_webhook() -> Response:
 
 @app.schedule(Rate(15, unit=Rate.MINUTES))
 def catalog_sync(event: CloudWatchEvent) -> dict[str, object]:
-    """Every 15 minutes: mirror the store's product feed into the catalogue."""
-    return wiring.current().catalog_sync.run().as_dict()
+    """Every 15 minutes: mirror the store's product feed into the catalogue (resuming where the last run stopped)."""
+    return wiring.current().catalog_sync.run(remaining_ms=remaining_ms_of(event.context)).as_dict()
 
 
 # The decorator needs the queue name as a literal at import time, before any stage's settings are loaded,
@@ -296,7 +297,7 @@ def orders_webhook() -> Response:
 @app.schedule(Rate(1, unit=Rate.MINUTES))
 def sweep(event: CloudWatchEvent) -> dict[str, int]:
     """Every minute: lapse offers, expire holds, return units once, top up, tidy stale places."""
-    return wiring.current().sweep.run()
+    return wiring.current().sweep.run(remaining_ms=remaining_ms_of(event.context))
 
 
 @app.route("/unsubscribe/{token}", methods=["GET", "HEAD"])

@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Any
 
-from bench import measure, scale
+from bench import measure, scale, syncs
 from bench.calls import ROOT
 from bench.cost import monthly_cost
 from bench.fleet import two_restocks_at_once
@@ -51,6 +51,11 @@ def run() -> dict[str, Any]:
     print("measuring: SMS segments of composed notices ...", file=sys.stderr)
     sms = sms_segments_per_notice()
     measured["sms_segments"] = sms["segments"]
+    print(
+        "measuring: catalogue sync of 10,000 products, the sweep with 10,000 offers, the STOP sync's day ...",
+        file=sys.stderr,
+    )
+    scheduled = sync_fields(syncs.catalog_sync(), syncs.sweep_with_offers(), syncs.stop_sync_day())
     cost = monthly_cost(measured)
     return {
         "capture_calls_per_tap": round(tap["total"], 2),
@@ -90,6 +95,7 @@ def run() -> dict[str, Any]:
         "import_ratio_bytecode": round(imports["app_bytecode"] / imports["boto3_bytecode"], 2),
         "package_zip_bytes": PACKAGE.stat().st_size if PACKAGE.exists() else None,
         **sms_fields(sms),
+        **scheduled,
         "monthly_cost_usd": round(cost["total"], 2),
         "monthly_sms_usd": round(cost["sms"], 2),
         "monthly_cost_usd_without_sms": round(cost["without_sms"], 2),
@@ -125,6 +131,33 @@ def sms_fields(sms: dict[str, Any]) -> dict[str, Any]:
         "sms_encodings": sorted({x["encoding"] for x in used}),
         "sms_link_base": sms["link_base"],
         "sms_samples": sms["samples"],
+    }
+
+
+def sync_fields(catalog: dict[str, Any], sweep: dict[str, Any], stop: dict[str, Any]) -> dict[str, Any]:
+    """The JSON fields of the scheduled jobs at scale (bench/syncs.py)."""
+    first, again = catalog["first"], catalog["unchanged"]
+    live, lapsing = sweep["live"], sweep["lapsing"]
+    return {
+        "catalog_sync_10k_s": round(first["seconds"], 1),
+        "catalog_sync_10k_runs": first["runs"],
+        "catalog_sync_10k_calls": first["calls"],
+        "catalog_sync_10k_longest_run_s": round(first["longest_run_s"], 1),
+        "catalog_sync_10k_unchanged_s": round(again["seconds"], 1),
+        "catalog_sync_10k_unchanged_runs": again["runs"],
+        "catalog_sync_10k_unchanged_calls": again["calls"],
+        "catalog_sync_10k_unchanged_by_operation": again["calls_by_operation"],
+        "sweep_10k_live_calls": live["calls"],
+        "sweep_10k_live_s": round(live["seconds"], 2),
+        "sweep_10k_lapse_s": round(lapsing["seconds"], 1),
+        "sweep_10k_lapse_runs": lapsing["runs"],
+        "sweep_10k_lapse_calls": lapsing["calls"],
+        "sweep_10k_lapse_longest_run_s": round(lapsing["longest_run_s"], 1),
+        "stop_sync_10k_usd_per_day": round(stop["usd_per_day"], 5),
+        "stop_sync_10k_usd_per_day_full_pass_every_minute": round(stop["usd_per_day_full_pass_every_minute"], 4),
+        "stop_sync_10k_pass_runs": stop["full_pass"]["runs"],
+        "stop_sync_10k_pass_calls": stop["full_pass"]["calls"],
+        "stop_sync_quiet_minute_calls": stop["quiet_minute"]["calls"],
     }
 
 
@@ -210,6 +243,37 @@ def table(r: dict[str, Any]) -> str:
             "<= 2",
             f"{'/'.join(r['sms_encodings'])}, {r['sms_characters'][0]}-{r['sms_characters'][1]} characters "
             f"with {r['sms_link_base']} links; two-way {'on' if r['sms_two_way'] else 'off'}",
+        ),
+        (
+            "catalogue sync, 10,000 new products",
+            f"{r['catalog_sync_10k_s']:g} s in {r['catalog_sync_10k_runs']} runs",
+            "every run ends before its 30 s",
+            f"{r['catalog_sync_10k_calls']} calls; longest run {r['catalog_sync_10k_longest_run_s']:g} s",
+        ),
+        (
+            "  the same feed again",
+            f"{r['catalog_sync_10k_unchanged_s']:g} s in {r['catalog_sync_10k_unchanged_runs']} runs",
+            "",
+            f"{r['catalog_sync_10k_unchanged_calls']} calls, nothing written",
+        ),
+        (
+            "sweep, 10,000 live offers",
+            f"{r['sweep_10k_live_calls']} calls, {r['sweep_10k_live_s']:g} s",
+            "",
+            "none due: only the index pages read",
+        ),
+        (
+            "  the 10,000 lapsing",
+            f"{r['sweep_10k_lapse_s']:g} s in {r['sweep_10k_lapse_runs']} runs",
+            "every run ends before its 30 s",
+            f"{r['sweep_10k_lapse_calls']} calls; longest run {r['sweep_10k_lapse_longest_run_s']:g} s",
+        ),
+        (
+            "STOP sync, 10,000 opted out",
+            f"${r['stop_sync_10k_usd_per_day']:.5f} a day",
+            "",
+            f"one pass a day ({r['stop_sync_10k_pass_calls']} calls); a full pass every minute "
+            f"would be ${r['stop_sync_10k_usd_per_day_full_pass_every_minute']:.4f}",
         ),
         (
             "monthly cost, reference shop",

@@ -26,17 +26,22 @@ that vanishes from the feed is marked discontinued (nobody can join its list; pe
 keep their places and are told if it comes back), never deleted. Only products the feed created are
 ever discontinued: ones added by hand (the dev console, staff) are left alone. A feed that cannot be
 read, or that lists no usable product, changes nothing.
+
+The feed is streamed (chalicelib/feed_stream.py: no limit on its length, one on each entry's) and applied a
+batch at a time: one BatchGetItem per batch, and a write only for a product whose fields changed. A run that
+nears its deadline saves its place in the feed (bisn-throttle) and the next run carries on from there; only
+the run that reads the feed to its end discontinues anything. A feed broken part-way keeps what was applied
+before the fault and discontinues nothing.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import string
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -44,17 +49,26 @@ from typing import Any, Protocol, TypeVar
 from urllib.parse import urlparse
 
 from chalicelib.capture import parse_sku
-from chalicelib.clock import Clock
+from chalicelib.clock import Clock, Deadline
 from chalicelib.errors import BadRequest
+from chalicelib.feed_stream import FeedSyntaxError, feed_entries
 from chalicelib.platforms.base import CatalogEntry, Catalogue, CatalogUnavailable
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.catalog import Product as CatalogProduct
+from chalicelib.tables.throttle import ThrottleTable
 from chalicelib.wording import DEFAULT_TONE, check_name, check_voice
 
 logger = logging.getLogger(__name__)
 
-FEED_MAX_BYTES = 5 * 1024 * 1024
+CHUNK_BYTES = 64 * 1024  # the feed is read this much at a time; no limit on its whole length (one entry has one)
 TIMEOUT_S = 10
+# A run stops starting new batches after this long, or with MARGIN_S of the Lambda's time left (a feed read's
+# timeout and one batch's writes must still fit); the next run carries on from the saved place in the feed.
+BUDGET_S = 45.0
+MARGIN_S = TIMEOUT_S + 5.0
+BATCH = 100  # products compared (one BatchGetItem) and written per step
+CURSOR = "cursor#catalog-sync"
+CURSOR_TTL_S = 7 * 86_400
 MAX_NAME_LEN = 200
 MAX_VOICE_LEN = 200
 MAX_URL_LEN = 2000
@@ -185,6 +199,9 @@ class SyncReport:
     unchanged: int = 0
     skipped: list[Skipped] = field(default_factory=list)
     error: str | None = None
+    resumed_at: int = 0  # the feed entry this run began applying at (0: a new pass)
+    stopped_at: int | None = None  # out of time: the feed entry the next run carries on at
+    complete: bool = False  # the pass reached the feed's end and discontinued what it no longer lists
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly form, for logs and the local stack."""
@@ -249,16 +266,15 @@ def parse_product(entry: Any) -> Product:
 
 def parse_feed(raw: bytes) -> tuple[list[Product], list[Skipped], set[str]]:
     """Valid products, skipped entries, and every SKU the feed names (valid or not) (pure)."""
+    return _collect(((_named_sku(entry), entry) for entry in _entries_of([raw])), parse_product, "feed")
+
+
+def _entries_of(chunks: Iterable[bytes]) -> Iterator[Any]:
+    """The feed's entries as they arrive; FeedError where the feed stops being one."""
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise FeedError("the feed is not UTF-8 JSON") from exc
-    except RecursionError as exc:
-        raise FeedError("the feed is nested too deeply") from exc
-    entries = data.get("products") if isinstance(data, dict) else data
-    if not isinstance(entries, list):
-        raise FeedError('the feed must be {"products": [...]} or a JSON array of products')
-    return _collect(((_named_sku(entry), entry) for entry in entries), parse_product, "feed")
+        yield from feed_entries(chunks)
+    except FeedSyntaxError as exc:
+        raise FeedError(str(exc)) from exc
 
 
 _Entry = TypeVar("_Entry")
@@ -334,11 +350,13 @@ class FeedReader:
         self.opener = opener or default_opener()
         self.base_dir = base_dir
 
-    def read(self) -> bytes:
-        """The feed's bytes; FeedError for anything that stops us reading it (never the token)."""
+    def chunks(self) -> Iterator[bytes]:
+        """The feed's bytes, CHUNK_BYTES at a time; FeedError for anything that stops us reading it (never the
+        token), raised where it happens (a read can fail part-way)."""
         parsed = urlparse(self.url)
         if parsed.scheme == "file":
-            return self._read_file(parsed.path)
+            yield from self._file_chunks(parsed.path)
+            return
         if parsed.scheme not in ("https", "http"):
             raise FeedError(f"unsupported feed URL scheme {parsed.scheme!r}")
         headers = {"Accept": "application/json", "User-Agent": "bisn-catalog-sync"}
@@ -351,28 +369,28 @@ class FeedReader:
                 status = int(getattr(response, "status", 200))
                 if status != 200:
                     raise FeedError(f"the feed answered HTTP {status}")
-                return self._limited(response.read(FEED_MAX_BYTES + 1))
+                while chunk := response.read(CHUNK_BYTES):
+                    yield chunk
         except urllib.error.HTTPError as exc:
             raise FeedError(f"the feed answered HTTP {exc.code}") from exc
         except (urllib.error.URLError, TimeoutError, OSError) as exc:
             raise FeedError(f"the feed could not be fetched: {type(exc).__name__}") from exc
 
-    def _read_file(self, raw_path: str) -> bytes:
+    def read(self) -> bytes:
+        """The whole feed (small feeds and tools only: the sync itself reads `chunks`)."""
+        return b"".join(self.chunks())
+
+    def _file_chunks(self, raw_path: str) -> Iterator[bytes]:
         # file:relative/path is resolved against the working directory (the repository root locally).
         path = Path(urllib.request.url2pathname(raw_path))
         if not path.is_absolute():
             path = (self.base_dir or Path.cwd()) / path
         try:
             with path.open("rb") as handle:
-                return self._limited(handle.read(FEED_MAX_BYTES + 1))
+                while chunk := handle.read(CHUNK_BYTES):
+                    yield chunk
         except OSError as exc:
             raise FeedError(f"the feed file {path} could not be read: {exc.strerror or type(exc).__name__}") from exc
-
-    @staticmethod
-    def _limited(data: bytes) -> bytes:
-        if len(data) > FEED_MAX_BYTES:
-            raise FeedError(f"the feed is larger than {FEED_MAX_BYTES} bytes")
-        return data
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -380,36 +398,139 @@ class CatalogSync:
     """Upserts the feed's products and discontinues the ones it no longer lists."""
 
     catalog: CatalogTable
+    cursors: ThrottleTable  # where the last run stopped in the feed
     reader: FeedReader | None  # None when the stage has no CATALOG_URL: the report says so
     clock: Clock
     # Restock detection's re-evaluation: stock already on hand may meet a lowered threshold.
     threshold_changed: Callable[[str], object]
     store: Catalogue | None = None  # the platform's own catalogue (PLATFORM shopify or woocommerce), read instead
+    batch_size: int = BATCH
 
-    def run(self) -> SyncReport:
-        """One sync; the report says what changed and what was skipped. Never raises for a bad feed."""
+    def run(self, *, remaining_ms: Callable[[], int] | None = None, deadline: Deadline | None = None) -> SyncReport:
+        """One run; the report says what changed and what was skipped. Never raises for a bad feed.
+
+        The feed is read as it arrives and applied BATCH products at a time, from the place the last run stopped
+        (saved in bisn-throttle). Before each batch the run looks at `deadline` (by default the earlier of BUDGET_S
+        and the Lambda's remaining time, `remaining_ms`, less MARGIN_S); out of time, it saves the place of the
+        batch it did not start and stops. Every run reads the feed from its start, so the run that reaches the end
+        has seen every SKU the feed names: only then are products the feed no longer lists discontinued.
+        """
         report = SyncReport()
         if self.reader is None and self.store is None:
             report.error = "CATALOG_URL is not set for this stage"
             logger.warning("catalogue sync skipped: %s", report.error)
             return report
-        products: Sequence[Product | StoreProduct]
+        if deadline is None:
+            deadline = Deadline.for_run(BUDGET_S, remaining_ms=remaining_ms, margin_s=MARGIN_S)
+        now = self.clock.now()
+        state = self.cursors.cursor(CURSOR) or {}
+        start = int(state.get("next") or 0)
+        started_at = int(state.get("started_at") or now)
+        report.resumed_at = start
+        named: set[str] = set()
+        seen: set[str] = set()
+        usable = 0
+        batch: list[Product | StoreProduct] = []
+        batch_at = start  # the feed index of the first entry of `batch`
+        index = -1
         try:
-            if self.store is not None:
-                products, report.skipped, named = parse_store_catalog(self._store_entries())
-            else:
-                assert self.reader is not None
-                products, report.skipped, named = parse_feed(self.reader.read())
+            for index, (sku, parsed) in enumerate(self._parsed()):
+                if sku:
+                    named.add(sku)
+                if isinstance(parsed, BadRequest):
+                    if index >= start:
+                        report.skipped.append(Skipped(index, sku, parsed.message))
+                    continue
+                if parsed.sku in seen:
+                    if index >= start:
+                        source = "catalogue" if self.store is not None else "feed"
+                        report.skipped.append(
+                            Skipped(index, parsed.sku, f"the same sku appears earlier in the {source}")
+                        )
+                    continue
+                seen.add(parsed.sku)
+                usable += 1
+                if index < start:
+                    continue  # applied by an earlier run of this pass
+                if not batch:
+                    batch_at = index
+                batch.append(parsed)
+                if len(batch) >= self.batch_size:
+                    if deadline.passed():
+                        return self._stop(report, batch_at, started_at, now)
+                    self._apply_batch(batch, now, report)
+                    batch = []
+            if batch:
+                if deadline.passed():
+                    return self._stop(report, batch_at, started_at, now)
+                self._apply_batch(batch, now, report)
+                batch = []
         except FeedError as error:
             report.error = str(error)
-            logger.error("catalogue sync failed, nothing changed: %s", report.error)
+            logger.error("catalogue sync stopped, the feed could not be read: %s", report.error)
+            # What was applied stays applied (each product is written whole); the next run reads from here.
+            resume_at = batch_at if batch else max(start, index + 1)
+            if resume_at != start:
+                self._save(resume_at, started_at, now)
             return report
-        if not products:
+        if not usable:
             # An empty or wholly broken feed is far likelier a fault upstream than a shop selling nothing.
             report.error = "the feed lists no usable product; nothing changed"
             logger.error("catalogue sync: %s (%d entries skipped)", report.error, len(report.skipped))
+            self._save(0, None, now, finished=False)
             return report
-        self._apply(products, named, report)
+        for sku, discontinued in self.catalog.synced():
+            if sku in named or discontinued:
+                continue
+            if deadline.passed():
+                # Every product is applied: the next run reads the feed again for its SKUs and goes on from here.
+                return self._stop(report, index + 1, started_at, now)
+            if self.catalog.discontinue(sku, now):
+                report.discontinued.append(sku)
+        report.complete = True
+        self._save(0, None, now)
+        self._log(report)
+        return report
+
+    def _parsed(self) -> Iterator[tuple[str | None, Product | StoreProduct | BadRequest]]:
+        """Each feed (or platform catalogue) entry: the SKU it names, and the valid product or why it is not one."""
+        if self.store is not None:
+            try:
+                for entry in self.store.read_catalog():
+                    try:
+                        yield entry.sku or None, parse_store_entry(entry)
+                    except BadRequest as error:
+                        yield entry.sku or None, error
+            except CatalogUnavailable as error:
+                raise FeedError(f"the store's catalogue could not be read: {error}") from error
+            return
+        assert self.reader is not None
+        for raw in _entries_of(self.reader.chunks()):
+            try:
+                yield _named_sku(raw), parse_product(raw)
+            except BadRequest as error:
+                yield _named_sku(raw), error
+
+    def _apply_batch(self, batch: Sequence[Product | StoreProduct], now: float, report: SyncReport) -> None:
+        """Compare one batch with what is stored (one read per 100) and write only the products that changed."""
+        existing = self.catalog.get_many([product.sku for product in batch])
+        self._upsert(batch, existing, now, report)
+
+    def _stop(self, report: SyncReport, resume_at: int, started_at: int, now: float) -> SyncReport:
+        report.stopped_at = resume_at
+        self._save(resume_at, started_at, now)
+        logger.info("catalogue sync out of time; the next run carries on at feed entry %d", resume_at)
+        self._log(report)
+        return report
+
+    def _save(self, resume_at: int, started_at: int | None, now: float, *, finished: bool = True) -> None:
+        state: dict[str, Any] = {"next": resume_at or None, "started_at": started_at if resume_at else None}
+        if not resume_at and finished:
+            state["finished_at"] = int(now)
+        self.cursors.save_cursor(CURSOR, state, int(now) + CURSOR_TTL_S)
+
+    @staticmethod
+    def _log(report: SyncReport) -> None:
         logger.info(
             "catalogue sync: %d created, %d updated, %d restored, %d discontinued, %d unchanged, %d skipped",
             len(report.created),
@@ -421,14 +542,6 @@ class CatalogSync:
         )
         for skipped in report.skipped:
             logger.warning("catalogue feed entry %d (%s) skipped: %s", skipped.index, skipped.sku, skipped.reason)
-        return report
-
-    def _store_entries(self) -> list[CatalogEntry]:
-        assert self.store is not None
-        try:
-            return list(self.store.read_catalog())
-        except CatalogUnavailable as error:
-            raise FeedError(f"the store's catalogue could not be read: {error}") from error
 
     def apply_store_entries(self, entries: Sequence[CatalogEntry], removed_ids: Sequence[str]) -> SyncReport:
         """A platform's product webhook: apply its changed variants now, and discontinue a deleted product's SKUs.
@@ -445,16 +558,6 @@ class CatalogSync:
         for skipped in report.skipped:
             logger.warning("store product entry %d (%s) skipped: %s", skipped.index, skipped.sku, skipped.reason)
         return report
-
-    def _apply(self, products: Sequence[Product | StoreProduct], named: set[str], report: SyncReport) -> None:
-        now = self.clock.now()
-        existing = {item.sku: item for item in self.catalog.all()}
-        self._upsert(products, existing, now, report)
-        for sku, item in sorted(existing.items()):
-            if sku in named or item.synced_at is None or item.discontinued:
-                continue
-            if self.catalog.discontinue(sku, now):
-                report.discontinued.append(sku)
 
     def _upsert(
         self,

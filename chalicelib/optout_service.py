@@ -10,12 +10,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from chalicelib.clock import Clock
-from chalicelib.contacts import contact_key
-from chalicelib.leaving import HOLDING, Exit, QueueExits
-from chalicelib.tables.optout import SOURCES, OptoutTable
+from botocore.exceptions import ClientError
 
-MAX_SYNC_PAGES = 200  # 200 pages of up to 100 numbers each minute; far beyond a shop's opt-outs
+from chalicelib.clock import Clock, Deadline
+from chalicelib.contacts import contact_key
+from chalicelib.faults import FaultHook, no_faults
+from chalicelib.leaving import HOLDING, Exit, QueueExits
+from chalicelib.tables.base import error_code
+from chalicelib.tables.optout import SOURCES, OptoutTable
+from chalicelib.tables.throttle import ThrottleTable
+
+# A pass reads at most this many pages (of up to 100 numbers) a run; the next run carries on where it stopped.
+MAX_PAGES_PER_RUN = 50
+# A finished pass starts again after a day: SNS itself refuses to send to a number that replied STOP meanwhile
+# (the notifier then passes it over), so the copy here only needs to catch up, not to race.
+PASS_EVERY_S = 86_400
+SYNC_CURSOR = "cursor#sms-optouts"
+CURSOR_TTL_S = 7 * 86_400
 
 
 @dataclass(frozen=True)
@@ -44,6 +55,7 @@ class SyncReport:
     newly_suppressed: int
     places_left: int
     pages: int
+    pass_done: bool = False  # the pass read the account's last page (or a finished pass is not yet due again)
 
 
 def sms_match(number: str) -> str:
@@ -63,10 +75,12 @@ class OptoutService:
     """Suppresses contacts and takes them off every list."""
 
     optout: OptoutTable
+    cursors: ThrottleTable  # where the STOP sync's pass stopped
     exits: QueueExits
     sns: Any
     clock: Clock
     hash_key: str
+    faults: FaultHook = no_faults
 
     def opt_out(self, key: str, source: str) -> OptOutResult:
         """Suppress one contact (by keyed hash) and take them off every list; safe to repeat."""
@@ -80,27 +94,69 @@ class OptoutService:
         exits = self.exits.leave_all(key, reason=source)
         return OptOutResult(newly=newly, exits=exits)
 
-    def sync_sms_optouts(self, *, max_pages: int = MAX_SYNC_PAGES) -> SyncReport:
+    def sync_sms_optouts(self, deadline: Deadline | None = None, *, max_pages: int = MAX_PAGES_PER_RUN) -> SyncReport:
         """Copy the SNS account's opted-out numbers (STOP replies) into bisn-optout, source 'stop'.
 
-        Called by the minute sweep. Numbers already suppressed cost one batched read per page.
+        Called by the minute sweep. A pass reads every page of the account's list once, at most `max_pages` a run
+        and never past `deadline`; the page token it stopped at is saved, so the next run carries on and no number
+        is ever left unread. A finished pass starts again once PASS_EVERY_S has gone by since it began. Numbers
+        already suppressed cost one batched read per page.
         """
+        now = self.clock.now()
+        state = self.cursors.cursor(SYNC_CURSOR) or {}
+        started = float(state.get("started_at") or 0)
+        token: str | None = str(state["token"]) if state.get("token") else None
+        if state.get("done") or not state:
+            if state and now - started < PASS_EVERY_S:
+                return SyncReport(numbers_seen=0, newly_suppressed=0, places_left=0, pages=0, pass_done=True)
+            started, token = now, None
         seen = added = left = pages = 0
-        token: str | None = None
-        while pages < max_pages:
-            page = self.sns.list_phone_numbers_opted_out(**({"nextToken": token} if token else {}))
+        done = restarted = False
+        while pages < max_pages and not (deadline is not None and deadline.passed()):
+            try:
+                page = self.sns.list_phone_numbers_opted_out(**({"nextToken": token} if token else {}))
+            except ClientError as error:
+                # SNS list calls are rate limited per account: the pass waits for the next run, where it stopped.
+                if error_code(error) == "Throttled":
+                    break
+                if token is None or restarted or error_code(error) != "InvalidParameter":
+                    raise
+                # A saved token SNS no longer takes (it may expire between runs): the pass starts over, once.
+                token, started, restarted = None, now, True
+                continue
             pages += 1
             numbers = [str(n) for n in page.get("phoneNumbers", []) if n]
             seen += len(numbers)
-            keys = list(dict.fromkeys(contact_key(sms_match(n), self.hash_key) for n in numbers))
-            known = self.optout.suppressed_among(keys) if keys else set()
-            for key in keys:
-                if key in known:
-                    continue
-                result = self.opt_out(key, "stop")
-                added += 1 if result.newly else 0
-                left += len(result.left)
+            page_added, page_left = self._suppress_page(numbers)
+            added += page_added
+            left += page_left
+            # Saved only once every number of the page is suppressed and off its lists: a run cut short reads the
+            # same page again and finishes what it began.
             token = page.get("nextToken") or None
-            if not token:
+            done = token is None
+            self.cursors.save_cursor(
+                SYNC_CURSOR,
+                {"token": token, "started_at": int(started), "done": done or None},
+                int(now) + CURSOR_TTL_S,
+            )
+            if done:
                 break
-        return SyncReport(numbers_seen=seen, newly_suppressed=added, places_left=left, pages=pages)
+        return SyncReport(numbers_seen=seen, newly_suppressed=added, places_left=left, pages=pages, pass_done=done)
+
+    def _suppress_page(self, numbers: list[str]) -> tuple[int, int]:
+        """Suppress one page's numbers and take them off every list; (newly suppressed, places left)."""
+        added = left = 0
+        keys = list(dict.fromkeys(contact_key(sms_match(n), self.hash_key) for n in numbers))
+        known = self.optout.leaving_among(keys) if keys else {}
+        for key in keys:
+            if key in known and not known[key]:
+                continue  # suppressed, and its places already left
+            # Suppression first, marked as still leaving; cleared once every list is left, so a crash between the
+            # two is finished when the page is read again (its token is saved only after the page is done).
+            newly = self.optout.add(key, "stop", self.clock.now(), leaving=True)
+            self.faults("stop_sync.after_suppress")
+            exits = self.exits.leave_all(key, reason="stop")
+            self.optout.left(key)
+            added += 1 if newly else 0
+            left += len(OptOutResult(newly=newly, exits=exits).left)
+        return added, left

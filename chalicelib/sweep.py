@@ -9,11 +9,11 @@ by the next run (invariant 7).
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from chalicelib.clock import Clock
+from chalicelib.clock import Clock, Deadline
 from chalicelib.confirm import OWED_AFTER_S, OWED_LOOKBACK_DAYS, confirm_message
 from chalicelib.counters import DONE, UnitMoves
 from chalicelib.faults import FaultHook, no_faults
@@ -40,6 +40,13 @@ STALE_LEAD_S = 600
 STALE_LOOKBACK_DAYS = 3
 # A sweep stops taking new work after this long; the next minute's run carries on where it stopped.
 BUDGET_S = 20.0
+# ...and with this much of the Lambda's time left: the longest single step it may be in when it looks (a store
+# call's timeout, chalicelib/platforms/http.py) and the top-up of what it settled must still fit.
+MARGIN_S = 10.0
+# Rows settled before the deadline have their top-up sent even past it; taking them out of the index (a write
+# each) stops this long before the timeout, and what is left is cleared by the next run (its top-up sent again,
+# which the notifier takes as a no-op).
+LAST_CALL_S = 3.0
 
 
 @dataclass
@@ -69,11 +76,28 @@ class SweepService:
     page_size: int = 100
     budget_s: float = BUDGET_S
 
-    def run(self, now: float | None = None) -> dict[str, int]:
+    def run(
+        self,
+        now: float | None = None,
+        *,
+        remaining_ms: Callable[[], int] | None = None,
+        deadline: Deadline | None = None,
+    ) -> dict[str, int]:
         """One sweep; returns counts: lapsed, expired, topups, stale_requests, pending_requeued, unknown_sku_digests,
-        optouts_synced, raced, store_placed, store_released, store_unanswered, confirmations_requeued."""
+        optouts_synced, raced, store_placed, store_released, store_unanswered, confirmations_requeued, and
+        out_of_time (1 when it stopped early; the next run carries on).
+
+        It stops starting new work at `deadline`, by default the earlier of its budget and the Lambda's remaining
+        time (`remaining_ms`) less MARGIN_S. Every part is safe to leave for the next run: rows stay in their
+        indexes until settled, and the STOP sync saves where it stopped."""
         at = self.clock.now() if now is None else float(now)
-        deadline = time.monotonic() + self.budget_s
+        last_call = deadline
+        if deadline is None:
+            deadline = Deadline.for_run(self.budget_s, remaining_ms=remaining_ms, margin_s=MARGIN_S)
+            last_call = Deadline.for_run(
+                self.budget_s + MARGIN_S - LAST_CALL_S, remaining_ms=remaining_ms, margin_s=LAST_CALL_S
+            )
+        assert last_call is not None
         summary = dict.fromkeys(
             (
                 "lapsed",
@@ -88,6 +112,7 @@ class SweepService:
                 "store_released",
                 "store_unanswered",
                 "confirmations_requeued",
+                "out_of_time",
             ),
             0,
         )
@@ -95,15 +120,22 @@ class SweepService:
         for page in self.tables.reservations.due_pages(at, page_size=self.page_size):
             for row in page:
                 self._settle(row, at, summary, owed)
-            if time.monotonic() > deadline:
+            if deadline.passed():
                 break
-        summary["topups"] = self._top_up(owed)
-        summary["stale_requests"] = self._expire_stale(at, deadline)
-        summary["pending_requeued"] = self.requeue_restocks_stuck_in_pending(at)
-        summary["confirmations_requeued"] = self._requeue_confirmations(at, deadline)
-        summary["unknown_sku_digests"] = int(self.unknown_skus.send_due(at))
+        # Always: the units these rows freed go on to the next people now (the rows are bounded by the pages read).
+        summary["topups"] = self._top_up(owed, last_call)
+        if not deadline.passed():
+            summary["stale_requests"] = self._expire_stale(at, deadline)
+        if not deadline.passed():
+            summary["pending_requeued"] = self.requeue_restocks_stuck_in_pending(at)
+        if not deadline.passed():
+            summary["confirmations_requeued"] = self._requeue_confirmations(at, deadline)
+        if not deadline.passed():
+            summary["unknown_sku_digests"] = int(self.unknown_skus.send_due(at))
         # Last: units and places first, so a slow or failing SNS call never holds them up.
-        summary["optouts_synced"] = self.optouts.sync_sms_optouts().newly_suppressed
+        if not deadline.passed():
+            summary["optouts_synced"] = self.optouts.sync_sms_optouts(deadline).newly_suppressed
+        summary["out_of_time"] = int(deadline.passed())
         return summary
 
     def _settle(self, row: Offer, at: float, summary: dict[str, int], owed: dict[tuple[str, str], _Owed]) -> None:
@@ -163,7 +195,7 @@ class SweepService:
         if reason is not None:
             self.exits.leave(request, reason=str(reason))
 
-    def _top_up(self, owed: dict[tuple[str, str], _Owed]) -> int:
+    def _top_up(self, owed: dict[tuple[str, str], _Owed], last_call: Deadline) -> int:
         """One top-up job per restock that freed units, then the rows leave the index.
 
         A crash after the send and before the clear sends the job again next run: the notifier treats a
@@ -175,15 +207,17 @@ class SweepService:
             sent += 1
             self.faults("sweep.after_topup")
             for token_id, state in entry.rows:
+                if last_call.passed():
+                    break
                 self.tables.reservations.clear_due(token_id, state)
         return sent
 
-    def _expire_stale(self, at: float, deadline: float) -> int:
+    def _expire_stale(self, at: float, deadline: Deadline) -> int:
         """Delete places whose ttl passed, with their uniqueness items, keeping the waiting count in step."""
         cutoff = at + STALE_LEAD_S
         removed = 0
         for seen in self.tables.requests.stale(cutoff, lookback_days=STALE_LOOKBACK_DAYS, page_size=self.page_size):
-            if time.monotonic() > deadline:
+            if deadline.passed():
                 break
             # The by-expiry index carries the keys, ttl, state and contact_key only. The place itself says which
             # restock it was told about, which its uniqueness item must remember once it goes (one notice per
@@ -224,14 +258,14 @@ class SweepService:
             removed += 1
         return removed
 
-    def _requeue_confirmations(self, at: float, deadline: float) -> int:
+    def _requeue_confirmations(self, at: float, deadline: Deadline) -> int:
         """Confirmation emails owed for over a minute (a tap cut short before its message): send the message
         again. The notifier takes an owed email once, so a message sent twice sends one email."""
         sent = 0
         for sku, joined_ts in self.tables.requests.owed_confirmations(
             at - OWED_AFTER_S, lookback_days=OWED_LOOKBACK_DAYS, page_size=self.page_size
         ):
-            if time.monotonic() > deadline:
+            if deadline.passed():
                 break
             self.jobs.send_body(confirm_message(sku, joined_ts))
             sent += 1

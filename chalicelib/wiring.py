@@ -282,6 +282,7 @@ class Services:
         store = {"shopify": self.shopify, "woocommerce": self.woocommerce}.get(platform)
         return CatalogSync(
             catalog=self.tables.catalog,
+            cursors=self.tables.throttle,
             reader=reader,
             clock=self.clock,
             threshold_changed=self.detector.reconsider,
@@ -445,7 +446,13 @@ class Services:
         from chalicelib.optout_service import OptoutService
 
         return OptoutService(
-            optout=self.tables.optout, exits=self.exits, sns=self.aws.sns, clock=self.clock, hash_key=self.hash_key
+            optout=self.tables.optout,
+            cursors=self.tables.throttle,
+            exits=self.exits,
+            sns=self.aws.sns,
+            clock=self.clock,
+            hash_key=self.hash_key,
+            faults=self.faults,
         )
 
     @cached_property

@@ -136,9 +136,10 @@ NEEDS: dict[str, Needs] = {
             "requests": TableAccess((GET, PUT, UPDATE, DELETE), ("by-expiry", "by-contact", "by-confirm")),
             "restocks": TableAccess((UPDATE,), ("by-pending",)),
             "reservations": TableAccess((GET, UPDATE), ("by-due",)),
-            "optout": TableAccess((GET, BATCH_GET, PUT)),
+            # UPDATE: a STOP number's opt-out is marked done once its places have left every list.
+            "optout": TableAccess((GET, BATCH_GET, PUT, UPDATE)),
             "audit": TableAccess((PUT,)),
-            # The unknown-SKU digest of the window that ended: read, then marked sent.
+            # The unknown-SKU digest of the window that ended: read, then marked sent. The STOP sync's page token.
             "throttle": TableAccess((GET, UPDATE)),
         },
         queue=PRODUCE,  # top-ups for freed units; restocks stuck before their job
@@ -150,10 +151,12 @@ NEEDS: dict[str, Needs] = {
     ),
     "catalog_sync": Needs(
         tables={
-            "catalog": TableAccess((GET, SCAN, UPDATE)),
+            # BATCH_GET: each batch of feed products compared with what is stored, 100 a read.
+            "catalog": TableAccess((GET, BATCH_GET, SCAN, UPDATE)),
             # A lowered threshold that the level on hand meets opens a restock and queues its job.
             "restocks": TableAccess((GET, PUT, UPDATE)),
-            "throttle": TableAccess((PUT,)),  # a lowered threshold's restock: its change id, remembered once
+            # PUT: a lowered threshold's restock, its change id remembered once. GET, UPDATE: where the sync stopped.
+            "throttle": TableAccess((GET, PUT, UPDATE)),
             "audit": TableAccess((PUT,)),
         },
         queue=PRODUCE,

@@ -34,6 +34,15 @@ class CrashAt:
             raise InjectedCrash(point)
 
 
+def deadline_after(looks: int) -> Any:
+    """A scheduled run's deadline that lets `looks` looks at it pass, and has passed from the next one on (its
+    clock moves one second a look), so a test stops a run at a chosen step."""
+    from chalicelib.clock import Deadline
+
+    ticks = iter(range(10**9))
+    return Deadline(looks + 0.5, monotonic=lambda: float(next(ticks)))
+
+
 CHAIR: dict[str, Any] = {
     "name": "Walnut dining chair",
     "threshold": 1,
@@ -107,11 +116,26 @@ def installed(services: Any) -> Iterator[None]:
 @contextmanager
 def app_client(services: Any) -> Iterator[Any]:
     """chalice.test.Client on the app, with `services` installed for its lifetime."""
+    from unittest import mock
+
+    import chalice.test
     from chalice.test import Client
 
     from app import app
 
-    with installed(services), Client(app, stage_name="local", project_dir=str(ROOT)) as client:
+    base = chalice.test.LambdaContext
+
+    def context(*args: Any, **kwargs: Any) -> Any:
+        # chalice.test's invoke gives every function Lambda's default 3 s, not the lambda_timeout of
+        # .chalice/config.json (30 s, 60 s for the notifier); the scheduled jobs stop by the time they have left.
+        kwargs.setdefault("max_runtime_ms", 60_000 if args and args[0] == "notifier" else 30_000)
+        return base(*args, **kwargs)
+
+    with (
+        installed(services),
+        mock.patch.object(chalice.test, "LambdaContext", context),
+        Client(app, stage_name="local", project_dir=str(ROOT)) as client,
+    ):
         yield client
 
 

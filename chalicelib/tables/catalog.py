@@ -185,6 +185,37 @@ class CatalogTable:
                 return sorted(items, key=lambda i: i.sku)
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
+    def get_many(self, skus: list[str]) -> dict[str, Product]:
+        """The products among `skus` that exist, read 100 at a time (BatchGetItem; catalogue sync's comparison)."""
+        found: dict[str, Product] = {}
+        unique = list(dict.fromkeys(skus))
+        client = self.table.meta.client
+        for start in range(0, len(unique), 100):
+            request: dict[str, Any] = {self.name: {"Keys": [{"sku": sku} for sku in unique[start : start + 100]]}}
+            while request:
+                page = client.batch_get_item(RequestItems=request)
+                for item in page.get("Responses", {}).get(self.name, []):
+                    found[str(item["sku"])] = Product.from_item(item)
+                request = page.get("UnprocessedKeys") or {}
+        return found
+
+    def synced(self) -> list[tuple[str, bool]]:
+        """Every product catalogue sync created and still sells, with no other attribute (SKU, and whether it is
+        discontinued): what a finished sync compares with the SKUs its feed named."""
+        from boto3.dynamodb.conditions import Attr
+
+        found: list[tuple[str, bool]] = []
+        kwargs: dict[str, Any] = {
+            "FilterExpression": Attr("synced_at").exists(),
+            "ProjectionExpression": "sku, discontinued",
+        }
+        while True:
+            page = self.table.scan(**kwargs)
+            found.extend((str(i["sku"]), bool(i.get("discontinued"))) for i in page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                return sorted(found)
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
     def join_item(self, sku: str, *, unless_idle: bool = False, max_waiting: int | None = None) -> TxItem:
         """Transaction item: count one more shopper waiting, only for a product that is sold.
 

@@ -93,11 +93,15 @@ class OptoutTable:
             }
         }
 
-    def add(self, contact_key: str, source: str, now: float) -> bool:
-        """Suppress a contact; False when it already was (the first reason is kept)."""
+    def add(self, contact_key: str, source: str, now: float, *, leaving: bool = False) -> bool:
+        """Suppress a contact; False when it already was (the first reason is kept). With `leaving`, the record also
+        says that the contact's places are still to leave their lists, until `left` clears it."""
+        item: dict[str, Any] = {"contact": contact_key, "source": source, "at": int(now)}
+        if leaving:
+            item["leaving"] = True
         try:
             self.table.put_item(
-                Item={"contact": contact_key, "source": source, "at": int(now)},
+                Item=item,
                 # The first opt-out is the fact worth keeping; later ones change nothing.
                 ConditionExpression="attribute_not_exists(contact)",
             )
@@ -132,6 +136,38 @@ class OptoutTable:
             while request:
                 page = resource.batch_get_item(RequestItems=request)
                 found.update(str(i["contact"]) for i in page.get("Responses", {}).get(self.name, []))
+                request = page.get("UnprocessedKeys") or {}
+        return found
+
+    def left(self, contact_key: str) -> None:
+        """The contact's places have all left their lists: the record no longer says they are still to."""
+        try:
+            self.table.update_item(
+                Key={"contact": contact_key},
+                UpdateExpression="REMOVE leaving",
+                # Never recreate a suppression staff lifted meanwhile (an update would create the item).
+                ConditionExpression="attribute_exists(leaving)",
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return
+
+    def leaving_among(self, contact_keys: list[str]) -> dict[str, bool]:
+        """Which of these contacts are suppressed (eventually consistent, in batches of 100), each with whether its
+        places are still to leave their lists (an opt-out a crash cut short)."""
+        found: dict[str, bool] = {}
+        unique = list(dict.fromkeys(contact_keys))
+        resource = self.table.meta.client
+        for start in range(0, len(unique), 100):
+            request: dict[str, Any] = {
+                self.name: {
+                    "Keys": [{"contact": k} for k in unique[start : start + 100]],
+                    "ProjectionExpression": "contact, leaving",
+                }
+            }
+            while request:
+                page = resource.batch_get_item(RequestItems=request)
+                for item in page.get("Responses", {}).get(self.name, []):
+                    found[str(item["contact"])] = bool(item.get("leaving"))
                 request = page.get("UnprocessedKeys") or {}
         return found
 

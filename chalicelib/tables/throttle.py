@@ -207,6 +207,23 @@ class ThrottleTable:
         except self.table.meta.client.exceptions.ConditionalCheckFailedException:
             return
 
+    # --- Where a scheduled sync stopped (the STOP sync's page token, the catalogue sync's place in its feed), so the
+    # --- next run carries on from there. One small item per sync; it expires on its own if the sync stops running.
+
+    def cursor(self, key: str) -> dict[str, Any] | None:
+        """A sync's saved position, or None when it has none (read strongly consistent: the last run just wrote it)."""
+        item = self.table.get_item(Key={"key": key}, ConsistentRead=True).get("Item")
+        return dict(item["state"]) if item and isinstance(item.get("state"), dict) else None
+
+    def save_cursor(self, key: str, state: dict[str, Any], expires_at: int) -> None:
+        """Remember a sync's position (replacing the last one); absent values are left out."""
+        self.table.update_item(
+            Key={"key": key},
+            UpdateExpression="SET #state = :state, #ttl = :ttl",
+            ExpressionAttributeNames={"#state": "state", "#ttl": "ttl"},
+            ExpressionAttributeValues={":state": {k: v for k, v in state.items() if v is not None}, ":ttl": expires_at},
+        )
+
     # --- Each SKU's line tickets (chalicelib/line.py): the order a new place was handed out in, kept off the tap's
     # --- transaction so no transaction ever holds this item (one plain write a tap, see docs/SCALE.md).
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import http.server
 import json
 import threading
@@ -14,14 +15,15 @@ import boto3
 import pytest
 
 from chalicelib.aws import Aws
-from chalicelib.catalog_sync import CatalogSync, FeedReader, SyncReport
+from chalicelib.catalog_sync import MARGIN_S, CatalogSync, FeedReader, SyncReport
 from chalicelib.config import settings_from_env
 from chalicelib.errors import Discontinued
+from chalicelib.feed_stream import MAX_ENTRY_CHARS
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
 from tests.inventory import deliver
-from tests.support import CHAIR, REGION, ROOT
+from tests.support import CHAIR, REGION, ROOT, deadline_after
 
 CHECKOUT = "https://shop.example/checkout?sku={sku}&reservation={reservation_id}"
 
@@ -50,6 +52,7 @@ def sync(services: Services, feed: Feed) -> CatalogSync:
     reader = FeedReader(feed.path.as_uri(), lambda: None)
     return CatalogSync(
         catalog=services.tables.catalog,
+        cursors=services.tables.throttle,
         reader=reader,
         clock=services.clock,
         threshold_changed=services.detector.reconsider,
@@ -172,6 +175,7 @@ def test_a_missing_feed_file_is_reported_not_raised(services: Services, tmp_path
     reader = FeedReader((tmp_path / "gone.json").as_uri(), lambda: None)
     report = CatalogSync(
         catalog=services.tables.catalog,
+        cursors=services.tables.throttle,
         reader=reader,
         clock=services.clock,
         threshold_changed=services.detector.reconsider,
@@ -223,6 +227,7 @@ def test_products_added_by_hand_are_left_alone(services: Services, feed: Feed, s
 def test_a_stage_without_a_feed_reports_it(services: Services) -> None:
     report = CatalogSync(
         catalog=services.tables.catalog,
+        cursors=services.tables.throttle,
         reader=None,
         clock=services.clock,
         threshold_changed=services.detector.reconsider,
@@ -256,7 +261,9 @@ class Response:
         return None
 
     def read(self, limit: int) -> bytes:
-        return self.data[:limit]
+        # As http.client.HTTPResponse.read(amt): up to `limit` bytes from where the last read stopped.
+        chunk, self.data = self.data[:limit], self.data[limit:]
+        return chunk
 
 
 class RecordingOpener:
@@ -290,6 +297,7 @@ def test_an_https_feed_is_fetched_with_the_bearer_token_from_secrets_manager(dep
     reader = FeedReader(deployed.settings.catalog_url, deployed.catalog_token, opener=opener)
     report = CatalogSync(
         catalog=deployed.tables.catalog,
+        cursors=deployed.tables.throttle,
         reader=reader,
         clock=deployed.clock,
         threshold_changed=deployed.detector.reconsider,
@@ -306,6 +314,7 @@ def test_an_https_feed_that_does_not_answer_200_changes_nothing(deployed: Servic
     reader = FeedReader(deployed.settings.catalog_url, deployed.catalog_token, opener=opener)
     report: SyncReport = CatalogSync(
         catalog=deployed.tables.catalog,
+        cursors=deployed.tables.throttle,
         reader=reader,
         clock=deployed.clock,
         threshold_changed=deployed.detector.reconsider,
@@ -358,6 +367,7 @@ def test_a_real_http_fetch_sends_the_token(services: Services, server: str) -> N
     reader = FeedReader(f"{server}/feed.json", lambda: "loopback-token")
     report = CatalogSync(
         catalog=services.tables.catalog,
+        cursors=services.tables.throttle,
         reader=reader,
         clock=services.clock,
         threshold_changed=services.detector.reconsider,
@@ -370,6 +380,7 @@ def test_a_redirect_is_refused_so_the_token_goes_nowhere_else(services: Services
     reader = FeedReader(f"{server}/moved", lambda: "loopback-token")
     report = CatalogSync(
         catalog=services.tables.catalog,
+        cursors=services.tables.throttle,
         reader=reader,
         clock=services.clock,
         threshold_changed=services.detector.reconsider,
@@ -382,8 +393,104 @@ def test_an_unreachable_feed_is_reported(services: Services) -> None:
     reader = FeedReader("http://127.0.0.1:9/feed.json", lambda: None)
     report = CatalogSync(
         catalog=services.tables.catalog,
+        cursors=services.tables.throttle,
         reader=reader,
         clock=services.clock,
         threshold_changed=services.detector.reconsider,
     ).run()
     assert report.error and report.error.startswith("the feed could not be fetched")
+
+
+# --- A feed larger than one run: streamed, applied in batches from a saved place, resumed by the next run.
+
+
+def small(sync: CatalogSync) -> CatalogSync:
+    """The same sync with batches of 10, so a few dozen products make several batches."""
+    return dataclasses.replace(sync, batch_size=10)
+
+
+def counted_writes(services: Services, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The SKUs catalogue sync writes (each a product's UpdateItem), in order."""
+    written: list[str] = []
+    original = services.tables.catalog.sync_product
+
+    def counting(sku: str, *args: Any, **kwargs: Any) -> None:
+        written.append(sku)
+        original(sku, *args, **kwargs)
+
+    monkeypatch.setattr(services.tables.catalog, "sync_product", counting)
+    return written
+
+
+def test_a_run_out_of_time_saves_its_place_and_the_next_run_carries_on(
+    services: Services, feed: Feed, sync: CatalogSync
+) -> None:
+    skus = [f"WW-{i:03d}" for i in range(25)]
+    feed.write([product(sku) for sku in skus])
+    # The run looks at its deadline before each batch (of 10 here, 100 deployed): one batch goes, then time is up.
+    first = small(sync).run(deadline=deadline_after(1))
+    assert (first.created, first.stopped_at, first.complete) == (skus[:10], 10, False)
+    assert services.tables.catalog.get("WW-010") is None
+    second = small(sync).run()
+    assert (second.resumed_at, second.created, second.complete) == (10, skus[10:], True)
+    third = small(sync).run()  # a new pass from the top, with nothing left to write
+    assert (third.resumed_at, third.created, third.unchanged) == (0, [], 25)
+
+
+def test_unchanged_products_are_read_in_batches_and_not_written_again(
+    services: Services, feed: Feed, sync: CatalogSync, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    feed.write([product(f"WW-{i:03d}") for i in range(25)])
+    small(sync).run()
+    written = counted_writes(services, monkeypatch)
+    feed.write([product(f"WW-{i:03d}", threshold=2 if i == 7 else 1) for i in range(25)])
+    report = small(sync).run()
+    assert written == ["WW-007"]
+    assert (report.updated, report.unchanged) == (["WW-007"], 24)
+
+
+def test_products_missing_from_the_feed_are_discontinued_only_by_the_run_that_reads_it_to_the_end(
+    services: Services, feed: Feed, sync: CatalogSync
+) -> None:
+    feed.write([product(f"WW-{i:03d}") for i in range(12)] + [product("WW-GONE")])
+    small(sync).run()
+    feed.write([product(f"WW-{i:03d}", name=f"New {i}") for i in range(12)])
+    first = small(sync).run(deadline=deadline_after(1))
+    assert (first.stopped_at, first.discontinued) == (10, [])
+    assert not services.tables.catalog.get("WW-GONE").discontinued
+    second = small(sync).run()
+    assert (second.discontinued, second.complete) == (["WW-GONE"], True)
+    assert len(second.updated) == 2
+
+
+def test_a_feed_far_larger_than_five_mib_is_streamed_and_applied(
+    services: Services, feed: Feed, sync: CatalogSync
+) -> None:
+    # Other keys are ignored: a long description per entry makes a large feed of few products, quick to apply.
+    description = "Soft merino. " * 4900
+    entries = [product(f"WW-{i:03d}", description=description) for i in range(90)]
+    feed.write({"products": entries, "generated": "2026-12-01"})
+    assert feed.path.stat().st_size > 5 * 1024 * 1024
+    report = sync.run()
+    assert report.error is None and report.complete
+    assert len(report.created) == 90
+
+
+def test_an_entry_longer_than_the_limit_stops_the_run_after_the_entries_before_it(
+    services: Services, feed: Feed, sync: CatalogSync
+) -> None:
+    feed.write([product("WW-A"), product("WW-HUGE", description="x" * (MAX_ENTRY_CHARS + 1)), product("WW-B")])
+    report = sync.run()
+    assert report.error is not None and "longer than" in report.error
+    assert not report.complete
+    assert services.tables.catalog.get("WW-B") is None
+
+
+def test_the_scheduled_function_stops_before_the_lambda_timeout(
+    services: Services, feed: Feed, sync: CatalogSync
+) -> None:
+    feed.write([product(f"WW-{i:03d}") for i in range(3)])
+    # With less left of the Lambda's time than the margin, not one batch is started.
+    report = sync.run(remaining_ms=lambda: int(MARGIN_S * 1000) - 1)
+    assert (report.created, report.stopped_at) == ([], 0)
+    assert sync.run().complete

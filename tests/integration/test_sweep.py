@@ -8,13 +8,13 @@ from dataclasses import replace
 
 import pytest
 
-from chalicelib.sweep import STALE_LEAD_S, SweepService
+from chalicelib.sweep import MARGIN_S, STALE_LEAD_S, SweepService
 from chalicelib.tables.requests import unique_sk
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.builders import join_request
 from tests.scenes import Scene, scene
-from tests.support import CHAIR, CrashAt, InjectedCrash, queued_jobs, rebuilt
+from tests.support import CHAIR, CrashAt, InjectedCrash, deadline_after, queued_jobs, rebuilt
 
 
 @pytest.fixture
@@ -325,6 +325,7 @@ def test_summary_counts_every_kind_of_work(s: Scene) -> None:
         "store_released",
         "store_unanswered",
         "confirmations_requeued",
+        "out_of_time",
     }
 
 
@@ -343,3 +344,31 @@ def test_a_stale_place_that_was_told_leaves_that_memory_behind(services: Service
     assert services.tables.requests.get("CHAIR-WALNUT", told.joined_ts) is None
     unique = services.tables.requests.get_unique("CHAIR-WALNUT", told.contact_key)
     assert unique is not None and unique["told_restock"] == "rs_told", "joining again brings no second notice"
+
+
+def test_a_sweep_out_of_time_stops_after_the_page_it_is_on_and_the_next_run_carries_on(
+    services: Services, clock: FixedClock
+) -> None:
+    sc = scene(services, clock, units=6, people=6)
+    for i in range(6):
+        sc.offer(i)
+    clock.advance(CHAIR["offer_window_s"])
+    small_pages = replace(services.sweep, page_size=2)
+    # Its first look at the deadline (after the first page) finds time is up: the rest waits for the next run.
+    summary = small_pages.run(deadline=deadline_after(0))
+    assert (summary["lapsed"], summary["topups"], summary["out_of_time"]) == (2, 1, 1)
+    assert summary["optouts_synced"] == summary["stale_requests"] == 0
+    rest = small_pages.run()
+    assert (rest["lapsed"], rest["out_of_time"]) == (4, 0)
+    assert sc.counters() == (6, 6)
+
+
+def test_the_scheduled_sweep_keeps_a_margin_before_the_lambda_timeout(services: Services, clock: FixedClock) -> None:
+    sc = scene(services, clock, units=2, people=2)
+    sc.offer(0)
+    sc.offer(1)
+    clock.advance(CHAIR["offer_window_s"])
+    small_pages = replace(services.sweep, page_size=1)
+    # Less of the Lambda's time left than the margin: one page is settled, nothing more is started.
+    summary = small_pages.run(remaining_ms=lambda: int(MARGIN_S * 1000) - 1)
+    assert (summary["lapsed"], summary["out_of_time"]) == (1, 1)

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from bench.__main__ import sms_fields, table
+from bench.__main__ import sms_fields, sync_fields, table
 from bench.calls import CallLog
 from bench.cost import MINUTES_A_MONTH, Shop, monthly_cost
 from bench.prices import USD
@@ -97,10 +97,20 @@ def test_the_table_names_every_target() -> None:
         "monthly_cost_lines_usd": {"dynamodb": 0.2},
         "prices": "eu-west-2",
     }
+    runs = {"runs": 2, "seconds": 40.0, "longest_run_s": 21.0, "calls": 10_204, "calls_by_operation": {}}
+    row.update(
+        sync_fields(
+            {"first": runs, "unchanged": {**runs, "runs": 1, "calls": 103}},
+            {"live": {**runs, "runs": 1, "calls": 2}, "lapsing": runs},
+            {"usd_per_day": 0.001, "usd_per_day_full_pass_every_minute": 1.2, "full_pass": runs, "quiet_minute": runs},
+        )
+    )
     text = table(row)
-    for target in ("<= 2 (goal 1)", ">= 0.8 of bound (goal 0.9)", "<= 1.5x (goal 1.3x)", "<= 3 MB"):
+    targets = ("<= 2 (goal 1)", ">= 0.8 of bound (goal 0.9)", "<= 1.5x (goal 1.3x)", "<= 3 MB")
+    for target in (*targets, "every run ends before its 30 s"):
         assert target in text
     assert re.search(r"SMS segments per notice +\S+ +<= 2 ", text)  # the product's target: 2 segments
+    assert row["catalog_sync_10k_s"] == 40.0 and row["catalog_sync_10k_runs"] == 2
     assert "no build/ (make package)" in text
     json.dumps(row)
 
