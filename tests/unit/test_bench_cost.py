@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from bench.__main__ import sms_fields, sync_fields, table
+from bench.__main__ import scale_fields, sms_fields, sync_fields, table
 from bench.calls import CallLog
 from bench.cost import MINUTES_A_MONTH, Shop, monthly_cost
 from bench.prices import USD
@@ -105,7 +105,16 @@ def test_the_table_names_every_target() -> None:
             {"usd_per_day": 0.001, "usd_per_day_full_pass_every_minute": 1.2, "full_pass": runs, "quiet_minute": runs},
         )
     )
+    at_50k = {
+        "waiting": 50_000,
+        "tap": {"calls": 2, "read_units": 0},
+        "me": {"calls": 6, "read_units": 5},
+        "me_before_count": {"items_read": 25_001, "read_units": 2_072},
+        "build_s": 339,
+    }
+    row.update(scale_fields([at_50k]))
     text = table(row)
+    assert row["capture_rcu_per_tap_at_50k"] == 0 and "tap / /me at 50,000 waiting" in text
     targets = ("<= 2 (goal 1)", ">= 0.8 of bound (goal 0.9)", "<= 1.5x (goal 1.3x)", "<= 3 MB")
     for target in (*targets, "every run ends before its 30 s"):
         assert target in text
