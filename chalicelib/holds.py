@@ -16,7 +16,7 @@ from chalicelib.clock import Clock
 from chalicelib.counters import DONE, JUST_GONE, NO_UNIT, UnitMoves
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.link_ids import is_link_id
-from chalicelib.logs import correlated
+from chalicelib.logs import correlated, offer_ref
 from chalicelib.platforms.base import StoreRefused
 from chalicelib.store_holds import PLACED, REFUSED, StoreHolds
 from chalicelib.store_holds import STORE_DOWN as STORE_IS_DOWN
@@ -110,7 +110,7 @@ class HoldsService:
         if isinstance(found, ReserveOutcome):
             return found
         row, product = found
-        with correlated(token_id=row.token_id):
+        with correlated(offer=offer_ref(row.token_id)):
             return self._answer(row, product, self.clock.now())
 
     def _verified(self, token: str) -> tuple[Offer, Product] | ReserveOutcome:

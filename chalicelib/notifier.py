@@ -31,7 +31,7 @@ from chalicelib.faults import FaultHook, no_faults
 from chalicelib.jobs import Job, JobQueue
 from chalicelib.link_ids import new_link_id
 from chalicelib.links import Links
-from chalicelib.logs import correlated
+from chalicelib.logs import correlated, offer_ref
 from chalicelib.manage_ids import ManageIds
 from chalicelib.metrics import (
     CONTINUATIONS,
@@ -671,7 +671,7 @@ class Notifier:
                 previous_restock=request.last_notified_restock,
             )
         except Exception:
-            log.exception("rolling back the offer %s failed; the sweep will lapse it", pending.token_id)
+            log.exception("rolling back the offer %s failed; the sweep will lapse it", offer_ref(pending.token_id))
             return False
         return True
 
@@ -713,7 +713,7 @@ class Notifier:
         code = error_code(error)
         walk.undeliverable += 1
         walk.metrics.count(NOTICES_UNDELIVERABLE)
-        log.warning("notice of offer %s undeliverable (%s): the unit goes on", pending.token_id, code)
+        log.warning("notice of offer %s undeliverable (%s): the unit goes on", offer_ref(pending.token_id), code)
         facts: dict[str, Any] = {
             "restock_id": job.restock_id,
             "position": pending.position,
@@ -736,7 +736,9 @@ class Notifier:
             )
         except Exception:
             # The offer stands, told about this restock: the sweep lapses it and returns the unit; never resent.
-            log.exception("undoing the undeliverable offer %s failed; the sweep will lapse it", pending.token_id)
+            log.exception(
+                "undoing the undeliverable offer %s failed; the sweep will lapse it", offer_ref(pending.token_id)
+            )
             self.tables.audit.record(job.sku, "notice_undeliverable", self.clock.now(), **facts, rolled_back=False)
             return
         walk.owes_topup = walk.owes_topup or owed
@@ -764,7 +766,9 @@ class Notifier:
         link works, or lapses unused), and nothing is sent again (invariant 6)."""
         walk.unconfirmed += 1
         walk.metrics.count(NOTICES_UNCONFIRMED)
-        log.warning("send of offer %s unconfirmed (%s); kept, never resent", pending.token_id, error_code(error))
+        log.warning(
+            "send of offer %s unconfirmed (%s); kept, never resent", offer_ref(pending.token_id), error_code(error)
+        )
         self._notice_fact(walk, pending, "notice_unconfirmed", error=error_code(error))
 
     def _skip(self, walk: _Walk, request: Request, reason: SkipReason, position: int) -> None:

@@ -11,7 +11,7 @@ from chalicelib.clock import Clock
 from chalicelib.counters import DONE, UnitMoves
 from chalicelib.errors import BadRequest, Conflict, NotFound
 from chalicelib.faults import FaultHook, no_faults
-from chalicelib.logs import correlated
+from chalicelib.logs import correlated, offer_ref
 from chalicelib.tables.base import TransactionCancelled
 from chalicelib.tables.reservations import (
     Offer,
@@ -90,7 +90,7 @@ class OrdersService:
 
     def record(self, order: Order) -> OrderOutcome:
         """Convert the order's hold, or record why it could not be."""
-        with correlated(token_id=order.reservation_id):
+        with correlated(offer=offer_ref(order.reservation_id)):
             row = self.tables.reservations.get(order.reservation_id)
             if row is None:
                 raise NotFound("No reservation has this id.", code="unknown_reservation")

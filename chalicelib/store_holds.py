@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from chalicelib.clock import Clock
 from chalicelib.counters import DONE, STORE_RETRY_S, UnitMoves
 from chalicelib.faults import FaultHook, no_faults
+from chalicelib.logs import offer_ref
 from chalicelib.platforms.base import HoldRequest, Store, StoreHold, StoreRefused, StoreUnavailable
 from chalicelib.tables.catalog import Product
 from chalicelib.tables.reservations import Offer, OfferState, StoreState
@@ -71,7 +72,7 @@ class StoreHolds:
         try:
             hold = self.store.place_hold(self.request(row, product))
         except StoreUnavailable as exc:
-            log.warning("store hold for %s not placed yet: %s", row.token_id, exc)
+            log.warning("store hold for %s not placed yet: %s", offer_ref(row.token_id), exc)
             self.tables.reservations.store_retry_at(
                 row.token_id, min(int(now) + STORE_RETRY_S, int(row.hold_expires_at or now))
             )
@@ -79,7 +80,7 @@ class StoreHolds:
         except StoreRefused as exc:
             # The store says the unit is not there (a walk-in bought it first): give ours back so the next level
             # report settles the counters, and keep the shopper's place.
-            log.warning("store refused the hold for %s: %s", row.token_id, exc)
+            log.warning("store refused the hold for %s: %s", offer_ref(row.token_id), exc)
             move = self.moves.expire(row, now, reason="store_refused")
             return Placing(REFUSED if move.result == DONE else ENDED)
         self.faults("store.after_place")
@@ -103,7 +104,7 @@ class StoreHolds:
         try:
             self.store.release_hold(row.token_id, row.store_ref)
         except StoreUnavailable as exc:
-            log.warning("store hold for %s not released yet: %s", row.token_id, exc)
+            log.warning("store hold for %s not released yet: %s", offer_ref(row.token_id), exc)
             return False
         self.faults("store.after_release")
         self.moves.store_released(row)

@@ -146,6 +146,9 @@ def test_no_log_line_names_a_contact(lines: Lines, services: Services, clock: Fi
     assert not leaks, "log lines name a contact:\n" + "\n".join(leaks)
     digits = [re.sub(r"\D", "", number)[1:] for number in PHONE_CONTACTS]  # the national number without its 0
     assert not [line for line in written if any(d in re.sub(r"\D", "", line) for d in digits)]
+    # An offer's id is its reserve link's key (/r/{id}): a log reader must not be able to hold a unit with it.
+    ids = {token_id, *(str(r["token_id"]) for r in shop.tables.reservations.table.scan()["Items"])}
+    assert ids and not [line for line in written if any(i in line for i in ids)]
 
 
 def test_notifier_lines_carry_the_restock_the_job_and_the_message(
