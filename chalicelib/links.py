@@ -1,4 +1,4 @@
-"""The signed links a shopper receives: reserve, unsubscribe, manage and confirm (see chalicelib/tokens.py)."""
+"""The signed links a shopper receives: reserve, unsubscribe, manage, confirm and opt-in (see chalicelib/tokens.py)."""
 
 from __future__ import annotations
 
@@ -27,3 +27,7 @@ class Links:
     def confirm(self, sku: str, joined_ts: str) -> str:
         """The link in a confirmation email: opens a page whose button confirms that one place."""
         return f"{self.base_url}/confirm/{self.tokens.confirm(sku, joined_ts)}"
+
+    def optin(self, contact_key: str, nonce: str) -> str:
+        """The link staff give a person who asked to hear from the shop again: its button lifts their opt-out."""
+        return f"{self.base_url}/optin/{self.tokens.optin(contact_key, nonce)}"

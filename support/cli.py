@@ -1,6 +1,6 @@
 """`bisn`: answer "why was I (not) told?", see demand, and honour shoppers' data requests.
 
-A thin click layer over support/desk.py. It runs against a deployed stage with your own AWS
+A thin click layer over chalicelib/support_desk.py. It runs against a deployed stage with your own AWS
 credentials (`--stage prod`: names and secrets come from .chalice/config.json and Secrets Manager), or
 against the local emulator (`--stage local`, the default, on http://127.0.0.1:4566; or any
 `--endpoint-url` / AWS_ENDPOINT_URL).
@@ -18,8 +18,8 @@ import click
 from chalicelib.clock import iso
 from chalicelib.config import ConfigError, settings_from_env
 from chalicelib.errors import DomainError
+from chalicelib.support_desk import Explanation, SupportDesk, desk_for
 from infra.stages import UnknownStage, stage_env
-from support.desk import Explanation, SupportDesk, desk_for
 
 LOCAL_ENDPOINT = f"http://127.0.0.1:{os.environ.get('DEVSTACK_MOTO_PORT', '4566')}"
 LOCAL_REGION = "eu-west-2"

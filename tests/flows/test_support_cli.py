@@ -9,11 +9,11 @@ import pytest
 from click.testing import CliRunner, Result
 
 from chalicelib.jobs import Job
+from chalicelib.support_desk import desk_for
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from infra.stages import stage_env
 from support.cli import cli
-from support.desk import desk_for
 from tests.scenes import scene
 from tests.support import CHAIR
 

@@ -9,9 +9,7 @@ import boto3
 import pytest
 
 from chalicelib.jobs import Job
-from chalicelib.wiring import Services
-from devstack.clocks import FixedClock
-from support.desk import (
+from chalicelib.support_desk import (
     ALREADY_NOTIFIED,
     BEHIND_CAP,
     BOUGHT,
@@ -24,6 +22,8 @@ from support.desk import (
     StillHolding,
     desk_for,
 )
+from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
 from tests.builders import join_request, put_restock
 from tests.scenes import Scene, scene
 from tests.support import CHAIR, queued_jobs

@@ -244,7 +244,7 @@ class SupportDesk:
     ) -> RestockVerdict:
         rid, rts = restock.restock_id, restock.restock_ts
         detected = restock.created_at if restock.created_at is not None else int(_at(rts))
-        base = {
+        base: dict[str, Any] = {
             "restock_id": rid,
             "restock_ts": rts,
             "detected_at": detected,
