@@ -393,19 +393,19 @@ def _admin_body() -> dict[str, object]:
 @app.route("/admin/api/session", methods=["POST"], content_types=ADMIN_TYPES)
 def admin_sign_in() -> Response:
     """Staff sign-in: email and password (Cognito USER_PASSWORD_AUTH); an id token or a further challenge."""
-    return _admin_json(lambda: wiring.current().admin.sign_in().start(_admin_body()).body())
+    return _admin_json(lambda: wiring.current().admin.sign_in_start(_admin_body()))
 
 
 @app.route("/admin/api/session/challenge", methods=["POST"], content_types=ADMIN_TYPES)
 def admin_sign_in_challenge() -> Response:
     """Staff sign-in's next step: a new password, or a code from an authenticator app."""
-    return _admin_json(lambda: wiring.current().admin.sign_in().answer(_admin_body()).body())
+    return _admin_json(lambda: wiring.current().admin.sign_in_answer(_admin_body()))
 
 
 @app.route("/admin/api/me", methods=["GET"], authorizer=ADMIN_AUTHORIZER)
 def admin_me() -> Response:
     """Who is signed in, and their role."""
-    return _staff_json(lambda staff: {"email": staff.email, "role": staff.role})
+    return _staff_json(lambda staff: wiring.current().admin.me(staff))
 
 
 @app.route("/admin/api/demand", methods=["GET"], authorizer=ADMIN_AUTHORIZER)
@@ -441,7 +441,7 @@ def admin_waiting_remove(sku: str) -> Response:
 @app.route("/admin/api/operations", methods=["GET"], authorizer=ADMIN_AUTHORIZER)
 def admin_operations() -> Response:
     """Dead letters, failed and refused sends, alarms, SMS spend."""
-    return _staff_json(lambda staff: wiring.current().admin.operations().view(), "alarms")
+    return _staff_json(lambda staff: wiring.current().admin.operations_view(), "alarms")
 
 
 @app.route("/admin/api/operations/redrive", methods=["POST"], content_types=ADMIN_TYPES, authorizer=ADMIN_AUTHORIZER)
@@ -453,38 +453,31 @@ def admin_redrive() -> Response:
 # Support: the contact is typed in full and travels only in a POST body, never in a URL.
 
 
-def _contact_action(action: str) -> Response:
-    def run(staff: Staff) -> dict[str, object]:
-        return wiring.current().admin.contact_action(staff, action, _admin_body())
-
-    return _staff_json(run)
-
-
 @app.route("/admin/api/contacts/explain", methods=["POST"], content_types=ADMIN_TYPES, authorizer=ADMIN_AUTHORIZER)
 def admin_contact_explain() -> Response:
     """Every place a person has and every decision about them (`bisn explain`)."""
-    return _contact_action("explain")
+    return _staff_json(lambda staff: wiring.current().admin.explain(staff, _admin_body()))
 
 
 @app.route("/admin/api/contacts/optout", methods=["POST"], content_types=ADMIN_TYPES, authorizer=ADMIN_AUTHORIZER)
 def admin_contact_optout() -> Response:
     """Opt a person out and take them off every list (audited)."""
-    return _contact_action("optout")
+    return _staff_json(lambda staff: wiring.current().admin.opt_out(staff, _admin_body()))
 
 
 @app.route("/admin/api/contacts/optin", methods=["POST"], content_types=ADMIN_TYPES, authorizer=ADMIN_AUTHORIZER)
 def admin_contact_optin() -> Response:
     """Ask an opted-out person whether they want messages again: only their own confirmation lifts it (audited)."""
-    return _contact_action("optin")
+    return _staff_json(lambda staff: wiring.current().admin.opt_in(staff, _admin_body()))
 
 
 @app.route("/admin/api/contacts/export", methods=["POST"], content_types=ADMIN_TYPES, authorizer=ADMIN_AUTHORIZER)
 def admin_contact_export() -> Response:
     """Everything held about a person (owner only; audited)."""
-    return _contact_action("export")
+    return _staff_json(lambda staff: wiring.current().admin.export(staff, _admin_body()))
 
 
 @app.route("/admin/api/contacts/forget", methods=["POST"], content_types=ADMIN_TYPES, authorizer=ADMIN_AUTHORIZER)
 def admin_contact_forget() -> Response:
     """Erase a person (owner only, with `confirm: true`; audited)."""
-    return _contact_action("forget")
+    return _staff_json(lambda staff: wiring.current().admin.forget(staff, _admin_body()))

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from chalicelib.admin.auth import Fetch
     from chalicelib.admin.contacts import ContactSupport, StaffAudit
     from chalicelib.admin.operations import Operations
-    from chalicelib.admin.signin import SignIn
     from chalicelib.alerts import StaffAlerts
     from chalicelib.capture import CaptureService
     from chalicelib.catalog_sync import CatalogSync
@@ -518,13 +517,6 @@ class Services:
 
         return StaffAudit(audit=self.tables.audit, clock=self.clock)
 
-    def _sign_in(self) -> SignIn:
-        from chalicelib.admin.signin import SignIn
-
-        return SignIn(
-            cognito=self.aws.cognito_idp, client_id=self.settings.admin_client_id, verifier=self.admin.verifier
-        )
-
     def _contact_support(self) -> ContactSupport:
         from chalicelib.admin.contacts import ContactSupport
 
@@ -561,6 +553,7 @@ class Services:
         from chalicelib.admin.api import AdminApi
         from chalicelib.admin.auth import TokenVerifier, urllib_fetch
         from chalicelib.admin.dashboard import Dashboard
+        from chalicelib.admin.signin import SignIn
 
         settings = self.settings
         jwks_url = settings.admin_jwks_url
@@ -576,10 +569,10 @@ class Services:
         )
         return AdminApi(
             verifier=verifier,
-            sign_in=self._sign_in,
+            sign_in=SignIn(cognito=self.aws.cognito_idp, client_id=settings.admin_client_id, verifier=verifier),
             dashboard=Dashboard(tables=self.tables),
-            contacts=self._contact_support,
-            operations=self._operations,
+            contacts=self._contact_support(),
+            operations=self._operations(),
             staff_audit=self.staff_audit,
             clock=self.clock,
         )

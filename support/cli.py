@@ -20,6 +20,7 @@ from chalicelib.config import ConfigError, settings_from_env
 from chalicelib.errors import DomainError
 from chalicelib.support_desk import Explanation, SupportDesk, desk_for
 from infra.stages import UnknownStage, stage_env
+from support import lift
 
 LOCAL_ENDPOINT = f"http://127.0.0.1:{os.environ.get('DEVSTACK_MOTO_PORT', '4566')}"
 LOCAL_REGION = "eu-west-2"
@@ -188,7 +189,7 @@ def optout_add(ctx: click.Context, contact: str) -> None:
 @click.pass_context
 def optout_remove(ctx: click.Context, contact: str) -> None:
     """Lift CONTACT's opt-out (they may join lists again)."""
-    result = _desk(ctx).optout_remove(contact)
+    result = lift.optout_remove(_desk(ctx), contact)
     lines = ["Opt-out lifted." if result.removed else "There was no opt-out for this contact."]
     if result.sms_still_opted_out:
         lines.append(
