@@ -67,7 +67,7 @@ PACKAGE_REGION ?= eu-west-2
 # Bytecode a local run left behind is not shipped: it would be for this interpreter, not Lambda's.
 package: $(STAMP)
 	find chalicelib -name __pycache__ -type d -prune -exec rm -rf {} +
-	AWS_DEFAULT_REGION=$(PACKAGE_REGION) $(VENV)/bin/chalice package --stage $(STAGE) --merge-template infra/template.json build/
+	AWS_DEFAULT_REGION=$(PACKAGE_REGION) ADMIN_AUTHORIZER=cognito $(VENV)/bin/chalice package --stage $(STAGE) --merge-template infra/template.json build/
 	$(PY) -m infra.pin_stage build/sam.json --stage $(STAGE)
 
 cfn-lint: package

@@ -158,9 +158,9 @@ class TokenVerifier:
             raise TokenRefused("not an id token for this app client")
         now = self._now()
         exp, iat = claims.get("exp"), claims.get("iat")
-        if not isinstance(exp, int) or not isinstance(iat, int):
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (exp, iat)):
             raise TokenRefused("no exp or iat")
-        if now > exp + LEEWAY_S or iat > now + LEEWAY_S:
+        if now > int(exp) + LEEWAY_S or int(iat) > now + LEEWAY_S:
             raise TokenRefused("expired or not yet valid")
         return claims
 
