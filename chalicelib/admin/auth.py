@@ -158,9 +158,10 @@ class TokenVerifier:
             raise TokenRefused("not an id token for this app client")
         now = self._now()
         exp, iat = claims.get("exp"), claims.get("iat")
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (exp, iat)):
+        # bool is an int in Python, never a time.
+        if not isinstance(exp, int) or not isinstance(iat, int) or isinstance(exp, bool) or isinstance(iat, bool):
             raise TokenRefused("no exp or iat")
-        if now > int(exp) + LEEWAY_S or int(iat) > now + LEEWAY_S:
+        if now > exp + LEEWAY_S or iat > now + LEEWAY_S:
             raise TokenRefused("expired or not yet valid")
         return claims
 
