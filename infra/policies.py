@@ -88,8 +88,8 @@ NEEDS: dict[str, Needs] = {
             # only; the table itself is never queried). SCAN: a product deleted on the platform reaches its SKUs
             # (rare, never a shopper's path: chalicelib/tables/catalog.py). CHECK: a confirmed email place looks for
             # units waiting for nobody (chalicelib/confirm_pages.py).
-            # by-demand: the dashboard's most-wanted products.
-            "catalog": TableAccess((GET, UPDATE, SCAN, CHECK), ("by-store-item", "by-demand")),
+            # by-demand: the dashboard's most-wanted products; BATCH_GET: names and prices of a period's restocks.
+            "catalog": TableAccess((GET, BATCH_GET, UPDATE, SCAN, CHECK), ("by-store-item", "by-demand")),
             "requests": TableAccess((GET, QUERY, PUT, UPDATE, DELETE), ("by-contact",)),
             # QUERY: a SKU's restocks (the dashboard's "explain"); by-opened: the restocks of a period.
             "restocks": TableAccess((GET, QUERY, PUT, UPDATE), ("by-opened",)),

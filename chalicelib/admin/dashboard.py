@@ -83,7 +83,9 @@ class Dashboard:
     # --- Restocks
 
     def _products(self, skus: set[str]) -> dict[str, Product | None]:
-        return {sku: self.tables.catalog.get_cached(sku) for sku in sorted(skus)}
+        """Names and prices for the listed SKUs: one BatchGetItem per 100."""
+        found = self.tables.catalog.get_many(sorted(skus))
+        return {sku: found.get(sku) for sku in skus}
 
     @staticmethod
     def _row(restock: Restock, tally: RestockTally, product: Product | None) -> dict[str, Any]:

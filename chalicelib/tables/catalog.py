@@ -432,6 +432,22 @@ class CatalogTable:
 
     # --- Demand: out-of-stock products ranked by people waiting, from the sparse by-demand index.
 
+    def get_many(self, skus: list[str]) -> dict[str, Product]:
+        """The products of these SKUs that exist, in batches of 100 (eventually consistent: the dashboard's names
+        and prices)."""
+        found: dict[str, Product] = {}
+        unique = list(dict.fromkeys(skus))
+        client = self.table.meta.client
+        for start in range(0, len(unique), 100):
+            request: dict[str, Any] = {self.name: {"Keys": [{"sku": sku} for sku in unique[start : start + 100]]}}
+            while request:
+                page = client.batch_get_item(RequestItems=request)
+                for item in page.get("Responses", {}).get(self.name, []):
+                    product = Product.from_item(item)
+                    found[product.sku] = product
+                request = page.get("UnprocessedKeys") or {}
+        return found
+
     def demand(self, *, limit: int = 20) -> list[Product]:
         """Out-of-stock products with the most people waiting first, read from GSI by-demand (never a scan)."""
         from boto3.dynamodb.conditions import Key
