@@ -36,6 +36,10 @@ def run() -> dict[str, Any]:
     }
     print("measuring: notifier throughput on a 1,000-unit restock, three times ...", file=sys.stderr)
     throughput = measure.notifier_throughput()
+    print("measuring: a dashboard view at 10,000 waiting and 1,000 restocks ...", file=sys.stderr)
+    from bench.admin import measure as dashboard
+
+    admin = dashboard()
     print("measuring: cold imports ...", file=sys.stderr)
     imports = import_times()
     print("measuring: SMS segments of composed notices ...", file=sys.stderr)
@@ -63,6 +67,9 @@ def run() -> dict[str, Any]:
         "notifier_calls_per_notice_in_walk": round(throughput["calls_per_notice"], 2),
         "notifier_call_ms_per_notice": round(throughput["call_ms_per_notice"], 2),
         "notifier_serial_ceiling_per_s": round(throughput["serial_ceiling_per_s"], 1),
+        "admin_calls_per_page_view": admin["admin_calls_per_page_view"],
+        "admin_dearest_view": admin["admin_dearest_view"],
+        "admin_views": admin["admin_views"],
         "import_ms_app": round(imports["app"], 1),
         "import_ms_boto3": round(imports["boto3"], 1),
         "import_ratio": round(imports["app"] / imports["boto3"], 2),
