@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from chalice import Chalice, Rate, Response
+from chalice import Chalice, CognitoUserPoolAuthorizer, Rate, Response
 from chalice.app import CloudWatchEvent, Request, SQSEvent
 
 from chalicelib import admin_pages, logs, wiring
@@ -29,6 +29,8 @@ from chalicelib.widget import widget_source
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from chalicelib.admin.auth import Staff
 
 # Every chalicelib logger writes JSON lines at the stage's POWERTOOLS_LOG_LEVEL (chalicelib/logs.py).
 logs.configure()
@@ -325,6 +327,23 @@ def confirm(token: str) -> Response:
     return wiring.current().confirm_pages.confirm(token)
 
 
+@app.route("/optin/{token}", methods=["GET", "HEAD"])
+def optin_page(token: str) -> Response:
+    """An opt-in link (made by staff for a person who asked): a page with a button; changes nothing."""
+    return _no_body_for_head(wiring.current().optins.form(token))
+
+
+@app.route("/optin/{token}", methods=["POST"], content_types=["application/x-www-form-urlencoded"])
+def optin(token: str) -> Response:
+    """The opt-in page's button: the person's own opt-out is lifted."""
+    services = wiring.current()
+    if cross_site(_request().headers, services.page_origin):
+        from chalicelib.pages import page
+
+        return page(403, "Please use the button on the page", "Open the link again.", services.settings.shop_name)
+    return services.optins.confirm(token)
+
+
 @app.route("/me/{token}", methods=["GET", "HEAD"])
 @app.route("/m/{token}", methods=["GET", "HEAD"])  # the short form an SMS carries: a random manage id
 def my_requests(token: str) -> Response:
@@ -342,3 +361,153 @@ def change_my_requests(token: str) -> Response:
     return wiring.current().self_service.manage_action(
         token, _body(request), request.headers.get("content-type", ""), dict(request.headers)
     )
+
+
+# --- The shop's dashboard JSON API (docs/ADMIN.md, docs/openapi.yaml). Every route but sign-in checks the staff
+# member's Cognito id token itself (chalicelib/admin/auth.py), in every stage. A packaged stage also puts API
+# Gateway's Cognito user-pool authorizer in front: `make package` sets ADMIN_AUTHORIZER=cognito, and
+# infra/pin_stage.py binds it to the template's AdminUserPool. Locally Chalice would only decode a token's
+# claims unverified, so there the app's own check is the one that protects.
+ADMIN_AUTHORIZER = (
+    CognitoUserPoolAuthorizer(
+        "AdminUserPool", provider_arns=["arn:aws:cognito-idp:eu-west-2:000000000000:userpool/bound-at-package"]
+    )
+    if os.environ.get("ADMIN_AUTHORIZER") == "cognito"
+    else None
+)
+ADMIN_TYPES = ["application/json"]
+CSV_TYPE = "text/csv; charset=utf-8"
+
+
+def _params() -> Mapping[str, str]:
+    return _request().query_params or {}
+
+
+def _admin_json(produce: Callable[[], dict[str, object]], csv_table: str | None = None) -> Response:
+    """A dashboard answer (JSON, or one of its lists as CSV with ?format=csv), errors in the house shape."""
+    try:
+        answer = produce()
+    except DomainError as error:
+        return error_response(error, {"Cache-Control": "no-store"})
+    if csv_table is not None and _params().get("format") == "csv":
+        from chalicelib.admin.api import csv_of
+
+        return Response(
+            body=csv_of(csv_table, answer),
+            status_code=200,
+            headers={
+                "Content-Type": CSV_TYPE,
+                "Content-Disposition": f'attachment; filename="{csv_table}.csv"',
+                "Cache-Control": "no-store",
+            },
+        )
+    return json_response(200, answer, {"Cache-Control": "no-store"})
+
+
+def _staff_json(produce: Callable[[Staff], dict[str, object]], csv_table: str | None = None) -> Response:
+    """As `_admin_json`, for a signed-in staff member (`produce` gets them)."""
+    admin = wiring.current().admin
+
+    def run() -> dict[str, object]:
+        staff = admin.staff(_request().headers.get("authorization"))
+        return produce(staff)
+
+    return _admin_json(run, csv_table)
+
+
+def _admin_body() -> dict[str, object]:
+    request = _request()
+    return parse_body(_body(request), request.headers.get("content-type", ""), MAX_BODY_BYTES)
+
+
+@app.route("/admin/api/session", methods=["POST"], content_types=ADMIN_TYPES)
+def admin_sign_in() -> Response:
+    """Staff sign-in: email and password (Cognito USER_PASSWORD_AUTH); an id token or a further challenge."""
+    return _admin_json(lambda: wiring.current().admin.sign_in_start(_admin_body()))
+
+
+@app.route("/admin/api/session/challenge", methods=["POST"], content_types=ADMIN_TYPES)
+def admin_sign_in_challenge() -> Response:
+    """Staff sign-in's next step: a new password, or a code from an authenticator app."""
+    return _admin_json(lambda: wiring.current().admin.sign_in_answer(_admin_body()))
+
+
+@app.route("/admin/api/me", methods=["GET"], authorizer=ADMIN_AUTHORIZER)
+def admin_me() -> Response:
+    """Who is signed in, and their role."""
+    return _staff_json(lambda staff: wiring.current().admin.me(staff))
+
+
+@app.route("/admin/api/demand", methods=["GET"], authorizer=ADMIN_AUTHORIZER)
+def admin_demand() -> Response:
+    """Most-wanted out-of-stock products, and joins per day, for a period."""
+    return _staff_json(lambda staff: wiring.current().admin.demand(_params()), "demand")
+
+
+@app.route("/admin/api/restocks", methods=["GET"], authorizer=ADMIN_AUTHORIZER)
+def admin_restocks() -> Response:
+    """Restocks opened in a period, each with its funnel, and conversion by channel."""
+    return _staff_json(lambda staff: wiring.current().admin.restocks(_params()), "restocks")
+
+
+@app.route("/admin/api/restocks/{restock_id}", methods=["GET"], authorizer=ADMIN_AUTHORIZER)
+def admin_restock(restock_id: str) -> Response:
+    """One restock with its funnel stages."""
+    return _staff_json(lambda staff: wiring.current().admin.restock(restock_id, _params()), "restock")
+
+
+@app.route("/admin/api/waiting/{sku}", methods=["GET"], authorizer=ADMIN_AUTHORIZER)
+def admin_waiting(sku: str) -> Response:
+    """A page of a SKU's waiting list, contacts masked."""
+    return _staff_json(lambda staff: wiring.current().admin.waiting(sku, _params()), "waiting")
+
+
+@app.route("/admin/api/waiting/{sku}/remove", methods=["POST"], content_types=ADMIN_TYPES, authorizer=ADMIN_AUTHORIZER)
+def admin_waiting_remove(sku: str) -> Response:
+    """Take one place off a SKU's list (audited)."""
+    return _staff_json(lambda staff: wiring.current().admin.remove(staff, sku, _admin_body()))
+
+
+@app.route("/admin/api/operations", methods=["GET"], authorizer=ADMIN_AUTHORIZER)
+def admin_operations() -> Response:
+    """Dead letters, failed and refused sends, alarms, SMS spend."""
+    return _staff_json(lambda staff: wiring.current().admin.operations_view(), "alarms")
+
+
+@app.route("/admin/api/operations/redrive", methods=["POST"], content_types=ADMIN_TYPES, authorizer=ADMIN_AUTHORIZER)
+def admin_redrive() -> Response:
+    """Move the job queue's dead letters back to it (audited)."""
+    return _staff_json(lambda staff: wiring.current().admin.redrive(staff, _admin_body()))
+
+
+# Support: the contact is typed in full and travels only in a POST body, never in a URL.
+
+
+@app.route("/admin/api/contacts/explain", methods=["POST"], content_types=ADMIN_TYPES, authorizer=ADMIN_AUTHORIZER)
+def admin_contact_explain() -> Response:
+    """Every place a person has and every decision about them (`bisn explain`)."""
+    return _staff_json(lambda staff: wiring.current().admin.explain(staff, _admin_body()))
+
+
+@app.route("/admin/api/contacts/optout", methods=["POST"], content_types=ADMIN_TYPES, authorizer=ADMIN_AUTHORIZER)
+def admin_contact_optout() -> Response:
+    """Opt a person out and take them off every list (audited)."""
+    return _staff_json(lambda staff: wiring.current().admin.opt_out(staff, _admin_body()))
+
+
+@app.route("/admin/api/contacts/optin", methods=["POST"], content_types=ADMIN_TYPES, authorizer=ADMIN_AUTHORIZER)
+def admin_contact_optin() -> Response:
+    """Ask an opted-out person whether they want messages again: only their own confirmation lifts it (audited)."""
+    return _staff_json(lambda staff: wiring.current().admin.opt_in(staff, _admin_body()))
+
+
+@app.route("/admin/api/contacts/export", methods=["POST"], content_types=ADMIN_TYPES, authorizer=ADMIN_AUTHORIZER)
+def admin_contact_export() -> Response:
+    """Everything held about a person (owner only; audited)."""
+    return _staff_json(lambda staff: wiring.current().admin.export(staff, _admin_body()))
+
+
+@app.route("/admin/api/contacts/forget", methods=["POST"], content_types=ADMIN_TYPES, authorizer=ADMIN_AUTHORIZER)
+def admin_contact_forget() -> Response:
+    """Erase a person (owner only, with `confirm: true`; audited)."""
+    return _staff_json(lambda staff: wiring.current().admin.forget(staff, _admin_body()))

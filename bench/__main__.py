@@ -46,6 +46,10 @@ def run() -> dict[str, Any]:
         file=sys.stderr,
     )
     sizes = scale.run()
+    print("measuring: a dashboard view at 10,000 waiting and 1,000 restocks ...", file=sys.stderr)
+    from bench.admin import measure as dashboard
+
+    admin = dashboard()
     print("measuring: cold imports ...", file=sys.stderr)
     imports = import_times()
     print("measuring: SMS segments of composed notices ...", file=sys.stderr)
@@ -87,6 +91,9 @@ def run() -> dict[str, Any]:
         "fleet_ses_max_send_rate": fleet["account_max_send_rate"],
         "fleet_per_invocation_email_rate": fleet["per_invocation_rate"],
         "fleet_invocations": fleet["invocations"],
+        "admin_calls_per_page_view": admin["admin_calls_per_page_view"],
+        "admin_dearest_view": admin["admin_dearest_view"],
+        "admin_views": admin["admin_views"],
         "import_ms_app": round(imports["app"], 1),
         "import_ms_boto3": round(imports["boto3"], 1),
         "import_ratio": round(imports["app"] / imports["boto3"], 2),

@@ -10,7 +10,7 @@ import boto3
 from botocore.config import Config
 
 # boto3-stubs type Session.client by the service's literal name, so the names this app uses are spelled out.
-ClientService = Literal["sqs", "sns", "sesv2", "secretsmanager"]
+ClientService = Literal["sqs", "sns", "sesv2", "secretsmanager", "cognito-idp", "cloudwatch"]
 
 
 class Aws:
@@ -102,6 +102,16 @@ class Aws:
         config = self._config.merge(Config(retries={"mode": "standard", "max_attempts": 2}, read_timeout=8))
         with self._lock:
             return self.session.client("bedrock-runtime", region_name=self.region, config=config)
+
+    @cached_property
+    def cognito_idp(self) -> Any:
+        """Cognito user pools client (the dashboard's staff sign-in)."""
+        return self._client("cognito-idp")
+
+    @cached_property
+    def cloudwatch(self) -> Any:
+        """CloudWatch client (the dashboard's alarms and monthly send figures)."""
+        return self._client("cloudwatch")
 
     @cached_property
     def secretsmanager(self) -> Any:

@@ -82,6 +82,12 @@ class Settings:
     # confirmation email per place), and goes after EMAIL_CONFIRM_DAYS unconfirmed.
     email_double_opt_in: bool = True
     email_confirm_days: int = 7
+    # The dashboard's staff sign-in (docs/ADMIN.md): the Cognito user pool and its app client (no secret), both
+    # from the template; '' = this stage has no dashboard (every /admin/api route answers 401). ADMIN_JWKS_URL
+    # is where the pool's signing keys are read when not from the issuer itself (the local emulator's).
+    admin_user_pool_id: str = ""
+    admin_client_id: str = ""
+    admin_jwks_url: str = ""
 
     def table_name(self, short: str) -> str:
         """Full name of a table from infra/template.json, e.g. 'catalog' -> 'bisn-catalog'."""
@@ -243,6 +249,27 @@ def _two_way(env: Mapping[str, str]) -> bool:
     return two_way
 
 
+POOL_ID = re.compile(r"^[\w-]+_[0-9a-zA-Z]+$")
+CLIENT_ID = re.compile(r"^[\w+]+$")
+
+
+def _admin(env: Mapping[str, str], region: str) -> dict[str, str]:
+    """ADMIN_USER_POOL_ID and ADMIN_CLIENT_ID (both or neither), and ADMIN_JWKS_URL (the local stage only)."""
+    pool = env.get("ADMIN_USER_POOL_ID", "").strip()
+    client = env.get("ADMIN_CLIENT_ID", "").strip()
+    jwks = env.get("ADMIN_JWKS_URL", "").strip()
+    if bool(pool) != bool(client):
+        raise ConfigError("set both ADMIN_USER_POOL_ID and ADMIN_CLIENT_ID, or neither (no dashboard)")
+    # Cognito pool ids are "<region>_<id>" (botocore's UserPoolIdType pattern); tokens name that region.
+    if pool and (not POOL_ID.match(pool) or not pool.startswith(f"{region}_")):
+        raise ConfigError(f"ADMIN_USER_POOL_ID must be a user pool id of {region}, like {region}_AbC123, got {pool!r}")
+    if client and not CLIENT_ID.match(client):
+        raise ConfigError(f"ADMIN_CLIENT_ID must be an app client id, got {client!r}")
+    if jwks and env.get("STAGE", "").strip() != "local":
+        raise ConfigError("ADMIN_JWKS_URL is for the local stage only: a deployed stage reads the pool's own keys")
+    return {"admin_user_pool_id": pool, "admin_client_id": client, "admin_jwks_url": jwks}
+
+
 def settings_from_env(env: Mapping[str, str]) -> Settings:
     """Build Settings from a mapping of environment variables, failing fast on anything missing."""
     refs: dict[str, str] = {}
@@ -305,6 +332,7 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         woocommerce_store_url=store_url,
         email_double_opt_in=_bool(env, "EMAIL_DOUBLE_OPT_IN", True),
         email_confirm_days=_int(env, "EMAIL_CONFIRM_DAYS", 7, minimum=1),
+        **_admin(env, region),
         metrics_namespace=env.get("POWERTOOLS_METRICS_NAMESPACE", "").strip() or "BackInStock",
         metrics_enabled=env.get("POWERTOOLS_METRICS_DISABLED", "").strip().lower() not in ("1", "true", "yes"),
         service_name=env.get("POWERTOOLS_SERVICE_NAME", "").strip() or _required(env, "NAME_PREFIX"),

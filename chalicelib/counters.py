@@ -23,6 +23,7 @@ move: detection writes the new row with its first counters (`RestocksTable.open_
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -158,7 +159,10 @@ class UnitMoves:
         re-offering not stopped by that many unused offers since the last sale), k offer rows, and
         each request marked told for this restock. Returned to run, so the caller reads a cancellation by its
         names: "units", "offer <i>" and "told <i>" for the i-th offer."""
-        tx = Tx().add("units", self.tables.restocks.take_offers_item(sku, restock_ts, len(offers), lapse_limit))
+        channels = Counter(new.channel for new in offers)
+        tx = Tx().add(
+            "units", self.tables.restocks.take_offers_item(sku, restock_ts, len(offers), lapse_limit, channels)
+        )
         for i, new in enumerate(offers):
             tx.add(
                 f"offer {i}",
@@ -182,20 +186,28 @@ class UnitMoves:
             )
         return tx
 
-    def _withdraw_offer(self, sku: str, restock_ts: str, token_id: str) -> Tx:
-        """A notice that did not go, begun: its offer row deleted and its unit offerable again."""
+    def _withdraw_offer(self, sku: str, restock_ts: str, token_id: str, channel: str | None) -> Tx:
+        """A notice that did not go, begun: its offer row deleted, its unit offerable again, and (when its
+        channel is known) no longer tallied as notified."""
         return (
             Tx()
             .add("row", self.tables.reservations.delete_offer_item(token_id))
-            .add("units", self.tables.restocks.release_offer_item(sku, restock_ts))
+            .add("units", self.tables.restocks.release_offer_item(sku, restock_ts, unsent=channel))
         )
 
     def roll_back(
-        self, *, sku: str, restock_ts: str, token_id: str, request_joined_ts: str, previous_restock: str | None
+        self,
+        *,
+        sku: str,
+        restock_ts: str,
+        token_id: str,
+        request_joined_ts: str,
+        previous_restock: str | None,
+        channel: str | None = None,
     ) -> None:
         """Undo a notice that did not go: the offer row gone, units_offerable + 1, the request waiting and untold
         (told about `previous_restock` again). Raises when it could not be undone."""
-        tx = self._withdraw_offer(sku, restock_ts, token_id).add(
+        tx = self._withdraw_offer(sku, restock_ts, token_id, channel).add(
             "request",
             self.tables.requests.unmark_offered_item(
                 sku, request_joined_ts, token_id=token_id, previous_restock=previous_restock
@@ -225,7 +237,7 @@ class UnitMoves:
         )
         fact = self.tables.audit.record_item(sku, "notice_undeliverable", now, **facts)
         owing = self.tables.restocks.release_offer_owing_topup_item(
-            sku, restock_ts, token=f"undeliverable#{token_id}", now=now
+            sku, restock_ts, token=f"undeliverable#{token_id}", now=now, unsent=facts.get("channel")
         )
         tx = (
             Tx()
@@ -240,7 +252,8 @@ class UnitMoves:
         except TransactionCancelled as cancelled:
             if not cancelled.failed("units") or cancelled.failed_other_than("units"):
                 raise
-        self.tables.run(self._withdraw_offer(sku, restock_ts, token_id).add("request", request).add("fact", fact))
+        withdrawn = self._withdraw_offer(sku, restock_ts, token_id, facts.get("channel"))
+        self.tables.run(withdrawn.add("request", request).add("fact", fact))
         return False
 
     def hold(self, row: Offer, now: float, hold_window_s: int, *, on_store: bool = False) -> Move:
@@ -321,7 +334,7 @@ class UnitMoves:
             # An offer nobody used counts towards REOFFER_LAPSE_LIMIT; a unit just gone, or a leave, does not.
             self.tables.restocks.lapse_unused_item(row.sku, row.restock_ts)
             if reason == UNUSED
-            else self.tables.restocks.release_offer_item(row.sku, row.restock_ts),
+            else self.tables.restocks.release_offer_item(row.sku, row.restock_ts, lapsed=True),
         )
 
     def lapse(self, row: Offer, now: float, *, reason: str = UNUSED) -> Move:
@@ -394,7 +407,7 @@ class UnitMoves:
             self._move_row(
                 row, OfferState.HELD, OfferState.CONVERTED, due_at=None, order_id=order_id, converted_at=int(now)
             )
-            .add("sale", self.tables.restocks.sale_item(sku, row.restock_ts))
+            .add("sale", self.tables.restocks.sale_item(sku, row.restock_ts, channel=row.channel, at=now))
             .add("fact", self.tables.audit.record_item(sku, "conversion", now, order_id=order_id, **self._facts(row)))
             .add("request", self.tables.requests.mark_converted_item(sku, row.request_joined_ts, token_id=token_id))
             # The waiting count moves with the request's state, so it is decremented only if that moved.

@@ -1,4 +1,4 @@
-"""The links a shopper receives: reserve, unsubscribe, manage and confirm.
+"""The links a shopper receives: reserve, unsubscribe, manage, confirm and opt-in.
 
 An offer row's id is a random link id (chalicelib/link_ids.py), so its reserve link is short: `/r/{id}`, looked
 up in the reservations table. A person's SMS carries a short manage link, `/m/{id}`, whose id is kept in the
@@ -43,3 +43,7 @@ class Links:
     def confirm(self, sku: str, joined_ts: str) -> str:
         """The link in a confirmation email: opens a page whose button confirms that one place."""
         return f"{self.base_url}/confirm/{self.tokens.confirm(sku, joined_ts)}"
+
+    def optin(self, contact_key: str, nonce: str) -> str:
+        """The link staff give a person who asked to hear from the shop again: its button lifts their opt-out."""
+        return f"{self.base_url}/optin/{self.tokens.optin(contact_key, nonce)}"

@@ -669,6 +669,7 @@ class Notifier:
                 token_id=pending.token_id,
                 request_joined_ts=request.joined_ts,
                 previous_restock=request.last_notified_restock,
+                channel=pending.channel,
             )
         except Exception:
             log.exception("rolling back the offer %s failed; the sweep will lapse it", offer_ref(pending.token_id))

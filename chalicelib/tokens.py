@@ -1,4 +1,4 @@
-"""Signed links: reserve, unsubscribe, manage and confirm tokens (itsdangerous). Payloads carry ids, never contacts."""
+"""Signed links: reserve, unsubscribe, manage, confirm and opt-in tokens (itsdangerous). Payloads carry ids, never contacts."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ RESERVE = "reserve"
 UNSUBSCRIBE = "unsubscribe"
 MANAGE = "manage"
 CONFIRM = "confirm"
+OPTIN = "optin"
 
 
 class TokenInvalid(Exception):
@@ -46,7 +47,7 @@ def current_keys(source: KeySource) -> tuple[str, ...]:
 
 
 class Tokens:
-    """Signs and verifies the four kinds of link with TOKEN_KEY (salted per kind).
+    """Signs and verifies the five kinds of link with TOKEN_KEY (salted per kind).
 
     TOKEN_KEY may hold several keys during a rotation, newest first: links are signed with the newest and
     verified against every key listed, so a link signed with the old key keeps working until that key is
@@ -71,7 +72,7 @@ class Tokens:
 
             oldest_first = list(reversed(keys))
             serializers = {
-                k: URLSafeTimedSerializer(oldest_first, salt=k) for k in (RESERVE, UNSUBSCRIBE, MANAGE, CONFIRM)
+                k: URLSafeTimedSerializer(oldest_first, salt=k) for k in (RESERVE, UNSUBSCRIBE, MANAGE, CONFIRM, OPTIN)
             }
             self._built = (keys, serializers)
         return serializers[kind]
@@ -143,3 +144,15 @@ class Tokens:
         if not isinstance(sku, str) or not sku or not isinstance(joined_ts, str) or not joined_ts:
             raise TokenInvalid("token payload has no place")
         return sku, joined_ts
+
+    def optin(self, contact_key: str, nonce: str) -> str:
+        """An opt-in link's token: a person (by keyed hash) and the nonce of the opt-in staff started for them."""
+        return self._dump(OPTIN, "k", contact_key, n=nonce)
+
+    def read_optin(self, token: str, max_age_s: int | None = None) -> tuple[str, str]:
+        """The (contact key, nonce) an opt-in token names; TokenInvalid or TokenExpired."""
+        data, _ = self._data(OPTIN, token, max_age_s)
+        key, nonce = data.get("k"), data.get("n")
+        if not isinstance(key, str) or not key or not isinstance(nonce, str) or not nonce:
+            raise TokenInvalid("token payload has no opt-in")
+        return key, nonce

@@ -16,6 +16,10 @@ from chalicelib.config import ConfigError, Settings, load_settings
 from chalicelib.faults import FaultHook, no_faults
 
 if TYPE_CHECKING:
+    from chalicelib.admin.api import AdminApi
+    from chalicelib.admin.auth import Fetch
+    from chalicelib.admin.contacts import ContactSupport, StaffAudit
+    from chalicelib.admin.operations import Operations
     from chalicelib.alerts import StaffAlerts
     from chalicelib.capture import CaptureService
     from chalicelib.catalog_sync import CatalogSync
@@ -32,6 +36,7 @@ if TYPE_CHECKING:
     from chalicelib.manage import ManageService
     from chalicelib.metrics import MetricsFactory
     from chalicelib.notifier import Notifier
+    from chalicelib.optin import OptIns
     from chalicelib.optout_service import OptoutService
     from chalicelib.orders import OrdersService
     from chalicelib.owed import OwedJobs
@@ -45,6 +50,7 @@ if TYPE_CHECKING:
     from chalicelib.sms_feedback import SmsFeedbackService
     from chalicelib.store_holds import StoreHolds
     from chalicelib.store_webhooks import StoreWebhooks
+    from chalicelib.support_desk import SupportDesk
     from chalicelib.sweep import SweepService
     from chalicelib.tables.store import Tables
     from chalicelib.tokens import Tokens
@@ -64,6 +70,7 @@ class Services:
         model: Any | None = None,
         senders: Senders | None = None,
         transport: Transport | None = None,
+        jwks_fetch: Fetch | None = None,
     ) -> None:
         self.settings = settings
         self.aws = aws or Aws(settings.aws_region, sends_concurrency=settings.sends_concurrency)
@@ -75,6 +82,8 @@ class Services:
         self._senders = senders
         # How connectors reach the store (the local stack's and the tests' in-process fakes), else urllib.
         self._transport = transport
+        # How the dashboard reads the staff pool's signing keys (the tests' in-process emulator), else urllib.
+        self._jwks_fetch = jwks_fetch
 
     @cached_property
     def secrets(self) -> Secrets:
@@ -508,6 +517,82 @@ class Services:
             catalog=self.tables.catalog,
             clock=self.clock,
             allowed_origin=self.page_origin,
+        )
+
+    # --- The shop's dashboard (/admin/api): staff sign-in, its read models and audited support actions.
+
+    @cached_property
+    def desk(self) -> SupportDesk:
+        """The support desk (the `bisn` CLI's, and the dashboard's Support and Operations actions)."""
+        from chalicelib.support_desk import desk_for
+
+        return desk_for(self)
+
+    @cached_property
+    def staff_audit(self) -> StaffAudit:
+        """Audits each staff action with who did it."""
+        from chalicelib.admin.contacts import StaffAudit
+
+        return StaffAudit(audit=self.tables.audit, clock=self.clock)
+
+    def _contact_support(self) -> ContactSupport:
+        from chalicelib.admin.contacts import ContactSupport
+
+        return ContactSupport(desk=self.desk, staff_audit=self.staff_audit, optins=self.optins)
+
+    @cached_property
+    def optins(self) -> OptIns:
+        """Opting back in: a link staff give the person; only its button lifts the opt-out."""
+        from chalicelib.optin import OptIns
+
+        return OptIns(
+            tables=self.tables,
+            tokens=self.tokens,
+            links=self.links,
+            clock=self.clock,
+            shop_name=self.settings.shop_name,
+        )
+
+    def _operations(self) -> Operations:
+        from chalicelib.admin.operations import Operations
+
+        return Operations(
+            settings=self.settings,
+            sqs=self.aws.sqs,
+            cloudwatch=self.aws.cloudwatch,
+            sns=self.aws.sns,
+            desk=self.desk,
+            clock=self.clock,
+        )
+
+    @cached_property
+    def admin(self) -> AdminApi:
+        """The dashboard's JSON API; its token verifier reads the pool's keys once per container."""
+        from chalicelib.admin.api import AdminApi
+        from chalicelib.admin.auth import TokenVerifier, urllib_fetch
+        from chalicelib.admin.dashboard import Dashboard
+        from chalicelib.admin.signin import SignIn
+
+        settings = self.settings
+        jwks_url = settings.admin_jwks_url
+        fetch = self._jwks_fetch or urllib_fetch
+        verifier = TokenVerifier(
+            region=settings.aws_region,
+            pool_id=settings.admin_user_pool_id or f"{settings.aws_region}_none",
+            client_id=settings.admin_client_id,
+            # The local stage reads the emulator's copy of the keys; a deployed stage the issuer's own.
+            fetch=(lambda _url: fetch(jwks_url)) if jwks_url else fetch,
+            now=self.clock.now,
+            enabled=bool(settings.admin_user_pool_id),
+        )
+        return AdminApi(
+            verifier=verifier,
+            sign_in=SignIn(cognito=self.aws.cognito_idp, client_id=settings.admin_client_id, verifier=verifier),
+            dashboard=Dashboard(tables=self.tables),
+            contacts=self._contact_support(),
+            operations=self._operations(),
+            staff_audit=self.staff_audit,
+            clock=self.clock,
         )
 
     @cached_property

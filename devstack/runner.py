@@ -219,16 +219,19 @@ class LocalStack:
         from devstack.fake_model import model_for
         from devstack.provision import provision
         from devstack.stack import ConsoleClock, HttpApi, SharedOffset, SharedPlatform, Stack, verify_sender
+        from devstack.staff import staff_pool
         from devstack.stage import local_settings
         from devstack.stores import LocalStores
 
         # The demo catalogue is the stage's catalogue feed, its checkout URLs pointing at this console.
         feed = self.feed = demo.feed_for(self.console_base)
         self.overrides["CATALOG_URL"] = feed.as_uri()
+        session = boto3.session.Session(region_name=REGION)
+        # The dashboard's staff pool, and the settings that name it for the API (devstack/staff.py).
+        self.overrides.update(staff_pool(session, local_settings(self.overrides).name_prefix, self.moto_base))
         settings = local_settings(self.overrides)
         clock = ConsoleClock(share=SharedOffset(self.clock_file))
         outbox.record_sends(clock)
-        session = boto3.session.Session(region_name=REGION)
         created = provision(session, settings.name_prefix)
         log.info("provisioned %d tables, queues and topics from infra/template.json", len(created))
         # The fake stores keep the stack's time, as the app does (a Shopify reservation lapses on that clock).
@@ -355,6 +358,8 @@ class LocalStack:
 
     def banner(self) -> str:
         """What to open, printed once everything answers."""
+        from devstack.staff import DEV_PASSWORD, OWNER_EMAIL, SUPPORT_EMAIL
+
         return "\n".join(
             [
                 "",
@@ -365,6 +370,8 @@ class LocalStack:
                 f"    AWS emulator (moto server):                          {self.moto_base}",
                 f"    Fake Shopify (Admin API at /admin/api/…):            {self.shopify_base}",
                 f"    Fake WooCommerce (REST API at /wp-json/wc/v3/…):     {self.woocommerce_base}",
+                f"    Shop dashboard:                                      {self.api_base}/admin",
+                f"      sign in as {OWNER_EMAIL} (owner) or {SUPPORT_EMAIL} (support), password {DEV_PASSWORD}",
                 "  Press Ctrl-C to stop.",
                 "",
             ]

@@ -5,7 +5,8 @@ with another name prefix or in another region would start with functions that ma
 This pins the template's NamePrefix to the stage's NAME_PREFIX and adds a rule that refuses any
 region but the policies' one, so such a deployment fails at once with a clear message instead.
 
-It also binds each SQS trigger to the stack's own queue (the notifier's to JobsQueue, the SES feedback
+It binds the dashboard's Cognito authorizer to the stack's AdminUserPool (refusing a package in which some
+/admin/api route but sign-in goes without it). It also binds each SQS trigger to the stack's own queue (the notifier's to JobsQueue, the SES feedback
 handler's to FeedbackQueue): Chalice writes the queue as
 ARN text built from the name given in app.py, which cannot know the stage and orders nothing (the
 queue must exist before Lambda maps it). And it refuses a template in which some function has no
@@ -117,11 +118,39 @@ def pin_accounts(template: dict[str, Any]) -> None:
             inline["PolicyDocument"] = own_account(inline["PolicyDocument"])
 
 
+# The dashboard's API Gateway authorizer (app.py ADMIN_AUTHORIZER) and the pool it must name (infra/template.json).
+ADMIN_AUTHORIZER = "AdminUserPool"
+ADMIN_API = "/admin/api/"
+SIGN_IN = ("/admin/api/session", "/admin/api/session/challenge")
+
+
+def bind_admin_authorizer(template: dict[str, Any]) -> None:
+    """Point the dashboard's Cognito authorizer at the stack's own user pool, and refuse a template in which some
+    /admin/api route (sign-in aside) goes without it: Chalice writes the pool's ARN as given in app.py, which
+    cannot know the stack's pool."""
+    body = template["Resources"].get("RestAPI", {}).get("Properties", {}).get("DefinitionBody", {})
+    authorizer = body.get("securityDefinitions", {}).get(ADMIN_AUTHORIZER)
+    if authorizer is None:
+        raise PackageError(
+            "the dashboard has no Cognito authorizer: package with ADMIN_AUTHORIZER=cognito (make package)"
+        )
+    authorizer["x-amazon-apigateway-authorizer"]["providerARNs"] = [{"Fn::GetAtt": [ADMIN_AUTHORIZER, "Arn"]}]
+    for path, operations in body.get("paths", {}).items():
+        if not path.startswith(ADMIN_API) or path in SIGN_IN:
+            continue
+        for method, operation in operations.items():
+            if method.startswith("x-amazon") or not isinstance(operation, dict):
+                continue
+            if {ADMIN_AUTHORIZER: []} not in operation.get("security", []):
+                raise PackageError(f"{method.upper()} {path} is not behind the dashboard's Cognito authorizer")
+
+
 def pin(template: dict[str, Any], prefix: str, region: str = DEPLOY_REGION) -> dict[str, Any]:
     """The template with NamePrefix fixed to `prefix`, deployments outside `region` refused, the queue bound,
     and the roles' policies naming the deploying account."""
     check_functions(template)
     bind_queue(template)
+    bind_admin_authorizer(template)
     pin_accounts(template)
     parameter = template["Parameters"]["NamePrefix"]
     parameter["Default"] = prefix

@@ -77,6 +77,7 @@ class Needs:
     sms_optouts: bool = False  # SNS ListPhoneNumbersOptedOut (an account-level call)
     optional_secrets: tuple[str, ...] = ()  # granted only when the stage configures them
     feedback_queue: bool = False  # consume the SES feedback queue (its trigger)
+    dashboard: bool = False  # the shop's dashboard (/admin/api): dead letters, alarms, monthly figures, erasure
 
 
 NEEDS: dict[str, Needs] = {
@@ -87,23 +88,29 @@ NEEDS: dict[str, Needs] = {
             # only; the table itself is never queried). SCAN: a product deleted on the platform reaches its SKUs
             # (rare, never a shopper's path: chalicelib/tables/catalog.py). CHECK: a confirmed email place looks for
             # units waiting for nobody (chalicelib/confirm_pages.py).
-            "catalog": TableAccess((GET, UPDATE, SCAN, CHECK), ("by-store-item",)),
-            # No QUERY on the table itself: a place in line is read from the line's figures, never counted
-            # (chalicelib/line.py); a person's places come from the by-contact index.
-            "requests": TableAccess((GET, PUT, UPDATE, DELETE), ("by-contact",)),
-            "restocks": TableAccess((GET, PUT, UPDATE)),
+            # by-demand: the dashboard's most-wanted products; BATCH_GET: names and prices of a period's restocks.
+            "catalog": TableAccess((GET, BATCH_GET, UPDATE, SCAN, CHECK), ("by-store-item", "by-demand")),
+            # QUERY: the dashboard's pages of a waiting list and a period's joins, each a bounded page. A shopper's
+            # path never queries the table: a place in line is read from the line's figures (chalicelib/line.py).
+            "requests": TableAccess((GET, QUERY, PUT, UPDATE, DELETE), ("by-contact",)),
+            # QUERY: a SKU's restocks (the dashboard's "explain"); by-opened: the restocks of a period.
+            "restocks": TableAccess((GET, QUERY, PUT, UPDATE), ("by-opened",)),
             "reservations": TableAccess((GET, UPDATE)),
-            # UPDATE: a person's manage-link version, raised when they sign out everywhere.
-            "optout": TableAccess((GET, PUT, UPDATE, CHECK)),
+            # UPDATE: a person's manage-link version, raised when they sign out everywhere. DELETE: a person's own
+            # opt-in link lifts their opt-out.
+            "optout": TableAccess((GET, PUT, UPDATE, DELETE, CHECK)),
             # Rate limits; inventory webhook ids remembered, so a late retry is known; pending channel switches.
             "throttle": TableAccess((GET, PUT, UPDATE, DELETE)),
-            "audit": TableAccess((PUT,)),
+            # QUERY: the facts the dashboard's "explain" and export read. Erasure's one change to a fact is
+            # granted apart, narrowed to the person fields (`dashboard`).
+            "audit": TableAccess((PUT, QUERY), ("by-contact",)),
         },
         queue=PRODUCE,  # a restock's first job; top-ups for places given up
         secrets=("WEBHOOK_SECRET", "TOKEN_KEY", "CONTACT_HASH_KEY"),
         # No staff alerts: a tap on an unknown SKU is only counted here; the sweep sends the digest.
         # The platform dialects the stage accepts, and the store a reserve link places its hold on.
         optional_secrets=PLATFORM_SECRETS,
+        dashboard=True,
     ),
     "notifier": Needs(
         tables={
@@ -391,9 +398,68 @@ def policy(stage: Stage, function: str) -> dict[str, Any]:
                 "Resource": "*",
             }
         )
+    if needs.dashboard:
+        statements.extend(_dashboard(stage))
     if needs.copy_model and stage.copy_mode == "bedrock":
         statements.extend(_bedrock(stage))
     return {"Version": "2012-10-17", "Statement": statements}
+
+
+# The attributes erasure may touch on an audit fact: its key, and the two that name a person
+# (chalicelib/tables/audit.py PERSON_FIELDS).
+AUDIT_ERASURE_ATTRIBUTES = ["sku", "ts", "contact_key", "previous_key"]
+
+
+def _dashboard(stage: Stage) -> list[dict[str, Any]]:
+    """The dashboard's grants beyond the tables: its queues, CloudWatch, the SMS spend limit, erasure."""
+    region, prefix = stage.region, stage.prefix
+    return [
+        {
+            "Sid": "DashboardDeadLetters",
+            "Effect": "Allow",
+            # Depth of both dead-letter queues; the job queue's are moved back (StartMessageMoveTask, or by hand).
+            "Action": [
+                "sqs:GetQueueUrl",
+                "sqs:GetQueueAttributes",
+                "sqs:ReceiveMessage",
+                "sqs:DeleteMessage",
+                "sqs:StartMessageMoveTask",
+            ],
+            "Resource": f"arn:aws:sqs:{region}:*:{prefix}-jobs-dlq",
+        },
+        {
+            "Sid": "DashboardQueueDepths",
+            "Effect": "Allow",
+            "Action": ["sqs:GetQueueUrl", "sqs:GetQueueAttributes"],
+            "Resource": [
+                f"arn:aws:sqs:{region}:*:{prefix}-ses-feedback-dlq",
+                # The job queue's ARN, the destination a redrive names.
+                f"arn:aws:sqs:{region}:*:{prefix}-jobs",
+            ],
+        },
+        {
+            "Sid": "DashboardAlarms",
+            "Effect": "Allow",
+            "Action": ["cloudwatch:DescribeAlarms"],
+            "Resource": f"arn:aws:cloudwatch:{region}:*:alarm:{prefix}-*",
+        },
+        {
+            "Sid": "DashboardMonthlyFigures",
+            "Effect": "Allow",
+            # GetMetricData and GetSMSAttributes name no resource (Service Authorization Reference).
+            "Action": ["cloudwatch:GetMetricData", "sns:GetSMSAttributes"],
+            "Resource": "*",
+        },
+        {
+            "Sid": "AuditErasure",
+            "Effect": "Allow",
+            "Action": [UPDATE],
+            "Resource": _table_arn(stage, "audit"),
+            # Erasure only takes the person fields off a fact: an update naming any other attribute is refused,
+            # so the audit stays append-only in everything it says.
+            "Condition": {"ForAllValues:StringEquals": {"dynamodb:Attributes": AUDIT_ERASURE_ATTRIBUTES}},
+        },
+    ]
 
 
 def _bedrock(stage: Stage) -> list[dict[str, Any]]:

@@ -1,6 +1,6 @@
 """`bisn`: answer "why was I (not) told?", see demand, and honour shoppers' data requests.
 
-A thin click layer over support/desk.py. It runs against a deployed stage with your own AWS
+A thin click layer over chalicelib/support_desk.py. It runs against a deployed stage with your own AWS
 credentials (`--stage prod`: names and secrets come from .chalice/config.json and Secrets Manager), or
 against the local emulator (`--stage local`, the default, on http://127.0.0.1:4566; or any
 `--endpoint-url` / AWS_ENDPOINT_URL).
@@ -24,8 +24,9 @@ from chalicelib.clock import iso
 from chalicelib.config import ConfigError, settings_from_env
 from chalicelib.errors import DomainError
 from chalicelib.line import PlaceInLine
+from chalicelib.support_desk import Explanation, SupportDesk, desk_for
 from infra.stages import UnknownStage, stage_env
-from support.desk import Explanation, SupportDesk, desk_for
+from support import lift
 from support.failures import describe
 from support.progress import Progress
 
@@ -251,7 +252,7 @@ def optout_add(ctx: click.Context, contact: str) -> None:
 @click.pass_context
 def optout_remove(ctx: click.Context, contact: str) -> None:
     """Lift CONTACT's opt-out (they may join lists again)."""
-    result = _desk(ctx).optout_remove(contact)
+    result = lift.optout_remove(_desk(ctx), contact)
     lines = ["Opt-out lifted." if result.removed else "There was no opt-out for this contact."]
     if result.sms_still_opted_out:
         lines.append(

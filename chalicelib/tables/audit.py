@@ -98,7 +98,7 @@ class AuditTable:
         The facts stay (restock counts and other people's explanations are built from them) but no longer say
         whose they were, so they also leave the "by-contact" index. Found through that index a page at a time,
         never a scan; each change is conditional on the fact still naming this person. Staff only (`bisn forget`,
-        support/desk.py): the functions' roles may only append to this table, so none of them could run it.
+        chalicelib/support_desk.py): the functions' roles may only append to this table, so none of them could run it.
         """
         changed = 0
         kwargs: dict[str, Any] = {

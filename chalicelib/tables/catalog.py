@@ -186,7 +186,8 @@ class CatalogTable:
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def get_many(self, skus: list[str]) -> dict[str, Product]:
-        """The products among `skus` that exist, read 100 at a time (BatchGetItem; catalogue sync's comparison)."""
+        """The products among `skus` that exist, read 100 at a time (BatchGetItem, eventually consistent: catalogue
+        sync's comparison, the dashboard's names and prices)."""
         found: dict[str, Product] = {}
         unique = list(dict.fromkeys(skus))
         client = self.table.meta.client

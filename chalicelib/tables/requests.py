@@ -422,6 +422,13 @@ class RequestsTable:
         items = query_all(self.table, IndexName="by-contact", KeyConditionExpression=Key("contact_key").eq(contact_key))
         return [Request.from_item(item) for item in items]
 
+    def joined_between(self, sku: str, start_ts: str, end_ts: str) -> list[str]:
+        """The join stamps of places on a SKU's list that joined in [start_ts, end_ts] and are still kept (any
+        state): one Query over that range of the sort key, projecting only the stamp (the dashboard's demand)."""
+        condition = Key("sku").eq(sku) & Key("joined_ts").between(start_ts, end_ts)
+        items = query_all(self.table, KeyConditionExpression=condition, ProjectionExpression="joined_ts")
+        return [str(item["joined_ts"]) for item in items]
+
     # --- Request state moves that ride in the same transaction as an offer/hold row change.
 
     def _state_item(self, sku: str, joined_ts: str, expression: str, condition: str, values: dict[str, Any]) -> TxItem:

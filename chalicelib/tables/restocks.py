@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Self
 
 from boto3.dynamodb.conditions import Key
 
+from chalicelib.clock import iso
 from chalicelib.tables.base import int_or_none, present, query_all, str_or_none
 
 
@@ -23,6 +25,13 @@ class RestockState(StrEnum):
 PENDING_KEY = "pending"  # value of pending_key on every restock that is owed a notifier job (GSI by-pending)
 UNSEEN_SALES = "unseen_sales"  # sales through our holds that no stock level reported since has included yet
 LAPSES_UNSOLD = "lapses_unsold"  # offers lapsed unused since the restock's last sale (REOFFER_LAPSE_LIMIT)
+# The dashboard's funnel, tallied on the restock in the same transactions that move its counters (plain ADDs beside
+# them, never conditions): notices that went per channel, holds, offers that lapsed, holds that expired, sales per
+# channel, and when the last sale came. Nothing reads them to decide anything.
+NOTIFIED = "notified_"  # + channel
+BOUGHT = "bought_"  # + channel
+HELD, LAPSED, EXPIRED, LAST_SALE_AT = "held", "lapsed", "expired", "last_sale_at"
+CHANNEL = re.compile(r"^[a-z]{1,16}$")
 
 
 @dataclass(frozen=True)
@@ -101,6 +110,44 @@ class Restock:
         return self.reoffers_stopped_at is not None or self.lapses_unsold >= lapse_limit
 
 
+@dataclass(frozen=True)
+class RestockTally:
+    """The dashboard's funnel figures of one restock (what it was tallied since the tallies exist)."""
+
+    notified: dict[str, int] = field(default_factory=dict)  # channel -> notices that went
+    held: int = 0
+    lapsed: int = 0
+    expired: int = 0
+    bought: dict[str, int] = field(default_factory=dict)  # channel -> sales
+    last_sale_at: int | None = None
+
+    @classmethod
+    def from_item(cls, item: Mapping[str, Any]) -> Self:
+        """The tallies of a stored restock item (absent ones are zero)."""
+
+        def by_channel(prefix: str) -> dict[str, int]:
+            return {k[len(prefix) :]: int(v) for k, v in item.items() if k.startswith(prefix) and int(v)}
+
+        return cls(
+            notified=by_channel(NOTIFIED),
+            held=int(item.get(HELD) or 0),
+            lapsed=int(item.get(LAPSED) or 0),
+            expired=int(item.get(EXPIRED) or 0),
+            bought=by_channel(BOUGHT),
+            last_sale_at=int_or_none(item.get(LAST_SALE_AT)),
+        )
+
+
+def _channel(channel: str) -> str:
+    """A channel as a tally's attribute suffix ('sms', 'email'); anything else is tallied as 'other'."""
+    return channel if CHANNEL.match(channel) else "other"
+
+
+def opened_month(created_at: float) -> str:
+    """The month a restock was opened in, 'YYYY-MM' (partition of the sparse index by-opened)."""
+    return iso(created_at)[:7]
+
+
 def unseen_sales(restock: Restock | None) -> int:
     """How many of a restock's sales through our own holds no stock level has been reported since."""
     return restock.unseen_sales if restock else 0
@@ -158,7 +205,14 @@ class RestocksTable:
             update["ConditionExpression"] = condition
         return {"Update": update}
 
-    def take_offers_item(self, sku: str, restock_ts: str, count: int, lapse_limit: int | None = None) -> dict:
+    def take_offers_item(
+        self,
+        sku: str,
+        restock_ts: str,
+        count: int,
+        lapse_limit: int | None = None,
+        channels: Mapping[str, int] | None = None,
+    ) -> dict:
         """Notices sent in one batch: units_offerable - count, only while that many are neither held nor promised
         (and, with `lapse_limit`, while fewer offers than that lapsed unused since the last sale)."""
         condition = "units_offerable >= :count AND #state <> :closed"
@@ -169,17 +223,26 @@ class RestocksTable:
             values[":lapses"] = int(lapse_limit)
         # Never over-promise (invariant 5): a batch of offers takes all its units or none, and a closed
         # restock (the level fell below the threshold while the walk was under way) offers nothing more.
-        item = self._counter_item(sku, restock_ts, "ADD units_offerable :minus", condition, values)
+        tallies = "".join(f", {NOTIFIED}{_channel(c)} :n_{_channel(c)}" for c in sorted(channels or {}))
+        values.update({f":n_{_channel(c)}": int(n) for c, n in (channels or {}).items()})
+        item = self._counter_item(sku, restock_ts, f"ADD units_offerable :minus{tallies}", condition, values)
         item["Update"]["ExpressionAttributeNames"] = {"#state": "state"}
         return item
 
-    def release_offer_item(self, sku: str, restock_ts: str) -> dict:
-        """Offer lapsed unused, or a send failed and was rolled back: units_offerable + 1."""
-        return self._counter_item(sku, restock_ts, "ADD units_offerable :one", None, {":one": 1})
+    def release_offer_item(self, sku: str, restock_ts: str, *, unsent: str | None = None, lapsed: bool = False) -> dict:
+        """Offer lapsed (`lapsed`: its unit just gone, or its owner left), or a notice on `unsent`'s channel did not
+        go after all and was withdrawn: units_offerable + 1, and the funnel's tally moves with it."""
+        values = {":one": 1}
+        tally = f", {LAPSED} :one" if lapsed else ""
+        if unsent is not None:
+            tally += f", {NOTIFIED}{_channel(unsent)} :minus"
+            values[":minus"] = -1
+        return self._counter_item(sku, restock_ts, f"ADD units_offerable :one{tally}", None, values)
 
     def lapse_unused_item(self, sku: str, restock_ts: str) -> dict:
         """Offer lapsed unused: units_offerable + 1, and one more lapse since the last sale."""
-        return self._counter_item(sku, restock_ts, f"ADD units_offerable :one, {LAPSES_UNSOLD} :one", None, {":one": 1})
+        expression = f"ADD units_offerable :one, {LAPSES_UNSOLD} :one, {LAPSED} :one"
+        return self._counter_item(sku, restock_ts, expression, None, {":one": 1})
 
     def stop_reoffers_item(self, sku: str, restock_ts: str, *, lapse_limit: int, now: float) -> dict:
         """Re-offering stops: `lapse_limit` offers lapsed unused since the last sale (once: refused if stopped)."""
@@ -197,7 +260,7 @@ class RestocksTable:
         return self._counter_item(
             sku,
             restock_ts,
-            "ADD units_available :minus",
+            f"ADD units_available :minus, {HELD} :one",
             # Never oversell (invariant 4): a unit is held only by a conditional decrement.
             "units_available >= :one",
             {":minus": -1, ":one": 1},
@@ -205,14 +268,22 @@ class RestocksTable:
 
     def return_hold_item(self, sku: str, restock_ts: str) -> dict:
         """Hold expired unbought: the unit is available and offerable again."""
-        return self._counter_item(sku, restock_ts, "ADD units_available :one, units_offerable :one", None, {":one": 1})
+        expression = f"ADD units_available :one, units_offerable :one, {EXPIRED} :one"
+        return self._counter_item(sku, restock_ts, expression, None, {":one": 1})
 
-    def sale_item(self, sku: str, restock_ts: str) -> dict:
+    def sale_item(self, sku: str, restock_ts: str, *, channel: str | None = None, at: float | None = None) -> dict:
         """A hold was bought: count the sale until a reported level includes it (then it is not a fall)."""
         # No condition: the unit left units_available at the hold already; this only tells detection that the
         # platform's next level is lower by this sale, not by stock lost elsewhere (invariant 4).
         # A sale also ends a run of unused offers (REOFFER_LAPSE_LIMIT counts lapses since the last sale).
-        return self._counter_item(sku, restock_ts, f"ADD unseen_sales :one REMOVE {LAPSES_UNSOLD}", None, {":one": 1})
+        values: dict[str, Any] = {":one": 1}
+        tally = f", {BOUGHT}{_channel(channel)} :one" if channel is not None else ""
+        stamp = ""
+        if at is not None:
+            stamp = f" SET {LAST_SALE_AT} = :at"
+            values[":at"] = int(at)
+        expression = f"ADD unseen_sales :one{tally}{stamp} REMOVE {LAPSES_UNSOLD}"
+        return self._counter_item(sku, restock_ts, expression, None, values)
 
     def count_late_order_item(self, sku: str, restock_ts: str) -> dict:
         """An order arrived for a hold that had already ended: count it, so staff can see the shop sold past a hold."""
@@ -247,6 +318,7 @@ class RestocksTable:
             "units_offerable": units,
             "state": RestockState.PENDING,
             "created_at": int(now),
+            "opened_month": opened_month(now),
             "level_after": level_after,
             "threshold": threshold,
             "pending_key": PENDING_KEY,
@@ -325,15 +397,20 @@ class RestocksTable:
             }
         }
 
-    def release_offer_owing_topup_item(self, sku: str, restock_ts: str, *, token: str, now: float) -> dict:
-        """Transaction item: a notice refused for its recipient: units_offerable + 1, and the restock owes the
-        top-up job that offers the unit onward (one update: a transaction touches the row once)."""
+    def release_offer_owing_topup_item(
+        self, sku: str, restock_ts: str, *, token: str, now: float, unsent: str | None = None
+    ) -> dict:
+        """Transaction item: a notice refused for its recipient: units_offerable + 1 (and the funnel's tally of
+        notices on `unsent`'s channel - 1), and the restock owes the top-up job that offers the unit onward (one
+        update: a transaction touches the row once)."""
+        tally = f", {NOTIFIED}{_channel(unsent)} :minus" if unsent is not None else ""
+        values: dict[str, Any] = {":minus": -1} if unsent is not None else {}
         return {
             "Update": {
                 "TableName": self.name,
                 "Key": {"sku": sku, "restock_ts": restock_ts},
                 "UpdateExpression": (
-                    "ADD units_offerable :one "
+                    f"ADD units_offerable :one{tally} "
                     "SET pending_key = :pk, pending_since = if_not_exists(pending_since, :now), "
                     "pending_kind = if_not_exists(pending_kind, :topup), pending_token = :tok "
                     "REMOVE enqueue_lease_until"
@@ -349,6 +426,7 @@ class RestocksTable:
                     ":topup": "topup",
                     ":tok": token,
                     ":closed": RestockState.CLOSED,
+                    **values,
                 },
             }
         }
@@ -531,9 +609,31 @@ class RestocksTable:
         )
         return (Restock.from_item(item) for item in items)
 
+    def opened_between(self, start: float, end: float) -> Iterator[tuple[Restock, RestockTally]]:
+        """Restocks opened in [start, end] (Unix seconds), newest first, with their tallies: one Query per month
+        of the sparse index by-opened, never a scan."""
+        months = sorted({opened_month(start), opened_month(end)} | _months_between(start, end), reverse=True)
+        for month in months:
+            condition = Key("opened_month").eq(month) & Key("created_at").between(int(start), int(end))
+            for item in query_all(
+                self.table, IndexName="by-opened", KeyConditionExpression=condition, ScanIndexForward=False
+            ):
+                yield Restock.from_item(item), RestockTally.from_item(item)
+
     def for_sku(self, sku: str, *, since_ts: str = "") -> list[Restock]:
         """A SKU's restocks from `since_ts` (a restock_ts prefix, ISO-8601) on, oldest first (support tools)."""
         condition = Key("sku").eq(sku) & Key("restock_ts").gte(since_ts) if since_ts else Key("sku").eq(sku)
         return [
             Restock.from_item(i) for i in query_all(self.table, KeyConditionExpression=condition, ScanIndexForward=True)
         ]
+
+
+def _months_between(start: float, end: float) -> set[str]:
+    """Every 'YYYY-MM' from start's month to end's."""
+    year, month = int(iso(start)[:4]), int(iso(start)[5:7])
+    last = opened_month(end)
+    found = set()
+    while f"{year:04d}-{month:02d}" <= last:
+        found.add(f"{year:04d}-{month:02d}")
+        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+    return found

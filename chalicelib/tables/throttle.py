@@ -207,6 +207,47 @@ class ThrottleTable:
         except self.table.meta.client.exceptions.ConditionalCheckFailedException:
             return
 
+    # --- Pending opt-ins (chalicelib/optin.py): a staff member started one; only the person's own button ends it.
+
+    def start_optin(self, key: str, *, nonce: str, now: float, ttl_s: int, every_s: int) -> bool:
+        """Record a pending opt-in with a fresh nonce (older links stop working); False when one was started
+        under `every_s` ago."""
+        try:
+            self.table.put_item(
+                Item={
+                    "key": key,
+                    "nonce": nonce,
+                    "at": int(now),
+                    "expires_at": int(now) + ttl_s,
+                    "ttl": int(now) + ttl_s,
+                },
+                # One link per person per `every_s`: staff cannot be used to mint a stream of them.
+                ConditionExpression="attribute_not_exists(#key) OR #at <= :before OR expires_at <= :now",
+                ExpressionAttributeNames={"#key": "key", "#at": "at"},
+                ExpressionAttributeValues={":before": int(now) - every_s, ":now": int(now)},
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def take_optin(self, key: str, nonce: str, now: float) -> bool:
+        """Use a pending opt-in once: True when it was this nonce's and still live (and is now gone)."""
+        try:
+            self.table.delete_item(
+                Key={"key": key},
+                # Single use, and only the newest link staff made, before it expires.
+                ConditionExpression="nonce = :nonce AND expires_at > :now",
+                ExpressionAttributeValues={":nonce": nonce, ":now": int(now)},
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def pending_optin(self, key: str, nonce: str, now: float) -> bool:
+        """Whether this nonce's opt-in is still pending and live."""
+        item = self.table.get_item(Key={"key": key}, ConsistentRead=True).get("Item") or {}
+        return item.get("nonce") == nonce and int(item.get("expires_at") or 0) > int(now)
+
     # --- Where a scheduled sync stopped (the STOP sync's page token, the catalogue sync's place in its feed), so the
     # --- next run carries on from there. One small item per sync; it expires on its own if the sync stops running.
 

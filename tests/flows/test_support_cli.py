@@ -20,13 +20,13 @@ from click.testing import CliRunner, Result
 from chalicelib.aws import Aws
 from chalicelib.config import settings_from_env
 from chalicelib.jobs import Job
+from chalicelib.support_desk import desk_for
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
 from infra.stages import stage_env
 from support import cli as support_cli
 from support.cli import cli
-from support.desk import desk_for
 from tests.scenes import scene
 from tests.support import CHAIR, REGION
 

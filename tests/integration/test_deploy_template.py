@@ -61,7 +61,7 @@ class Package:
 
 def build(stage: str, out: Path) -> Package:
     """What `make package STAGE=<stage>` does, into `out`."""
-    env = {**os.environ, "AWS_DEFAULT_REGION": DEPLOY_REGION}
+    env = {**os.environ, "AWS_DEFAULT_REGION": DEPLOY_REGION, "ADMIN_AUTHORIZER": "cognito"}
     for command in (
         [str(BIN / "chalice"), "package", "--stage", stage, "--merge-template", "infra/template.json", str(out)],
         [sys.executable, "-m", "infra.pin_stage", str(out / "sam.json"), "--stage", stage],
@@ -332,3 +332,39 @@ def test_the_api_stage_is_throttled_and_an_optional_waf_rate_limits_notify_me(pa
     match = rate["ScopeDownStatement"]["ByteMatchStatement"]
     assert (match["SearchString"], match["PositionalConstraint"]) == ("/notify-me", "ENDS_WITH")
     assert "${RestAPI.Stage}" in association["Properties"]["ResourceArn"]["Fn::Sub"]
+
+
+def test_the_dashboard_api_is_behind_the_stacks_own_cognito_pool(package: Package) -> None:
+    body = package.template["Resources"]["RestAPI"]["Properties"]["DefinitionBody"]
+    authorizer = body["securityDefinitions"]["AdminUserPool"]["x-amazon-apigateway-authorizer"]
+    assert authorizer["type"] == "cognito_user_pools"
+    assert authorizer["providerARNs"] == [{"Fn::GetAtt": ["AdminUserPool", "Arn"]}]
+    guarded = {
+        (path, method)
+        for path, operations in body["paths"].items()
+        for method, operation in operations.items()
+        if isinstance(operation, dict) and {"AdminUserPool": []} in operation.get("security", [])
+    }
+    admin = {
+        (path, method)
+        for path, operations in body["paths"].items()
+        if path.startswith("/admin/api/") and not path.startswith("/admin/api/session")
+        for method in operations
+        if not method.startswith("x-amazon")
+    }
+    assert admin and admin <= guarded
+    assert not any(path.startswith(("/admin/api/session", "/notify-me", "/reserve")) for path, _ in guarded)
+    pool = package.template["Resources"]["AdminUserPool"]["Properties"]
+    assert (pool["MfaConfiguration"], pool["EnabledMfas"]) == ("OPTIONAL", ["SOFTWARE_TOKEN_MFA"])
+    client = package.template["Resources"]["AdminUserPoolClient"]["Properties"]
+    assert client["GenerateSecret"] is False
+    assert set(client["ExplicitAuthFlows"]) == {"ALLOW_USER_PASSWORD_AUTH", "ALLOW_REFRESH_TOKEN_AUTH"}
+    env = package.function("api_handler")["Environment"]["Variables"]
+    assert (env["ADMIN_USER_POOL_ID"], env["ADMIN_CLIENT_ID"]) == (
+        {"Ref": "AdminUserPool"},
+        {"Ref": "AdminUserPoolClient"},
+    )
+    unbound = json.loads(json.dumps(package.template))
+    del unbound["Resources"]["RestAPI"]["Properties"]["DefinitionBody"]["securityDefinitions"]["AdminUserPool"]
+    with pytest.raises(PackageError, match="ADMIN_AUTHORIZER=cognito"):
+        pin(unbound, package.prefix)

@@ -19,10 +19,10 @@ from chalicelib.notifier import (
     skip_reason,
 )
 from chalicelib.senders import THROTTLE_ATTEMPTS, EmailSender, Senders, SmsSender
+from chalicelib.support_desk import UNDELIVERABLE, desk_for
 from chalicelib.tables.restocks import Restock
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
-from support.desk import UNDELIVERABLE, desk_for
 from tests.builders import add_request, add_restock, joined, key_of
 from tests.notices import (
     BAD_NUMBER,

@@ -9,9 +9,7 @@ import boto3
 import pytest
 
 from chalicelib.jobs import Job
-from chalicelib.wiring import Services
-from devstack.clocks import FixedClock
-from support.desk import (
+from chalicelib.support_desk import (
     ALREADY_NOTIFIED,
     BEHIND_CAP,
     BOUGHT,
@@ -24,6 +22,9 @@ from support.desk import (
     StillHolding,
     desk_for,
 )
+from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
+from support.lift import optout_remove
 from tests.builders import join_request, put_restock
 from tests.scenes import Scene, scene
 from tests.support import CHAIR, queued_jobs
@@ -215,13 +216,13 @@ def test_optout_add_and_remove(services: Services, clock: FixedClock) -> None:
     assert result.newly and [e.sku for e in result.left] == [s.sku]
     assert services.tables.optout.get(s.requests[0].contact_key)["source"] == "admin"
     assert desk_for(services).optout_add("+447400100000").newly is False
-    removal = desk_for(services).optout_remove("+447400100000")
+    removal = optout_remove(desk_for(services), "+447400100000")
     assert (removal.removed, removal.sms_still_opted_out) == (True, False)
     assert services.tables.optout.get(s.requests[0].contact_key) is None
     # The emulator reports numbers ending in 99 as opted out at SNS (a STOP reply).
     desk_for(services).optout_add("+447400100099")
-    assert desk_for(services).optout_remove("+447400100099").sms_still_opted_out is True
-    assert desk_for(services).optout_remove("ada@example.com").sms_still_opted_out is None
+    assert optout_remove(desk_for(services), "+447400100099").sms_still_opted_out is True
+    assert optout_remove(desk_for(services), "ada@example.com").sms_still_opted_out is None
 
 
 def test_export_holds_everything_about_them(services: Services, clock: FixedClock) -> None:

@@ -16,8 +16,10 @@ from infra.policies import DEPLOY_REGION, FUNCTIONS
 from infra.stages import load_config, stage_env
 from tests.iam_rules import (
     ANY_RESOURCE_ALLOWED,
+    AUDIT_ERASURE,
     STAFF_ONLY,
     actions,
+    as_list,
     aws_calls_in,
     denials,
     dynamodb_targets,
@@ -258,11 +260,14 @@ def test_the_call_scanner_sees_clients_paginators_and_transaction_items() -> Non
 
 
 def test_any_resource_is_allowed_only_for_calls_that_have_no_resource() -> None:
-    # SES GetAccount is account-level: the Service Authorization Reference lists no resource type for it.
+    # SES GetAccount, CloudWatch GetMetricData and SNS GetSMSAttributes are account-level: the Service
+    # Authorization Reference lists no resource type for them.
     assert {action for _, action in ANY_RESOURCE_ALLOWED} == {
         "sns:Publish",
         "sns:ListPhoneNumbersOptedOut",
         "ses:GetAccount",
+        "cloudwatch:GetMetricData",
+        "sns:GetSMSAttributes",
     }
     bad = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": ["dynamodb:*"], "Resource": "*"}]}
     found = violations("api_handler", bad, DEPLOY_REGION, "bisn")
@@ -308,3 +313,25 @@ def test_make_package_names_the_deploying_account_in_every_regional_arn(stage: s
                 # Left as written: no region (Bedrock's models), any resource, or the Deny on every topic.
                 assert not ANY_ACCOUNT.match(resource), resource
     assert [s["Resource"] for s in pinned["Statement"] if s["Effect"] == "Deny"] in ([], ["arn:aws:sns:*:*:*"])
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_the_dashboard_may_change_an_audit_fact_only_by_taking_its_person_fields_off(stage: str) -> None:
+    document = policy(stage, "api_handler")
+    prefix = stage_env(stage, load_config())["NAME_PREFIX"]
+    updates = [
+        s
+        for s in statements(document)
+        if "dynamodb:UpdateItem" in as_list(s["Action"])
+        and any(r.endswith(f"{prefix}-audit") for r in as_list(s["Resource"]))
+    ]
+    assert [s["Condition"] for s in updates] == [AUDIT_ERASURE]
+    unconditioned = {**updates[0]}
+    del unconditioned["Condition"]
+    broken = {**document, "Statement": [*document["Statement"], unconditioned]}
+    assert any("audit is append-only" in f for f in violations("api_handler", broken, DEPLOY_REGION, prefix))
+    for function in ("notifier", "sweep"):
+        assert not any(
+            "dynamodb:UpdateItem" in as_list(s["Action"]) and any(r.endswith("-audit") for r in as_list(s["Resource"]))
+            for s in statements(policy(stage, function))
+        )

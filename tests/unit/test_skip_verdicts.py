@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from chalicelib.notifier import SkipReason
-from support.desk import OTHER, SKIP_VERDICTS, _verdict_for_skip
+from chalicelib.support_desk import OTHER, SKIP_VERDICTS, _verdict_for_skip
 
 
 def test_every_skip_reason_has_a_verdict() -> None:

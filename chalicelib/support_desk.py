@@ -162,14 +162,6 @@ class DemandRow:
 
 
 @dataclass(frozen=True)
-class OptoutRemoval:
-    """The result of lifting an opt-out."""
-
-    removed: bool
-    sms_still_opted_out: bool | None  # for phone numbers: SNS still blocks them (a STOP reply); None for email
-
-
-@dataclass(frozen=True)
 class ForgetReport:
     """What erasure removed and kept."""
 
@@ -271,7 +263,7 @@ class SupportDesk:
     ) -> RestockVerdict:
         rid, rts = restock.restock_id, restock.restock_ts
         detected = restock.created_at if restock.created_at is not None else int(_at(rts))
-        base = {
+        base: dict[str, Any] = {
             "restock_id": rid,
             "restock_ts": rts,
             "detected_at": detected,
@@ -398,16 +390,6 @@ class SupportDesk:
         """Suppress a contact on their request (source 'admin') and take them off every list."""
         _, key = self.contact(raw_contact)
         return self.optouts.opt_out(key, "admin")
-
-    def optout_remove(self, raw_contact: str) -> OptoutRemoval:
-        """Lift a suppression; says whether SNS still blocks the number (only the shopper can undo a STOP)."""
-        contact, key = self.contact(raw_contact)
-        removed = self.tables.optout.remove(key)
-        still = None
-        if contact.channel == "sms":
-            answer = self.sns.check_if_phone_number_is_opted_out(phoneNumber=contact.address)
-            still = bool(answer.get("isOptedOut"))
-        return OptoutRemoval(removed=removed, sms_still_opted_out=still)
 
     # --- export and forget
 

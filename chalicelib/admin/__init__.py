@@ -1,0 +1,1 @@
+"""The shop's dashboard: staff sign-in (Cognito), token checks, read models and audited support actions."""

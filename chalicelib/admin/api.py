@@ -1,0 +1,170 @@
+"""The dashboard's JSON API behind one facade: who is asking (their verified token), what they may do, and
+the tables each list answers as CSV. app.py's /admin/api routes call only this."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any
+
+from chalicelib.admin.auth import Staff, TokenRefused, TokenVerifier
+from chalicelib.admin.contacts import ContactSupport, StaffAudit
+from chalicelib.admin.csvs import to_csv
+from chalicelib.admin.dashboard import Dashboard
+from chalicelib.admin.operations import Operations
+from chalicelib.admin.periods import period_of, unseal
+from chalicelib.admin.signin import SignIn
+from chalicelib.clock import Clock
+from chalicelib.errors import BadRequest, Conflict, DomainError, NotFound
+from chalicelib.leaving import GONE, HOLDING
+
+# The columns of each list's CSV (the JSON list they come from is named beside them).
+CSV_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "demand": ("skus", ("sku", "name", "waiting", "new_in_period", "restock_hint")),
+    "demand_daily": ("daily", ("date", "new")),
+    "restocks": (
+        "restocks",
+        (
+            "restock_id",
+            "sku",
+            "name",
+            "opened_at",
+            "units",
+            "notified",
+            "held",
+            "bought",
+            "lapsed",
+            "expired",
+            "sold_out_seconds",
+            "revenue",
+            "currency",
+        ),
+    ),
+    "by_channel": ("by_channel", ("channel", "notified", "bought", "rate")),
+    "restock": ("funnel", ("stage", "count")),
+    "waiting": ("entries", ("position", "contact", "channel", "state", "joined_at", "action")),
+    "queues": ("queues", ("name", "dlq_depth")),
+    "alarms": ("alarms", ("name", "state")),
+}
+
+
+class Unauthorized(DomainError):
+    """No valid id token of the staff pool."""
+
+    status = 401
+    code = "unauthorized"
+
+
+def csv_of(table: str, answer: Mapping[str, Any]) -> str:
+    """One of an answer's lists as CSV."""
+    key, columns = CSV_TABLES[table]
+    return to_csv(answer.get(key, []), columns)
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class AdminApi:
+    """Everything /admin/api does."""
+
+    verifier: TokenVerifier
+    sign_in: SignIn
+    dashboard: Dashboard
+    contacts: ContactSupport
+    operations: Operations
+    staff_audit: StaffAudit
+    clock: Clock
+
+    def staff(self, authorization: str | None) -> Staff:
+        """The staff member an `Authorization: Bearer <id token>` header names; Unauthorized otherwise."""
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Unauthorized("Sign in first: send the id token as `Authorization: Bearer <token>`.")
+        try:
+            return self.verifier.staff(token.strip())
+        except TokenRefused as exc:
+            raise Unauthorized("That sign-in is not valid any more (or never was): sign in again.") from exc
+
+    def sign_in_start(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """POST /admin/api/session."""
+        return self.sign_in.start(data).body()
+
+    def sign_in_answer(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """POST /admin/api/session/challenge."""
+        return self.sign_in.answer(data).body()
+
+    @staticmethod
+    def me(staff: Staff) -> dict[str, Any]:
+        """GET /admin/api/me."""
+        return {"email": staff.email, "role": staff.role}
+
+    def _today(self) -> date:
+        return datetime.fromtimestamp(self.clock.now(), tz=UTC).date()
+
+    def demand(self, params: Mapping[str, str]) -> dict[str, Any]:
+        """GET /admin/api/demand."""
+        return self.dashboard.demand(period_of(params, self._today()))
+
+    def restocks(self, params: Mapping[str, str]) -> dict[str, Any]:
+        """GET /admin/api/restocks."""
+        return self.dashboard.restocks(period_of(params, self._today()))
+
+    def restock(self, restock_id: str, params: Mapping[str, str]) -> dict[str, Any]:
+        """GET /admin/api/restocks/{restock_id}."""
+        return self.dashboard.restock(restock_id, period_of(params, self._today()))
+
+    def waiting(self, sku: str, params: Mapping[str, str]) -> dict[str, Any]:
+        """GET /admin/api/waiting/{sku}."""
+        return self.dashboard.waiting(sku, params.get("cursor") or None)
+
+    def remove(self, staff: Staff, sku: str, data: Mapping[str, Any]) -> dict[str, Any]:
+        """POST /admin/api/waiting/{sku}/remove: take one place off the list (its live offer passes on)."""
+        ref = data.get("ref")
+        if not isinstance(ref, str) or not ref:
+            raise BadRequest("`ref` is required: the row's reference from the waiting list.", code="invalid_field")
+        joined_ts = str(unseal(ref, "ref").get("j", ""))
+        tables = self.dashboard.tables
+        request = tables.requests.get(sku, joined_ts) if joined_ts else None
+        if request is None:
+            raise NotFound("That place is no longer on the list.", code="gone")
+        desk = self.contacts.desk
+        exit_ = desk.exits.leave(request, reason="admin")
+        if exit_.outcome == HOLDING:
+            raise Conflict("They hold a unit right now; the place can go once the hold ends.", code="still_holding")
+        if exit_.outcome == GONE:
+            raise NotFound("That place is no longer on the list.", code="gone")
+        self.staff_audit.record(staff, "remove", contact_key=request.contact_key, product=sku)
+        return {"status": "removed"}
+
+    # --- Support: each action is the desk's, checked for the role and audited (chalicelib/admin/contacts.py).
+
+    def explain(self, staff: Staff, data: Mapping[str, Any]) -> dict[str, Any]:
+        """POST /admin/api/contacts/explain."""
+        return self.contacts.explain(staff, data)
+
+    def opt_out(self, staff: Staff, data: Mapping[str, Any]) -> dict[str, Any]:
+        """POST /admin/api/contacts/optout."""
+        return self.contacts.opt_out(staff, data)
+
+    def opt_in(self, staff: Staff, data: Mapping[str, Any]) -> dict[str, Any]:
+        """POST /admin/api/contacts/optin."""
+        return self.contacts.opt_in(staff, data)
+
+    def export(self, staff: Staff, data: Mapping[str, Any]) -> dict[str, Any]:
+        """POST /admin/api/contacts/export (owner)."""
+        return self.contacts.export(staff, data)
+
+    def forget(self, staff: Staff, data: Mapping[str, Any]) -> dict[str, Any]:
+        """POST /admin/api/contacts/forget (owner, confirmed)."""
+        return self.contacts.forget(staff, data)
+
+    # --- Operations
+
+    def operations_view(self) -> dict[str, Any]:
+        """GET /admin/api/operations."""
+        return self.operations.view()
+
+    def redrive(self, staff: Staff, data: Mapping[str, Any]) -> dict[str, Any]:
+        """POST /admin/api/operations/redrive."""
+        answer = self.operations.redrive(data)
+        self.staff_audit.record(staff, "redrive", queue=str(data.get("queue")), moved=answer["moved"])
+        return answer

@@ -1,0 +1,443 @@
+"""The dashboard's JSON API through chalice.test.Client, signed in with real tokens from the emulator's Cognito.
+
+Every endpoint, both roles, the tokens that must be refused (forged, expired, another pool's, signed by another
+key, none), CSV downloads, and the audit fact each staff action leaves with the staff member's identity.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from chalice.test import Client
+
+from chalicelib.aws import Aws
+from chalicelib.config import settings_from_env
+from chalicelib.jobs import Job
+from chalicelib.wiring import Services
+from devstack.clocks import FixedClock
+from devstack.fake_model import FakeBedrock
+from tests.admin_pool import PASSWORD, Pool, jwks_over_http, staff_pool
+from tests.builders import key_of
+from tests.scenes import Scene, scene
+from tests.support import REGION, app_client
+
+OWNER = "owner@shop.example"
+HELPER = "desk@shop.example"
+NOBODY = "left@shop.example"
+
+
+@pytest.fixture
+def pool(session: Any) -> Pool:
+    staff = staff_pool(session.client("cognito-idp", region_name=REGION))
+    staff.add(OWNER, "owner")
+    staff.add(HELPER, "support")
+    staff.add(NOBODY, None)
+    return staff
+
+
+@pytest.fixture
+def admin_services(session: Any, clock: FixedClock, env: dict[str, str], pool: Pool) -> Services:
+    settings = settings_from_env({**env, "ADMIN_USER_POOL_ID": pool.pool_id, "ADMIN_CLIENT_ID": pool.client_id})
+    return Services(
+        settings, aws=Aws(REGION, session=session), clock=clock, model=FakeBedrock(), jwks_fetch=jwks_over_http
+    )
+
+
+@pytest.fixture
+def api(admin_services: Services) -> Iterator[Client]:
+    with app_client(admin_services) as test_client:
+        yield test_client
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+
+
+def post(api: Client, path: str, token: str, body: dict[str, Any]) -> Any:
+    return api.http.post(path, headers=bearer(token), body=json.dumps(body))
+
+
+def get(api: Client, path: str, token: str) -> Any:
+    return api.http.get(path, headers=bearer(token))
+
+
+def staff_facts(services: Services) -> list[dict[str, Any]]:
+    return services.tables.audit.for_sku("@staff")
+
+
+def sold_one(services: Services, clock: FixedClock) -> Scene:
+    """Three people wait for two chairs: both told by SMS, one taps and buys, one lets the offer lapse."""
+    s = scene(services, clock, units=2, people=3)
+    services.notifier.handle(Job(s.sku, s.restock.restock_id, s.restock.restock_ts), lambda: 60_000)
+    first, second = s.request(0).offer_token, s.request(1).offer_token
+    assert first and second
+    assert s.tap(first).kind == "held"
+    assert services.moves.convert(s.row(first), "order-1", clock.now()).result == "done"
+    # Past its offer window (the tokens of the emulator's Cognito follow the real clock, so this one stays put).
+    assert services.moves.lapse(s.row(second), clock.now() + 4000).result == "done"
+    return s
+
+
+# --- Sign-in
+
+
+def test_sign_in_answers_an_id_token_with_the_role(api: Client, pool: Pool) -> None:
+    answer = api.http.post(
+        "/admin/api/session",
+        headers={"Content-Type": "application/json"},
+        body=json.dumps({"email": OWNER, "password": PASSWORD}),
+    )
+    assert answer.status_code == 200
+    body = json.loads(answer.body)
+    assert (body["role"], body["email"]) == ("owner", OWNER)
+    me = get(api, "/admin/api/me", body["id_token"])
+    assert json.loads(me.body) == {"email": OWNER, "role": "owner"}
+
+
+@pytest.mark.parametrize("email", [OWNER, "stranger@shop.example"])
+def test_a_wrong_password_and_an_unknown_user_get_the_same_refusal(api: Client, email: str) -> None:
+    answer = api.http.post(
+        "/admin/api/session",
+        headers={"Content-Type": "application/json"},
+        body=json.dumps({"email": email, "password": "Not-the-password-9"}),
+    )
+    assert answer.status_code == 401
+    assert json.loads(answer.body)["error"] == "sign_in_failed"
+
+
+def test_a_member_of_no_staff_group_cannot_sign_in(api: Client) -> None:
+    answer = api.http.post(
+        "/admin/api/session",
+        headers={"Content-Type": "application/json"},
+        body=json.dumps({"email": NOBODY, "password": PASSWORD}),
+    )
+    assert answer.status_code == 401
+
+
+def test_a_new_staff_member_sets_a_password_through_the_challenge(api: Client, pool: Pool) -> None:
+    pool.cognito.admin_create_user(
+        UserPoolId=pool.pool_id,
+        Username="new@shop.example",
+        TemporaryPassword="Temporary-pass-1",
+        MessageAction="SUPPRESS",
+    )
+    pool.cognito.admin_add_user_to_group(UserPoolId=pool.pool_id, Username="new@shop.example", GroupName="support")
+    first = api.http.post(
+        "/admin/api/session",
+        headers={"Content-Type": "application/json"},
+        body=json.dumps({"email": "new@shop.example", "password": "Temporary-pass-1"}),
+    )
+    step = json.loads(first.body)
+    assert step["challenge"] == "NEW_PASSWORD_REQUIRED" and step["session"]
+    done = api.http.post(
+        "/admin/api/session/challenge",
+        headers={"Content-Type": "application/json"},
+        body=json.dumps(
+            {
+                "email": "new@shop.example",
+                "session": step["session"],
+                "challenge": step["challenge"],
+                "answer": "A-new-password-2",
+            }
+        ),
+    )
+    assert done.status_code == 200
+    assert json.loads(done.body)["role"] == "support"
+
+
+# --- Tokens that must be refused
+
+
+def _refused(api: Client, headers: dict[str, str]) -> None:
+    answer = api.http.get("/admin/api/me", headers=headers)
+    assert answer.status_code == 401, answer.body
+    assert json.loads(answer.body)["error"] == "unauthorized"
+
+
+def _b64(data: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
+
+
+def test_no_token_and_not_a_token_are_refused(api: Client) -> None:
+    _refused(api, {})
+    _refused(api, {"Authorization": "Bearer"})
+    _refused(api, {"Authorization": "Basic b3duZXI6cGFzcw=="})
+    _refused(api, {"Authorization": "Bearer not.a.jwt"})
+
+
+def test_a_forged_token_is_refused(api: Client, pool: Pool) -> None:
+    token = pool.id_token(HELPER)
+    header, payload, signature = token.split(".")
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    claims["cognito:groups"] = ["owner"]
+    _refused(api, bearer(f"{header}.{_b64(claims)}.{signature}"))
+    # alg "none" with no signature.
+    _refused(api, bearer(f"{_b64({'alg': 'none', 'kid': 'dummy'})}.{_b64(claims)}."))
+    # HS256 keyed with the public modulus (the classic algorithm confusion).
+    _refused(api, bearer(f"{_b64({'alg': 'HS256', 'kid': 'dummy'})}.{_b64(claims)}.{signature}"))
+
+
+def test_a_token_signed_by_another_key_is_refused(api: Client, pool: Pool) -> None:
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+    token = pool.id_token(OWNER)
+    header, payload, _ = token.split(".")
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    signature = key.sign(f"{header}.{payload}".encode(), padding.PKCS1v15(), hashes.SHA256())
+    _refused(api, bearer(f"{header}.{payload}.{base64.urlsafe_b64encode(signature).decode().rstrip('=')}"))
+
+
+def test_an_expired_token_is_refused(api: Client, pool: Pool, clock: FixedClock) -> None:
+    token = pool.id_token(OWNER)
+    assert get(api, "/admin/api/me", token).status_code == 200
+    clock.advance(3600 + 120)  # moto's id tokens live an hour; the check allows a minute's skew
+    _refused(api, bearer(token))
+
+
+def test_another_pools_token_is_refused(api: Client, pool: Pool) -> None:
+    other = staff_pool(pool.cognito, name="another-shop-staff")
+    other.add(OWNER, "owner")
+    _refused(api, bearer(other.id_token(OWNER)))
+
+
+def test_a_stage_without_a_staff_pool_refuses_every_token(
+    session: Any, clock: FixedClock, env: dict[str, str], pool: Pool
+) -> None:
+    services = Services(settings_from_env(env), aws=Aws(REGION, session=session), clock=clock, model=FakeBedrock())
+    with app_client(services) as client:
+        _refused(client, bearer(pool.id_token(OWNER)))
+
+
+# --- Reads
+
+
+def test_demand_lists_the_most_wanted_with_new_joins_per_day(
+    api: Client, admin_services: Services, clock: FixedClock, pool: Pool
+) -> None:
+    s = scene(admin_services, clock, units=1, people=3)
+    admin_services.tables.catalog.sync_product(
+        s.sku, {"name": "Walnut dining chair"}, now=clock.now(), created=False, out_of_stock=True
+    )
+    token = pool.id_token(HELPER)
+    body = json.loads(get(api, "/admin/api/demand", token).body)
+    [row] = body["skus"]
+    assert row == {"sku": s.sku, "name": "Walnut dining chair", "waiting": 3, "new_in_period": 3, "restock_hint": 3}
+    assert len(body["daily"]) == 30 and sum(d["new"] for d in body["daily"]) == 3
+    assert body["daily"][-1]["new"] == 3
+    csv = get(api, "/admin/api/demand?format=csv", token)
+    assert csv.headers["Content-Type"].startswith("text/csv")
+    assert csv.body.decode().splitlines() == [
+        "sku,name,waiting,new_in_period,restock_hint",
+        f"{s.sku},Walnut dining chair,3,3,3",
+    ]
+
+
+def test_demand_refuses_a_malformed_period(api: Client, pool: Pool) -> None:
+    token = pool.id_token(HELPER)
+    for query in ("from=2026-13-01", "from=2026-02-01&to=2026-01-01", "from=2020-01-01&to=2026-01-01", "to=yesterday"):
+        answer = get(api, f"/admin/api/demand?{query}", token)
+        assert answer.status_code == 400, query
+        assert json.loads(answer.body)["error"] == "invalid_period"
+
+
+def test_restocks_show_the_funnel_revenue_and_conversion_by_channel(
+    api: Client, admin_services: Services, clock: FixedClock, pool: Pool
+) -> None:
+    s = sold_one(admin_services, clock)
+    admin_services.tables.catalog.table.update_item(
+        Key={"sku": s.sku},
+        UpdateExpression="SET price = :p, currency = :c",
+        ExpressionAttributeValues={":p": "249.50", ":c": "GBP"},
+    )
+    token = pool.id_token(HELPER)
+    answer = get(api, "/admin/api/restocks", token)
+    assert answer.status_code == 200, answer.body
+    body = json.loads(answer.body)
+    [row] = body["restocks"]
+    assert {k: row[k] for k in ("restock_id", "units", "notified", "held", "bought", "lapsed", "expired")} == {
+        "restock_id": s.restock.restock_id,
+        "units": 2,
+        "notified": 2,
+        "held": 1,
+        "bought": 1,
+        "lapsed": 1,
+        "expired": 0,
+    }
+    assert row["sold_out_seconds"] is None  # one of two units sold
+    assert (row["revenue"], row["currency"]) == ("249.50", "GBP")
+    assert body["by_channel"] == [{"channel": "sms", "notified": 2, "bought": 1, "rate": 0.5}]
+    one = json.loads(get(api, f"/admin/api/restocks/{s.restock.restock_id}", token).body)
+    assert one["funnel"] == [
+        {"stage": "notified", "count": 2},
+        {"stage": "held", "count": 1},
+        {"stage": "bought", "count": 1},
+    ]
+    assert get(api, "/admin/api/restocks/no-such-restock", token).status_code == 404
+    lines = get(api, "/admin/api/restocks?format=csv", token).body.decode().splitlines()
+    assert lines[0].startswith("restock_id,sku,name,opened_at,units,notified,held,bought,lapsed,expired")
+    assert len(lines) == 2
+
+
+def test_the_waiting_list_is_masked_paged_and_a_row_can_be_removed(
+    api: Client, admin_services: Services, clock: FixedClock, pool: Pool
+) -> None:
+    from tests.builders import add_many_requests
+
+    admin_services.tables.catalog.upsert("LAMP", {"name": "Brass lamp"})
+    add_many_requests(admin_services, "LAMP", 60, clock.now())
+    token = pool.id_token(HELPER)
+    first = json.loads(get(api, "/admin/api/waiting/LAMP", token).body)
+    assert [e["position"] for e in first["entries"]] == list(range(1, 51))
+    assert first["next"]
+    assert all("•" in e["contact"] and e["action"] == "remove" for e in first["entries"])
+    second = json.loads(get(api, f"/admin/api/waiting/LAMP?cursor={first['next']}", token).body)
+    assert [e["position"] for e in second["entries"]] == list(range(51, 61))
+    assert second["next"] is None
+    ref = first["entries"][0]["ref"]
+    assert json.loads(post(api, "/admin/api/waiting/LAMP/remove", token, {"ref": ref}).body) == {"status": "removed"}
+    again = post(api, "/admin/api/waiting/LAMP/remove", token, {"ref": ref})
+    assert again.status_code == 404
+    assert get(api, "/admin/api/waiting/LAMP?cursor=nonsense!", token).status_code == 400
+    assert get(api, "/admin/api/waiting/NOT-A-SKU", token).status_code == 404
+    [fact] = [f for f in staff_facts(admin_services) if f["action"] == "remove"]
+    assert (fact["staff_email"], fact["staff_role"], fact["product"]) == (HELPER, "support", "LAMP")
+    assert get(api, "/admin/api/waiting/LAMP?format=csv", token).body.decode().splitlines()[0] == (
+        "position,contact,channel,state,joined_at,action"
+    )
+
+
+def test_operations_show_dead_letters_alarms_and_spend_and_redrive_them(
+    api: Client, admin_services: Services, pool: Pool
+) -> None:
+    sqs = admin_services.aws.sqs
+    dlq = sqs.get_queue_url(QueueName="bisn-jobs-dlq")["QueueUrl"]
+    for i in range(3):
+        sqs.send_message(QueueUrl=dlq, MessageBody=json.dumps({"n": i}))
+    admin_services.aws.cloudwatch.put_metric_alarm(
+        AlarmName="bisn-jobs-dead-letters",
+        MetricName="ApproximateNumberOfMessagesVisible",
+        Namespace="AWS/SQS",
+        Statistic="Maximum",
+        Period=60,
+        EvaluationPeriods=1,
+        Threshold=0,
+        ComparisonOperator="GreaterThanThreshold",
+    )
+    admin_services.aws.cloudwatch.set_alarm_state(
+        AlarmName="bisn-jobs-dead-letters", StateValue="ALARM", StateReason="three dead letters"
+    )
+    admin_services.aws.sns.set_sms_attributes(attributes={"MonthlySpendLimit": "20"})
+    token = pool.id_token(HELPER)
+    body = json.loads(get(api, "/admin/api/operations", token).body)
+    assert body["queues"] == [
+        {"name": "bisn-jobs-dlq", "dlq_depth": 3},
+        {"name": "bisn-ses-feedback-dlq", "dlq_depth": 0},
+    ]
+    assert body["alarms"] == [{"name": "bisn-jobs-dead-letters", "state": "ALARM"}]
+    assert body["sms_spend"] == {"month_usd": 0.0, "limit_usd": 20.0}
+    assert (body["sends_failed"], body["undeliverable"]) == (0, 0)
+    moved = json.loads(post(api, "/admin/api/operations/redrive", token, {"queue": "bisn-jobs-dlq"}).body)
+    assert moved["moved"] == 3
+    assert post(api, "/admin/api/operations/redrive", token, {"queue": "bisn-jobs"}).status_code == 400
+    [fact] = [f for f in staff_facts(admin_services) if f["action"] == "redrive"]
+    assert (fact["staff_email"], fact["moved"]) == (HELPER, 3)
+
+
+# --- Support actions and roles
+
+
+def test_explain_tells_every_decision_with_the_contact_masked(
+    api: Client, admin_services: Services, clock: FixedClock, pool: Pool
+) -> None:
+    s = scene(admin_services, clock, units=1, people=2)
+    admin_services.notifier.handle(Job(s.sku, s.restock.restock_id, s.restock.restock_ts), lambda: 60_000)
+    token = pool.id_token(HELPER)
+    answer = post(api, "/admin/api/contacts/explain", token, {"contact": "07400 100001"})
+    body = json.loads(answer.body)
+    assert "+447400100001" not in answer.body.decode()
+    assert body["opted_out"] is False
+    assert body["places"] == [{"sku": s.sku, "state": "waiting", "position": 2}]
+    [decision] = body["decisions"]
+    assert "behind_cap" in decision["what"] and "1 notice(s) went to people ahead" in decision["why"]
+    [fact] = [f for f in staff_facts(admin_services) if f["action"] == "explain"]
+    assert fact["contact_key"] == key_of(admin_services, "+447400100001")
+    assert "+447400100001" not in json.dumps(fact, default=str)
+
+
+def test_support_may_opt_out_but_not_export_or_forget(
+    api: Client, admin_services: Services, clock: FixedClock, pool: Pool
+) -> None:
+    s = scene(admin_services, clock, units=1, people=1)
+    token = pool.id_token(HELPER)
+    assert json.loads(post(api, "/admin/api/contacts/optout", token, {"contact": "+447400100000"}).body) == {
+        "status": "opted_out"
+    }
+    assert admin_services.tables.optout.get(key_of(admin_services, "+447400100000")) is not None
+    assert s.waiting_count() == 0
+    for action, body in (("export", {}), ("forget", {"confirm": True})):
+        refused = post(api, f"/admin/api/contacts/{action}", token, {"contact": "+447400100000", **body})
+        assert refused.status_code == 403
+        assert json.loads(refused.body)["error"] == "forbidden"
+    assert [f["action"] for f in staff_facts(admin_services)] == ["optout"]
+
+
+def test_the_owner_exports_then_forgets_with_a_confirm_step(
+    api: Client, admin_services: Services, clock: FixedClock, pool: Pool
+) -> None:
+    scene(admin_services, clock, units=1, people=1)
+    token = pool.id_token(OWNER)
+    exported = json.loads(post(api, "/admin/api/contacts/export", token, {"contact": "07400 100000"}).body)
+    assert exported["contact"] == "+447400100000"
+    assert exported["data"]["requests"][0]["contact"] == "+447400100000"
+    unconfirmed = post(api, "/admin/api/contacts/forget", token, {"contact": "+447400100000"})
+    assert unconfirmed.status_code == 400
+    assert json.loads(unconfirmed.body)["error"] == "confirm_required"
+    done = post(api, "/admin/api/contacts/forget", token, {"contact": "+447400100000", "confirm": True})
+    assert json.loads(done.body) == {"status": "forgotten"}
+    key = key_of(admin_services, "+447400100000")
+    assert admin_services.exits.places(key) == []
+    assert admin_services.tables.audit.for_contact(key) == []
+    facts = staff_facts(admin_services)
+    assert sorted((f["action"], f["staff_email"]) for f in facts) == [("export", OWNER), ("forget", OWNER)]
+
+
+def test_bad_bodies_are_clear_4xx(api: Client, pool: Pool) -> None:
+    token = pool.id_token(OWNER)
+    for body in ({}, {"contact": ""}, {"contact": 5}, {"contact": "x" * 400}):
+        answer = post(api, "/admin/api/contacts/explain", token, body)
+        assert answer.status_code == 400, body
+    answer = api.http.post("/admin/api/contacts/explain", headers=bearer(token), body="{not json")
+    assert answer.status_code == 400
+    unreadable = post(api, "/admin/api/contacts/explain", token, {"contact": "not a contact"})
+    assert unreadable.status_code == 400
+
+
+def test_opt_in_gives_a_link_only_the_persons_own_button_uses(
+    api: Client, admin_services: Services, clock: FixedClock, pool: Pool
+) -> None:
+    token = pool.id_token(HELPER)
+    key = key_of(admin_services, "+447400100000")
+    not_out = post(api, "/admin/api/contacts/optin", token, {"contact": "+447400100000"})
+    assert (not_out.status_code, json.loads(not_out.body)["error"]) == (409, "not_opted_out")
+    post(api, "/admin/api/contacts/optout", token, {"contact": "+447400100000"})
+    answer = json.loads(post(api, "/admin/api/contacts/optin", token, {"contact": "07400 100000"}).body)
+    assert answer["status"] == "confirmation_link" and answer["sms_stop"] is False
+    # Nothing was sent to the suppressed contact (invariant 3): staff hand the link over themselves.
+    assert post(api, "/admin/api/contacts/optin", token, {"contact": "+447400100000"}).status_code == 429
+    path = answer["link"].split("127.0.0.1:8000", 1)[1]
+    page = api.http.get(path)
+    assert page.status_code == 200 and b"Yes, send me messages again" in page.body
+    assert admin_services.tables.optout.get(key) is not None  # opening the link changes nothing
+    form = {"Content-Type": "application/x-www-form-urlencoded", "Origin": "http://127.0.0.1:8000"}
+    done = api.http.post(path, headers=form, body="")
+    assert done.status_code == 200, done.body
+    assert admin_services.tables.optout.get(key) is None
+    assert api.http.post(path, headers=form, body="").status_code == 410  # used once
+    assert api.http.post(path[:-3] + "abc", headers=form, body="").status_code == 400
+    # One instant on the test clock: the facts' order within it is their keys' random suffix.
+    assert sorted(f["action"] for f in staff_facts(admin_services)) == ["optin", "optout"]
