@@ -502,7 +502,20 @@ function showSupport(body) {
   input.setAttribute("aria-describedby", "support-hint");
   const explain = el("button", { type: "submit" }, "Explain");
   const optOut = el("button", { type: "button", onclick: act("optout", "contacts/optout", () => say("Opted out: nothing more will be sent to them.")) }, "Opt out");
-  const optIn = el("button", { type: "button", onclick: act("optin", "contacts/optin", () => say("Opted in again: a confirmation was sent for them to accept.")) }, "Opt in");
+  // Nothing is ever sent to an opted-out contact: staff get a link to hand over, and only the person's own press of
+  // its button lifts the opt-out.
+  const optIn = el("button", {
+    type: "button",
+    onclick: act("optin", "contacts/optin", (data) => {
+      result.replaceChildren(
+        el("h3", {}, "Opt-in link"),
+        el("p", {}, `Give this link to the person; pressing its button opts them back in. It works once, until ${show(data.expires_at)}.`),
+        el("p", {}, el("code", { class: "optin-link" }, show(data.link))),
+        ...(data.sms_stop ? [el("p", { class: "hint" }, "They replied STOP to a text: they must also text START to the shop's number before texts reach them again.")] : []),
+      );
+      say("Opt-in link made: nothing was sent to them.");
+    }),
+  }, "Opt in…");
   const exportButton = el("button", {
     type: "button", hidden: !owner,
     onclick: act("export", "contacts/export", (data) => {
