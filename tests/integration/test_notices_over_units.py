@@ -69,8 +69,8 @@ def test_offers_taken_past_the_units_are_counted(
     first_read_says(shop, monkeypatch, 5)
     guarded = shop.tables.restocks.take_offers_item
 
-    def unguarded(sku: str, restock_ts: str, count: int, lapse_limit: int | None = None) -> dict[str, Any]:
-        item = guarded(sku, restock_ts, count)
+    def unguarded(sku: str, restock_ts: str, count: int, lapse_limit: int | None = None, **mark: Any) -> dict[str, Any]:
+        item = guarded(sku, restock_ts, count, **mark)
         item["Update"]["ConditionExpression"] = "#state <> :closed"
         del item["Update"]["ExpressionAttributeValues"][":count"]
         return item
