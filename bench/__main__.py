@@ -17,6 +17,7 @@ from bench.cost import monthly_cost
 from bench.imports import import_times
 from bench.prices import PRICES_AS_OF, REGION
 from bench.sms import sms_segments_per_notice
+from bench.topup import topup_after_restock
 
 PACKAGE = ROOT / "build" / "deployment.zip"
 
@@ -36,6 +37,8 @@ def run() -> dict[str, Any]:
     }
     print("measuring: notifier throughput on a 1,000-unit restock, three times ...", file=sys.stderr)
     throughput = measure.notifier_throughput()
+    print("measuring: a top-up after a 10,000-unit restock ...", file=sys.stderr)
+    topup = topup_after_restock()
     print("measuring: cold imports ...", file=sys.stderr)
     imports = import_times()
     print("measuring: SMS segments of composed notices ...", file=sys.stderr)
@@ -63,6 +66,11 @@ def run() -> dict[str, Any]:
         "notifier_calls_per_notice_in_walk": round(throughput["calls_per_notice"], 2),
         "notifier_call_ms_per_notice": round(throughput["call_ms_per_notice"], 2),
         "notifier_serial_ceiling_per_s": round(throughput["serial_ceiling_per_s"], 1),
+        "topup_calls_after_10k": topup["total"],
+        "topup_write_units_after_10k": round(topup["write_units"], 1),
+        "topup_read_units_after_10k": round(topup["read_units"], 1),
+        "topup_calls_by_operation_after_10k": dict(sorted(topup["calls"].items())),
+        "topup_told_after_10k": topup["topup_told"],
         "import_ms_app": round(imports["app"], 1),
         "import_ms_boto3": round(imports["boto3"], 1),
         "import_ratio": round(imports["app"] / imports["boto3"], 2),
@@ -133,6 +141,13 @@ def table(r: dict[str, Any]) -> str:
             f"{r['notifier_serial_ceiling_per_s']:g} per s",
             "",
             f"{r['notifier_calls_per_notice_in_walk']:g} emulator calls per notice, {r['notifier_call_ms_per_notice']:g} ms in all",
+        ),
+        (
+            "AWS calls per top-up after 10,000 told",
+            f"{r['topup_calls_after_10k']:g}",
+            "<= 20",
+            f"{r['topup_write_units_after_10k']:g} write / {r['topup_read_units_after_10k']:g} read units; "
+            f"{r['topup_told_after_10k']} told; resumes at the restock's cursor",
         ),
         (
             "cold import: app / boto3 (ms)",
