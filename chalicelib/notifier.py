@@ -109,7 +109,6 @@ class StopReason(StrEnum):
 
 
 AFTER_OFFER_COMMITTED = "notifier.after_offer_committed"
-BEFORE_UNPARK = "notifier.before_unpark"  # the walk's mark is written; settled parked places not yet removed
 
 # Recipient refusals in a row on one channel, with no notice of it sent between, after which the next is taken
 # for a problem of ours (an unverified sender, a paused account) and fails the job instead of marking the
@@ -560,7 +559,6 @@ class Notifier:
             self.tables.restocks.mark_walk(job.sku, job.restock_ts, mark)
             self._marked(walk, mark)
         if walk.unpark and not walk.park:
-            self.faults(BEFORE_UNPARK)
             self.tables.restocks.mark_walk(job.sku, job.restock_ts, WalkMark(unpark=tuple(walk.unpark)))
             walk.unpark = []
 

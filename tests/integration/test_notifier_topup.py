@@ -16,12 +16,12 @@ from chalicelib.notifier import PARKED_MAX, SendFailed, SkipReason
 from chalicelib.senders import EmailSender, Senders, SmsSender
 from chalicelib.tables.requests import RequestState
 from chalicelib.tables.reservations import Offer
-from chalicelib.tables.restocks import ROLLED_BACK, Restock
+from chalicelib.tables.restocks import ROLLED_BACK, Restock, WalkMark
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.builders import add_request, add_restock, joined, make_offer, put_restock
-from tests.notices import FlakySns, plenty, selling_the_chair, told, waiting_by_sms
-from tests.support import rebuilt
+from tests.notices import FlakySns, email_outbox, plenty, selling_the_chair, told, waiting_by_sms
+from tests.support import InjectedCrash, rebuilt
 
 SKU = "CHAIR-WALNUT"
 
@@ -186,3 +186,38 @@ def test_a_send_rolled_back_after_the_cursor_passed_it_is_told_by_the_retry(shop
 
     assert retry.notices == 1 and told().count(numbers[1]) == 1
     assert restock_of(shop, job).walk_parked == frozenset()
+
+
+def test_a_crash_before_settled_places_come_off_the_parked_set_costs_one_more_look(
+    shop: Services, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = clock.now()
+    add_request(shop, SKU, "first@example.com", joined(0, now), now, channel="email", unconfirmed=True)
+    numbers = waiting_by_sms(shop, SKU, now, 3, start=1)
+    job = add_restock(shop, SKU, 3, now)
+    shop.notifier.handle(job, plenty)
+    shop.tables.requests.table.update_item(
+        Key={"sku": SKU, "joined_ts": joined(0, now)}, UpdateExpression="REMOVE unconfirmed"
+    )
+    lapse_one(shop, job, clock)
+    real = shop.tables.restocks.mark_walk
+
+    def dies_before_unparking(sku: str, restock_ts: str, mark: WalkMark) -> bool:
+        if mark.unpark:
+            raise InjectedCrash("before the settled places come off")
+        return real(sku, restock_ts, mark)
+
+    monkeypatch.setattr(shop.tables.restocks, "mark_walk", dies_before_unparking)
+    with pytest.raises(InjectedCrash):
+        shop.notifier.handle(topup(job), plenty)
+    monkeypatch.undo()
+
+    # The confirmed place was told (its offer and the cursor committed); it is still parked, so the redelivered
+    # job looks at it once more, finds it told, and takes it off, sending nothing again.
+    assert sorted(told()) == numbers and len(email_outbox()) == 1
+    assert len(restock_of(shop, job).walk_parked) == 1
+    lapse_one(shop, job, clock)  # a unit to offer, so the redelivered job walks
+    again = shop.notifier.handle(topup(job), plenty)
+    assert again.notices == 0
+    assert restock_of(shop, job).walk_parked == frozenset()
+    assert sorted(f["reason"] for f in facts(shop, "notice_skipped")) == ["already_notified", "unconfirmed"]
