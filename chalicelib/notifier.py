@@ -262,6 +262,8 @@ class _Walk:
         for parked in restock.parked() if self.resumes else []:
             self.parked.setdefault(parked.joined_ts, []).append(parked)
         self.parked_count = len(restock.walk_parked)
+        # Places passed over for a changeable reason that are parked already, or were met by this job.
+        self.known_changeable = {p.joined_ts for p in restock.parked()}
         self.park: list[Parked] = []  # to add to the restock's parked places, with the cursor that passes them
         self.unpark: list[str] = []  # parked places now settled, removed once the walk is done
         self.frozen = False  # PARKED_MAX reached: the cursor moves no further in this job
@@ -461,7 +463,11 @@ class Notifier:
                             walk.position += 1
                         reason = skip_reason(request, walk.job.restock_id, suppressed)
                         if reason:
-                            if not again:
+                            # A place looked at again is passed over without a second fact, unless it is a late
+                            # joiner sorting before the cursor, met now for the first time for a reason that can
+                            # change: it is parked like any other, or the cursor would leave it behind.
+                            first_time = reason in CHANGEABLE and request.joined_ts not in walk.known_changeable
+                            if not again or first_time:
                                 self._skip(walk, request, reason, walk.position)
                         else:
                             batch.append(_Candidate(request, walk.position))
@@ -908,6 +914,7 @@ class Notifier:
             )
         )
         if park and reason in CHANGEABLE:
+            walk.known_changeable.add(request.joined_ts)
             self._park(walk, request, reason, position if live else None)
         if len(walk.skip_facts) >= FACTS_PER_TRANSACTION:
             self._write_skip_facts(walk)

@@ -63,3 +63,15 @@ def test_the_reported_sms_segments_are_those_the_notifier_sends_for_the_demo_cat
         assert len(texts) == 4
         assert all(text.startswith("Walnut & Wool (demo shop): ") and "Link valid for " in text for text in texts)
         assert max(sms_segments(text) for text in texts) == reported["segments"]
+
+
+def test_a_topup_costs_the_same_after_a_big_restock_as_after_a_small_one() -> None:
+    from bench.topup import topup_after_restock
+
+    # Small and fast: `make bench` measures the 10,000-unit case. The top-up resumes at the restock's cursor, so
+    # what it costs does not grow with how many were told before it.
+    small = topup_after_restock(units=30, waiting=40)
+    large = topup_after_restock(units=150, waiting=160)
+    assert small["topup_told"] == large["topup_told"] == 1
+    assert large["total"] == small["total"] <= 20
+    assert large["write_units"] == small["write_units"]

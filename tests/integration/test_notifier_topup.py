@@ -104,6 +104,25 @@ def test_a_late_joiner_is_told_by_the_next_topup(shop: Services, clock: FixedClo
     assert set(told()[-2:]) == {"+447700900010", "+447700900011"}
 
 
+def test_a_late_joiner_before_the_cursor_passed_over_for_a_reason_that_changes_is_parked(
+    shop: Services, clock: FixedClock
+) -> None:
+    now = clock.now()
+    waiting_by_sms(shop, SKU, now, 3)
+    job = add_restock(shop, SKU, 2, now)
+    shop.notifier.handle(job, plenty)
+    # Its stamp sorts before the cursor; its address is not confirmed yet when the next top-up reads it.
+    late = add_request(shop, SKU, "late@example.com", joined(0, now, "ffffff"), now, channel="email", unconfirmed=True)
+    lapse_one(shop, job, clock)
+
+    outcome = shop.notifier.handle(topup(job), plenty)
+
+    assert outcome.skipped == {SkipReason.UNCONFIRMED: 1}
+    assert [(p.joined_ts, p.reason) for p in restock_of(shop, job).parked()] == [
+        (late.joined_ts, SkipReason.UNCONFIRMED)
+    ]
+
+
 def test_a_place_passed_over_for_a_reason_that_changes_is_looked_at_again_first(
     shop: Services, clock: FixedClock
 ) -> None:
