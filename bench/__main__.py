@@ -18,6 +18,7 @@ from bench.fleet import two_restocks_at_once
 from bench.imports import import_times
 from bench.prices import PRICES_AS_OF, REGION
 from bench.sms import sms_segments_per_notice
+from bench.topup import topup_after_restock
 
 PACKAGE = ROOT / "build" / "deployment.zip"
 
@@ -50,6 +51,8 @@ def run() -> dict[str, Any]:
     from bench.admin import measure as dashboard
 
     admin = dashboard()
+    print("measuring: a top-up after a 10,000-unit restock ...", file=sys.stderr)
+    topup = topup_after_restock()
     print("measuring: cold imports ...", file=sys.stderr)
     imports = import_times()
     print("measuring: SMS segments of composed notices ...", file=sys.stderr)
@@ -94,6 +97,11 @@ def run() -> dict[str, Any]:
         "admin_calls_per_page_view": admin["admin_calls_per_page_view"],
         "admin_dearest_view": admin["admin_dearest_view"],
         "admin_views": admin["admin_views"],
+        "topup_calls_after_10k": topup["total"],
+        "topup_write_units_after_10k": round(topup["write_units"], 1),
+        "topup_read_units_after_10k": round(topup["read_units"], 1),
+        "topup_calls_by_operation_after_10k": dict(sorted(topup["calls"].items())),
+        "topup_told_after_10k": topup["topup_told"],
         "import_ms_app": round(imports["app"], 1),
         "import_ms_boto3": round(imports["boto3"], 1),
         "import_ratio": round(imports["app"] / imports["boto3"], 2),
@@ -225,6 +233,13 @@ def table(r: dict[str, Any]) -> str:
             f"{r['fleet_two_restocks_throttle_errors']} throttle errors, {r['fleet_two_restocks_job_failures']} failed jobs; "
             f"{r['fleet_invocations']} invocations at {r['fleet_per_invocation_email_rate']:g}/s each; "
             f"floor {r['fleet_two_restocks_floor_seconds']:g} s; real time",
+        ),
+        (
+            "AWS calls per top-up after 10,000 told",
+            f"{r['topup_calls_after_10k']:g}",
+            "<= 20",
+            f"{r['topup_write_units_after_10k']:g} write / {r['topup_read_units_after_10k']:g} read units; "
+            f"{r['topup_told_after_10k']} told; resumes at the restock's cursor",
         ),
         (
             "cold import: app / boto3 (ms)",

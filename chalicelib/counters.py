@@ -31,7 +31,7 @@ from typing import Any
 from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
 from chalicelib.tables.requests import RequestState
 from chalicelib.tables.reservations import Offer, OfferState, StoreState
-from chalicelib.tables.restocks import Restock
+from chalicelib.tables.restocks import ROLLED_BACK, Parked, Restock, WalkMark
 from chalicelib.tables.store import Tables
 
 # What a move did.
@@ -154,15 +154,16 @@ class UnitMoves:
         now: float,
         offer_window_s: int,
         lapse_limit: int | None = None,
+        mark: WalkMark | None = None,
     ) -> Tx:
         """Notices about to go: units_offerable − k (only if ≥ k, the restock not closed and, with `lapse_limit`,
         re-offering not stopped by that many unused offers since the last sale), k offer rows, and
         each request marked told for this restock. Returned to run, so the caller reads a cancellation by its
-        names: "units", "offer <i>" and "told <i>" for the i-th offer."""
+        names: "units", "offer <i>" and "told <i>" for the i-th offer. `mark`: where the walk has settled up to
+        once these offers are made, written with them (never before them)."""
         channels = Counter(new.channel for new in offers)
-        tx = Tx().add(
-            "units", self.tables.restocks.take_offers_item(sku, restock_ts, len(offers), lapse_limit, channels)
-        )
+        units = self.tables.restocks.take_offers_item(sku, restock_ts, len(offers), lapse_limit, channels, mark=mark)
+        tx = Tx().add("units", units)
         for i, new in enumerate(offers):
             tx.add(
                 f"offer {i}",
@@ -186,13 +187,15 @@ class UnitMoves:
             )
         return tx
 
-    def _withdraw_offer(self, sku: str, restock_ts: str, token_id: str, channel: str | None) -> Tx:
-        """A notice that did not go, begun: its offer row deleted, its unit offerable again, and (when its
-        channel is known) no longer tallied as notified."""
+    def _withdraw_offer(
+        self, sku: str, restock_ts: str, token_id: str, channel: str | None, park: Parked | None = None
+    ) -> Tx:
+        """A notice that did not go, begun: its offer row deleted, its unit offerable again, (when its channel is
+        known) no longer tallied as notified, and (with `park`) its place parked for the next walk."""
         return (
             Tx()
             .add("row", self.tables.reservations.delete_offer_item(token_id))
-            .add("units", self.tables.restocks.release_offer_item(sku, restock_ts, unsent=channel))
+            .add("units", self.tables.restocks.release_offer_item(sku, restock_ts, unsent=channel, park=park))
         )
 
     def roll_back(
@@ -204,10 +207,13 @@ class UnitMoves:
         request_joined_ts: str,
         previous_restock: str | None,
         channel: str | None = None,
+        position: int | None = None,
     ) -> None:
         """Undo a notice that did not go: the offer row gone, units_offerable + 1, the request waiting and untold
-        (told about `previous_restock` again). Raises when it could not be undone."""
-        tx = self._withdraw_offer(sku, restock_ts, token_id, channel).add(
+        (told about `previous_restock` again), and parked on the restock, so the next walk tells it even when
+        the walk's cursor is past it already. Raises when it could not be undone."""
+        park = Parked(request_joined_ts, ROLLED_BACK, position, token_id)
+        tx = self._withdraw_offer(sku, restock_ts, token_id, channel, park).add(
             "request",
             self.tables.requests.unmark_offered_item(
                 sku, request_joined_ts, token_id=token_id, previous_restock=previous_restock

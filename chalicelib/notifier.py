@@ -12,9 +12,10 @@ throttled is undone and told by a later job.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -55,7 +56,7 @@ from chalicelib.tables.base import TransactionCancelled, Tx, transact
 from chalicelib.tables.catalog import Product
 from chalicelib.tables.optout import PersonLinks
 from chalicelib.tables.requests import Request, RequestState
-from chalicelib.tables.restocks import Restock, RestockState
+from chalicelib.tables.restocks import Parked, Restock, RestockState, WalkMark
 from chalicelib.tables.store import Tables
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,26 @@ class SkipReason(StrEnum):
     # An email place whose address has not confirmed it yet (double opt-in): kept, never consumed, and told about
     # a later restock once confirmed (or this one, if it still has units then: chalicelib/confirm.py).
     UNCONFIRMED = "unconfirmed"
+
+
+# Reasons that can change while a restock is open (a hold of another restock ends, an address confirms, a contact
+# is allowed again or fixed, a leave is taken back): a place passed over for one of them is parked on the restock
+# and every later walk looks at it again, before the places after the cursor (fair order). The other reasons
+# stand for this restock for good (told, bought, refused by the provider, gone), so the cursor passes them;
+# a told place whose offer is rolled back is parked by the roll-back itself.
+CHANGEABLE = frozenset(
+    {
+        SkipReason.HOLDING_OFFER,
+        SkipReason.HOLDING_UNIT,
+        SkipReason.LEAVING,
+        SkipReason.UNCONFIRMED,
+        SkipReason.OPTED_OUT,
+        SkipReason.NO_CONTACT,
+    }
+)
+# Places parked on one restock at most (one batched read a walk; a few KB on the restock item). Past it, the
+# cursor stops before the next place passed over for a changeable reason, and later walks read on from there.
+PARKED_MAX = 25
 
 
 class StopReason(StrEnum):
@@ -191,10 +212,12 @@ class _Pending:
 
 @dataclass(frozen=True)
 class _Candidate:
-    """An eligible request waiting for its batch to commit, with its place in line when examined."""
+    """An eligible request waiting for its batch to commit, with its place in line when examined (and, for a place
+    parked before the cursor, the set elements that parked it: removed once its offer is made)."""
 
     request: Request
     position: int
+    parked: tuple[str, ...] = ()
 
 
 class _Walk:
@@ -228,6 +251,31 @@ class _Walk:
         # `notice_sent` facts not yet written: appended a batch at a time, so the walk pays one call per batch.
         self.sent_facts: list[dict[str, Any]] = []
         self.looks: LastLooks | None = None  # the last looks at the suppression list of the pass under way
+        # Where the walk left off, kept on the restock (docs/SCALE.md, "Top-ups"). A first job, a top-up or a
+        # retried job resumes there: the places parked before it first, then a little before the cursor (join
+        # stamps come from the joining Lambda's clock), then on. A continuation resumes after its own `after`.
+        self.resumes = job.kind != "continue"
+        stored = restock.walk_cursor or ""
+        if self.resumes and stored:
+            self.position = restock.walk_passed
+            self.start = rewalk_from(stored)
+            self.cursor = stored
+            self.seen_up_to = stored
+        self.mark_cursor = stored  # settled up to here: every place at or before it is told or passed for good
+        self.mark_passed = restock.walk_passed
+        self.written_cursor = stored
+        self.parked: dict[str, list[Parked]] = {}  # to look at again, by join stamp (read by the first pass)
+        self.parked_at: dict[str, list[Parked]] = {}  # those being looked at again
+        for parked in restock.parked() if self.resumes else []:
+            self.parked.setdefault(parked.joined_ts, []).append(parked)
+        self.parked_count = len(restock.walk_parked)
+        # Places passed over for a changeable reason that are parked already, or were met by this job.
+        self.known_changeable = {p.joined_ts for p in restock.parked()}
+        self.park: list[Parked] = []  # to add to the restock's parked places, with the cursor that passes them
+        self.unpark: list[str] = []  # parked places now settled, removed once the walk is done
+        self.frozen = False  # PARKED_MAX reached: the cursor moves no further in this job
+        # `notice_skipped` facts not yet written: a batch at a time, and always before the cursor passes them.
+        self.skip_facts: list[dict[str, Any]] = []
 
     def restart(self, *, after: str) -> None:
         """Walk again from `after`: places up to the cursor were counted (and passed over with a reason) already."""
@@ -402,10 +450,7 @@ class Notifier:
             # Each batch's last look is read about one round of sends before its first send, off the send threads.
             walk.looks = LastLooks(self.tables.optout, lead=self.settings.sends_concurrency, reader=reader)
             try:
-                pages = self.tables.requests.queue_pages(
-                    walk.job.sku, after=walk.start, page_size=lambda: self._page(walk)
-                )
-                for page in pages:
+                for from_parked, page in self._pages(walk):
                     suppressed = self.tables.optout.suppressed_among([r.contact_key for r in page if r.contact_key])
                     batch: list[_Candidate] = []
                     for request in page:
@@ -424,17 +469,29 @@ class Notifier:
                         if not batch and walk.left <= 0 and not self._units_left(walk):
                             return StopReason.UNITS_EXHAUSTED
                         walk.examined += 1
+                        if from_parked:
+                            self._look_again(walk, request, suppressed, batch)
+                            full = bool(batch) and len(batch) >= min(self.offer_batch, walk.left)
+                            if full and not self._commit_batch(walk, batch, pool):
+                                return StopReason.UNITS_EXHAUSTED
+                            continue
                         # A second look passes places this job already counted and audited again: once each.
                         again = request.joined_ts <= walk.seen_up_to
                         if request.live and not again:
                             walk.position += 1
                         reason = skip_reason(request, walk.job.restock_id, suppressed)
                         if reason:
-                            if not again:
+                            # A place looked at again is passed over without a second fact, unless it is a late
+                            # joiner sorting before the cursor, met now for the first time for a reason that can
+                            # change: it is parked like any other, or the cursor would leave it behind.
+                            first_time = reason in CHANGEABLE and request.joined_ts not in walk.known_changeable
+                            if not again or first_time:
                                 self._skip(walk, request, reason, walk.position)
                         else:
                             batch.append(_Candidate(request, walk.position))
                         walk.cursor = request.joined_ts
+                        if not batch:
+                            self._settled(walk)
                         full = bool(batch) and len(batch) >= min(self.offer_batch, walk.left)
                         if full and not self._commit_batch(walk, batch, pool):
                             return StopReason.UNITS_EXHAUSTED
@@ -446,6 +503,88 @@ class Notifier:
                 while walk.pending:
                     self._collect(walk, block=True)
                 self._write_sent_facts(walk)
+                self._write_mark(walk)
+
+    def _pages(self, walk: _Walk) -> Iterator[tuple[bool, list[Request]]]:
+        """The pages to walk: the places parked before the cursor (read once a job, by key), then the list."""
+        if walk.parked:
+            parked, walk.parked = walk.parked, {}
+            found = self.tables.requests.get_many(walk.job.sku, list(parked))
+            for joined_ts, entries in parked.items():
+                if joined_ts not in found:
+                    walk.unpark.extend(p.element for p in entries)  # the place is gone: nothing to tell
+            walk.parked_at = parked
+            page = [found[ts] for ts in sorted(found)]
+            if page:
+                yield True, page
+        pages = self.tables.requests.queue_pages(walk.job.sku, after=walk.start, page_size=lambda: self._page(walk))
+        yield from zip(itertools.repeat(False), pages, strict=False)
+
+    def _look_again(self, walk: _Walk, request: Request, suppressed: set[str], batch: list[_Candidate]) -> None:
+        """A place parked before the cursor, read again: a candidate now, parked still, or settled for good."""
+        entries = walk.parked_at[request.joined_ts]
+        elements = tuple(p.element for p in entries)
+        known = next((p.position for p in entries if p.position is not None), None)
+        position = known if known is not None else walk.position
+        reason = skip_reason(request, walk.job.restock_id, suppressed)
+        if reason is None:
+            batch.append(_Candidate(request, position, parked=elements))
+            return
+        if all(p.reason == reason for p in entries):
+            return  # passed over for the same reason as before: still parked, and its fact stands
+        # A new reason: its fact, parked under it if it can still change, then the old entries go.
+        self._skip(walk, request, reason, position if request.live else None, park=False)
+        if reason in CHANGEABLE:
+            walk.park.append(Parked(request.joined_ts, reason, position))
+        walk.unpark.extend(elements)
+
+    def _settled(self, walk: _Walk) -> None:
+        """Every place examined so far is told or passed over: the cursor may move up to the last one."""
+        if not walk.frozen and walk.cursor > walk.mark_cursor:
+            walk.mark_cursor, walk.mark_passed = walk.cursor, walk.position
+
+    def _park(self, walk: _Walk, request: Request, reason: SkipReason, position: int | None) -> None:
+        """Keep a place passed over for a changeable reason, so later walks look at it again; past PARKED_MAX,
+        stop the cursor before it instead (later walks then read on from there)."""
+        if walk.frozen:
+            return
+        if walk.parked_count >= PARKED_MAX:
+            walk.frozen = True
+            return
+        walk.parked_count += 1
+        walk.park.append(Parked(request.joined_ts, reason, position))
+
+    def _mark(self, walk: _Walk, cursor: str, passed: int) -> WalkMark | None:
+        """The mark to write with the cursor at `cursor`: the cursor if it moved, the places parked up to it.
+        Skip facts are written first, so the cursor never passes a place whose fact is not kept."""
+        moved = cursor > walk.written_cursor
+        park = tuple(p.element for p in walk.park if p.joined_ts <= cursor)
+        if not moved and not park:
+            return None
+        if moved:
+            self._write_skip_facts(walk)
+        return WalkMark(cursor=cursor if moved else None, passed=passed, park=park)
+
+    def _marked(self, walk: _Walk, mark: WalkMark | None) -> None:
+        """A mark was written."""
+        if mark is None:
+            return
+        if mark.cursor is not None:
+            walk.written_cursor = mark.cursor
+        walk.park = [p for p in walk.park if p.element not in mark.park]
+
+    def _write_mark(self, walk: _Walk) -> None:
+        """Write where the walk left off, once it is done: whatever no offer transaction carried already. Parked
+        places first, then those now settled come off (never the other way round, so none is ever lost)."""
+        self._write_skip_facts(walk)
+        job = walk.job
+        mark = self._mark(walk, walk.mark_cursor, walk.mark_passed)
+        if mark is not None:
+            self.tables.restocks.mark_walk(job.sku, job.restock_ts, mark)
+            self._marked(walk, mark)
+        if walk.unpark and not walk.park:
+            self.tables.restocks.mark_walk(job.sku, job.restock_ts, WalkMark(unpark=tuple(walk.unpark)))
+            walk.unpark = []
 
     def _page(self, walk: _Walk) -> int:
         """How many requests to read next: a short first page so the first notices go out at once, then enough
@@ -489,11 +628,23 @@ class Notifier:
             chosen = batch[: min(len(batch), walk.left)]
             # Each offer row's id is its reserve link's random id (128 bits): the link is the id, looked up.
             tokens = [new_link_id() for _ in chosen]
+            # Once these offers are made, the walk has settled up to the last place examined (or, when units run
+            # short of the batch, up to the last one chosen): the cursor moves there in the same transaction.
+            cursor, passed = walk.mark_cursor, walk.mark_passed
+            if not walk.frozen:
+                whole = len(chosen) == len(batch)
+                last = walk.cursor if whole else chosen[-1].request.joined_ts
+                if last > cursor:
+                    cursor, passed = last, walk.position if whole else chosen[-1].position
+            mark = self._mark(walk, cursor, passed)
             try:
-                self.tables.run(self._offers(walk, chosen, tokens))
+                self.tables.run(self._offers(walk, chosen, tokens, mark))
             except TransactionCancelled as cancelled:
                 self._after_cancel(walk, batch, chosen, cancelled)
                 continue
+            self._marked(walk, mark)
+            walk.mark_cursor, walk.mark_passed = cursor, passed
+            walk.unpark.extend(e for c in chosen for e in c.parked)
             del batch[: len(chosen)]
             walk.left -= len(chosen)
             # A crash here leaves offers nobody was told about; they lapse at their due time and the sweep passes
@@ -518,8 +669,8 @@ class Notifier:
                 self._units_left(walk, after_last_offers=True)
         return True
 
-    def _offers(self, walk: _Walk, chosen: list[_Candidate], tokens: list[str]) -> Tx:
-        """One transaction: k units from units_offerable, then each offer row and its request marked told."""
+    def _offers(self, walk: _Walk, chosen: list[_Candidate], tokens: list[str], mark: WalkMark | None = None) -> Tx:
+        """One transaction: k units from units_offerable (and the walk's mark), each offer row, its request told."""
         job = walk.job
         return self.moves.offer(
             sku=job.sku,
@@ -537,6 +688,7 @@ class Notifier:
             now=self.clock.now(),
             offer_window_s=walk.offer_window_s,
             lapse_limit=self.settings.reoffer_lapse_limit,
+            mark=mark,
         )
 
     def _after_cancel(
@@ -670,6 +822,7 @@ class Notifier:
                 request_joined_ts=request.joined_ts,
                 previous_restock=request.last_notified_restock,
                 channel=pending.channel,
+                position=pending.position,
             )
         except Exception:
             log.exception("rolling back the offer %s failed; the sweep will lapse it", offer_ref(pending.token_id))
@@ -760,7 +913,8 @@ class Notifier:
         """The contact opted out after the page was read and before the send: nothing went; the unit comes back."""
         if self._roll_back(walk, pending):
             walk.withdrawn += 1
-        self._skip(walk, pending.request, SkipReason.OPTED_OUT, pending.position)
+        # The roll-back parked the place already (it waits untold): a later walk looks at it again.
+        self._skip(walk, pending.request, SkipReason.OPTED_OUT, pending.position, park=False)
 
     def _unconfirmed(self, walk: _Walk, pending: _Pending, error: BaseException) -> None:
         """The provider may have accepted the notice and its answer was lost: the offer stands as if sent (its
@@ -772,17 +926,32 @@ class Notifier:
         )
         self._notice_fact(walk, pending, "notice_unconfirmed", error=error_code(error))
 
-    def _skip(self, walk: _Walk, request: Request, reason: SkipReason, position: int) -> None:
+    def _skip(
+        self, walk: _Walk, request: Request, reason: SkipReason, position: int | None, *, park: bool = True
+    ) -> None:
+        """Pass a place over: its fact (written with the next batch of them), and parked if the reason can change."""
         walk.skipped[reason] += 1
         walk.metrics.count(skip_metric(reason))
         live = request.live
-        self.tables.audit.record(
-            walk.job.sku,
-            "notice_skipped",
-            self.clock.now(),
-            restock_id=walk.job.restock_id,
-            reason=reason,
-            position=position if live else None,
-            contact_key=request.contact_key,
-            request_joined_ts=request.joined_ts,
+        walk.skip_facts.append(
+            self.tables.audit.fact(
+                walk.job.sku,
+                "notice_skipped",
+                self.clock.now(),
+                restock_id=walk.job.restock_id,
+                reason=reason,
+                position=position if live else None,
+                contact_key=request.contact_key,
+                request_joined_ts=request.joined_ts,
+            )
         )
+        if park and reason in CHANGEABLE:
+            walk.known_changeable.add(request.joined_ts)
+            self._park(walk, request, reason, position if live else None)
+        if len(walk.skip_facts) >= FACTS_PER_TRANSACTION:
+            self._write_skip_facts(walk)
+
+    def _write_skip_facts(self, walk: _Walk) -> None:
+        if walk.skip_facts:
+            self.tables.audit.record_many(walk.skip_facts)
+            walk.skip_facts = []

@@ -116,7 +116,8 @@ NEEDS: dict[str, Needs] = {
         tables={
             # UPDATE: the mark of units nobody eligible waits for, which a new place reads.
             "catalog": TableAccess((GET, UPDATE)),
-            "requests": TableAccess((GET, QUERY, UPDATE)),
+            # BATCH_GET: the places a top-up looks at again, parked before the walk's cursor, in one read.
+            "requests": TableAccess((GET, BATCH_GET, QUERY, UPDATE)),
             # CHECK: the idle mark is set or cleared only while the restock's units say so.
             "restocks": TableAccess((GET, UPDATE, CHECK)),
             # An offer row is written, or taken back when its notice is refused; never read.

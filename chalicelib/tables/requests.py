@@ -220,6 +220,21 @@ class RequestsTable:
         item = self._item(sku, joined_ts, consistent=consistent)
         return Request.from_item(item) if item else None
 
+    def get_many(self, sku: str, joined_ts: list[str]) -> dict[str, Request]:
+        """Places of one list by join stamp, read strongly consistent in batches of 100; a place gone is absent."""
+        found: dict[str, Request] = {}
+        unique = list(dict.fromkeys(joined_ts))
+        client = self.table.meta.client
+        for start in range(0, len(unique), 100):
+            keys = [{"sku": sku, "joined_ts": ts} for ts in unique[start : start + 100]]
+            request: dict[str, Any] = {self.name: {"Keys": keys, "ConsistentRead": True}}
+            while request:
+                page = client.batch_get_item(RequestItems=request)
+                for item in page.get("Responses", {}).get(self.name, []):
+                    found[str(item["joined_ts"])] = Request.from_item(item)
+                request = page.get("UnprocessedKeys") or {}
+        return found
+
     def _item(self, sku: str, joined_ts: str, *, consistent: bool = True) -> dict[str, Any] | None:
         return self.table.get_item(Key={"sku": sku, "joined_ts": joined_ts}, ConsistentRead=consistent).get("Item")
 

@@ -33,6 +33,55 @@ BOUGHT = "bought_"  # + channel
 HELD, LAPSED, EXPIRED, LAST_SALE_AT = "held", "lapsed", "expired", "last_sale_at"
 CHANNEL = re.compile(r"^[a-z]{1,16}$")
 
+# Where the notifier's walk of the waiting list left off (docs/SCALE.md, "Top-ups"): the join stamp of the last
+# place it settled, the live places counted up to it, and the places before it to look at again (a string set).
+WALK_CURSOR = "walk_cursor"
+WALK_PASSED = "walk_passed"
+WALK_PARKED = "walk_parked"
+# The reason of a place parked because its offer was rolled back (its notice did not go): it waits untold.
+ROLLED_BACK = "rolled_back"
+
+
+@dataclass(frozen=True)
+class Parked:
+    """A place before the walk's cursor that a later walk must look at again: passed over for a reason that can
+    change (held elsewhere, unconfirmed, opted out...), or told and then rolled back. Stored as one set element,
+    unique per event (a rolled-back offer carries its token), so concurrent walks add and remove without losing one.
+    """
+
+    joined_ts: str
+    reason: str
+    position: int | None = None
+    tag: str = ""
+
+    @property
+    def element(self) -> str:
+        """The set element that stands for it."""
+        return f"{self.joined_ts}|{self.reason}|{'' if self.position is None else self.position}|{self.tag}"
+
+    @classmethod
+    def parse(cls, element: str) -> Parked | None:
+        """The parked place an element names; None for anything unreadable (it is dropped)."""
+        parts = element.split("|")
+        if len(parts) != 4 or not parts[0] or not parts[1]:
+            return None
+        joined_ts, reason, position, tag = parts
+        return cls(joined_ts, reason, int(position) if position.isdigit() else None, tag)
+
+
+@dataclass(frozen=True)
+class WalkMark:
+    """What a walk writes on its restock: the cursor moved to `cursor` with `passed` live places before it (None:
+    left where it is), places parked (`park`) and parked places now settled (`unpark`), as set elements."""
+
+    cursor: str | None = None
+    passed: int = 0
+    park: tuple[str, ...] = ()
+    unpark: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.cursor is not None or bool(self.park) or bool(self.unpark)
+
 
 @dataclass(frozen=True)
 class Restock:
@@ -63,6 +112,9 @@ class Restock:
     # Offers that lapsed unused since the restock's last sale, and when re-offering stopped because of them.
     lapses_unsold: int = 0
     reoffers_stopped_at: int | None = None
+    walk_cursor: str | None = None  # the last place the notifier's walk settled (WALK_CURSOR)
+    walk_passed: int = 0  # live places counted up to the cursor
+    walk_parked: frozenset[str] = frozenset()  # places before the cursor to look at again (Parked elements)
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Self:
@@ -93,7 +145,15 @@ class Restock:
             orders_on_expired_holds=int_or_none(item.get("orders_on_expired_holds")),
             lapses_unsold=int(item.get(LAPSES_UNSOLD) or 0),
             reoffers_stopped_at=int_or_none(item.get("reoffers_stopped_at")),
+            walk_cursor=str_or_none(item.get(WALK_CURSOR)),
+            walk_passed=int(item.get(WALK_PASSED) or 0),
+            walk_parked=frozenset(str(e) for e in item.get(WALK_PARKED) or ()),
         )
+
+    def parked(self) -> list[Parked]:
+        """The places parked before the cursor, oldest first."""
+        found = (Parked.parse(e) for e in self.walk_parked)
+        return sorted((p for p in found if p is not None), key=lambda p: (p.joined_ts, p.tag))
 
     def to_item(self) -> dict[str, Any]:
         """The stored item (absent attributes left out; no sales unseen is stored as no attribute)."""
@@ -102,6 +162,12 @@ class Restock:
             del item[UNSEEN_SALES]
         if not self.lapses_unsold:
             del item[LAPSES_UNSOLD]
+        if not self.walk_passed:
+            del item[WALK_PASSED]
+        if self.walk_parked:
+            item[WALK_PARKED] = set(self.walk_parked)
+        else:
+            del item[WALK_PARKED]
         return item
 
     def reoffers_capped(self, lapse_limit: int) -> bool:
@@ -146,6 +212,33 @@ def _channel(channel: str) -> str:
 def opened_month(created_at: float) -> str:
     """The month a restock was opened in, 'YYYY-MM' (partition of the sparse index by-opened)."""
     return iso(created_at)[:7]
+
+def _add_mark(update: dict[str, Any], mark: WalkMark) -> None:
+    """Add a walk's mark to an Update (its expression holds at most an ADD clause so far). Elements are added and
+    removed as a set, so walks running at once each keep their own; the cursor is the last writer's, and any
+    cursor a walk writes is one it examined everything up to (a cursor moved back only costs a re-read)."""
+    if mark.park and mark.unpark:
+        raise ValueError("a place is parked and unparked in separate writes (DynamoDB: one action per attribute)")
+    expression = str(update["UpdateExpression"])
+    values = update["ExpressionAttributeValues"]
+    adds = [expression.removeprefix("ADD ")] if expression else []
+    sets: list[str] = []
+    clauses: list[str] = []
+    if mark.cursor is not None:
+        sets.append(f"{WALK_CURSOR} = :walk_cursor, {WALK_PASSED} = :walk_passed")
+        values[":walk_cursor"] = mark.cursor
+        values[":walk_passed"] = int(mark.passed)
+    if mark.park:
+        adds.append(f"{WALK_PARKED} :walk_park")
+        values[":walk_park"] = set(mark.park)
+    if adds:
+        clauses.append("ADD " + ", ".join(adds))
+    if sets:
+        clauses.append("SET " + ", ".join(sets))
+    if mark.unpark:
+        clauses.append(f"DELETE {WALK_PARKED} :walk_unpark")
+        values[":walk_unpark"] = set(mark.unpark)
+    update["UpdateExpression"] = " ".join(clauses)
 
 
 def unseen_sales(restock: Restock | None) -> int:
@@ -212,9 +305,12 @@ class RestocksTable:
         count: int,
         lapse_limit: int | None = None,
         channels: Mapping[str, int] | None = None,
+        *,
+        mark: WalkMark | None = None,
     ) -> dict:
         """Notices sent in one batch: units_offerable - count, only while that many are neither held nor promised
-        (and, with `lapse_limit`, while fewer offers than that lapsed unused since the last sale)."""
+        (and, with `lapse_limit`, while fewer offers than that lapsed unused since the last sale). With `mark`, the
+        walk's cursor moves past the batch in the same write, so it never passes a place whose offer is not made."""
         condition = "units_offerable >= :count AND #state <> :closed"
         values: dict[str, Any] = {":minus": -int(count), ":count": int(count), ":closed": RestockState.CLOSED}
         if lapse_limit is not None:
@@ -227,17 +323,42 @@ class RestocksTable:
         values.update({f":n_{_channel(c)}": int(n) for c, n in (channels or {}).items()})
         item = self._counter_item(sku, restock_ts, f"ADD units_offerable :minus{tallies}", condition, values)
         item["Update"]["ExpressionAttributeNames"] = {"#state": "state"}
+        if mark:
+            _add_mark(item["Update"], mark)
         return item
 
-    def release_offer_item(self, sku: str, restock_ts: str, *, unsent: str | None = None, lapsed: bool = False) -> dict:
+    def release_offer_item(
+        self, sku: str, restock_ts: str, *, unsent: str | None = None, lapsed: bool = False, park: Parked | None = None
+    ) -> dict:
         """Offer lapsed (`lapsed`: its unit just gone, or its owner left), or a notice on `unsent`'s channel did not
-        go after all and was withdrawn: units_offerable + 1, and the funnel's tally moves with it."""
+        go after all and was withdrawn: units_offerable + 1, and the funnel's tally moves with it. A rolled-back
+        place is `park`ed in the same write: it waits untold, maybe before the walk's cursor, and the next walk
+        tells it."""
         values = {":one": 1}
         tally = f", {LAPSED} :one" if lapsed else ""
         if unsent is not None:
             tally += f", {NOTIFIED}{_channel(unsent)} :minus"
             values[":minus"] = -1
-        return self._counter_item(sku, restock_ts, f"ADD units_offerable :one{tally}", None, values)
+        item = self._counter_item(sku, restock_ts, f"ADD units_offerable :one{tally}", None, values)
+        if park is not None:
+            _add_mark(item["Update"], WalkMark(park=(park.element,)))
+        return item
+
+    def mark_walk(self, sku: str, restock_ts: str, mark: WalkMark) -> bool:
+        """Write where a walk left off, when no offer was left to carry it; False when the restock is gone."""
+        update: dict[str, Any] = {"UpdateExpression": "", "ExpressionAttributeValues": {}}
+        _add_mark(update, mark)
+        try:
+            self.table.update_item(
+                Key={"sku": sku, "restock_ts": restock_ts},
+                UpdateExpression=update["UpdateExpression"],
+                # Only an existing restock: a stray job never creates one.
+                ConditionExpression="attribute_exists(restock_id)",
+                ExpressionAttributeValues=update["ExpressionAttributeValues"],
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
 
     def lapse_unused_item(self, sku: str, restock_ts: str) -> dict:
         """Offer lapsed unused: units_offerable + 1, and one more lapse since the last sale."""

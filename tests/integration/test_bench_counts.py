@@ -98,3 +98,14 @@ def test_the_fleet_bench_tells_both_lists_through_two_invocations_under_the_quot
     assert (result["sent"], result["notices_recorded"], result["people"]) == (20, 20, 20)
     assert result["invocations"] == 2 and result["per_invocation_rate"] == 7.0
     assert result["throttle_errors"] == 0 and result["job_failures"] == 0
+
+def test_a_topup_costs_the_same_after_a_big_restock_as_after_a_small_one() -> None:
+    from bench.topup import topup_after_restock
+
+    # Small and fast: `make bench` measures the 10,000-unit case. The top-up resumes at the restock's cursor, so
+    # what it costs does not grow with how many were told before it.
+    small = topup_after_restock(units=30, waiting=40)
+    large = topup_after_restock(units=150, waiting=160)
+    assert small["topup_told"] == large["topup_told"] == 1
+    assert large["total"] == small["total"] <= 20
+    assert large["write_units"] == small["write_units"]

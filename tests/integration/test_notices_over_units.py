@@ -70,9 +70,9 @@ def test_offers_taken_past_the_units_are_counted(
     guarded = shop.tables.restocks.take_offers_item
 
     def unguarded(
-        sku: str, restock_ts: str, count: int, lapse_limit: int | None = None, channels: Any = None
+        sku: str, restock_ts: str, count: int, lapse_limit: int | None = None, channels: Any = None, **mark: Any
     ) -> dict[str, Any]:
-        item = guarded(sku, restock_ts, count, None, channels)
+        item = guarded(sku, restock_ts, count, None, channels, **mark)
         item["Update"]["ConditionExpression"] = "#state <> :closed"
         del item["Update"]["ExpressionAttributeValues"][":count"]
         return item
