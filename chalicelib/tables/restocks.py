@@ -213,6 +213,7 @@ def opened_month(created_at: float) -> str:
     """The month a restock was opened in, 'YYYY-MM' (partition of the sparse index by-opened)."""
     return iso(created_at)[:7]
 
+
 def _add_mark(update: dict[str, Any], mark: WalkMark) -> None:
     """Add a walk's mark to an Update (its expression holds at most an ADD clause so far). Elements are added and
     removed as a set, so walks running at once each keep their own; the cursor is the last writer's, and any

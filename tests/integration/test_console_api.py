@@ -27,7 +27,7 @@ from devstack.clocks import FixedClock
 from devstack.console import create_console
 from devstack.fake_model import FakeBedrock
 from devstack.stack import ApiAnswer, ConsoleClock, InProcessApi, Stack, verify_sender
-from support.desk import TOLD, desk_for
+from chalicelib.support_desk import TOLD, desk_for
 from tests.notices import confirm_by_email
 from tests.support import REGION, app_client, tap_link
 
