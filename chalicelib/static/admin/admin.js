@@ -191,7 +191,7 @@ function csvButton(label, columns, rows, filename) {
 
 // --- tables
 
-function table(caption, columns, rows, { id, rowAttrs, cellFor } = {}) {
+function table(caption, columns, rows, { id, rowAttrs, cellFor, empty: none = "Nothing in this period." } = {}) {
   const head = el("tr", {}, columns.map((c) => el("th", { scope: "col", class: c.numeric ? "num" : null }, c.label)));
   const body = rows.map((row) => el("tr", rowAttrs ? rowAttrs(row) : {},
     columns.map((c, index) => {
@@ -199,7 +199,7 @@ function table(caption, columns, rows, { id, rowAttrs, cellFor } = {}) {
       const value = content !== undefined ? content : show(row[c.key]);
       return el(index === 0 ? "th" : "td", { scope: index === 0 ? "row" : null, class: c.numeric ? "num" : null }, value);
     })));
-  const empty = rows.length ? null : el("tr", {}, el("td", { colspan: columns.length, class: "empty" }, "Nothing in this period."));
+  const empty = rows.length ? null : el("tr", {}, el("td", { colspan: columns.length, class: "empty" }, none));
   return el("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": caption },
     el("table", { id }, el("caption", {}, caption), el("thead", {}, head), el("tbody", {}, body, empty)));
 }
@@ -228,12 +228,16 @@ function duration(seconds) {
   return `${(s / 86_400).toFixed(1)} days`;
 }
 
+// With no currency from the catalogue the amount is shown bare: a made-up symbol would claim a currency.
 function money(amount, currency) {
   const value = Number(amount);
+  if (!currency) {
+    return value.toFixed(2);
+  }
   try {
-    return new Intl.NumberFormat(undefined, { style: "currency", currency: currency || "USD" }).format(value);
+    return new Intl.NumberFormat(undefined, { style: "currency", currency }).format(value);
   } catch (error) {
-    return `${value.toFixed(2)} ${currency || ""}`.trim();
+    return `${value.toFixed(2)} ${currency}`;
   }
 }
 
@@ -555,9 +559,9 @@ function showExplanation(data, result) {
   result.replaceChildren(
     el("h3", { id: "explain-heading" }, `About ${show(data.contact)}`),
     el("p", { id: "explain-optout" }, data.opted_out ? "Opted out: nothing is sent to them." : "Not opted out."),
-    table("Their places in line", placeColumns, places, { id: "places-table" }),
+    table("Their places in line", placeColumns, places, { id: "places-table", empty: "In no line now." }),
     el("p", { class: "downloads" }, csvButton("Download CSV", placeColumns, places, "contact-places.csv")),
-    table("Every decision about them, oldest first", decisionColumns, decisions, { id: "decisions-table" }),
+    table("Every decision about them, oldest first", decisionColumns, decisions, { id: "decisions-table", empty: "No decision about them yet." }),
     el("p", { class: "downloads" }, csvButton("Download CSV", decisionColumns, decisions, "contact-decisions.csv")),
   );
   result.focus();
@@ -603,7 +607,7 @@ async function showOperations(body) {
     el("section", { "aria-labelledby": "queues-heading" }, el("h3", { id: "queues-heading" }, "Queues"), queueTable,
       el("p", { class: "downloads" }, csvButton("Download CSV", queueColumns.slice(0, 2), queues, "dead-letter-queues.csv"))),
     el("section", { "aria-labelledby": "alarms-heading" }, el("h3", { id: "alarms-heading" }, "Alarms"),
-      table("Alarms and their state", alarmColumns, alarms, { id: "alarms-table", rowAttrs: (a) => ({ "data-state": a.state }) }),
+      table("Alarms and their state", alarmColumns, alarms, { id: "alarms-table", empty: "This stage has no alarms.", rowAttrs: (a) => ({ "data-state": a.state }) }),
       el("p", { class: "downloads" }, csvButton("Download CSV", alarmColumns, alarms, "alarms.csv"))),
   );
 }
