@@ -113,6 +113,14 @@ def test_the_table_names_every_target() -> None:
         "build_s": 339,
     }
     row.update(scale_fields([at_50k]))
+    row.update(
+        {
+            "topup_calls_after_10k": 10,
+            "topup_write_units_after_10k": 10,
+            "topup_read_units_after_10k": 19,
+            "topup_told_after_10k": 1,
+        }
+    )
     text = table(row)
     assert row["capture_rcu_per_tap_at_50k"] == 0 and "tap / /me at 50,000 waiting" in text
     targets = ("<= 2 (goal 1)", ">= 0.8 of bound (goal 0.9)", "<= 1.5x (goal 1.3x)", "<= 3 MB")
