@@ -169,6 +169,24 @@ def query_all(table: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
+def get_all(
+    table: Any, keys: Sequence[dict[str, Any]], *, consistent: bool = False, projection: str | None = None
+) -> Iterator[dict[str, Any]]:
+    """The items of `keys` that exist, read with BatchGetItem 100 keys at a time (its limit), unprocessed keys asked
+    for again; in no particular order. Keys must be unique (BatchGetItem refuses a request naming one twice)."""
+    client = table.meta.client
+    name = str(table.name)
+    for start in range(0, len(keys), 100):
+        batch: dict[str, Any] = {"Keys": list(keys[start : start + 100]), "ConsistentRead": consistent}
+        if projection:
+            batch["ProjectionExpression"] = projection
+        request: dict[str, Any] = {name: batch}
+        while request:
+            page = client.batch_get_item(RequestItems=request)
+            yield from page.get("Responses", {}).get(name, [])
+            request = page.get("UnprocessedKeys") or {}
+
+
 def count_all(table: Any, **kwargs: Any) -> int:
     """How many items a Query matches, following pagination."""
     total = 0

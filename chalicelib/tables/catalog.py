@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Self
 
-from chalicelib.tables.base import TxItem, int_or_none, present, str_or_none
+from chalicelib.tables.base import TxItem, get_all, int_or_none, present, str_or_none
 
 PRODUCT_FIELDS = ("name", "threshold", "hold_window_s", "offer_window_s", "voice", "checkout_url")
 DEFAULTS: dict[str, Any] = {"threshold": 1, "hold_window_s": 900, "offer_window_s": 3600, "voice": "friendly"}
@@ -188,17 +188,8 @@ class CatalogTable:
     def get_many(self, skus: list[str]) -> dict[str, Product]:
         """The products among `skus` that exist, read 100 at a time (BatchGetItem, eventually consistent: catalogue
         sync's comparison, the dashboard's names and prices)."""
-        found: dict[str, Product] = {}
-        unique = list(dict.fromkeys(skus))
-        client = self.table.meta.client
-        for start in range(0, len(unique), 100):
-            request: dict[str, Any] = {self.name: {"Keys": [{"sku": sku} for sku in unique[start : start + 100]]}}
-            while request:
-                page = client.batch_get_item(RequestItems=request)
-                for item in page.get("Responses", {}).get(self.name, []):
-                    found[str(item["sku"])] = Product.from_item(item)
-                request = page.get("UnprocessedKeys") or {}
-        return found
+        keys = [{"sku": sku} for sku in dict.fromkeys(skus)]
+        return {str(item["sku"]): Product.from_item(item) for item in get_all(self.table, keys)}
 
     def synced(self) -> list[tuple[str, bool]]:
         """Every product catalogue sync created and still sells, with no other attribute (SKU, and whether it is

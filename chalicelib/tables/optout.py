@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
+from chalicelib.tables.base import TransactionCancelled, Tx, TxItem, get_all
 
 # Why a contact is suppressed: an SMS STOP, the unsubscribe link, staff, or SES feedback (a hard bounce or a
 # complaint, chalicelib/feedback.py).
@@ -120,24 +120,10 @@ class OptoutTable:
 
     def suppressed_among(self, contact_keys: list[str]) -> set[str]:
         """Which of these contacts are suppressed, read strongly consistent in batches of 100."""
-        found: set[str] = set()
-        unique = list(dict.fromkeys(contact_keys))
-        resource = self.table.meta.client
-        for start in range(0, len(unique), 100):
-            request: dict[str, Any] = {
-                self.name: {
-                    "Keys": [{"contact": k} for k in unique[start : start + 100]],
-                    "ProjectionExpression": "contact",
-                    # Strongly consistent: an opt-out written a moment ago must be seen (invariant 3); the last
-                    # look before a batch's sends exists for exactly that moment.
-                    "ConsistentRead": True,
-                }
-            }
-            while request:
-                page = resource.batch_get_item(RequestItems=request)
-                found.update(str(i["contact"]) for i in page.get("Responses", {}).get(self.name, []))
-                request = page.get("UnprocessedKeys") or {}
-        return found
+        keys = [{"contact": k} for k in dict.fromkeys(contact_keys)]
+        # Strongly consistent: an opt-out written a moment ago must be seen (invariant 3); the last look before a
+        # batch's sends exists for exactly that moment.
+        return {str(i["contact"]) for i in get_all(self.table, keys, consistent=True, projection="contact")}
 
     def left(self, contact_key: str) -> None:
         """The contact's places have all left their lists: the record no longer says they are still to."""
@@ -154,22 +140,9 @@ class OptoutTable:
     def leaving_among(self, contact_keys: list[str]) -> dict[str, bool]:
         """Which of these contacts are suppressed (eventually consistent, in batches of 100), each with whether its
         places are still to leave their lists (an opt-out a crash cut short)."""
-        found: dict[str, bool] = {}
-        unique = list(dict.fromkeys(contact_keys))
-        resource = self.table.meta.client
-        for start in range(0, len(unique), 100):
-            request: dict[str, Any] = {
-                self.name: {
-                    "Keys": [{"contact": k} for k in unique[start : start + 100]],
-                    "ProjectionExpression": "contact, leaving",
-                }
-            }
-            while request:
-                page = resource.batch_get_item(RequestItems=request)
-                for item in page.get("Responses", {}).get(self.name, []):
-                    found[str(item["contact"])] = bool(item.get("leaving"))
-                request = page.get("UnprocessedKeys") or {}
-        return found
+        keys = [{"contact": k} for k in dict.fromkeys(contact_keys)]
+        items = get_all(self.table, keys, projection="contact, leaving")
+        return {str(i["contact"]): bool(i.get("leaving")) for i in items}
 
     # --- Manage-link versions (revocation of a person's links).
 
@@ -180,22 +153,7 @@ class OptoutTable:
 
     def manage_versions(self, contact_keys: list[str]) -> dict[str, int]:
         """The manage-link versions of these people (absent ones are 0), read in batches of 100."""
-        found: dict[str, int] = {}
-        unique = list(dict.fromkeys(contact_keys))
-        resource = self.table.meta.client
-        for start in range(0, len(unique), 100):
-            request: dict[str, Any] = {
-                self.name: {
-                    "Keys": [{"contact": version_key(k)} for k in unique[start : start + 100]],
-                    "ConsistentRead": True,
-                }
-            }
-            while request:
-                page = resource.batch_get_item(RequestItems=request)
-                for item in page.get("Responses", {}).get(self.name, []):
-                    found[str(item["contact"])[len(VERSION_PREFIX) :]] = int(item.get("version") or 0)
-                request = page.get("UnprocessedKeys") or {}
-        return found
+        return {k: links.version for k, links in self.people_links(contact_keys).items()}
 
     def bump_manage_version(self, contact_key: str, now: float) -> int:
         """Sign the person out everywhere: raise their manage-link version and forget their short manage id (the
@@ -213,22 +171,10 @@ class OptoutTable:
 
     def people_links(self, contact_keys: list[str]) -> dict[str, PersonLinks]:
         """The manage-link state of these people (absent ones: version 0, no id), read in batches of 100."""
-        found: dict[str, PersonLinks] = {}
         unique = list(dict.fromkeys(contact_keys))
-        resource = self.table.meta.client
-        for start in range(0, len(unique), 100):
-            request: dict[str, Any] = {
-                self.name: {
-                    "Keys": [{"contact": version_key(k)} for k in unique[start : start + 100]],
-                    # Strongly consistent: a sign-out a moment ago must not see its old id handed out again.
-                    "ConsistentRead": True,
-                }
-            }
-            while request:
-                page = resource.batch_get_item(RequestItems=request)
-                for item in page.get("Responses", {}).get(self.name, []):
-                    found[str(item["contact"])[len(VERSION_PREFIX) :]] = PersonLinks.from_item(item)
-                request = page.get("UnprocessedKeys") or {}
+        # Strongly consistent: a sign-out a moment ago must not see its old id handed out again.
+        items = get_all(self.table, [{"contact": version_key(k)} for k in unique], consistent=True)
+        found = {str(i["contact"])[len(VERSION_PREFIX) :]: PersonLinks.from_item(i) for i in items}
         return {k: found.get(k, PersonLinks()) for k in unique}
 
     def person_links(self, contact_key: str) -> PersonLinks:

@@ -12,7 +12,7 @@ from typing import Any, Self
 from boto3.dynamodb.conditions import Attr, Key
 
 from chalicelib.clock import iso
-from chalicelib.tables.base import TxItem, count_all, int_or_none, present, query_all, str_or_none
+from chalicelib.tables.base import TxItem, count_all, get_all, int_or_none, present, query_all, str_or_none
 
 
 class RequestState(StrEnum):
@@ -222,18 +222,8 @@ class RequestsTable:
 
     def get_many(self, sku: str, joined_ts: list[str]) -> dict[str, Request]:
         """Places of one list by join stamp, read strongly consistent in batches of 100; a place gone is absent."""
-        found: dict[str, Request] = {}
-        unique = list(dict.fromkeys(joined_ts))
-        client = self.table.meta.client
-        for start in range(0, len(unique), 100):
-            keys = [{"sku": sku, "joined_ts": ts} for ts in unique[start : start + 100]]
-            request: dict[str, Any] = {self.name: {"Keys": keys, "ConsistentRead": True}}
-            while request:
-                page = client.batch_get_item(RequestItems=request)
-                for item in page.get("Responses", {}).get(self.name, []):
-                    found[str(item["joined_ts"])] = Request.from_item(item)
-                request = page.get("UnprocessedKeys") or {}
-        return found
+        keys = [{"sku": sku, "joined_ts": ts} for ts in dict.fromkeys(joined_ts)]
+        return {str(i["joined_ts"]): Request.from_item(i) for i in get_all(self.table, keys, consistent=True)}
 
     def _item(self, sku: str, joined_ts: str, *, consistent: bool = True) -> dict[str, Any] | None:
         return self.table.get_item(Key={"sku": sku, "joined_ts": joined_ts}, ConsistentRead=consistent).get("Item")

@@ -122,24 +122,15 @@ class ThrottleTable:
 
     # --- Pending channel switches (chalicelib/confirm.py): the new contact, until its code is entered or expires.
 
-    def start_switch(
-        self, key: str, *, nonce: str, channel: str, contact: str, new_key: str, now: float, ttl_s: int, every_s: int
-    ) -> bool:
-        """Record a pending switch with a fresh code nonce; False when one was asked for under `every_s` ago."""
+    def _start_pending(self, item: dict[str, Any], *, now: float, ttl_s: int, every_s: int) -> bool:
+        """Write a pending step (a channel switch's code, an opt-in link) with a fresh nonce, replacing an older one;
+        False when one was started under `every_s` ago and is still live."""
+        expires = int(now) + ttl_s
         try:
             self.table.put_item(
-                Item={
-                    "key": key,
-                    "nonce": nonce,
-                    "channel": channel,
-                    "contact": contact,
-                    "new_key": new_key,
-                    "attempts": 0,
-                    "at": int(now),
-                    "expires_at": int(now) + ttl_s,
-                    "ttl": int(now) + ttl_s,
-                },
-                # A new code at most every `every_s`: the page cannot be used to flood a contact with codes.
+                Item={**item, "at": int(now), "expires_at": expires, "ttl": expires},
+                # At most one every `every_s`: the page (or staff) cannot be used to flood a contact with codes or
+                # to mint a stream of links.
                 ConditionExpression="attribute_not_exists(#key) OR #at <= :before OR expires_at <= :now",
                 ExpressionAttributeNames={"#key": "key", "#at": "at"},
                 ExpressionAttributeValues={":before": int(now) - every_s, ":now": int(now)},
@@ -147,6 +138,13 @@ class ThrottleTable:
         except self.table.meta.client.exceptions.ConditionalCheckFailedException:
             return False
         return True
+
+    def start_switch(
+        self, key: str, *, nonce: str, channel: str, contact: str, new_key: str, now: float, ttl_s: int, every_s: int
+    ) -> bool:
+        """Record a pending switch with a fresh code nonce; False when one was asked for under `every_s` ago."""
+        item = {"key": key, "nonce": nonce, "channel": channel, "contact": contact, "new_key": new_key, "attempts": 0}
+        return self._start_pending(item, now=now, ttl_s=ttl_s, every_s=every_s)
 
     def claim_switch_code(self, key: str, nonce: str, now: float) -> dict[str, Any] | None:
         """Take a pending switch's code for sending, once per nonce; None when it is not owed."""
@@ -212,23 +210,7 @@ class ThrottleTable:
     def start_optin(self, key: str, *, nonce: str, now: float, ttl_s: int, every_s: int) -> bool:
         """Record a pending opt-in with a fresh nonce (older links stop working); False when one was started
         under `every_s` ago."""
-        try:
-            self.table.put_item(
-                Item={
-                    "key": key,
-                    "nonce": nonce,
-                    "at": int(now),
-                    "expires_at": int(now) + ttl_s,
-                    "ttl": int(now) + ttl_s,
-                },
-                # One link per person per `every_s`: staff cannot be used to mint a stream of them.
-                ConditionExpression="attribute_not_exists(#key) OR #at <= :before OR expires_at <= :now",
-                ExpressionAttributeNames={"#key": "key", "#at": "at"},
-                ExpressionAttributeValues={":before": int(now) - every_s, ":now": int(now)},
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return False
-        return True
+        return self._start_pending({"key": key, "nonce": nonce}, now=now, ttl_s=ttl_s, every_s=every_s)
 
     def take_optin(self, key: str, nonce: str, now: float) -> bool:
         """Use a pending opt-in once: True when it was this nonce's and still live (and is now gone)."""

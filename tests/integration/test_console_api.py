@@ -19,6 +19,7 @@ from chalicelib.aws import Aws
 from chalicelib.clock import parse_iso
 from chalicelib.config import settings_from_env
 from chalicelib.jobs import Job
+from chalicelib.support_desk import TOLD, desk_for
 from chalicelib.webhooks import verify
 from chalicelib.wiring import Services
 from chalicelib.wording import TONES
@@ -27,7 +28,6 @@ from devstack.clocks import FixedClock
 from devstack.console import create_console
 from devstack.fake_model import FakeBedrock
 from devstack.stack import ApiAnswer, ConsoleClock, InProcessApi, Stack, verify_sender
-from chalicelib.support_desk import TOLD, desk_for
 from tests.notices import confirm_by_email
 from tests.support import REGION, app_client, tap_link
 
