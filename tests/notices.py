@@ -175,3 +175,21 @@ def confirm_by_email(client: Any, services: Services, address: str) -> None:
     assert links, f"no confirmation email reached {address}"
     done = client.http.post(links[-1], headers={"Content-Type": "application/x-www-form-urlencoded"}, body="")
     assert done.status_code == 200, done.body
+
+
+def two_lists(services: Services, now: float, *, first: str, then: str) -> Services:
+    """A shop selling the chair (`CHAIR_SKU`) and a lamp (`LAMP_SKU`): `first` waits for both, ahead of `then`
+    waiting for the chair (the feedback suites' shop: one contact the provider turns away, one it reaches)."""
+    from tests.builders import add_request, joined
+
+    services.tables.catalog.upsert(CHAIR_SKU, dict(CHAIR))
+    services.tables.catalog.upsert(LAMP_SKU, {**CHAIR, "name": "Brass lamp"})
+    verify_sender(services)
+    add_request(services, CHAIR_SKU, first, joined(0, now), now)
+    add_request(services, LAMP_SKU, first, joined(1, now), now)
+    add_request(services, CHAIR_SKU, then, joined(2, now), now)
+    return services
+
+
+CHAIR_SKU = "CHAIR-WALNUT"
+LAMP_SKU = "LAMP-BRASS"

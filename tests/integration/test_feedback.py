@@ -12,10 +12,9 @@ from chalicelib.feedback import AUDIT_PARTITION
 from chalicelib.tables.requests import Request
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
-from tests.builders import add_request, add_restock, joined, key_of
-from tests.notices import email_outbox, plenty, sms_outbox, verify_sender
+from tests.builders import add_restock, key_of
+from tests.notices import email_outbox, plenty, sms_outbox, two_lists
 from tests.ses_events import bounce, complaint, delivery, via_sns
-from tests.support import CHAIR
 
 SKU = "CHAIR-WALNUT"
 LAMP = "LAMP-BRASS"
@@ -25,14 +24,7 @@ ADA = "ada@example.com"
 @pytest.fixture
 def shop(services: Services, clock: FixedClock) -> Services:
     """A shop selling two products; Ada waits for both by email, ahead of a shopper waiting by SMS for the chair."""
-    services.tables.catalog.upsert(SKU, dict(CHAIR))
-    services.tables.catalog.upsert(LAMP, {**CHAIR, "name": "Brass lamp"})
-    verify_sender(services)
-    now = clock.now()
-    add_request(services, SKU, ADA, joined(0, now), now)
-    add_request(services, LAMP, ADA, joined(1, now), now)
-    add_request(services, SKU, "+447400900001", joined(2, now), now)
-    return services
+    return two_lists(services, clock.now(), first=ADA, then="+447400900001")
 
 
 def facts(services: Services, kind: str) -> list[dict[str, Any]]:

@@ -15,10 +15,9 @@ from chalicelib.sms_feedback import AUDIT_PARTITION
 from chalicelib.tables.requests import Request
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
-from tests.builders import add_request, add_restock, joined, key_of
-from tests.notices import plenty, sms_outbox, verify_sender
+from tests.builders import add_restock, key_of
+from tests.notices import plenty, sms_outbox, two_lists
 from tests.sms_events import delivered, failed, subscription_event
-from tests.support import CHAIR
 
 SKU = "CHAIR-WALNUT"
 LAMP = "LAMP-BRASS"
@@ -29,14 +28,7 @@ NEXT = "+447400900002"
 @pytest.fixture
 def shop(services: Services, clock: FixedClock) -> Services:
     """Two products; a number waits for both, ahead of another waiting for the chair."""
-    services.tables.catalog.upsert(SKU, dict(CHAIR))
-    services.tables.catalog.upsert(LAMP, {**CHAIR, "name": "Brass lamp"})
-    verify_sender(services)
-    now = clock.now()
-    add_request(services, SKU, BAD, joined(0, now), now)
-    add_request(services, LAMP, BAD, joined(1, now), now)
-    add_request(services, SKU, NEXT, joined(2, now), now)
-    return services
+    return two_lists(services, clock.now(), first=BAD, then=NEXT)
 
 
 def invoke(client: Client, *records: dict[str, Any] | str) -> None:
