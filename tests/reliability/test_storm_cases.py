@@ -247,8 +247,8 @@ def test_a_late_joiner_whose_tap_died_before_its_job_went_is_told_after_the_swee
     world.tap(A)
     world.inventory(3)
     world.pump()  # two units wait for nobody
-    # B's tap: the refused first try, then the place with its owed job, then the Lambda dies.
-    world.faults.cut_before_call(3)
+    # B's tap: its line ticket, the refused first try, then the place with its owed job, then the Lambda dies.
+    world.faults.cut_before_call(4)
     with pytest.raises(PowerCut):
         world.services.capture.capture("198.51.100.7", {"sku": world.sku, "channel": "sms", "contact": B})
     world.faults.restore()
