@@ -71,7 +71,8 @@ class SweepService:
 
     def run(self, now: float | None = None) -> dict[str, int]:
         """One sweep; returns counts: lapsed, expired, topups, stale_requests, pending_requeued, unknown_sku_digests,
-        optouts_synced, raced, store_placed, store_released, store_unanswered, confirmations_requeued."""
+        optouts_synced, raced, store_placed, store_released, store_unanswered, confirmations_requeued,
+        demand_rolled_up."""
         at = self.clock.now() if now is None else float(now)
         deadline = time.monotonic() + self.budget_s
         summary = dict.fromkeys(
@@ -88,6 +89,7 @@ class SweepService:
                 "store_released",
                 "store_unanswered",
                 "confirmations_requeued",
+                "demand_rolled_up",
             ),
             0,
         )
@@ -101,6 +103,7 @@ class SweepService:
         summary["stale_requests"] = self._expire_stale(at, deadline)
         summary["pending_requeued"] = self.requeue_restocks_stuck_in_pending(at)
         summary["confirmations_requeued"] = self._requeue_confirmations(at, deadline)
+        summary["demand_rolled_up"] = self._roll_up_demand(deadline)
         summary["unknown_sku_digests"] = int(self.unknown_skus.send_due(at))
         # Last: units and places first, so a slow or failing SNS call never holds them up.
         summary["optouts_synced"] = self.optouts.sync_sms_optouts().newly_suppressed
@@ -206,7 +209,7 @@ class SweepService:
             )
             tx = Tx().add("request", request).add("unique", unique)
             if state == RequestState.WAITING:  # a converted request already left the waiting count when it converted
-                tx.add("waiting", self.tables.catalog.leave_item(sku))
+                tx.add("waiting", self.tables.catalog.leave_item(sku, place.shard))
             try:
                 self.tables.run(tx)
             except TransactionCancelled as cancelled:
@@ -223,6 +226,18 @@ class SweepService:
                     raise
             removed += 1
         return removed
+
+    def _roll_up_demand(self, deadline: float) -> int:
+        """Refresh the waiting count the by-demand ranking sorts on, for each out-of-stock product, from its shards
+        (taps move only the shards: docs/SCALE.md). Costs WAITING_SHARDS read units per product listed, never a
+        shopper's; returns how many products were read."""
+        rolled = 0
+        for sku in self.tables.catalog.demand_skus():
+            if time.monotonic() > deadline:
+                break
+            self.tables.catalog.roll_up_waiting(sku)
+            rolled += 1
+        return rolled
 
     def _requeue_confirmations(self, at: float, deadline: float) -> int:
         """Confirmation emails owed for over a minute (a tap cut short before its message): send the message

@@ -86,8 +86,9 @@ NEEDS: dict[str, Needs] = {
             # by-store-item: a platform's stock webhook names its inventory item, not the SKU (a query on the index
             # only; the table itself is never queried). SCAN: a product deleted on the platform reaches its SKUs
             # (rare, never a shopper's path: chalicelib/tables/catalog.py). CHECK: a confirmed email place looks for
-            # units waiting for nobody (chalicelib/confirm_pages.py).
-            "catalog": TableAccess((GET, UPDATE, SCAN, CHECK), ("by-store-item",)),
+            # units waiting for nobody (chalicelib/confirm_pages.py). BATCH_GET: a place in line sums the product's
+            # waiting shards (chalicelib/line.py).
+            "catalog": TableAccess((GET, BATCH_GET, UPDATE, SCAN, CHECK), ("by-store-item",)),
             # No QUERY on the table itself: a place in line is read from the line's figures, never counted
             # (chalicelib/line.py); a person's places come from the by-contact index.
             "requests": TableAccess((GET, PUT, UPDATE, DELETE), ("by-contact",)),
@@ -129,7 +130,8 @@ NEEDS: dict[str, Needs] = {
     ),
     "sweep": Needs(
         tables={
-            "catalog": TableAccess((GET, UPDATE)),
+            # by-demand, BATCH_GET: the ranking's waiting count rolled up from each out-of-stock product's shards.
+            "catalog": TableAccess((GET, BATCH_GET, UPDATE), ("by-demand",)),
             # by-contact: a number that replied STOP leaves every list it was on.
             # PUT: a place told about a restock leaves its memory behind when it goes.
             # by-confirm: confirmation emails still owed a minute after their tap (the tap was cut short).
