@@ -12,9 +12,10 @@ from chalice.test import Client
 
 from chalicelib.capture import CaptureService
 from chalicelib.errors import Conflict, DomainError, RateLimited
-from chalicelib.tables.catalog import WAITING_SHARDS, shard_cap, shard_key
+from chalicelib.tables.catalog import WAITING_SHARDS, shard_cap, shard_for, shard_key
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
+from tests.builders import key_of
 from tests.flows.test_manage_flow import form_for
 from tests.support import CHAIR
 
@@ -132,17 +133,21 @@ def test_places_per_number_are_capped_across_products(services: Services) -> Non
 
 
 def test_a_full_waiting_list_refuses_newcomers_but_keeps_those_on_it(services: Services, chair: str) -> None:
-    capture = capture_with(services, max_waiting_per_sku=2)
-    for contact in ("ada@example.com", "07400 123456"):
-        channel = "email" if "@" in contact else "sms"
-        assert (
-            capture.capture("198.51.100.1", {"sku": chair, "channel": channel, "contact": contact}).status == "queued"
-        )
+    # A cap of one place a shard (MAX_WAITING_PER_SKU / WAITING_SHARDS): the list is full for a newcomer once the
+    # shard their contact lands on is (docs/SCALE.md).
+    capture = capture_with(services, max_waiting_per_sku=WAITING_SHARDS)
+    first = "ada@example.com"
+    shard = shard_for(key_of(services, first))
+    second = next(c for c in (f"shopper{i}@example.com" for i in range(400)) if shard_for(key_of(services, c)) == shard)
+    assert capture.capture("198.51.100.1", {"sku": chair, "channel": "email", "contact": first}).status == "queued"
     with pytest.raises(Conflict) as refused:
-        capture.capture("198.51.100.2", {"sku": chair, "channel": "email", "contact": "bob@example.com"})
+        capture.capture("198.51.100.2", {"sku": chair, "channel": "email", "contact": second})
     assert refused.value.code == "waiting_list_full"
+    # Another shard still has room; the first shopper keeps their place.
+    other = next(c for c in (f"other{i}@example.com" for i in range(200)) if shard_for(key_of(services, c)) != shard)
+    assert capture.capture("198.51.100.3", {"sku": chair, "channel": "email", "contact": other}).status == "queued"
     assert services.tables.catalog.waiting(chair) == 2
-    again = capture.capture("198.51.100.1", {"sku": chair, "channel": "email", "contact": "ada@example.com"})
+    again = capture.capture("198.51.100.1", {"sku": chair, "channel": "email", "contact": first})
     assert again.status == "already_queued"
 
 
