@@ -16,8 +16,8 @@ from chalicelib.contacts import Contact, check_sms_number, contact_key, normalis
 from chalicelib.errors import BadRequest, Busy, Conflict, Discontinued, DomainError, RateLimited, UnknownSku
 from chalicelib.owed import OwedJobs
 from chalicelib.senders import EMAIL
-from chalicelib.tables.base import TransactionCancelled, Tx
-from chalicelib.tables.catalog import Product
+from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
+from chalicelib.tables.catalog import WaitingShard, shard_cap, shard_for
 from chalicelib.tables.requests import new_joined_ts
 from chalicelib.tables.store import Tables
 from chalicelib.unknown_skus import UnknownSkus
@@ -199,17 +199,23 @@ class CaptureService:
             self._taps_refused(cancelled, caps)
             raise
 
-    def _full(self, product: Product | None) -> bool:
+    def _join_item(self, sku: str, fields: dict[str, Any], quiet: bool) -> TxItem:
+        return self.tables.catalog.join_item(
+            sku, int(fields["waiting_shard"]), unless_idle=quiet, max_waiting=self.max_waiting
+        )
+
+    def _full(self, shard: WaitingShard | None) -> bool:
+        """The list is full once the place's shard counts its share of MAX_WAITING_PER_SKU."""
         return (
-            product is not None
-            and not product.discontinued
-            and product.waiting_count >= self.settings.max_waiting_per_sku
+            shard is not None
+            and not shard.discontinued
+            and shard.waiting_count >= shard_cap(self.settings.max_waiting_per_sku)
         )
 
     def _product_refused(self, old: dict[str, Any] | None) -> DomainError:
         """Why the catalogue refused a new place: discontinued, the list full (an unknown SKU is the caller's)."""
-        product = Product.from_item(old) if old else None
-        if product is not None and self._full(product):
+        shard = WaitingShard.from_item(old) if old else None
+        if shard is not None and self._full(shard):
             return Conflict(
                 "This product's waiting list is full for now; please check back later.", code="waiting_list_full"
             )
@@ -264,6 +270,8 @@ class CaptureService:
             "unconfirmed": unconfirmed,
             "ticket": ticket,
             "burnt_before": burnt_before,
+            # One shard of the product's waiting count, the same for this person at every tap (docs/SCALE.md).
+            "waiting_shard": shard_for(key),
         }
 
         # The steady-state tap is this one transaction: rate limits, catalogue (with the list's length), opt-out,
@@ -277,7 +285,7 @@ class CaptureService:
             )
             return self._cap_items(tx, caps, taps=True, place=True).join(
                 Tx()
-                .add("product", self.tables.catalog.join_item(tap.sku, unless_idle=quiet, max_waiting=self.max_waiting))
+                .add("product", self._join_item(tap.sku, fields, quiet))
                 .add("optout", self.tables.optout.not_suppressed_item(key))
                 .add("unique", unique)
                 .add("request", request)
@@ -323,10 +331,10 @@ class CaptureService:
             return
         except TransactionCancelled as cancelled:
             old = cancelled.old("product") if cancelled.failed("product") else None
-            product = Product.from_item(old) if old else None
-            if not product or not product.idle_restock_ts or product.discontinued or self._full(product):
+            shard = WaitingShard.from_item(old) if old else None
+            if not shard or not shard.idle_restock_ts or shard.discontinued or self._full(shard):
                 raise
-        restock_ts = str(product.idle_restock_ts)
+        restock_ts = str(shard.idle_restock_ts)
         owe = self.tables.restocks.owe_topup_item(sku, restock_ts, token=f"join#{uuid.uuid4().hex}", now=now)
         try:
             self.tables.run(join(False).add("owed job", owe))
@@ -354,7 +362,9 @@ class CaptureService:
         if cancelled.failed("product"):
             if cancelled.old("product"):
                 # A repeat tap keeps its place even on a full list.
-                if not (cancelled.failed("unique") and self._full(Product.from_item(cancelled.old("product") or {}))):
+                if not (
+                    cancelled.failed("unique") and self._full(WaitingShard.from_item(cancelled.old("product") or {}))
+                ):
                     raise self._product_refused(cancelled.old("product"))
             else:
                 self._record_unknown(tap, key, source, now)
@@ -421,7 +431,7 @@ class CaptureService:
             unique, request = self.tables.requests.rejoin_items(old_ref=ref, **fields, told=told)
             return self._cap_items(Tx(), caps, taps=False, place=True).join(
                 Tx()
-                .add("product", self.tables.catalog.join_item(tap.sku, unless_idle=quiet, max_waiting=self.max_waiting))
+                .add("product", self._join_item(tap.sku, fields, quiet))
                 .add("optout", self.tables.optout.not_suppressed_item(key))
                 .add("unique", unique)
                 .add("request", request)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
+from chalicelib.tables.catalog import shard_for
 from chalicelib.tables.requests import RequestState
 from chalicelib.tables.reservations import Offer, OfferState, StoreState
 from chalicelib.tables.restocks import ROLLED_BACK, Parked, Restock, WalkMark
@@ -407,8 +408,11 @@ class UnitMoves:
         """
         sku, token_id = row.sku, row.token_id
         # Sold from the store's own hold: no longer held there, so the shelf level (the store's plus our holds
-        # there) falls by it, as a sale does on a store that holds nothing. One catalogue item carries both counts.
+        # there) falls by it, as a sale does on a store that holds nothing.
         from_store = -1 if row.store_state == StoreState.PLACED else 0
+        # The place's shard (it may have moved to another contact since the offer): one read, on a sale only.
+        request = self.tables.requests.get(sku, row.request_joined_ts)
+        shard = request.shard if request is not None else shard_for(row.contact_key)
         tx = (
             self._move_row(
                 row, OfferState.HELD, OfferState.CONVERTED, due_at=None, order_id=order_id, converted_at=int(now)
@@ -417,10 +421,12 @@ class UnitMoves:
             .add("fact", self.tables.audit.record_item(sku, "conversion", now, order_id=order_id, **self._facts(row)))
             .add("request", self.tables.requests.mark_converted_item(sku, row.request_joined_ts, token_id=token_id))
             # The waiting count moves with the request's state, so it is decremented only if that moved.
-            .add("waiting", self.tables.catalog.leave_item(sku, store_held=from_store))
+            .add("waiting", self.tables.catalog.leave_item(sku, shard))
         )
-        alone = Tx().add("shelf", self.tables.catalog.store_held_item(sku, from_store)) if from_store else None
-        return self._outcome(self._commit(tx, "request", "waiting", alone=alone))
+        if from_store:
+            # On the product item, not the shard: it moves even when the request's items are refused.
+            tx.add("shelf", self.tables.catalog.store_held_item(sku, from_store))
+        return self._outcome(self._commit(tx, "request", "waiting"))
 
     def store_placed(self, row: Offer, *, ref: str, checkout_url: str, now: float) -> bool:
         """The store now holds the unit too: record its hold, and count it among the SKU's units held on the store

@@ -444,6 +444,9 @@ class DetectService:
             .add("restock", move.item)
             .add("fact", self.tables.audit.record_item(sku, move.kind, now, **facts))
         )
+        if change.kind == CLOSE:
+            # The idle mark goes from every shard with the restock (a tap reads its shard's mark, invariant 7).
+            tx.add("shards", *self.tables.catalog.close_marks_items(sku))
         self._write(tx, sku, level["webhook_id"], now)
         if change.kind == RISE:
             self.faults("detect.after_topup_written")

@@ -135,7 +135,7 @@ class QueueExits:
                     sku, key, joined_ts, told=request.last_notified_restock, ttl=request.ttl
                 ),
             )
-            .add("waiting", self.tables.catalog.leave_item(sku))
+            .add("waiting", self.tables.catalog.leave_item(sku, request.shard))
         )
 
     def _leave_waiting(self, request: Request, reason: str) -> Exit:

@@ -3,7 +3,7 @@
 A new place takes a ticket from its SKU's line (`ThrottleTable.take_ticket`, a plain write off the tap's
 transaction) and keeps it, with the count of tickets burnt before it. Later its place is read from three figures,
 whatever the list's length: its ticket T (and burnt-before B), the tickets issued so far J, and the people waiting
-now W (the catalogue's `waiting_count`, moved in the same transaction as every join and leave).
+now W (the sum of the product's waiting shards, each moved in the same transaction as a join or leave).
 
 * Everyone ahead holds a lower ticket, and a burnt ticket is nobody's place: place <= T - B. Nobody can be ahead
   who is not waiting: place <= W.
@@ -50,12 +50,13 @@ def place_in_line(*, ticket: int | None, burnt_before: int, issued: int, waiting
 
 
 def read_place(tables: Tables, request: Request) -> PlaceInLine:
-    """A live place's bounds from two strongly consistent GetItems (the product's count, the line's tickets)."""
-    product = tables.catalog.get(request.sku, consistent=True)
+    """A live place's bounds from strongly consistent reads: the product's waiting shards (one BatchGetItem of
+    WAITING_SHARDS keys) and the line's tickets (one GetItem)."""
+    waiting = tables.catalog.waiting(request.sku)
     issued, _ = tables.throttle.line(request.sku)
     return place_in_line(
         ticket=request.ticket,
         burnt_before=request.burnt_before,
         issued=issued,
-        waiting=product.waiting_count if product else 1,
+        waiting=waiting,
     )

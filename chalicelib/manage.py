@@ -414,7 +414,7 @@ class ManageService:
                     sku, new_key, request.joined_ts, ttl, replacing={"ref": other.joined_ts}
                 ),
                 self.tables.requests.remove_item(sku, other.joined_ts, contact_key=new_key, state=RequestState.WAITING),
-                self.tables.catalog.leave_item(sku),
+                self.tables.catalog.leave_item(sku, other.shard),
             ]
         else:
             # The new contact's place is better: this one is given up.
@@ -423,7 +423,7 @@ class ManageService:
                 self.tables.requests.remove_unique_item(
                     sku, key, request.joined_ts, told=request.last_notified_restock, ttl=ttl
                 ),
-                self.tables.catalog.leave_item(sku),
+                self.tables.catalog.leave_item(sku, request.shard),
                 self.tables.audit.record_item(
                     sku, "switch", now, contact_key=new_key, previous_key=key, channel=channel
                 ),

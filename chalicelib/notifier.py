@@ -424,7 +424,11 @@ class Notifier:
                 self.tables.client,
                 self.tables.catalog.idle_items(job.sku, job.restock_ts, job.restock_id, self.tables.restocks),
             )
-        except TransactionCancelled:
+        except TransactionCancelled as cancelled:
+            if cancelled.conflicted and not cancelled.failed_other_than():
+                # Taps held its shards through every retry (a hot drop): the units may still wait for nobody, so
+                # the job fails and comes back to walk and mark again, never taken as "none left" (invariant 7).
+                raise
             return False
         return True
 

@@ -84,8 +84,8 @@ class SweepService:
         deadline: Deadline | None = None,
     ) -> dict[str, int]:
         """One sweep; returns counts: lapsed, expired, topups, stale_requests, pending_requeued, unknown_sku_digests,
-        optouts_synced, raced, store_placed, store_released, store_unanswered, confirmations_requeued, and
-        out_of_time (1 when it stopped early; the next run carries on).
+        optouts_synced, raced, store_placed, store_released, store_unanswered, confirmations_requeued,
+        demand_rolled_up and out_of_time (1 when it stopped early; the next run carries on).
 
         It stops starting new work at `deadline`, by default the earlier of its budget and the Lambda's remaining
         time (`remaining_ms`) less MARGIN_S. Every part is safe to leave for the next run: rows stay in their
@@ -113,6 +113,7 @@ class SweepService:
                 "store_unanswered",
                 "confirmations_requeued",
                 "out_of_time",
+                "demand_rolled_up",
             ),
             0,
         )
@@ -130,6 +131,8 @@ class SweepService:
             summary["pending_requeued"] = self.requeue_restocks_stuck_in_pending(at)
         if not deadline.passed():
             summary["confirmations_requeued"] = self._requeue_confirmations(at, deadline)
+        if not deadline.passed():
+            summary["demand_rolled_up"] = self._roll_up_demand(deadline)
         if not deadline.passed():
             summary["unknown_sku_digests"] = int(self.unknown_skus.send_due(at))
         # Last: units and places first, so a slow or failing SNS call never holds them up.
@@ -240,7 +243,7 @@ class SweepService:
             )
             tx = Tx().add("request", request).add("unique", unique)
             if state == RequestState.WAITING:  # a converted request already left the waiting count when it converted
-                tx.add("waiting", self.tables.catalog.leave_item(sku))
+                tx.add("waiting", self.tables.catalog.leave_item(sku, place.shard))
             try:
                 self.tables.run(tx)
             except TransactionCancelled as cancelled:
@@ -257,6 +260,18 @@ class SweepService:
                     raise
             removed += 1
         return removed
+
+    def _roll_up_demand(self, deadline: Deadline) -> int:
+        """Refresh the waiting count the by-demand ranking sorts on, for each out-of-stock product, from its shards
+        (taps move only the shards: docs/SCALE.md). Costs WAITING_SHARDS read units per product listed, never a
+        shopper's; returns how many products were read."""
+        rolled = 0
+        for sku in self.tables.catalog.demand_skus():
+            if deadline.passed():
+                break
+            self.tables.catalog.roll_up_waiting(sku)
+            rolled += 1
+        return rolled
 
     def _requeue_confirmations(self, at: float, deadline: Deadline) -> int:
         """Confirmation emails owed for over a minute (a tap cut short before its message): send the message

@@ -87,8 +87,9 @@ NEEDS: dict[str, Needs] = {
             # by-store-item: a platform's stock webhook names its inventory item, not the SKU (a query on the index
             # only; the table itself is never queried). SCAN: a product deleted on the platform reaches its SKUs
             # (rare, never a shopper's path: chalicelib/tables/catalog.py). CHECK: a confirmed email place looks for
-            # units waiting for nobody (chalicelib/confirm_pages.py).
-            # by-demand: the dashboard's most-wanted products; BATCH_GET: names and prices of a period's restocks.
+            # units waiting for nobody (chalicelib/confirm_pages.py). BATCH_GET: a place in line sums the product's
+            # waiting shards (chalicelib/line.py); the dashboard's names and prices of a period's restocks.
+            # by-demand: the dashboard's most-wanted products.
             "catalog": TableAccess((GET, BATCH_GET, UPDATE, SCAN, CHECK), ("by-store-item", "by-demand")),
             # QUERY: the dashboard's pages of a waiting list and a period's joins, each a bounded page. A shopper's
             # path never queries the table: a place in line is read from the line's figures (chalicelib/line.py).
@@ -137,7 +138,8 @@ NEEDS: dict[str, Needs] = {
     ),
     "sweep": Needs(
         tables={
-            "catalog": TableAccess((GET, UPDATE)),
+            # by-demand, BATCH_GET: the ranking's waiting count rolled up from each out-of-stock product's shards.
+            "catalog": TableAccess((GET, BATCH_GET, UPDATE), ("by-demand",)),
             # by-contact: a number that replied STOP leaves every list it was on.
             # PUT: a place told about a restock leaves its memory behind when it goes.
             # by-confirm: confirmation emails still owed a minute after their tap (the tap was cut short).

@@ -1,5 +1,5 @@
 """Test data: restocks, places and offers, written only through the production item builders, exactly as
-detection, capture and the notifier write them (so a place is always counted in the catalogue's waiting_count
+detection, capture and the notifier write them (so a place is always counted in the catalogue's waiting shards
 while it is live, as capture counts it)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from chalicelib.contacts import contact_key
 from chalicelib.detect import restock_id_for, restock_ts_for
 from chalicelib.jobs import Job
 from chalicelib.tables.base import transact
+from chalicelib.tables.catalog import shard_for
 from chalicelib.tables.requests import ACTIVE_STATES, Request, RequestState, new_joined_ts
 from chalicelib.tables.restocks import Restock
 from chalicelib.wiring import Services
@@ -85,19 +86,21 @@ def request_items(
     table classes themselves, with the line's ticket capture takes first (`ticket`: one taken already, with the
     tickets burnt before it; chalicelib/line.py)."""
     ticket, burnt_before = ticket or take_ticket(services, sku, now)
+    key = key_of(services, contact)
     place = services.tables.requests.join_items(
         sku=sku,
         joined_ts=joined_ts,
         channel="email" if "@" in contact else "sms",
         contact=contact,
-        contact_key=key_of(services, contact),
+        contact_key=key,
         name=name,
         ttl=ttl if ttl is not None else int(now) + 90 * 86400,
         now=now,
         ticket=ticket,
         burnt_before=burnt_before,
+        waiting_shard=shard_for(key),
     )
-    return [services.tables.catalog.join_item(sku), *place]
+    return [services.tables.catalog.join_item(sku, shard_for(key)), *place]
 
 
 def take_ticket(services: Services, sku: str, now: float) -> tuple[int, int]:

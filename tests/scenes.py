@@ -50,8 +50,7 @@ class Scene:
         return request
 
     def waiting_count(self) -> int:
-        product = self.services.tables.catalog.get(self.sku, consistent=True)
-        return product.waiting_count if product else 0
+        return self.services.tables.catalog.waiting(self.sku)
 
     def audit_kinds(self) -> Counter[str]:
         return Counter(str(f["kind"]) for f in self.services.tables.audit.for_sku(self.sku))

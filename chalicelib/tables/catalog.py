@@ -3,17 +3,66 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import math
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Self
 
-from chalicelib.tables.base import TxItem, get_all, int_or_none, present, str_or_none
+from chalicelib.tables.base import TransactionCancelled, TxItem, get_all, int_or_none, present, str_or_none, transact
 
 PRODUCT_FIELDS = ("name", "threshold", "hold_window_s", "offer_window_s", "voice", "checkout_url")
 DEFAULTS: dict[str, Any] = {"threshold": 1, "hold_window_s": 900, "offer_window_s": 3600, "voice": "friendly"}
+NOT_DISCONTINUED = "(attribute_not_exists(discontinued) OR discontinued = :no)"
 DEMAND_OUT = "out"  # demand_key of a product below its threshold (sparse GSI by-demand)
+# A product's waiting count is kept on this many shard items, so taps on one product spread their transactions
+# over them instead of all meeting on the product item (docs/SCALE.md). Fixed: a place records its shard, and a
+# different number would need every count moved.
+WAITING_SHARDS = 16
+SHARD_OF = "shard_of"  # the attribute only shard items carry: the product they count for
+
+
+def shard_key(sku: str, shard: int) -> str:
+    """The catalogue key of one of a product's waiting shards (SKUs never hold `#`, so no product has it)."""
+    return f"{sku}#w{shard:02d}"
+
+
+def shard_for(contact_key: str) -> int:
+    """The shard a person's place is counted on: a hash of their contact key, so one person always lands on one."""
+    return int(hashlib.sha256(contact_key.encode()).hexdigest()[:8], 16) % WAITING_SHARDS
+
+
+def shard_cap(max_waiting: int) -> int:
+    """The most places one shard counts: the list is full once any shard is (MAX_WAITING_PER_SKU / N, rounded up)."""
+    return math.ceil(max_waiting / WAITING_SHARDS)
+
+
+def is_shard(item: dict[str, Any]) -> bool:
+    """Whether a catalogue item is a waiting shard rather than a product."""
+    return SHARD_OF in item
+
+
+@dataclass(frozen=True)
+class WaitingShard:
+    """One shard of a product's waiting count, with the list's conditions mirrored from the product."""
+
+    waiting_count: int = 0
+    discontinued: bool = False
+    idle_restock_ts: str | None = None
+    idle_restock_id: str | None = None
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> Self:
+        """The typed shard from a stored item (as a transaction's refusal hands it back)."""
+        return cls(
+            waiting_count=int(item.get("waiting_count") or 0),
+            discontinued=bool(item.get("discontinued")),
+            idle_restock_ts=str_or_none(item.get("idle_restock_ts")),
+            idle_restock_id=str_or_none(item.get("idle_restock_id")),
+        )
 
 
 @dataclass(frozen=True)
@@ -170,9 +219,89 @@ class CatalogTable:
                     ExpressionAttributeValues={":out": DEMAND_OUT},
                     ReturnValues="ALL_NEW",
                 )["Attributes"]
+        if "waiting_shards" not in attributes:
+            transact(self.table.meta.client, [*self._shard_writes(attributes), self._shards_made_item(sku)])
         with self._lock:
             self._cache.pop(sku, None)
         return Product.from_item(attributes)
+
+    # --- Waiting shards: a product's waiting count split over WAITING_SHARDS items `<sku>#wNN`, each carrying
+    # --- the list's conditions (discontinued, the idle mark of invariant 7, a share of the cap), so a tap's
+    # --- transaction writes one shard and never the product item (docs/SCALE.md).
+
+    def _shards_made_item(self, sku: str) -> TxItem:
+        return {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"sku": sku},
+                "UpdateExpression": "SET waiting_shards = :n",
+                # Never for a product that is not there (an update would create it).
+                "ConditionExpression": "attribute_exists(sku)",
+                "ExpressionAttributeValues": {":n": WAITING_SHARDS},
+            }
+        }
+
+    def _shard_writes(self, product: dict[str, Any]) -> list[TxItem]:
+        """Transaction items: every shard of `product` made (or kept) with the product's discontinued flag and,
+        on a shard not marked yet, its idle mark. A shard is what lets a tap join, so only a sold product's
+        shards are open."""
+        sku = str(product["sku"])
+        discontinued = bool(product.get("discontinued"))
+        sets = ["#of = :sku", "waiting_count = if_not_exists(waiting_count, :zero)"]
+        values: dict[str, Any] = {":sku": sku, ":zero": 0}
+        if product.get("idle_restock_ts") and product.get("idle_restock_id"):
+            # A shard made while the product is marked idle carries the mark (invariant 7); an existing shard
+            # already has whatever the notifier last wrote.
+            sets += [
+                "idle_restock_ts = if_not_exists(idle_restock_ts, :rts)",
+                "idle_restock_id = if_not_exists(idle_restock_id, :rid)",
+            ]
+            values.update({":rts": product["idle_restock_ts"], ":rid": product["idle_restock_id"]})
+        if discontinued:
+            sets.append("discontinued = :yes")
+            values[":yes"] = True
+        expression = "SET " + ", ".join(sets) + ("" if discontinued else " REMOVE discontinued")
+        return [
+            {
+                "Update": {
+                    "TableName": self.name,
+                    "Key": {"sku": shard_key(sku, shard)},
+                    "UpdateExpression": expression,
+                    "ExpressionAttributeNames": {"#of": SHARD_OF},
+                    "ExpressionAttributeValues": values,
+                }
+            }
+            for shard in range(WAITING_SHARDS)
+        ]
+
+    def _shard_items(self, sku: str) -> list[dict[str, Any]]:
+        """Every shard of a product, strongly consistent: one BatchGetItem of WAITING_SHARDS keys (N read units)."""
+        keys: list[dict[str, Any]] = [{"sku": shard_key(sku, shard)} for shard in range(WAITING_SHARDS)]
+        items: list[dict[str, Any]] = []
+        request: dict[str, Any] = {self.name: {"Keys": keys, "ConsistentRead": True}}
+        while request:
+            page = self.table.meta.client.batch_get_item(RequestItems=request)
+            items.extend(page.get("Responses", {}).get(self.name, []))
+            request = page.get("UnprocessedKeys") or {}
+        return items
+
+    def waiting(self, sku: str) -> int:
+        """People waiting for a product: the sum of its shards, exact (strongly consistent)."""
+        return sum(int(item.get("waiting_count") or 0) for item in self._shard_items(sku))
+
+    def roll_up_waiting(self, sku: str) -> int:
+        """Copy a product's summed shards onto the product item's `waiting_count`, the sort key of the by-demand
+        ranking (which lags the shards by up to one roll-up); returns the sum."""
+        total = self.waiting(sku)
+        with contextlib.suppress(self.table.meta.client.exceptions.ConditionalCheckFailedException):
+            self.table.update_item(
+                Key={"sku": sku},
+                UpdateExpression="SET waiting_count = :n",
+                # Only a product that is there, and only when the figure moved (an index write costs).
+                ConditionExpression="attribute_exists(sku) AND waiting_count <> :n",
+                ExpressionAttributeValues={":n": total},
+            )
+        return total
 
     def all(self) -> list[Product]:
         """Every product (dev console and catalogue sync only: the catalogue is small)."""
@@ -180,7 +309,7 @@ class CatalogTable:
         kwargs: dict[str, Any] = {}
         while True:
             page = self.table.scan(**kwargs)
-            items.extend(Product.from_item(i) for i in page.get("Items", []))
+            items.extend(Product.from_item(i) for i in page.get("Items", []) if not is_shard(i))
             if "LastEvaluatedKey" not in page:
                 return sorted(items, key=lambda i: i.sku)
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
@@ -208,12 +337,14 @@ class CatalogTable:
                 return sorted(found)
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def join_item(self, sku: str, *, unless_idle: bool = False, max_waiting: int | None = None) -> TxItem:
-        """Transaction item: count one more shopper waiting, only for a product that is sold.
+    def join_item(self, sku: str, shard: int, *, unless_idle: bool = False, max_waiting: int | None = None) -> TxItem:
+        """Transaction item: count one more shopper waiting on one of the product's shards, only for a product
+        that is sold (its shards exist and are not marked discontinued).
 
-        With `unless_idle`, it is also refused while the open restock has idle units, so the caller learns of
-        them (the refusal hands back the product) in the very transaction that writes the place. With
-        `max_waiting`, it is refused once that many wait (the list is full).
+        With `unless_idle`, it is also refused while the open restock has idle units (the notifier marks every
+        shard), so the caller learns of them (the refusal hands back the shard) in the very transaction that
+        writes the place. With `max_waiting`, it is refused once the shard counts its share of that (the list is
+        full).
         """
         # Nobody joins a list for a SKU we do not sell (no ghost queues).
         condition = "attribute_exists(sku) AND (attribute_not_exists(discontinued) OR discontinued = :no)"
@@ -221,14 +352,14 @@ class CatalogTable:
         if max_waiting is not None:
             # A bounded list: a flood of places on one SKU cannot grow the notices one restock may send.
             condition += " AND (attribute_not_exists(waiting_count) OR waiting_count < :max)"
-            values[":max"] = int(max_waiting)
+            values[":max"] = shard_cap(int(max_waiting))
         if unless_idle:
             # Nothing lost (invariant 7): a place joining while units wait for nobody must be told of them.
             condition += " AND attribute_not_exists(idle_restock_ts)"
         return {
             "Update": {
                 "TableName": self.name,
-                "Key": {"sku": sku},
+                "Key": {"sku": shard_key(sku, shard)},
                 "UpdateExpression": "ADD waiting_count :one",
                 "ConditionExpression": condition,
                 "ExpressionAttributeValues": values,
@@ -248,18 +379,14 @@ class CatalogTable:
             }
         }
 
-    def leave_item(self, sku: str, *, store_held: int = 0) -> TxItem:
-        """Transaction item: count one fewer shopper waiting (and, for a sale from a hold on the store, move the
-        count of holds the store holds by `store_held`: a transaction may touch the product only once)."""
+    def leave_item(self, sku: str, shard: int) -> TxItem:
+        """Transaction item: count one fewer shopper waiting, on the shard the place was counted on."""
         values = {":minus": -1}
         expression = "ADD waiting_count :minus"
-        if store_held:
-            expression += ", store_held :held"
-            values[":held"] = int(store_held)
         return {
             "Update": {
                 "TableName": self.name,
-                "Key": {"sku": sku},
+                "Key": {"sku": shard_key(sku, shard)},
                 # No condition: it moves in the same transaction as the request's state, so it stays
                 # in step, and a leave must never be refused because of a counter.
                 "UpdateExpression": expression,
@@ -352,7 +479,33 @@ class CatalogTable:
                     "ExpressionAttributeValues": {":rts": restock_ts, ":rid": restock_id},
                 }
             },
+            *self._shard_marks(sku, (restock_ts, restock_id)),
         ]
+
+    def _shard_marks(self, sku: str, mark: tuple[str, str] | None) -> list[TxItem]:
+        """Transaction items: set (`mark`) or take off (None) the idle mark on every shard, so every tap's
+        transaction, which reads its shard's mark, serialises with the one that writes it (invariant 7)."""
+        items: list[TxItem] = []
+        for shard in range(WAITING_SHARDS):
+            update: dict[str, Any] = {
+                "TableName": self.name,
+                "Key": {"sku": shard_key(sku, shard)},
+                # No condition: the product item's own condition in the same transaction decides; a shard is
+                # always written whole (`shard_of`), never left a bare key.
+                "ExpressionAttributeNames": {"#of": SHARD_OF},
+            }
+            if mark is None:
+                update["UpdateExpression"] = "SET #of = :sku REMOVE idle_restock_ts, idle_restock_id"
+                update["ExpressionAttributeValues"] = {":sku": sku}
+            else:
+                update["UpdateExpression"] = "SET #of = :sku, idle_restock_ts = :rts, idle_restock_id = :rid"
+                update["ExpressionAttributeValues"] = {":sku": sku, ":rts": mark[0], ":rid": mark[1]}
+            items.append({"Update": update})
+        return items
+
+    def close_marks_items(self, sku: str) -> list[TxItem]:
+        """Transaction items: the shards' idle marks go with a restock that closes (`level_item(close_restock=)`)."""
+        return self._shard_marks(sku, None)
 
     def clear_idle_items(self, sku: str, restock_ts: str, restocks: Any) -> list[TxItem]:
         """Transaction items: take the idle mark off, only while the restock has nothing left to offer."""
@@ -368,6 +521,7 @@ class CatalogTable:
                     "ExpressionAttributeValues": {":rts": restock_ts},
                 }
             },
+            *self._shard_marks(sku, None),
         ]
 
     # --- Catalogue sync.
@@ -380,7 +534,7 @@ class CatalogTable:
         values: dict[str, Any] = {f":{k}": v for k, v in settings.items()}
         sets = [f"#{k} = :{k}" for k in settings]
         sets += ["waiting_count = if_not_exists(waiting_count, :zero)", "synced_at = :now"]
-        values.update({":zero": 0, ":now": int(now)})
+        values.update({":zero": 0, ":now": int(now), ":no": False})
         removes = ["discontinued", "discontinued_at"]
         # A new product has no level yet, which counts as sold out (it is in the catalogue to be waited for).
         if created or out_of_stock:
@@ -388,12 +542,28 @@ class CatalogTable:
             values[":out"] = DEMAND_OUT
         elif out_of_stock is False:
             removes.append("demand_key")
-        self.table.update_item(
-            Key={"sku": sku},
-            UpdateExpression="SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes),
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
-        )
+        # The product is sold from here on: it and its shards (which are what let a tap join) move together.
+        sets.append("waiting_shards = :n")
+        values[":n"] = WAITING_SHARDS
+        update = {
+            "TableName": self.name,
+            "Key": {"sku": sku},
+            "UpdateExpression": "SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes),
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
+        try:
+            # Shards open already: the product alone, only while that still holds (a discontinue meanwhile
+            # marked the shards, and this write alone would not reopen them).
+            self.table.update_item(
+                **update, ConditionExpression=f"attribute_exists(waiting_shards) AND {NOT_DISCONTINUED}"
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            # New, sold again, or from before shards: the product and its open shards in one transaction.
+            old = self.table.get_item(Key={"sku": sku}, ConsistentRead=True).get("Item") or {}
+            shards = self._shard_writes({**old, "sku": sku, "discontinued": False})
+            unconditional = {**update, "ExpressionAttributeValues": {k: v for k, v in values.items() if k != ":no"}}
+            transact(self.table.meta.client, [{"Update": unconditional}, *shards])
         with self._lock:
             self._cache.pop(sku, None)
 
@@ -439,21 +609,42 @@ class CatalogTable:
 
     def discontinue(self, sku: str, now: float) -> bool:
         """Mark a product no longer sold (never delete it: its waiting list and level stay); False if it was."""
-        try:
-            self.table.update_item(
-                Key={"sku": sku},
-                UpdateExpression="SET discontinued = :yes, discontinued_at = :now",
+        product: TxItem = {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"sku": sku},
+                "UpdateExpression": "SET discontinued = :yes, discontinued_at = :now",
                 # Marked once, and never for a product that is not there (an update would create it).
-                ConditionExpression="attribute_exists(sku) AND (attribute_not_exists(discontinued) OR discontinued = :no)",
-                ExpressionAttributeValues={":yes": True, ":no": False, ":now": int(now)},
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+                "ConditionExpression": f"attribute_exists(sku) AND {NOT_DISCONTINUED}",
+                "ExpressionAttributeValues": {":yes": True, ":no": False, ":now": int(now)},
+            }
+        }
+        try:
+            # With its shards, which are what refuse a tap: no list is joined once the product is not sold.
+            transact(self.table.meta.client, [product, *self._shard_writes({"sku": sku, "discontinued": True})])
+        except TransactionCancelled:
             return False
         with self._lock:
             self._cache.pop(sku, None)
         return True
 
     # --- Demand: out-of-stock products ranked by people waiting, from the sparse by-demand index.
+
+    def demand_skus(self) -> Iterator[str]:
+        """Every out-of-stock product's SKU, from GSI by-demand (keys only read)."""
+        from boto3.dynamodb.conditions import Key
+
+        kwargs: dict[str, Any] = {
+            "IndexName": "by-demand",
+            "KeyConditionExpression": Key("demand_key").eq(DEMAND_OUT),
+            "ProjectionExpression": "sku",
+        }
+        while True:
+            page = self.table.query(**kwargs)
+            yield from (str(item["sku"]) for item in page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                return
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def demand(self, *, limit: int = 20) -> list[Product]:
         """Out-of-stock products with the most people waiting first, read from GSI by-demand (never a scan)."""

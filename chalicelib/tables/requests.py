@@ -13,6 +13,7 @@ from boto3.dynamodb.conditions import Attr, Key
 
 from chalicelib.clock import iso
 from chalicelib.tables.base import TxItem, count_all, get_all, int_or_none, present, query_all, str_or_none
+from chalicelib.tables.catalog import shard_for
 
 
 class RequestState(StrEnum):
@@ -58,6 +59,7 @@ class Request:
     confirm_owed_at: int | None = None  # a confirmation email is owed since then (sparse index "by-confirm")
     ticket: int | None = None  # the SKU line's ticket this place took (chalicelib/line.py); None before tickets
     burnt_before: int = 0  # tickets of that line burnt before this one was handed out
+    waiting_shard: int | None = None  # the catalogue shard this place is counted on (chalicelib/tables/catalog.py)
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Self:
@@ -84,6 +86,7 @@ class Request:
             confirm_owed_at=int_or_none(item.get("confirm_owed_at")),
             ticket=int_or_none(item.get("ticket")),
             burnt_before=int(item.get("burnt_before") or 0),
+            waiting_shard=int_or_none(item.get("waiting_shard")),
         )
 
     def to_item(self) -> dict[str, Any]:
@@ -93,6 +96,11 @@ class Request:
             if not item.get(flag):
                 item.pop(flag, None)
         return item
+
+    @property
+    def shard(self) -> int:
+        """The catalogue shard counting this place (a place from before shards: its contact key's)."""
+        return self.waiting_shard if self.waiting_shard is not None else shard_for(self.contact_key)
 
     @property
     def live(self) -> bool:
@@ -149,6 +157,7 @@ class RequestsTable:
         unconfirmed: bool = False,
         ticket: int | None = None,
         burnt_before: int = 0,
+        waiting_shard: int | None = None,
     ) -> tuple[TxItem, TxItem]:
         """Transaction items for a new place: (the uniqueness item, the request itself).
 
@@ -157,7 +166,8 @@ class RequestsTable:
         `unconfirmed`: an email place under double opt-in; it owes one confirmation email from this moment, in
         the same transaction (the sweep sends any still owed after a minute), and `ttl` is its deadline.
         `ticket` and `burnt_before`: the line's ticket this place took, so its place is read without counting the
-        list (chalicelib/line.py).
+        list (chalicelib/line.py). `waiting_shard`: the catalogue shard the same transaction counts the place on,
+        so leaving takes it off the same one.
         """
         request: dict[str, Any] = {
             "sku": sku,
@@ -175,6 +185,8 @@ class RequestsTable:
         }
         if told:
             request["last_notified_restock"] = told
+        if waiting_shard is not None:
+            request["waiting_shard"] = waiting_shard
         if ticket is not None:
             request["ticket"] = ticket
             if burnt_before:

@@ -20,8 +20,7 @@ def post(client: Client, body: str, content_type: str, **headers: str) -> Any:
 
 
 def waiting(services: Services, sku: str) -> int:
-    product = services.tables.catalog.get(sku)
-    return product.waiting_count if product else 0
+    return services.tables.catalog.waiting(sku)
 
 
 @pytest.mark.parametrize(

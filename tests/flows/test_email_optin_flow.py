@@ -84,7 +84,7 @@ def test_an_unconfirmed_place_expires_with_the_sweep(
     clock.advance(services.settings.email_confirm_days * 86400)
     services.sweep.run()
     assert list(services.tables.requests.queue(chair)) == []
-    assert services.tables.catalog.get(chair).waiting_count == 0
+    assert services.tables.catalog.waiting(chair) == 0
     # Its confirmation link now says so honestly.
     path = f"/confirm/{services.tokens.confirm(chair, place.joined_ts)}"
     assert client.http.get(path).status_code == 410

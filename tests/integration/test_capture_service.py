@@ -46,7 +46,7 @@ def test_sixteen_simultaneous_taps_leave_one_place(services: Services, chair: st
     assert sorted(o.status for o in outcomes) == ["already_queued"] * 15 + ["queued"]
     assert {o.joined_ts for o in outcomes} == {next(o.joined_ts for o in outcomes if o.status == "queued")}
     assert len(list(services.tables.requests.queue(chair))) == 1
-    assert services.tables.catalog.get(chair).waiting_count == 1
+    assert services.tables.catalog.waiting(chair) == 1
 
 
 def test_simultaneous_taps_from_many_people_all_get_distinct_places(services: Services, chair: str) -> None:
@@ -69,7 +69,7 @@ def test_simultaneous_taps_from_many_people_all_get_distinct_places(services: Se
     for o in outcomes:
         place = read_place(services.tables, services.tables.requests.get(chair, o.joined_ts or ""))
         assert place.exact == services.tables.requests.position(chair, o.joined_ts or "")
-    assert services.tables.catalog.get(chair).waiting_count == 12
+    assert services.tables.catalog.waiting(chair) == 12
 
 
 def test_a_shopper_who_bought_joins_again_at_the_back(services: Services, chair: str, clock: FixedClock) -> None:

@@ -184,8 +184,9 @@ def machine_for(base: Services) -> type[RuleBasedStateMachine]:
                 assert current.state == ROW_TO_REQUEST.get(row["state"], "waiting")
                 assert current.offer_token == (row["token_id"] if row["state"] in ("offered", "held") else None)
                 assert current.last_notified_restock == self.restock_item.restock_id
-            product = self.services.tables.catalog.get(self.sku, consistent=True)
-            assert product.waiting_count == sum(1 for r in places.values() if r.state in ACTIVE)
+            assert self.services.tables.catalog.waiting(self.sku) == sum(
+                1 for r in places.values() if r.state in ACTIVE
+            )
 
     return HoldsMachine
 

@@ -12,8 +12,10 @@ from chalice.test import Client
 
 from chalicelib.capture import CaptureService
 from chalicelib.errors import Conflict, DomainError, RateLimited
+from chalicelib.tables.catalog import WAITING_SHARDS, shard_cap, shard_for, shard_key
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
+from tests.builders import key_of
 from tests.flows.test_manage_flow import form_for
 from tests.support import CHAIR
 
@@ -31,7 +33,11 @@ def capture_with(services: Services, **limits: Any) -> CaptureService:
 
 def nothing_written(services: Services, sku: str) -> bool:
     product = services.tables.catalog.get(sku)
-    return product is not None and product.waiting_count == 0 and not list(services.tables.requests.queue(sku))
+    return (
+        product is not None
+        and services.tables.catalog.waiting(sku) == 0
+        and not list(services.tables.requests.queue(sku))
+    )
 
 
 def products(services: Services, count: int) -> list[str]:
@@ -102,11 +108,11 @@ def test_taps_for_one_block_of_numbers_are_capped_per_hour(services: Services, c
     with pytest.raises(RateLimited) as refused:
         capture.capture("198.51.100.50", {"sku": chair, "channel": "sms", "contact": "+447400129999"})
     assert refused.value.code == "prefix_rate_limited"
-    assert services.tables.catalog.get(chair).waiting_count == 4
+    assert services.tables.catalog.waiting(chair) == 4
     # Another block is counted apart; email is not an SMS destination at all.
     capture.capture("198.51.100.51", {"sku": chair, "channel": "sms", "contact": "+447400139999"})
     capture.capture("198.51.100.52", {"sku": chair, "channel": "email", "contact": "ada@example.com"})
-    assert services.tables.catalog.get(chair).waiting_count == 6
+    assert services.tables.catalog.waiting(chair) == 6
 
 
 def test_places_per_number_are_capped_across_products(services: Services) -> None:
@@ -127,26 +133,32 @@ def test_places_per_number_are_capped_across_products(services: Services) -> Non
 
 
 def test_a_full_waiting_list_refuses_newcomers_but_keeps_those_on_it(services: Services, chair: str) -> None:
-    capture = capture_with(services, max_waiting_per_sku=2)
-    for contact in ("ada@example.com", "07400 123456"):
-        channel = "email" if "@" in contact else "sms"
-        assert (
-            capture.capture("198.51.100.1", {"sku": chair, "channel": channel, "contact": contact}).status == "queued"
-        )
+    # A cap of one place a shard (MAX_WAITING_PER_SKU / WAITING_SHARDS): the list is full for a newcomer once the
+    # shard their contact lands on is (docs/SCALE.md).
+    capture = capture_with(services, max_waiting_per_sku=WAITING_SHARDS)
+    first = "ada@example.com"
+    shard = shard_for(key_of(services, first))
+    second = next(c for c in (f"shopper{i}@example.com" for i in range(400)) if shard_for(key_of(services, c)) == shard)
+    assert capture.capture("198.51.100.1", {"sku": chair, "channel": "email", "contact": first}).status == "queued"
     with pytest.raises(Conflict) as refused:
-        capture.capture("198.51.100.2", {"sku": chair, "channel": "email", "contact": "bob@example.com"})
+        capture.capture("198.51.100.2", {"sku": chair, "channel": "email", "contact": second})
     assert refused.value.code == "waiting_list_full"
-    assert services.tables.catalog.get(chair).waiting_count == 2
-    again = capture.capture("198.51.100.1", {"sku": chair, "channel": "email", "contact": "ada@example.com"})
+    # Another shard still has room; the first shopper keeps their place.
+    other = next(c for c in (f"other{i}@example.com" for i in range(200)) if shard_for(key_of(services, c)) != shard)
+    assert capture.capture("198.51.100.3", {"sku": chair, "channel": "email", "contact": other}).status == "queued"
+    assert services.tables.catalog.waiting(chair) == 2
+    again = capture.capture("198.51.100.1", {"sku": chair, "channel": "email", "contact": first})
     assert again.status == "already_queued"
 
 
 def test_a_full_list_answers_409_over_http(client: Client, services: Services, chair: str) -> None:
-    services.tables.catalog.table.update_item(
-        Key={"sku": chair},
-        UpdateExpression="SET waiting_count = :n",
-        ExpressionAttributeValues={":n": services.settings.max_waiting_per_sku},
-    )
+    # Every shard counts its share of the cap, so the list is full whichever shard the tap lands on.
+    for shard in range(WAITING_SHARDS):
+        services.tables.catalog.table.update_item(
+            Key={"sku": shard_key(chair, shard)},
+            UpdateExpression="SET waiting_count = :n",
+            ExpressionAttributeValues={":n": shard_cap(services.settings.max_waiting_per_sku)},
+        )
     response = tap(client, {"sku": chair, "channel": "email", "contact": "ada@example.com"})
     assert response.status_code == 409
     assert response.json_body["error"] == "waiting_list_full"

@@ -193,6 +193,9 @@ def test_demand_ranking_follows_joins_serves_and_leaves(services: Services, cloc
         tap("CHAIR", n)
     tap("RUG", 0)
     tap("LAMP", 0)  # a repeat tap keeps its place and counts once
+    # Taps move only the waiting shards; the ranking's count is rolled up from them by the sweep.
+    assert all(n == 0 for _, n in ranking(services))
+    services.sweep.run()
     assert ranking(services) == [("LAMP", 3), ("CHAIR", 2), ("RUG", 1)]
     # Two LAMP shoppers leave; one CHAIR shopper is served (told, holds, buys).
     for n in range(2):
@@ -202,9 +205,11 @@ def test_demand_ranking_follows_joins_serves_and_leaves(services: Services, cloc
     [first] = [r for r in services.tables.requests.queue("CHAIR") if r.state == "offered"]
     services.holds.reserve(services.tokens.reserve(first.offer_token))
     services.moves.convert(services.tables.reservations.get(first.offer_token), "o-1", clock.now())
+    services.sweep.run()
     assert sorted(ranking(services)) == [("CHAIR", 1), ("LAMP", 1), ("RUG", 1)]
     for n in range(1, 4):
         tap("RUG", n)
+    services.sweep.run()
     assert ranking(services)[0] == ("RUG", 4)
     # Back in stock: it leaves the demand list (the index is sparse), whatever its count.
     services.tables.catalog.sync_product("RUG", {"name": "Rug"}, now=clock.now(), created=False, out_of_stock=False)

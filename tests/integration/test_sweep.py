@@ -210,7 +210,7 @@ def test_stale_waiting_place_is_removed_with_its_uniqueness_item(services: Servi
     assert services.tables.requests.get("CHAIR-WALNUT", stale.joined_ts) is None
     assert services.tables.requests.get_unique("CHAIR-WALNUT", stale.contact_key) is None
     assert services.tables.requests.get("CHAIR-WALNUT", fresh.joined_ts) is not None
-    assert services.tables.catalog.get("CHAIR-WALNUT", consistent=True).waiting_count == 1
+    assert services.tables.catalog.waiting("CHAIR-WALNUT") == 1
     assert seen == []
     assert services.sweep.run()["stale_requests"] == 0
 
@@ -242,7 +242,7 @@ def test_stale_place_with_a_live_offer_waits_for_its_unit_to_come_back(services:
     assert (summary["lapsed"], summary["stale_requests"]) == (1, 1)
     assert sc.row(token_id).state == "lapsed"
     assert sc.counters() == (1, 1)
-    assert services.tables.catalog.get(sc.sku, consistent=True).waiting_count == 0
+    assert services.tables.catalog.waiting(sc.sku) == 0
 
 
 def test_stale_converted_place_goes_without_counting_twice(services: Services, clock: FixedClock) -> None:
@@ -325,6 +325,7 @@ def test_summary_counts_every_kind_of_work(s: Scene) -> None:
         "store_released",
         "store_unanswered",
         "confirmations_requeued",
+        "demand_rolled_up",
         "out_of_time",
     }
 

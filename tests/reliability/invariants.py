@@ -35,6 +35,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from chalicelib.tables.catalog import SHARD_OF, is_shard
 from chalicelib.tables.requests import ACTIVE_STATES, UNIQUE_PREFIX, RequestState
 from chalicelib.tables.reservations import OfferState, StoreState
 from chalicelib.tables.restocks import RestockState
@@ -51,6 +52,7 @@ class Tables:
     """Everything in the tables at one moment."""
 
     catalog: list[dict[str, Any]]
+    shards: list[dict[str, Any]]  # the products' waiting shards (chalicelib/tables/catalog.py)
     requests: list[dict[str, Any]]
     uniques: list[dict[str, Any]]
     restocks: list[dict[str, Any]]
@@ -62,8 +64,10 @@ class Tables:
     def read(cls, services: Services) -> Tables:
         """Scan every table once."""
         everything = list(scan(services.tables.requests.table))
+        catalog = list(scan(services.tables.catalog.table))
         return cls(
-            catalog=list(scan(services.tables.catalog.table)),
+            catalog=[p for p in catalog if not is_shard(p)],
+            shards=[p for p in catalog if is_shard(p)],
             requests=[r for r in everything if not str(r["joined_ts"]).startswith(UNIQUE_PREFIX)],
             uniques=[r for r in everything if str(r["joined_ts"]).startswith(UNIQUE_PREFIX)],
             restocks=list(scan(services.tables.restocks.table)),
@@ -175,8 +179,25 @@ def one_place_per_person(t: Tables) -> list[str]:
                 f"2 one place: live place {request['sku']} {request['joined_ts']} not held by its item ({ref})"
             )
     waiting = Counter(str(r["sku"]) for r in t.requests if r.get("state") in ACTIVE_STATES)
+    counts: Counter[str] = Counter()
+    for shard in t.shards:
+        counts[str(shard[SHARD_OF])] += _int(shard.get("waiting_count"))
+    shards: defaultdict[str, list[dict[str, Any]]] = defaultdict(list)
+    for shard in t.shards:
+        shards[str(shard[SHARD_OF])].append(shard)
     for product in t.catalog:
-        counted = _int(product.get("waiting_count"))
+        # A tap reads its shard, never the product: each shard must carry the product's idle mark (invariant 7)
+        # and whether it is sold.
+        for shard in shards[str(product["sku"])]:
+            if shard.get("idle_restock_ts") != product.get("idle_restock_ts"):
+                found.append(
+                    f"7 idle mark: {shard['sku']} has {shard.get('idle_restock_ts')}, its product has "
+                    f"{product.get('idle_restock_ts')}"
+                )
+            if bool(shard.get("discontinued")) != bool(product.get("discontinued")):
+                found.append(f"2 sold: {shard['sku']} discontinued={shard.get('discontinued')}, not as its product")
+    for product in t.catalog:
+        counted = counts[str(product["sku"])]
         if counted != waiting[str(product["sku"])]:
             found.append(f"2 one place: {product['sku']} counts {counted} waiting, has {waiting[str(product['sku'])]}")
     return found

@@ -67,6 +67,7 @@ from moto.sqs.models import sqs_backends
 
 from chalicelib.clock import iso
 from chalicelib.errors import DomainError, RateLimited
+from chalicelib.tables.catalog import WAITING_SHARDS, shard_key
 from chalicelib.tables.reservations import OfferState
 from devstack.clocks import FixedClock
 from infra.stages import stage_env
@@ -719,8 +720,12 @@ class Storm:
         requests = sorted(
             (str(r["joined_ts"]), str(r.get("state")), int(r.get("ttl", 0))) for r in scan(self.w.table("requests"))
         )
-        product = self.w.table("catalog").get_item(Key={"sku": self.w.sku}, ConsistentRead=True).get("Item") or {}
-        return tuple(requests), product.get("waiting_count")
+        catalog = self.w.table("catalog")
+        shards = [
+            catalog.get_item(Key={"sku": shard_key(self.w.sku, shard)}, ConsistentRead=True).get("Item") or {}
+            for shard in range(WAITING_SHARDS)
+        ]
+        return tuple(requests), sum(int(shard.get("waiting_count") or 0) for shard in shards)
 
     def _settings(self, op: Settings) -> str:
         change: dict[str, Any] = {}

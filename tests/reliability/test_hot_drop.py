@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any
 
 from chalicelib.line import read_place
+from chalicelib.tables.catalog import WAITING_SHARDS, shard_key
 from chalicelib.tables.throttle import line_key
 from chalicelib.wiring import Services
 from tests.reliability.invariants import assert_invariants
@@ -64,7 +65,7 @@ class Overlaps:
                 self.in_flight[key] -= 1
 
 
-def test_a_drop_shares_only_the_product_item_and_never_the_line(world: World) -> None:
+def test_a_drop_shares_no_item_beyond_a_shard_and_never_the_product_or_the_line(world: World) -> None:
     world.product()
     overlaps = Overlaps()
     people = 24
@@ -79,11 +80,21 @@ def test_a_drop_shares_only_the_product_item_and_never_the_line(world: World) ->
 
     results = at_once(world, [one(i) for i in range(people)])
     assert [r.status for r in results] == ["queued"] * people, results
-    product = f"catalog:sku={world.sku}"
-    # Every tap's transaction holds the product item (its waiting count and the list's conditions): on DynamoDB
-    # those are the taps that may be cancelled with TransactionConflict (docs/SCALE.md). No other item is shared.
-    assert overlaps.keys_written[product] == people
-    assert set(overlaps.shared) <= {product}, overlaps.shared
+    # No tap's transaction holds the product item: each holds one of its waiting shards, the one its contact
+    # hashes to, so on DynamoDB only taps on the same shard may cancel each other (docs/SCALE.md).
+    assert overlaps.keys_written[f"catalog:sku={world.sku}"] == 0
+    shards = {f"catalog:sku={shard_key(world.sku, k)}" for k in range(WAITING_SHARDS)}
+    on_shards = {key: n for key, n in overlaps.keys_written.items() if key in shards}
+    assert sum(on_shards.values()) == people
+    assert max(on_shards.values()) < people / 3, on_shards  # 24 people over 16 shards: a few each at most
+    assert not [key for key, n in overlaps.keys_written.items() if n == people], overlaps.keys_written
+    # Items in flight together are shards only, and never more often than their taps.
+    assert set(overlaps.shared) <= shards, overlaps.shared
+    assert all(overlaps.shared[key] < on_shards[key] for key in overlaps.shared)
+    print(
+        f"hot drop: {people} taps over {len(on_shards)} shards, most on one {max(on_shards.values())}, "
+        f"overlaps on shards {sum(overlaps.shared.values())}, conflicts {overlaps.conflicts_reported}"
+    )
     # The line's ticket is a plain write: no transaction ever holds it, so it never conflicts.
     assert not [k for k in overlaps.keys_written if line_key(world.sku) in k]
     assert overlaps.conflicts_reported == 0  # the emulator serialises: it cannot show a conflict

@@ -82,6 +82,8 @@ NOT_SEEN_BY_THE_READER = {
     # a stock webhook finds its SKU through by-store-item; a product deleted on the platform scans for its SKUs.
     ("api_handler", "catalog", "dynamodb:Query", "by-store-item"),
     ("api_handler", "catalog", "dynamodb:Scan", ""),
+    # A place in line (chalicelib/line.py `read_place`, a helper taking `Tables`) sums the product's waiting shards.
+    ("api_handler", "catalog", "dynamodb:BatchGetItem", ""),
     # The idle mark's transaction items take the restocks table as `Any` (chalicelib/tables/catalog.py).
     ("notifier", "restocks", "dynamodb:ConditionCheckItem", ""),
 }
