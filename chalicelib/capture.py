@@ -331,6 +331,11 @@ class CaptureService:
             return
         except TransactionCancelled as cancelled:
             old = cancelled.old("product") if cancelled.failed("product") else None
+            if cancelled.failed("product") and old is None and self.tables.catalog.open_shards(sku):
+                # A product stored before waiting shards existed gets them at its first tap, then the tap joins
+                # (open_shards is False once they exist, so this happens once).
+                self._join(sku, join, now=now)
+                return
             shard = WaitingShard.from_item(old) if old else None
             if not shard or not shard.idle_restock_ts or shard.discontinued or self._full(shard):
                 raise

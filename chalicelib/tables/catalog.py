@@ -225,6 +225,18 @@ class CatalogTable:
             self._cache.pop(sku, None)
         return Product.from_item(attributes)
 
+    def open_shards(self, sku: str) -> bool:
+        """Make the waiting shards of a product stored before shards existed (its first tap finds none); False when
+        there is no such product, or it has them already. Safe to repeat: a shard keeps its count."""
+        item = self.table.get_item(Key={"sku": sku}, ConsistentRead=True).get("Item")
+        if not item or is_shard(item) or "waiting_shards" in item:
+            return False
+        try:
+            transact(self.table.meta.client, [*self._shard_writes(item), self._shards_made_item(sku)])
+        except TransactionCancelled:
+            return False
+        return True
+
     # --- Waiting shards: a product's waiting count split over WAITING_SHARDS items `<sku>#wNN`, each carrying
     # --- the list's conditions (discontinued, the idle mark of invariant 7, a share of the cap), so a tap's
     # --- transaction writes one shard and never the product item (docs/SCALE.md).
@@ -277,13 +289,7 @@ class CatalogTable:
     def _shard_items(self, sku: str) -> list[dict[str, Any]]:
         """Every shard of a product, strongly consistent: one BatchGetItem of WAITING_SHARDS keys (N read units)."""
         keys: list[dict[str, Any]] = [{"sku": shard_key(sku, shard)} for shard in range(WAITING_SHARDS)]
-        items: list[dict[str, Any]] = []
-        request: dict[str, Any] = {self.name: {"Keys": keys, "ConsistentRead": True}}
-        while request:
-            page = self.table.meta.client.batch_get_item(RequestItems=request)
-            items.extend(page.get("Responses", {}).get(self.name, []))
-            request = page.get("UnprocessedKeys") or {}
-        return items
+        return list(get_all(self.table, keys, consistent=True))
 
     def waiting(self, sku: str) -> int:
         """People waiting for a product: the sum of its shards, exact (strongly consistent)."""

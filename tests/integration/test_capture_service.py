@@ -14,6 +14,7 @@ from chalicelib.tables import base
 from chalicelib.tables.base import TRANSACTION_CONFLICT, Reason, TransactionCancelled
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
+from tests.support import CHAIR
 
 TAP = {"sku": "CHAIR-WALNUT", "channel": "sms", "contact": "07400 123456"}
 
@@ -150,3 +151,22 @@ def test_a_tap_whose_retries_all_conflict_is_told_to_try_again(
     assert attempts  # it tried, and wrote nothing
     assert list(services.tables.requests.queue(chair)) == []
     assert services.tables.throttle.line(chair) == (0, 0)  # the ticket went back
+
+
+def test_a_product_stored_before_waiting_shards_gets_them_at_its_first_tap(services: Services) -> None:
+    # A product item written as the catalogue wrote them before shards: no `waiting_shards`, no shard items.
+    services.tables.catalog.table.put_item(Item={"sku": "CHAIR-WALNUT", **dict(CHAIR), "waiting_count": 0})
+    outcome = services.capture.capture("ip", TAP)
+    assert outcome.status == "queued"
+    assert services.tables.catalog.waiting("CHAIR-WALNUT") == 1
+    # Opened once: a second person joins through the shards as usual.
+    assert services.tables.catalog.open_shards("CHAIR-WALNUT") is False
+    assert services.capture.capture("ip", {**TAP, "contact": "+447400123457"}).status == "queued"
+    assert services.tables.catalog.waiting("CHAIR-WALNUT") == 2
+
+
+def test_a_tap_on_a_sku_nobody_sells_opens_nothing(services: Services) -> None:
+    with pytest.raises(UnknownSku):
+        services.capture.capture("ip", TAP)
+    assert services.tables.catalog.open_shards("CHAIR-WALNUT") is False
+    assert services.tables.catalog.table.scan()["Items"] == []
