@@ -28,10 +28,12 @@ ever discontinued: ones added by hand (the dev console, staff) are left alone. A
 read, or that lists no usable product, changes nothing.
 
 The feed is streamed (chalicelib/feed_stream.py: no limit on its length, one on each entry's) and applied a
-batch at a time: one BatchGetItem per batch, and a write only for a product whose fields changed. A run that
-nears its deadline saves its place in the feed (bisn-throttle) and the next run carries on from there; only
-the run that reads the feed to its end discontinues anything. A feed broken part-way keeps what was applied
-before the fault and discontinues nothing.
+batch at a time: one BatchGetItem per batch, and a write only for a product whose fields changed, the batch's
+writes made together (WRITERS at once). A run that nears its deadline saves its place in the feed (bisn-throttle)
+and the next run carries on from there; only the run that reads the feed to its end discontinues anything. A
+feed broken part-way keeps what was applied before the fault and discontinues nothing. A product whose write is
+refused (throttled past the client's retries, a service fault) stops the run after its batch: the others in the
+batch stay written, and the saved place is that product's, so the next run compares and writes it again.
 """
 
 from __future__ import annotations
@@ -42,17 +44,21 @@ import string
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 from urllib.parse import urlparse
+
+from botocore.exceptions import BotoCoreError, ClientError
 
 from chalicelib.capture import parse_sku
 from chalicelib.clock import Clock, Deadline
 from chalicelib.errors import BadRequest
 from chalicelib.feed_stream import FeedSyntaxError, feed_entries
 from chalicelib.platforms.base import CatalogEntry, Catalogue, CatalogUnavailable
+from chalicelib.tables.base import error_code
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.catalog import Product as CatalogProduct
 from chalicelib.tables.throttle import ThrottleTable
@@ -67,6 +73,11 @@ TIMEOUT_S = 10
 BUDGET_S = 45.0
 MARGIN_S = TIMEOUT_S + 5.0
 BATCH = 100  # products compared (one BatchGetItem) and written per step
+# A batch's changed products are written as concurrent UpdateItems, not one TransactWriteItems: each product's
+# write then stands or fails alone (a transaction cancels all 100 when one is refused, and one of a shopper's
+# taps on any of them, a transaction on the same item, is a conflict that cancels it or the tap), and costs
+# 1 write unit, not a transaction's 2. One boto3 resource per thread (chalicelib/aws.py), clients shared.
+WRITERS = 8
 CURSOR = "cursor#catalog-sync"
 CURSOR_TTL_S = 7 * 86_400
 MAX_NAME_LEN = 200
@@ -198,6 +209,7 @@ class SyncReport:
     discontinued: list[str] = field(default_factory=list)
     unchanged: int = 0
     skipped: list[Skipped] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # changed products whose write failed: the next run retries
     error: str | None = None
     resumed_at: int = 0  # the feed entry this run began applying at (0: a new pass)
     stopped_at: int | None = None  # out of time: the feed entry the next run carries on at
@@ -405,6 +417,7 @@ class CatalogSync:
     threshold_changed: Callable[[str], object]
     store: Catalogue | None = None  # the platform's own catalogue (PLATFORM shopify or woocommerce), read instead
     batch_size: int = BATCH
+    writers: int = WRITERS
 
     def run(self, *, remaining_ms: Callable[[], int] | None = None, deadline: Deadline | None = None) -> SyncReport:
         """One run; the report says what changed and what was skipped. Never raises for a bad feed.
@@ -413,7 +426,8 @@ class CatalogSync:
         (saved in bisn-throttle). Before each batch the run looks at `deadline` (by default the earlier of BUDGET_S
         and the Lambda's remaining time, `remaining_ms`, less MARGIN_S); out of time, it saves the place of the
         batch it did not start and stops. Every run reads the feed from its start, so the run that reaches the end
-        has seen every SKU the feed names: only then are products the feed no longer lists discontinued.
+        has seen every SKU the feed names: only then are products the feed no longer lists discontinued. A batch
+        with a refused write stops the run too, its place saved at the first refused product.
         """
         report = SyncReport()
         if self.reader is None and self.store is None:
@@ -422,6 +436,11 @@ class CatalogSync:
             return report
         if deadline is None:
             deadline = Deadline.for_run(BUDGET_S, remaining_ms=remaining_ms, margin_s=MARGIN_S)
+        # One pool for the run: its threads (and their boto3 resources) serve every batch.
+        with ThreadPoolExecutor(max_workers=self.writers, thread_name_prefix="catalog-write") as pool:
+            return self._run(report, deadline, pool)
+
+    def _run(self, report: SyncReport, deadline: Deadline, pool: ThreadPoolExecutor) -> SyncReport:
         now = self.clock.now()
         state = self.cursors.cursor(CURSOR) or {}
         start = int(state.get("next") or 0)
@@ -430,7 +449,7 @@ class CatalogSync:
         named: set[str] = set()
         seen: set[str] = set()
         usable = 0
-        batch: list[Product | StoreProduct] = []
+        batch: list[tuple[int, Product | StoreProduct]] = []  # (feed index, product)
         batch_at = start  # the feed index of the first entry of `batch`
         index = -1
         try:
@@ -454,16 +473,20 @@ class CatalogSync:
                     continue  # applied by an earlier run of this pass
                 if not batch:
                     batch_at = index
-                batch.append(parsed)
+                batch.append((index, parsed))
                 if len(batch) >= self.batch_size:
                     if deadline.passed():
                         return self._stop(report, batch_at, started_at, now)
-                    self._apply_batch(batch, now, report)
+                    refused_at = self._apply_batch(batch, now, report, pool)
+                    if refused_at is not None:
+                        return self._stop(report, refused_at, started_at, now)
                     batch = []
             if batch:
                 if deadline.passed():
                     return self._stop(report, batch_at, started_at, now)
-                self._apply_batch(batch, now, report)
+                refused_at = self._apply_batch(batch, now, report, pool)
+                if refused_at is not None:
+                    return self._stop(report, refused_at, started_at, now)
                 batch = []
         except FeedError as error:
             report.error = str(error)
@@ -511,15 +534,32 @@ class CatalogSync:
             except BadRequest as error:
                 yield _named_sku(raw), error
 
-    def _apply_batch(self, batch: Sequence[Product | StoreProduct], now: float, report: SyncReport) -> None:
-        """Compare one batch with what is stored (one read per 100) and write only the products that changed."""
-        existing = self.catalog.get_many([product.sku for product in batch])
-        self._upsert(batch, existing, now, report)
+    def _apply_batch(
+        self,
+        batch: Sequence[tuple[int, Product | StoreProduct]],
+        now: float,
+        report: SyncReport,
+        pool: ThreadPoolExecutor,
+    ) -> int | None:
+        """Compare one batch with what is stored (one read per 100) and write only the products that changed, all
+        at once; the feed index of the first product whose write was refused, or None when none was."""
+        existing = self.catalog.get_many([product.sku for _, product in batch])
+        refused = self._upsert(batch, existing, now, report, pool)
+        if not refused:
+            return None
+        first = refused[0]
+        report.error = (
+            f"{len(refused)} product write(s) refused, the first {first.sku} ({first.reason});"
+            " the next run carries on from it"
+        )
+        logger.error("catalogue sync: %s", report.error)
+        return first.position
 
     def _stop(self, report: SyncReport, resume_at: int, started_at: int, now: float) -> SyncReport:
         report.stopped_at = resume_at
         self._save(resume_at, started_at, now)
-        logger.info("catalogue sync out of time; the next run carries on at feed entry %d", resume_at)
+        if not report.refused:
+            logger.info("catalogue sync out of time; the next run carries on at feed entry %d", resume_at)
         self._log(report)
         return report
 
@@ -550,7 +590,12 @@ class CatalogSync:
         products, report.skipped, _ = parse_store_catalog(entries)
         now = self.clock.now()
         existing = {sku: item for sku in {p.sku for p in products} if (item := self.catalog.get(sku)) is not None}
-        self._upsert(products, existing, now, report)
+        with ThreadPoolExecutor(max_workers=self.writers, thread_name_prefix="catalog-write") as pool:
+            refused = self._upsert(list(enumerate(products)), existing, now, report, pool)
+        if refused:
+            # As before writes went together: the webhook is answered with the error, so the platform delivers it
+            # again (the writes that went through compare unchanged then).
+            raise refused[0].error
         for store_product in removed_ids:
             for sku in self.catalog.skus_of_store_product(store_product):
                 if self.catalog.discontinue(sku, now):
@@ -561,30 +606,87 @@ class CatalogSync:
 
     def _upsert(
         self,
-        products: Sequence[Product | StoreProduct],
+        products: Sequence[tuple[int, Product | StoreProduct]],
         existing: dict[str, CatalogProduct],
         now: float,
         report: SyncReport,
-    ) -> None:
-        for product in products:
-            settings = product.settings()
-            current = existing.get(product.sku)
-            if current is None:
-                self.catalog.sync_product(product.sku, settings, now=now, created=True, out_of_stock=True)
-                report.created.append(product.sku)
-                continue
-            discontinued = current.discontinued
-            stored = current.to_item()
-            changed = any(stored.get(key) != value for key, value in settings.items())
-            if not changed and not discontinued and current.synced_at is not None:
+        pool: ThreadPoolExecutor,
+    ) -> list[_Refused]:
+        """Write the changed products together; the refused ones, in order.
+
+        A product is reported created, updated or restored only once its write has succeeded, and restock
+        detection reconsiders it only then."""
+        writes: list[tuple[int, str, _Write, Future[None]]] = []
+        for position, product in products:
+            write = self._write_for(product, existing.get(product.sku))
+            if write is None:
                 report.unchanged += 1
                 continue
-            level = current.level
-            threshold = current.threshold if product.threshold is None else product.threshold
-            out_of_stock = level < threshold if level is not None else None
-            self.catalog.sync_product(product.sku, settings, now=now, created=False, out_of_stock=out_of_stock)
-            (report.restored if discontinued else report.updated).append(product.sku)
-            if out_of_stock is False and current.threshold > threshold:
-                # The level did not move, so no webhook will come: without this, units already on the shelf
-                # would never be offered to the people waiting (invariant 7).
-                self.threshold_changed(product.sku)
+            future = pool.submit(
+                self.catalog.sync_product,
+                product.sku,
+                write.settings,
+                now=now,
+                created=write.outcome == "created",
+                out_of_stock=write.out_of_stock,
+            )
+            writes.append((position, product.sku, write, future))
+        refused: list[_Refused] = []
+        for position, sku, write, future in writes:
+            try:
+                future.result()
+            except ClientError as error:
+                refused.append(_Refused(position, sku, error_code(error) or "ClientError", error))
+            except BotoCoreError as error:  # no answer at all (a connection or read timeout)
+                refused.append(_Refused(position, sku, type(error).__name__, error))
+            else:
+                getattr(report, write.outcome).append(sku)
+                if write.reconsider:
+                    # The level did not move, so no webhook will come: without this, units already on the shelf
+                    # would never be offered to the people waiting (invariant 7).
+                    self.threshold_changed(sku)
+        for one in refused:
+            report.refused.append(one.sku)
+            logger.error("catalogue sync: the write of %s was refused (%s)", one.sku, one.reason)
+        return refused
+
+    @staticmethod
+    def _write_for(product: Product | StoreProduct, current: CatalogProduct | None) -> _Write | None:
+        """What to write for one product compared with what is stored; None when nothing changed."""
+        settings = product.settings()
+        if current is None:
+            return _Write(settings, "created", out_of_stock=True, reconsider=False)
+        discontinued = current.discontinued
+        stored = current.to_item()
+        changed = any(stored.get(key) != value for key, value in settings.items())
+        if not changed and not discontinued and current.synced_at is not None:
+            return None
+        level = current.level
+        threshold = current.threshold if product.threshold is None else product.threshold
+        out_of_stock = level < threshold if level is not None else None
+        return _Write(
+            settings,
+            "restored" if discontinued else "updated",
+            out_of_stock=out_of_stock,
+            reconsider=out_of_stock is False and current.threshold > threshold,
+        )
+
+
+@dataclass(frozen=True)
+class _Write:
+    """One changed product's write: its settings, the report list it goes on, and the stock facts it carries."""
+
+    settings: dict[str, Any]
+    outcome: Literal["created", "updated", "restored"]
+    out_of_stock: bool | None  # a new product has no level yet, which counts as sold out
+    reconsider: bool  # a lowered threshold with stock already on hand: restock detection looks again
+
+
+@dataclass(frozen=True)
+class _Refused:
+    """A changed product whose write failed: where it is in the feed, and why."""
+
+    position: int
+    sku: str
+    reason: str  # the AWS error code, or the client's error name when no answer came
+    error: Exception

@@ -494,3 +494,102 @@ def test_the_scheduled_function_stops_before_the_lambda_timeout(
     report = sync.run(remaining_ms=lambda: int(MARGIN_S * 1000) - 1)
     assert (report.created, report.stopped_at) == ([], 0)
     assert sync.run().complete
+
+
+# --- A batch's changed products are written together; each write stands or fails alone.
+
+
+def refusing(services: Services, monkeypatch: pytest.MonkeyPatch, refused: set[str]) -> list[str]:
+    """Catalogue writes where the SKUs in `refused` are refused once each, as DynamoDB refuses an UpdateItem on an
+    item a transaction (a shopper's tap) is writing at that moment; the SKUs written, in any order."""
+    from botocore.exceptions import ClientError
+
+    written: list[str] = []
+    original = services.tables.catalog.sync_product
+
+    def maybe(sku: str, *args: Any, **kwargs: Any) -> None:
+        if sku in refused:
+            refused.discard(sku)
+            # botocore's dynamodb 2012-08-10 model lists TransactionConflictException among UpdateItem's errors.
+            raise ClientError(
+                {"Error": {"Code": "TransactionConflictException", "Message": "Transaction is ongoing for the item"}},
+                "UpdateItem",
+            )
+        written.append(sku)
+        original(sku, *args, **kwargs)
+
+    monkeypatch.setattr(services.tables.catalog, "sync_product", maybe)
+    return written
+
+
+def test_a_refused_write_keeps_the_rest_of_its_batch_and_the_next_run_starts_at_it(
+    services: Services, feed: Feed, sync: CatalogSync, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    skus = [f"WW-{i:03d}" for i in range(25)]
+    feed.write([product(sku) for sku in skus])
+    written = refusing(services, monkeypatch, {"WW-013"})
+    first = small(sync).run()
+    # The second batch (10 to 19) is written but for WW-013; the run stops after it, its place at WW-013.
+    assert first.created == skus[:13] + skus[14:20]
+    assert (first.refused, first.stopped_at, first.complete) == (["WW-013"], 13, False)
+    assert first.error is not None and "WW-013" in first.error and "TransactionConflictException" in first.error
+    assert services.tables.catalog.get("WW-013") is None
+    assert services.tables.catalog.get("WW-019") is not None
+    assert services.tables.catalog.get("WW-020") is None
+    second = small(sync).run()
+    assert (second.resumed_at, second.created, second.unchanged) == (13, ["WW-013", *skus[20:]], 6)
+    assert second.complete and second.error is None
+    assert sorted(written) == skus  # every product written once: none lost, none written twice
+
+
+def test_a_refused_update_is_not_reported_and_its_lowered_threshold_waits_for_the_next_run(
+    services: Services, feed: Feed, sync: CatalogSync, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    feed.write([product("WW-A"), product("WW-B")])
+    sync.run()
+    feed.write([product("WW-A", name="Oat throw"), product("WW-B", name="Rye throw")])
+    refusing(services, monkeypatch, {"WW-A"})
+    first = sync.run()
+    assert (first.updated, first.refused, first.stopped_at) == (["WW-B"], ["WW-A"], 0)
+    assert services.tables.catalog.get("WW-A").name == "Product WW-A"
+    second = sync.run()
+    assert (second.updated, second.unchanged, second.complete) == (["WW-A"], 1, True)
+    assert services.tables.catalog.get("WW-A").name == "Oat throw"
+
+
+def test_an_unchanged_feed_of_several_batches_writes_nothing(
+    services: Services, feed: Feed, sync: CatalogSync, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    feed.write([product(f"WW-{i:03d}") for i in range(25)])
+    small(sync).run()
+    written = counted_writes(services, monkeypatch)
+    report = small(sync).run()
+    assert written == []
+    assert (report.created, report.updated, report.restored, report.unchanged) == ([], [], [], 25)
+    assert report.complete and report.refused == []
+
+
+def test_time_running_out_while_a_batch_is_written_finishes_that_batch_and_the_next_run_goes_on_after_it(
+    services: Services, feed: Feed, sync: CatalogSync, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chalicelib.clock import Deadline
+
+    skus = [f"WW-{i:03d}" for i in range(25)]
+    feed.write([product(sku) for sku in skus])
+    now = [0.0]
+    deadline = Deadline(10.0, monotonic=lambda: now[0])
+    written = counted_writes(services, monkeypatch)
+    original = services.tables.catalog.sync_product
+
+    def late(sku: str, *args: Any, **kwargs: Any) -> None:
+        if sku == "WW-012":
+            now[0] = 60.0  # the deadline passes in the middle of the second batch's writes
+        original(sku, *args, **kwargs)
+
+    monkeypatch.setattr(services.tables.catalog, "sync_product", late)
+    first = small(sync).run(deadline=deadline)
+    assert (first.created, first.stopped_at, first.refused) == (skus[:20], 20, [])
+    assert services.tables.catalog.get("WW-020") is None
+    second = small(sync).run()
+    assert (second.resumed_at, second.created, second.complete) == (20, skus[20:], True)
+    assert sorted(written) == skus
