@@ -43,6 +43,11 @@ BUDGET_S = 20.0
 # ...and with this much of the Lambda's time left: the longest single step it may be in when it looks (a store
 # call's timeout, chalicelib/platforms/http.py) and the top-up of what it settled must still fit.
 MARGIN_S = 10.0
+# The by-demand ranking's refresh from the waiting shards: a pass at most every quarter hour (the catalogue's own
+# cadence), its place kept for a day in the throttle table.
+ROLL_UP_EVERY_S = 15 * 60
+ROLL_UP_CURSOR = "cursor#demand-rollup"
+ROLL_UP_CURSOR_KEEP_S = 24 * 3600
 # Rows settled before the deadline have their top-up sent even past it; taking them out of the index (a write
 # each) stops this long before the timeout, and what is left is cleared by the next run (its top-up sent again,
 # which the notifier takes as a no-op).
@@ -118,9 +123,16 @@ class SweepService:
             0,
         )
         owed: dict[tuple[str, str], _Owed] = {}
+        # The clock is read between rows, not pages: a page of rows each settled by its own transaction can take
+        # longer than the margin. A row left unsettled stays in the index for the next run; every run settles one
+        # at least, so a run that starts late still moves on.
+        settled = 0
         for page in self.tables.reservations.due_pages(at, page_size=self.page_size):
             for row in page:
+                if settled and deadline.passed():
+                    break
                 self._settle(row, at, summary, owed)
+                settled += 1
             if deadline.passed():
                 break
         # Always: the units these rows freed go on to the next people now (the rows are bounded by the pages read).
@@ -132,7 +144,7 @@ class SweepService:
         if not deadline.passed():
             summary["confirmations_requeued"] = self._requeue_confirmations(at, deadline)
         if not deadline.passed():
-            summary["demand_rolled_up"] = self._roll_up_demand(deadline)
+            summary["demand_rolled_up"] = self._roll_up_demand(at, deadline)
         if not deadline.passed():
             summary["unknown_sku_digests"] = int(self.unknown_skus.send_due(at))
         # Last: units and places first, so a slow or failing SNS call never holds them up.
@@ -261,16 +273,36 @@ class SweepService:
             removed += 1
         return removed
 
-    def _roll_up_demand(self, deadline: Deadline) -> int:
+    def _roll_up_demand(self, at: float, deadline: Deadline) -> int:
         """Refresh the waiting count the by-demand ranking sorts on, for each out-of-stock product, from its shards
-        (taps move only the shards: docs/SCALE.md). Costs WAITING_SHARDS read units per product listed, never a
-        shopper's; returns how many products were read."""
-        rolled = 0
-        for sku in self.tables.catalog.demand_skus():
+        (taps move only the shards: docs/SCALE.md). A pass starts at most every ROLL_UP_EVERY_S, in SKU order, and
+        one cut short by the deadline carries on next run from the last SKU done, so its cost is bounded per
+        quarter hour whatever the lists' lengths (WAITING_SHARDS eventually consistent reads a product), and never
+        a shopper's. Returns how many products were read this run."""
+        state = self.tables.throttle.cursor(ROLL_UP_CURSOR) or {}
+        after = state.get("after")
+        started = int(state.get("started") or 0)
+        if after is None:
+            if at - started < ROLL_UP_EVERY_S:
+                return 0
+            started = int(at)
+        rolled, done = 0, True
+        last = str(after) if after is not None else None
+        for sku in sorted(self.tables.catalog.demand_skus()):
+            if last is not None and sku <= last:
+                continue
             if deadline.passed():
+                done = False
                 break
             self.tables.catalog.roll_up_waiting(sku)
             rolled += 1
+            last = sku
+        # A finished pass keeps only when it started (the next starts ROLL_UP_EVERY_S after); an unfinished one
+        # also where it got to.
+        resume = None if done else last
+        self.tables.throttle.save_cursor(
+            ROLL_UP_CURSOR, {"started": started, "after": resume}, int(at) + ROLL_UP_CURSOR_KEEP_S
+        )
         return rolled
 
     def _requeue_confirmations(self, at: float, deadline: Deadline) -> int:

@@ -8,7 +8,7 @@ import math
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Self
 
@@ -286,19 +286,20 @@ class CatalogTable:
             for shard in range(WAITING_SHARDS)
         ]
 
-    def _shard_items(self, sku: str) -> list[dict[str, Any]]:
+    def _shard_items(self, sku: str, *, consistent: bool = True) -> list[dict[str, Any]]:
         """Every shard of a product, strongly consistent: one BatchGetItem of WAITING_SHARDS keys (N read units)."""
         keys: list[dict[str, Any]] = [{"sku": shard_key(sku, shard)} for shard in range(WAITING_SHARDS)]
-        return list(get_all(self.table, keys, consistent=True))
+        return list(get_all(self.table, keys, consistent=consistent))
 
-    def waiting(self, sku: str) -> int:
-        """People waiting for a product: the sum of its shards, exact (strongly consistent)."""
-        return sum(int(item.get("waiting_count") or 0) for item in self._shard_items(sku))
+    def waiting(self, sku: str, *, consistent: bool = True) -> int:
+        """People waiting for a product: the sum of its shards (exact when strongly consistent)."""
+        return sum(int(item.get("waiting_count") or 0) for item in self._shard_items(sku, consistent=consistent))
 
     def roll_up_waiting(self, sku: str) -> int:
         """Copy a product's summed shards onto the product item's `waiting_count`, the sort key of the by-demand
-        ranking (which lags the shards by up to one roll-up); returns the sum."""
-        total = self.waiting(sku)
+        ranking (which lags the shards by up to one roll-up, so half-price eventually consistent reads do); returns
+        the sum."""
+        total = self.waiting(sku, consistent=False)
         with contextlib.suppress(self.table.meta.client.exceptions.ConditionalCheckFailedException):
             self.table.update_item(
                 Key={"sku": sku},
@@ -653,7 +654,8 @@ class CatalogTable:
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def demand(self, *, limit: int = 20) -> list[Product]:
-        """Out-of-stock products with the most people waiting first, read from GSI by-demand (never a scan)."""
+        """Out-of-stock products with the most people waiting first, read from GSI by-demand (never a scan): which
+        products make the list follows the last roll-up, their counts are current."""
         from boto3.dynamodb.conditions import Key
 
         items: list[Product] = []
@@ -669,7 +671,10 @@ class CatalogTable:
             if "LastEvaluatedKey" not in page:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        return items[:limit]
+        # The index ranks by the figure the sweep rolls up every quarter hour; the products it lists are shown with
+        # their count now (their shards, eventually consistent: one BatchGetItem each), in that order.
+        counted = [replace(p, waiting_count=self.waiting(p.sku, consistent=False)) for p in items[:limit]]
+        return sorted(counted, key=lambda p: -p.waiting_count)
 
 
 def with_defaults(item: dict[str, Any]) -> dict[str, Any]:

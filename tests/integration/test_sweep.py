@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from chalicelib.sweep import MARGIN_S, STALE_LEAD_S, SweepService
+from chalicelib.sweep import MARGIN_S, ROLL_UP_EVERY_S, STALE_LEAD_S, SweepService
 from chalicelib.tables.requests import unique_sk
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
@@ -347,7 +347,7 @@ def test_a_stale_place_that_was_told_leaves_that_memory_behind(services: Service
     assert unique is not None and unique["told_restock"] == "rs_told", "joining again brings no second notice"
 
 
-def test_a_sweep_out_of_time_stops_after_the_page_it_is_on_and_the_next_run_carries_on(
+def test_a_sweep_out_of_time_stops_at_the_row_it_is_on_and_the_next_run_carries_on(
     services: Services, clock: FixedClock
 ) -> None:
     sc = scene(services, clock, units=6, people=6)
@@ -355,12 +355,13 @@ def test_a_sweep_out_of_time_stops_after_the_page_it_is_on_and_the_next_run_carr
         sc.offer(i)
     clock.advance(CHAIR["offer_window_s"])
     small_pages = replace(services.sweep, page_size=2)
-    # Its first look at the deadline (after the first page) finds time is up: the rest waits for the next run.
+    # One row is always settled; the first look at the deadline after it finds time is up, mid-page: the rest
+    # (the page's second row included) waits for the next run.
     summary = small_pages.run(deadline=deadline_after(0))
-    assert (summary["lapsed"], summary["topups"], summary["out_of_time"]) == (2, 1, 1)
+    assert (summary["lapsed"], summary["topups"], summary["out_of_time"]) == (1, 1, 1)
     assert summary["optouts_synced"] == summary["stale_requests"] == 0
     rest = small_pages.run()
-    assert (rest["lapsed"], rest["out_of_time"]) == (4, 0)
+    assert (rest["lapsed"], rest["out_of_time"]) == (5, 0)
     assert sc.counters() == (6, 6)
 
 
@@ -373,3 +374,24 @@ def test_the_scheduled_sweep_keeps_a_margin_before_the_lambda_timeout(services: 
     # Less of the Lambda's time left than the margin: one page is settled, nothing more is started.
     summary = small_pages.run(remaining_ms=lambda: int(MARGIN_S * 1000) - 1)
     assert (summary["lapsed"], summary["out_of_time"]) == (1, 1)
+
+
+def test_the_demand_roll_up_runs_a_pass_a_quarter_hour_and_resumes_where_the_deadline_cut_it(
+    services: Services, clock: FixedClock
+) -> None:
+    for sku in ("A-LAMP", "B-RUG", "C-VASE"):
+        services.tables.catalog.upsert(sku, {**CHAIR, "name": sku})
+        services.capture.capture("ip", {"sku": sku, "channel": "sms", "contact": "07400 123456"})
+    counts = lambda: {p.sku: p.waiting_count for p in services.tables.catalog.all()}  # noqa: E731
+    assert set(counts().values()) == {0}  # taps move only the shards
+    # The first pass is cut by the deadline after one product (the run's earlier parts look at it six times).
+    assert services.sweep.run(deadline=deadline_after(6))["demand_rolled_up"] == 1
+    first = sum(counts().values())
+    assert first == 1
+    # The next run carries on from the last product done, though the quarter hour has not passed.
+    assert services.sweep.run()["demand_rolled_up"] == 3 - first
+    assert counts() == {"A-LAMP": 1, "B-RUG": 1, "C-VASE": 1}
+    # Then nothing until a quarter hour after that pass began.
+    assert services.sweep.run()["demand_rolled_up"] == 0
+    clock.advance(ROLL_UP_EVERY_S)
+    assert services.sweep.run()["demand_rolled_up"] == 3
