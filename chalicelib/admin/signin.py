@@ -13,7 +13,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from chalicelib.admin.auth import TokenRefused, TokenVerifier
-from chalicelib.errors import BadRequest, DomainError, RateLimited
+from chalicelib.errors import BadRequest, DomainError, NotFound, RateLimited
 from chalicelib.tables.base import error_code
 
 # The challenges the dashboard's form can answer, and the ChallengeResponses key each answer goes in.
@@ -102,6 +102,9 @@ class SignIn:
         )
 
     def _call(self, operation: str, **kwargs: Any) -> SignedIn | Challenge:
+        if not self.client_id:
+            # A stage without the staff pool (ADMIN_USER_POOL_ID / ADMIN_CLIENT_ID unset) has no dashboard to sign in to.
+            raise NotFound("This stage has no dashboard: it has no staff user pool.", code="no_dashboard")
         try:
             answer = getattr(self.cognito, operation)(**kwargs)
         except ClientError as exc:

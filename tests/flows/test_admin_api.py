@@ -441,3 +441,13 @@ def test_opt_in_gives_a_link_only_the_persons_own_button_uses(
     assert api.http.post(path[:-3] + "abc", headers=form, body="").status_code == 400
     # One instant on the test clock: the facts' order within it is their keys' random suffix.
     assert sorted(f["action"] for f in staff_facts(admin_services)) == ["optin", "optout"]
+
+
+def test_a_stage_without_a_staff_pool_has_no_dashboard_to_sign_in_to(services: Services) -> None:
+    # The default stage sets no ADMIN_USER_POOL_ID / ADMIN_CLIENT_ID: sign-in is a clear 404, never a 5xx.
+    with app_client(services) as client:
+        body = json.dumps({"email": "owner@example.com", "password": PASSWORD})
+        answer = client.http.post("/admin/api/session", headers={"Content-Type": "application/json"}, body=body)
+        assert answer.status_code == 404
+        assert json.loads(answer.body)["error"] == "no_dashboard"
+        assert client.http.get("/admin/api/me").status_code == 401
