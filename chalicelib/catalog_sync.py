@@ -440,6 +440,25 @@ class CatalogSync:
         with ThreadPoolExecutor(max_workers=self.writers, thread_name_prefix="catalog-write") as pool:
             return self._run(report, deadline, pool)
 
+    def _flush(
+        self,
+        batch: list[tuple[int, Product | StoreProduct]],
+        batch_at: int,
+        deadline: Deadline,
+        report: SyncReport,
+        pool: ThreadPoolExecutor,
+        started_at: int,
+        now: float,
+    ) -> SyncReport | None:
+        """Write a batch's changed products, unless time is up; the run's report when it must stop here (out of
+        time, or a write refused: the saved place is then that product), else None."""
+        if deadline.passed():
+            return self._stop(report, batch_at, started_at, now)
+        refused_at = self._apply_batch(batch, now, report, pool)
+        if refused_at is not None:
+            return self._stop(report, refused_at, started_at, now)
+        return None
+
     def _run(self, report: SyncReport, deadline: Deadline, pool: ThreadPoolExecutor) -> SyncReport:
         now = self.clock.now()
         state = self.cursors.cursor(CURSOR) or {}
@@ -475,18 +494,14 @@ class CatalogSync:
                     batch_at = index
                 batch.append((index, parsed))
                 if len(batch) >= self.batch_size:
-                    if deadline.passed():
-                        return self._stop(report, batch_at, started_at, now)
-                    refused_at = self._apply_batch(batch, now, report, pool)
-                    if refused_at is not None:
-                        return self._stop(report, refused_at, started_at, now)
+                    stopped = self._flush(batch, batch_at, deadline, report, pool, started_at, now)
+                    if stopped is not None:
+                        return stopped
                     batch = []
             if batch:
-                if deadline.passed():
-                    return self._stop(report, batch_at, started_at, now)
-                refused_at = self._apply_batch(batch, now, report, pool)
-                if refused_at is not None:
-                    return self._stop(report, refused_at, started_at, now)
+                stopped = self._flush(batch, batch_at, deadline, report, pool, started_at, now)
+                if stopped is not None:
+                    return stopped
                 batch = []
         except FeedError as error:
             report.error = str(error)
