@@ -139,6 +139,7 @@ CALLS = {
     "query": "dynamodb:Query",
     "query_all": "dynamodb:Query",  # chalicelib/tables/base.py helpers
     "count_all": "dynamodb:Query",
+    "get_all": "dynamodb:BatchGetItem",
     "scan": "dynamodb:Scan",
     "batch_get_item": "dynamodb:BatchGetItem",
     "batch_write_item": "dynamodb:BatchWriteItem",

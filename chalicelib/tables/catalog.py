@@ -221,6 +221,10 @@ class CatalogTable:
                 )["Attributes"]
         if "waiting_shards" not in attributes:
             transact(self.table.meta.client, [*self._shard_writes(attributes), self._shards_made_item(sku)])
+        elif "discontinued" in settings:
+            # The shards carry the flag a tap is refused on: they follow the product's (nobody joins a list for a
+            # SKU we do not sell).
+            transact(self.table.meta.client, self._shard_writes(attributes))
         with self._lock:
             self._cache.pop(sku, None)
         return Product.from_item(attributes)
