@@ -61,8 +61,10 @@ def catalog(services: Services, stores: LocalStores | None) -> list[dict[str, An
 
 
 def products(services: Services) -> list[dict[str, Any]]:
-    """Every product in the catalogue, by SKU."""
-    return [product(item) for item in services.tables.catalog.all()]
+    """Every product in the catalogue, by SKU, with the count its waiting shards hold now (the product item's own
+    figure is the demand ranking's quarter-hourly roll-up)."""
+    catalog = services.tables.catalog
+    return [{**product(item), "waiting_count": catalog.waiting(item.sku)} for item in catalog.all()]
 
 
 def _offers(services: Services, sku: str) -> list[dict[str, Any]]:
