@@ -126,7 +126,7 @@ def notify_me() -> Response:
         return error_response(refused, cors)
     try:
         data = parse_body(_body(request), content_type, MAX_BODY_BYTES)
-        outcome = wiring.current().capture.capture(_source_ip(), data)
+        outcome = wiring.current().capture.capture(_source_ip(), data, request.headers.get("accept-language"))
     except DomainError as error:
         return error_response(error, cors)
     body = {"status": "received", "channel": outcome.channel, "confirm_email": outcome.confirm_email}

@@ -14,6 +14,7 @@ from chalicelib.config import Settings
 from chalicelib.confirm import MAX_CONFIRMATIONS, RESEND_AFTER_S, confirm_message
 from chalicelib.contacts import Contact, check_sms_number, contact_key, normalise_contact, sms_prefix
 from chalicelib.errors import BadRequest, Busy, Conflict, Discontinued, DomainError, RateLimited, UnknownSku
+from chalicelib.i18n import DEFAULT_LANGUAGE, negotiate
 from chalicelib.owed import OwedJobs
 from chalicelib.senders import EMAIL
 from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
@@ -38,6 +39,7 @@ class NotifyMe:
     sku: str
     contact: Contact
     name: str
+    lang: str = DEFAULT_LANGUAGE  # the shopper's language (chalicelib/i18n.py), for everything they are sent
 
 
 def places_key(e164: str, hash_key: str, now: float, window_days: int) -> tuple[str, int]:
@@ -104,7 +106,15 @@ def parse_sku(value: Any) -> str:
     return value
 
 
-def parse_notify_me(data: Any, default_region: str) -> NotifyMe:
+def parse_lang(value: Any, accept_language: str | None = None) -> str:
+    """The language a tap asks for: its `lang` (the page's, else the browser's), else the Accept-Language header's,
+    else English. A tag we do not serve is no error (a browser may send any); a non-string is."""
+    if value is not None and not isinstance(value, str):
+        raise BadRequest("lang must be a language tag such as en or de-AT.", code="invalid_field")
+    return negotiate(value, accept=accept_language)
+
+
+def parse_notify_me(data: Any, default_region: str, accept_language: str | None = None) -> NotifyMe:
     """Validate and normalise a Notify-me body (pure: no AWS)."""
     if not isinstance(data, Mapping):
         raise BadRequest("The body must be a JSON object.", code="invalid_body")
@@ -114,7 +124,8 @@ def parse_notify_me(data: Any, default_region: str) -> NotifyMe:
     name = _text(data, "name", required=False, max_len=MAX_NAME_LEN)
     if not all(c.isalpha() or c in NAME_PUNCTUATION for c in name):
         raise BadRequest("name may hold letters, spaces, apostrophes and hyphens only.", code="invalid_field")
-    return NotifyMe(sku=sku, contact=normalise_contact(channel, raw_contact, default_region), name=name)
+    lang = parse_lang(data.get("lang"), accept_language)
+    return NotifyMe(sku=sku, contact=normalise_contact(channel, raw_contact, default_region), name=name, lang=lang)
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -221,14 +232,14 @@ class CaptureService:
             )
         return Discontinued("This product is no longer sold, so there is no list to join.")
 
-    def capture(self, source: str, data: Any) -> CaptureOutcome:
+    def capture(self, source: str, data: Any, accept_language: str | None = None) -> CaptureOutcome:
         """Handle one tap end to end; raises a DomainError for anything the caller must fix.
 
         `source` is the caller's IP address. It is kept only as a keyed hash (in the rate limit's key and the
         audit), like a contact: enough to count taps from one address, nothing to read it back from.
         """
         source = contact_key(f"ip:{source}", self.hash_key)
-        tap = parse_notify_me(data, self.settings.default_phone_region)
+        tap = parse_notify_me(data, self.settings.default_phone_region, accept_language)
         if tap.contact.channel == "sms":
             # SMS pumping: only mobile numbers, only in the countries the shop sells to (README "Limits").
             check_sms_number(tap.contact.address, self.settings.sms_allowed_countries)
@@ -265,6 +276,7 @@ class CaptureService:
             "contact": tap.contact.address,
             "contact_key": key,
             "name": tap.name,
+            "lang": tap.lang,
             "ttl": ttl,
             "now": now,
             "unconfirmed": unconfirmed,

@@ -12,6 +12,7 @@ import pytest
 from chalice.test import Client
 from moto import mock_aws
 
+from chalicelib import i18n
 from chalicelib.aws import Aws
 from chalicelib.config import settings_from_env
 from chalicelib.wiring import Services
@@ -30,6 +31,8 @@ os.environ.pop("AWS_ENDPOINT_URL", None)
 os.environ["AWS_DEFAULT_REGION"] = REGION
 # The correctness suite runs on the emulator made faithful, never on the speed patches (devstack/moto_patches/).
 moto_patches.install(fidelity=True, speed=False)
+# A string the code shows a shopper must be in its domain's template, so it cannot go untranslated.
+i18n.set_strict(True)
 
 
 @pytest.fixture

@@ -60,6 +60,7 @@ class Request:
     ticket: int | None = None  # the SKU line's ticket this place took (chalicelib/line.py); None before tickets
     burnt_before: int = 0  # tickets of that line burnt before this one was handed out
     waiting_shard: int | None = None  # the catalogue shard this place is counted on (chalicelib/tables/catalog.py)
+    lang: str = "en"  # the language the shopper tapped in (chalicelib/i18n.py); places from before it are English
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Self:
@@ -72,6 +73,7 @@ class Request:
             contact_key=str(item.get("contact_key") or ""),
             state=RequestState(item["state"]),
             name=str(item.get("name") or ""),
+            lang=str(item.get("lang") or "en"),
             created_at=int_or_none(item.get("created_at")),
             updated_at=int_or_none(item.get("updated_at")),
             ttl=int_or_none(item.get("ttl")),
@@ -158,6 +160,7 @@ class RequestsTable:
         ticket: int | None = None,
         burnt_before: int = 0,
         waiting_shard: int | None = None,
+        lang: str = "en",
     ) -> tuple[TxItem, TxItem]:
         """Transaction items for a new place: (the uniqueness item, the request itself).
 
@@ -176,6 +179,7 @@ class RequestsTable:
             "contact": contact,
             "contact_key": contact_key,
             "name": name,
+            "lang": lang,
             "state": RequestState.WAITING,
             "created_at": int(now),
             "updated_at": int(now),

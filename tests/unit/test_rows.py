@@ -19,6 +19,7 @@ REQUEST: dict[str, Any] = {
     "contact": "+447400123456",
     "contact_key": "k1",
     "name": "Ada",
+    "lang": "de",
     "state": "offered",
     "created_at": 1772359200,
     "updated_at": 1772359200,
