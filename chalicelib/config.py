@@ -88,6 +88,13 @@ class Settings:
     admin_user_pool_id: str = ""
     admin_client_id: str = ""
     admin_jwks_url: str = ""
+    # The shop's look on every page, email and widget a shopper sees (docs/SHOPPER.md): its home page (the
+    # "back to the shop" link), its logo (an https image), its accent colour (#rrggbb), and the consent line the
+    # widget shows under its button ('' = the built-in line in the shopper's language).
+    shop_url: str = ""
+    shop_logo_url: str = ""
+    shop_accent: str = "#1f2937"
+    widget_consent: str = ""
 
     def table_name(self, short: str) -> str:
         """Full name of a table from infra/template.json, e.g. 'catalog' -> 'bisn-catalog'."""
@@ -181,6 +188,28 @@ def _countries(env: Mapping[str, str], default_region: str) -> tuple[str, ...]:
     if bad:
         raise ConfigError(f"SMS_ALLOWED_COUNTRIES must be two-letter country codes (e.g. GB,IE), got {bad!r}")
     return countries
+
+
+HEX_COLOUR = re.compile(r"#[0-9a-fA-F]{6}")
+
+
+def _public_url(env: Mapping[str, str], name: str) -> str:
+    """A URL shoppers' browsers and mail clients open: https://, or http:// to this machine (the local stack)."""
+    url = env.get(name, "").strip()
+    if not url:
+        return ""
+    parsed = urlparse(url)
+    local = parsed.scheme == "http" and parsed.hostname in ("127.0.0.1", "localhost", "::1")
+    if not parsed.netloc or not (parsed.scheme == "https" or local) or any(c in url for c in "\"'<> "):
+        raise ConfigError(f"{name} must be an https:// URL (http:// only to this machine), got {url!r}")
+    return url
+
+
+def _accent(env: Mapping[str, str]) -> str:
+    value = env.get("SHOP_ACCENT", "").strip() or "#1f2937"
+    if not HEX_COLOUR.fullmatch(value):
+        raise ConfigError(f"SHOP_ACCENT must be a colour written #rrggbb, got {value!r}")
+    return value.lower()
 
 
 def _catalog_url(env: Mapping[str, str]) -> str:
@@ -333,6 +362,10 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         email_double_opt_in=_bool(env, "EMAIL_DOUBLE_OPT_IN", True),
         email_confirm_days=_int(env, "EMAIL_CONFIRM_DAYS", 7, minimum=1),
         **_admin(env, region),
+        shop_url=_public_url(env, "SHOP_URL"),
+        shop_logo_url=_public_url(env, "SHOP_LOGO_URL"),
+        shop_accent=_accent(env),
+        widget_consent=" ".join(env.get("WIDGET_CONSENT", "").split())[:300],
         metrics_namespace=env.get("POWERTOOLS_METRICS_NAMESPACE", "").strip() or "BackInStock",
         metrics_enabled=env.get("POWERTOOLS_METRICS_DISABLED", "").strip().lower() not in ("1", "true", "yes"),
         service_name=env.get("POWERTOOLS_SERVICE_NAME", "").strip() or _required(env, "NAME_PREFIX"),
