@@ -90,6 +90,7 @@ class NewOffer:
     request_joined_ts: str
     contact_key: str
     channel: str
+    lang: str = "en"  # the place's language, kept on the offer for the pages its link opens
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -176,6 +177,7 @@ class UnitMoves:
                     request_joined_ts=new.request_joined_ts,
                     contact_key=new.contact_key,
                     channel=new.channel,
+                    lang=new.lang,
                     now=now,
                     offer_window_s=offer_window_s,
                 ),

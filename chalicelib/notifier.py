@@ -686,6 +686,7 @@ class Notifier:
                     request_joined_ts=candidate.request.joined_ts,
                     contact_key=candidate.request.contact_key,
                     channel=candidate.request.channel,
+                    lang=candidate.request.lang,
                 )
                 for candidate, token_id in zip(chosen, tokens, strict=True)
             ],

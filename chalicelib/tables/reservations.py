@@ -65,6 +65,7 @@ class Offer:
     store_state: StoreState | None = None  # only where the platform holds units on the store itself
     store_ref: str | None = None  # the store's own id of its hold (a draft order, a pending order)
     store_checkout_url: str | None = None  # the store's checkout for that hold
+    lang: str = "en"  # the shopper's language (chalicelib/i18n.py); rows from before it are English
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Self:
@@ -95,6 +96,7 @@ class Offer:
             store_state=StoreState(item["store_state"]) if item.get("store_state") else None,
             store_ref=str_or_none(item.get("store_ref")),
             store_checkout_url=str_or_none(item.get("store_checkout_url")),
+            lang=str(item.get("lang") or "en"),
         )
 
     def to_item(self) -> dict[str, Any]:
@@ -135,6 +137,7 @@ class ReservationsTable:
         channel: str,
         now: float,
         offer_window_s: int,
+        lang: str = "en",
     ) -> dict[str, Any]:
         """Transaction item: a new offer row, due for the sweep when the offer window ends."""
         expires = int(now) + int(offer_window_s)
@@ -149,6 +152,7 @@ class ReservationsTable:
                     "request_joined_ts": request_joined_ts,
                     "contact_key": contact_key,
                     "channel": channel,
+                    "lang": lang,
                     "state": OfferState.OFFERED,
                     "offered_at": int(now),
                     "offer_expires_at": expires,

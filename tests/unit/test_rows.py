@@ -37,6 +37,7 @@ OFFER: dict[str, Any] = {
     "request_joined_ts": REQUEST["joined_ts"],
     "contact_key": "k1",
     "channel": "sms",
+    "lang": "fr",
     "state": "converted",
     "offered_at": 1772359200,
     "offer_expires_at": 1772362800,
