@@ -189,7 +189,7 @@
       fieldError(contact, contactError, "");
       offerFix();
     });
-    contact.addEventListener("change", offerFix);
+    contact.addEventListener("input", offerFix);
     fix.addEventListener("click", function () {
       contact.value = fix.getAttribute("data-address");
       fix.hidden = true;
@@ -264,7 +264,7 @@
       var codeForm = el("form", { "class": "bisn-code", novalidate: "" });
       var codeLabel = el("label", { "for": id + "-code" }, T("code"));
       var code = el("input", { id: id + "-code", name: "code", type: "text", inputmode: "numeric", autocomplete: "one-time-code",
-        maxlength: "6", pattern: "[0-9]{6}", "aria-describedby": id + "-code-error" });
+        pattern: "[0-9 ]*", "aria-describedby": id + "-code-error" });
       var codeError = el("p", { "class": "bisn-error", id: id + "-code-error" });
       var send = el("button", { type: "submit" }, T("codeSend"));
       [el("p", { "class": "bisn-hint" }, T("optin")), codeLabel, code, codeError, send].forEach(function (n) { codeForm.appendChild(n); });
