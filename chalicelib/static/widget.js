@@ -147,7 +147,7 @@
     var nameError = el("p", { "class": "bisn-error", id: id + "-name-error" });
     var consent = el("p", { "class": "bisn-consent" }, C.consent || T("consent"));
     var button = el("button", { type: "submit" }, T("submit"));
-    [contactLabel, contact, hint, contactError, fix, nameLabel, name, nameError, consent, button].forEach(function (n) { fieldset.appendChild(n); });
+    [contactLabel, contact, hint, contactError, fix, nameLabel, name, nameError, button, consent].forEach(function (n) { fieldset.appendChild(n); });
     form.appendChild(fieldset);
     // The result: announced, and focused after a tap so a keyboard or screen reader user lands on it.
     var status = el("p", { "class": "bisn-status", role: "status", "aria-live": "polite", tabindex: "-1" });
