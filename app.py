@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
     from chalicelib.admin.auth import Staff
+    from chalicelib.nojs import FormAnswers
 
 # Every chalicelib logger writes JSON lines at the stage's POWERTOOLS_LOG_LEVEL (chalicelib/logs.py).
 logs.configure()
@@ -110,27 +111,47 @@ def _cors() -> Headers:
 
 @app.route("/notify-me", methods=["POST"], content_types=FORM_TYPES)
 def notify_me() -> Response:
-    """A shopper taps Notify me: join the SKU's waiting list."""
+    """A shopper taps Notify me: join the SKU's waiting list. A browser's no-JavaScript form gets a page back."""
     request = _request()
     cors = _cors()
     content_type = request.headers.get("content-type", "")
+    accept_language = request.headers.get("accept-language")
     settings = wiring.current().settings
     headers = dict(request.headers)
-    if not content_type.lower().startswith("application/json") and not simple_post_allowed(
-        headers, settings.cors_origins, settings.public_base_url
-    ):
-        refused = Forbidden(
-            "A form or text/plain post is taken only from the shop's own pages; send JSON from the widget.",
-            code="cross_site_form",
-        )
-        return error_response(refused, cors)
+    data: dict[str, Any] = {}
+    as_page = _wants_page(content_type, request.headers.get("accept"))
     try:
+        if not content_type.lower().startswith("application/json") and not simple_post_allowed(
+            headers, settings.cors_origins, settings.public_base_url
+        ):
+            raise Forbidden(
+                "A form or text/plain post is taken only from the shop's own pages; send JSON from the widget.",
+                code="cross_site_form",
+            )
         data = parse_body(_body(request), content_type, MAX_BODY_BYTES)
-        outcome = wiring.current().capture.capture(_source_ip(), data, request.headers.get("accept-language"))
+        outcome = wiring.current().capture.capture(_source_ip(), data, accept_language)
     except DomainError as error:
+        if as_page:
+            return _form_answers().refused(error, data, accept_language)
         return error_response(error, cors)
+    status = CAPTURE_STATUS[outcome.status]
+    if as_page:
+        return _form_answers().accepted(status, data, accept_language, outcome.confirm_email)
     body = {"status": "received", "channel": outcome.channel, "confirm_email": outcome.confirm_email}
-    return json_response(CAPTURE_STATUS[outcome.status], body, cors)
+    return json_response(status, body, cors)
+
+
+def _wants_page(content_type: str, accept: str | None) -> bool:
+    """A browser's no-JavaScript form post (form-encoded, asking for HTML) gets a page; other callers keep JSON."""
+    kind = content_type.split(";")[0].strip().lower()
+    return kind == "application/x-www-form-urlencoded" and "text/html" in (accept or "").lower()
+
+
+def _form_answers() -> FormAnswers:
+    from chalicelib.nojs import FormAnswers
+
+    services = wiring.current()
+    return FormAnswers(settings=services.settings, catalog=services.tables.catalog)
 
 
 @app.route("/notify-me", methods=["OPTIONS"])
@@ -143,7 +164,7 @@ def notify_me_preflight() -> Response:
 def widget() -> Response:
     """The embeddable Notify-me widget."""
     return Response(
-        body=widget_source(),
+        body=widget_source(wiring.current().settings),
         status_code=200,
         headers={"Content-Type": "application/javascript; charset=utf-8", "Cache-Control": "public, max-age=300"},
     )

@@ -19,6 +19,7 @@ from bench.imports import import_times
 from bench.prices import PRICES_AS_OF, REGION
 from bench.sms import sms_segments_per_notice
 from bench.topup import topup_after_restock
+from bench.widget import widget_size
 
 PACKAGE = ROOT / "build" / "deployment.zip"
 
@@ -55,6 +56,7 @@ def run() -> dict[str, Any]:
     topup = topup_after_restock()
     print("measuring: cold imports ...", file=sys.stderr)
     imports = import_times()
+    widget = widget_size()
     print("measuring: SMS segments of composed notices ...", file=sys.stderr)
     sms = sms_segments_per_notice()
     measured["sms_segments"] = sms["segments"]
@@ -109,6 +111,9 @@ def run() -> dict[str, Any]:
         "import_ms_boto3_bytecode": round(imports["boto3_bytecode"], 1),
         "import_ratio_bytecode": round(imports["app_bytecode"] / imports["boto3_bytecode"], 2),
         "package_zip_bytes": PACKAGE.stat().st_size if PACKAGE.exists() else None,
+        "widget_bytes": widget["raw"],
+        "widget_gzip9_bytes": widget["gzip9"],
+        "widget_gzip6_bytes": widget["gzip6"],
         **sms_fields(sms),
         **scheduled,
         "monthly_cost_usd": round(cost["total"], 2),
@@ -258,6 +263,12 @@ def table(r: dict[str, Any]) -> str:
             f"{package / 1e6:.2f} MB" if package else "no build/ (make package)",
             "<= 3 MB",
             "",
+        ),
+        (
+            "widget.js gzipped, level 9 / 6",
+            f"{r['widget_gzip9_bytes']:,} / {r['widget_gzip6_bytes']:,} bytes",
+            "< 10,240 bytes",
+            f"{r['widget_bytes']:,} bytes as served: styles and five languages' strings included",
         ),
         (
             "SMS segments per notice",

@@ -1,14 +1,117 @@
-"""The embeddable Notify-me widget, served as a static script."""
+"""The embeddable Notify-me widget: its script, with the shop's look and every language's strings written in.
+
+The script (static/widget.js) carries one placeholder object; the served script has in its place the shop's accent
+colour, its consent line, an example mobile number of the shop's default region and the widget's strings in every
+language we serve (chalicelib/locales/widget.pot), so the shopper's language needs no second request. It is built
+once per process for the settings it is asked with. Babel and phonenumbers are imported only when it is built, so
+loading the app stays cheap (tests/unit/test_cold_start.py).
+"""
 
 from __future__ import annotations
 
+import json
+import re
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from chalicelib.config import Settings
 
 WIDGET_PATH = Path(__file__).parent / "static" / "widget.js"
+PLACEHOLDER = re.compile(r"/\*bisn-config\*/\{[^\n]*\};")
+# Whole-line comments only: a `//` inside a string (a URL) is never on a line of its own.
+LINE_COMMENT = re.compile(r"^\s*//[^\n]*\n", re.MULTILINE)
+BLOCK_COMMENT = re.compile(r"^\s*/\*.*?\*/\s*\n", re.MULTILINE | re.DOTALL)
+# The script has no multi-line strings, so a line's indentation is only for its readers.
+INDENT = re.compile(r"^[ \t]+", re.MULTILINE)
+# Spaces around operators and punctuation, dropped before the strings are written in. No string literal in the
+# script holds one of these except two CSS selector lists, which mean the same without it
+# (tests/unit/test_widget.py runs the built script).
+SPACING = re.compile(r" ?(===|!==|\|\||&&|[=+?:<>{}]|>=|<=) (?=[^\n])|(?<=[,;)]) (?=[^\n])| (?=[}])")
+
+# What the widget shows, by the short key the script asks for; the English is the msgid (widget.pot).
+STRINGS: dict[str, str] = {
+    "open": "Notify me when available",
+    "legend": "Tell me when it is back in stock",
+    "how": "How should we tell you?",
+    "sms": "Text message",
+    "email": "Email",
+    "phone": "Mobile number",
+    "address": "Email address",
+    "phoneHint": "A mobile number: we cannot text landlines, toll-free or premium-rate numbers.",
+    "name": "Your name (optional)",
+    "consent": "We use your number or address only to tell you when it is back. You can stop at any time.",
+    "submit": "Notify me",
+    "sending": "Adding you to the list…",
+    "onList": "You're on the list — we'll text you when it's back.",
+    "onListEmail": "You're on the list — we'll email you when it's back.",
+    "confirm": "Check your inbox to confirm — we'll email you when it's back.",
+    "needPhone": "Please enter your mobile number.",
+    "needEmail": "Please enter your email address.",
+    "phoneFix": "Add your country code, for example {example}",
+    "mean": "Did you mean {address}?",
+    "badEmail": "Please check your email address, for example name@example.com.",
+    "mobileOnly": "We can only text mobile numbers. Please enter a mobile number, or choose email.",
+    "country": "We cannot text numbers in that country. Please choose email instead.",
+    "looksEmail": "That looks like an email address. Please choose Email.",
+    "looksPhone": "That looks like a phone number. Please choose Text message.",
+    "nameBad": "Please use only letters, spaces, apostrophes and hyphens in your name.",
+    "places": "This number has joined many waiting lists lately. Please try again later.",
+    "gone": "Sorry, alerts are not available for this product.",
+    "full": "The waiting list for this product is full for now. Please check back later.",
+    "tooMany": "Too many tries. Please wait a little and try again.",
+    "busy": "We are busy right now. Please try again in a moment.",
+    "failed": "Sorry, something went wrong. Please try again.",
+    "offline": "Sorry, we could not reach the shop. Please try again.",
+    "optin": "If you had stopped our texts before, we have just texted you a 6-digit code to turn them back on",
+    "code": "6-digit code",
+    "codeSend": "Turn texts back on",
+    "codeNeed": "Enter the 6 digits from our text.",
+    "codeWrong": "That code is not right. Please check our text and try again.",
+    "resubscribed": "You will get texts again, and you are on the list",
+}
 
 
-@lru_cache(maxsize=1)
-def widget_source() -> str:
-    """The widget's JavaScript, read once per Lambda instance."""
-    return WIDGET_PATH.read_text(encoding="utf-8")
+def phone_example(region: str) -> str:
+    """A mobile number of the region as a shopper would type it with its country code ('+44 7400 123456')."""
+    import phonenumbers
+
+    number = phonenumbers.example_number_for_type(region, phonenumbers.PhoneNumberType.MOBILE)
+    if number is None:
+        return "+44 7400 123456"
+    return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.INTERNATIONAL)
+
+
+def script_config(accent: str, consent: str, region: str) -> dict[str, object]:
+    """What the served script is told: the shop's look and words, and every language's strings by key."""
+    from chalicelib import i18n
+
+    strings = {
+        lang: {key: i18n.text("widget", lang)(msgid) for key, msgid in STRINGS.items()} for lang in i18n.LANGUAGES
+    }
+    return {"accent": accent, "consent": consent, "example": phone_example(region), "strings": strings}
+
+
+def build(accent: str, consent: str, region: str) -> str:
+    """The script as served: indentation and comments on lines of their own dropped, the configuration written in."""
+    source = WIDGET_PATH.read_text(encoding="utf-8")
+    source = INDENT.sub("", BLOCK_COMMENT.sub("", LINE_COMMENT.sub("", source)))
+    source = SPACING.sub(lambda m: m.group(1) or "", source)
+    config = json.dumps(script_config(accent, consent, region), ensure_ascii=False, separators=(",", ":"))
+    # U+2028/2029 end a line inside a JavaScript string in older engines; "</" could close an inline script.
+    config = config.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029").replace("</", "<\\/")
+    built, count = PLACEHOLDER.subn(lambda _: f"{config};", source, count=1)
+    if count != 1:
+        raise RuntimeError(f"{WIDGET_PATH} has no /*bisn-config*/ placeholder")
+    return built
+
+
+@lru_cache(maxsize=4)
+def _built(accent: str, consent: str, region: str) -> str:
+    return build(accent, consent, region)
+
+
+def widget_source(settings: Settings) -> str:
+    """The widget's JavaScript for this shop, built once per Lambda instance."""
+    return _built(settings.shop_accent, settings.widget_consent, settings.default_phone_region)

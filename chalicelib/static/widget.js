@@ -1,17 +1,70 @@
 /* Back-in-stock "Notify me" widget. Paste <div data-bisn-sku="SKU"></div> and this script on a product page, or
-   <div data-bisn-product> with a JSON map of variants to follow the page's variant picker (README: "Variants"). */
+   <div data-bisn-product> with a JSON map of variants to follow the page's variant picker (README: "Variants").
+   The server writes the shop's accent, consent line, phone example and every language's strings into C. */
 (function () {
   "use strict";
   if (window.bisn && window.bisn.mount) { return; }
+  var C = /*bisn-config*/{ "accent": "#1f2937", "consent": "", "example": "", "strings": { "en": {} } };
   var script = document.currentScript;
   var apiBase = (script && script.getAttribute("data-bisn-api")) ||
     (script && script.src ? script.src.replace(/\/widget\.js(\?.*)?$/, "") : "");
+  // Without a stylesheet the shop styles the widget's classes itself (README "Styling").
+  var unstyledScript = Boolean(script && script.hasAttribute("data-bisn-unstyled"));
   var counter = 0;
   var SELECTOR = "[data-bisn-sku], [data-bisn-product]";
   var PRODUCT_FORM = 'form.variations_form, form[action*="/cart/add"]';
   var POLL_MS = 300;
   var followers = [];
   var poll = null;
+  var NAME_OK = /^[\p{L}\p{M} '’-]*$/u;
+  // Mail domains shoppers mistype most; an address one or two letters away from one is offered the fix.
+  var DOMAINS = ["gmail.com", "googlemail.com", "hotmail.com", "hotmail.co.uk", "hotmail.fr", "hotmail.de", "outlook.com",
+    "live.com", "yahoo.com", "yahoo.co.uk", "yahoo.fr", "icloud.com", "me.com", "aol.com", "gmx.de", "gmx.net", "web.de",
+    "t-online.de", "orange.fr", "free.fr", "laposte.net", "wanadoo.fr", "ziggo.nl", "kpnmail.nl", "proton.me",
+    "protonmail.com", "btinternet.com", "sky.com"];
+  // Every selector sits under the widget's root (& below), so no rule reaches the page and its own
+  // class-qualified rules outrank a theme's bare element rules. Colours and radius come from custom properties.
+  var CSS = "&{--a:var(--bisn-accent," + C.accent + ");--r:var(--bisn-radius,8px);--t:var(--bisn-text,#1a1a1a);" +
+    "--b:var(--bisn-bg,#fff);font:inherit;color:var(--t);max-width:28rem;line-height:1.45}" +
+    "& *{box-sizing:border-box;font:inherit;color:inherit;letter-spacing:normal;text-transform:none}" +
+    "& .bisn-box{background:var(--b);border-radius:var(--r)}" +
+    "& .bisn-form{margin:0}& fieldset{border:1px solid #767676;border-radius:var(--r);margin:0;padding:.5rem .9rem .9rem;min-width:0}" +
+    "& legend{font-weight:600;padding:0 .3rem}& label{display:block;font-weight:600;margin:.6rem 0 .2rem}" +
+    "& .bisn-channels{display:flex;flex-wrap:wrap;gap:0 1rem;border:0;padding:0;margin:0}" +
+    "& .bisn-channels label{display:flex;align-items:center;gap:.5rem;min-height:44px;min-width:44px;margin:0;font-weight:400;cursor:pointer}" +
+    "& input[type=radio]{width:1.25rem;height:1.25rem;margin:0;accent-color:var(--a)}" +
+    "& input[type=tel],& input[type=email],& input[type=text]{display:block;width:100%;min-height:44px;padding:.5rem .7rem;" +
+    "border:1px solid #767676;border-radius:var(--r);background:#fff;color:#1a1a1a}" +
+    "& input[aria-invalid=true]{border-color:#b3261e;border-width:2px}" +
+    "& button{display:inline-flex;align-items:center;justify-content:center;min-height:44px;min-width:44px;margin:.8rem 0 0;" +
+    "padding:.55rem 1.1rem;border:2px solid var(--a);border-radius:var(--r);background:var(--a);color:#fff;font-weight:600;cursor:pointer}" +
+    "& .bisn-open{width:100%;margin:0}& button[disabled]{opacity:.6;cursor:wait}" +
+    "& .bisn-fix{background:transparent;color:var(--t);border-color:currentColor;margin:.3rem 0 0;font-weight:400}" +
+    "& :focus-visible{outline:3px solid var(--a);outline-offset:2px;box-shadow:0 0 0 5px #fff}" +
+    "& .bisn-hint,& .bisn-consent{font-size:.875em;margin:.3rem 0 0;color:var(--t)}" +
+    "& .bisn-error{color:#b3261e;font-weight:600;margin:.3rem 0 0}& .bisn-error:empty{display:none}" +
+    "& .bisn-status{margin:.6rem 0 0}& .bisn-status:empty{display:none}" +
+    "& .bisn-done{border-left:4px solid var(--a);padding:.4rem .7rem}& [hidden]{display:none!important}";
+  var styled = false;
+
+  function style() {
+    if (styled || unstyledScript) { return; }
+    styled = true;
+    var sheet = document.createElement("style");
+    sheet.setAttribute("data-bisn-style", "");
+    sheet.textContent = CSS.replace(/&/g, ".bisn:not([data-bisn-unstyled])");
+    (document.head || document.documentElement).appendChild(sheet);
+  }
+
+  // The page's language, else the browser's, among those the script carries; else English.
+  function language() {
+    var tags = [document.documentElement.lang, navigator.language].concat(navigator.languages || []);
+    for (var i = 0; i < tags.length; i++) {
+      var primary = String(tags[i] || "").toLowerCase().split(/[-_]/)[0];
+      if (primary && C.strings[primary]) { return primary; }
+    }
+    return "en";
+  }
 
   function el(tag, attrs, text) {
     var node = document.createElement(tag);
@@ -20,17 +73,58 @@
     return node;
   }
 
+  // Optimal string alignment distance, cut off above 2: enough to catch a swapped, missing or extra letter.
+  function distance(a, b) {
+    if (Math.abs(a.length - b.length) > 2) { return 3; }
+    var d = [];
+    for (var i = 0; i <= a.length; i++) { d[i] = [i]; }
+    for (var j = 0; j <= b.length; j++) { d[0][j] = j; }
+    for (i = 1; i <= a.length; i++) {
+      for (j = 1; j <= b.length; j++) {
+        var cost = a[i - 1] === b[j - 1] ? 0 : 1;
+        d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost);
+        if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) { d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1); }
+      }
+    }
+    return d[a.length][b.length];
+  }
+
+  // The address with its domain corrected, or "" when the domain is a known one or near none.
+  function suggestion(address) {
+    var at = address.lastIndexOf("@");
+    if (at < 1) { return ""; }
+    var domain = address.slice(at + 1).toLowerCase();
+    if (!domain || DOMAINS.indexOf(domain) >= 0) { return ""; }
+    var best = "", bestD = 3;
+    DOMAINS.forEach(function (known) {
+      var d = distance(domain, known);
+      if (d < bestD) { best = known; bestD = d; }
+    });
+    return best ? address.slice(0, at + 1) + best : "";
+  }
+
   function mount(root) {
     if (!root || root.nodeType !== 1 || !root.matches(SELECTOR) || root.getAttribute("data-bisn-ready")) { return false; }
     root.setAttribute("data-bisn-ready", "1");
+    root.classList.add("bisn");
+    style();
+    var lang = language();
+    var S = C.strings[lang] || C.strings.en;
+    var T = function (key, fields) {
+      return String(S[key] || C.strings.en[key] || "").replace(/\{(\w+)\}/g, function (m, f) { return fields && f in fields ? fields[f] : m; });
+    };
     var id = "bisn-" + (++counter);
     var sku = root.hasAttribute("data-bisn-product") ? "" : root.getAttribute("data-bisn-sku");
-    var form = el("form", { "class": "bisn-form", novalidate: "" });
+    var box = el("div", { "class": "bisn-box", lang: lang });
+    var opener = el("button", { type: "button", "class": "bisn-open", "aria-expanded": "false", "aria-controls": id + "-form" }, T("open"));
+    var form = el("form", { "class": "bisn-form", id: id + "-form", method: "post", action: apiBase + "/notify-me", novalidate: "" });
+    form.hidden = true;
     var fieldset = el("fieldset");
-    fieldset.appendChild(el("legend", {}, "Tell me when it is back in stock"));
+    fieldset.appendChild(el("legend", {}, T("legend")));
 
-    var channels = el("div", { "class": "bisn-channels", role: "radiogroup", "aria-label": "How should we tell you?" });
-    [["sms", "Text message"], ["email", "Email"]].forEach(function (pair, i) {
+    var channels = el("fieldset", { "class": "bisn-channels" });
+    channels.appendChild(el("legend", { "class": "bisn-hint" }, T("how")));
+    [["sms", T("sms")], ["email", T("email")]].forEach(function (pair, i) {
       var rid = id + "-" + pair[0];
       var radio = el("input", { type: "radio", name: "channel", value: pair[0], id: rid });
       if (i === 0) { radio.checked = true; }
@@ -40,65 +134,165 @@
     });
     fieldset.appendChild(channels);
 
-    var contactLabel = el("label", { "for": id + "-contact" }, "Mobile number");
+    var contactLabel = el("label", { "for": id + "-contact" }, T("phone"));
     var contact = el("input", { id: id + "-contact", name: "contact", type: "tel", autocomplete: "tel", required: "", maxlength: "254" });
     // Text messages go to mobile numbers only (landlines, toll-free, premium-rate and satellite numbers are refused).
-    var hintText = "A mobile number: we cannot text landlines, toll-free or premium-rate numbers.";
-    var hint = el("p", { "class": "bisn-hint", id: id + "-hint" }, hintText);
-    contact.setAttribute("aria-describedby", id + "-hint");
-    var nameLabel = el("label", { "for": id + "-name" }, "Your name (optional)");
-    var name = el("input", { id: id + "-name", name: "name", type: "text", autocomplete: "given-name", maxlength: "40" });
-    var button = el("button", { type: "submit" }, "Notify me");
-    var status = el("p", { "class": "bisn-status", role: "status", "aria-live": "polite" });
-    [contactLabel, contact, hint, nameLabel, name, button].forEach(function (n) { fieldset.appendChild(n); });
+    var hint = el("p", { "class": "bisn-hint", id: id + "-hint" }, T("phoneHint"));
+    var contactError = el("p", { "class": "bisn-error", id: id + "-error" });
+    var fix = el("button", { type: "button", "class": "bisn-fix" });
+    fix.hidden = true;
+    contact.setAttribute("aria-describedby", id + "-hint " + id + "-error");
+    var nameLabel = el("label", { "for": id + "-name" }, T("name"));
+    var name = el("input", { id: id + "-name", name: "name", type: "text", autocomplete: "given-name", maxlength: "40", "aria-describedby": id + "-name-error" });
+    var nameError = el("p", { "class": "bisn-error", id: id + "-name-error" });
+    var consent = el("p", { "class": "bisn-consent" }, C.consent || T("consent"));
+    var button = el("button", { type: "submit" }, T("submit"));
+    [contactLabel, contact, hint, contactError, fix, nameLabel, name, nameError, button, consent].forEach(function (n) { fieldset.appendChild(n); });
     form.appendChild(fieldset);
-    form.appendChild(status);
-    root.appendChild(form);
+    // The result: announced, and focused after a tap so a keyboard or screen reader user lands on it.
+    var status = el("p", { "class": "bisn-status", role: "status", "aria-live": "polite", tabindex: "-1" });
+    var optin = el("div", { "class": "bisn-optin" });
+    optin.hidden = true;
+    box.appendChild(opener);
+    box.appendChild(form);
+    box.appendChild(status);
+    box.appendChild(optin);
+    root.appendChild(box);
+
+    function channelNow() { return form.querySelector("input[name=channel]:checked").value; }
+
+    function fieldError(input, errorNode, message) {
+      errorNode.textContent = message || "";
+      if (message) { input.setAttribute("aria-invalid", "true"); } else { input.removeAttribute("aria-invalid"); }
+    }
+
+    function offerFix() {
+      var better = channelNow() === "email" ? suggestion(contact.value.trim()) : "";
+      fix.hidden = !better;
+      fix.textContent = better ? T("mean", { address: better }) : "";
+      fix.setAttribute("data-address", better);
+    }
+
+    opener.addEventListener("click", function () {
+      opener.hidden = true;
+      opener.setAttribute("aria-expanded", "true");
+      form.hidden = false;
+      form.querySelector("input[name=channel]:checked").focus();
+    });
 
     channels.addEventListener("change", function () {
-      var email = form.querySelector("input[name=channel]:checked").value === "email";
-      contactLabel.textContent = email ? "Email address" : "Mobile number";
+      var email = channelNow() === "email";
+      contactLabel.textContent = email ? T("address") : T("phone");
       hint.hidden = email;
       contact.type = email ? "email" : "tel";
       contact.autocomplete = email ? "email" : "tel";
+      fieldError(contact, contactError, "");
+      offerFix();
     });
+    contact.addEventListener("input", offerFix);
+    fix.addEventListener("click", function () {
+      contact.value = fix.getAttribute("data-address");
+      fix.hidden = true;
+      fieldError(contact, contactError, "");
+      contact.focus();
+    });
+
+    // What an error code from the server means to the shopper, and which field it belongs to.
+    function explain(code, channel) {
+      var sms = channel === "sms";
+      var byCode = {
+        invalid_phone: ["phoneFix", contact], invalid_email: ["badEmail", contact], sms_number_type: ["mobileOnly", contact],
+        sms_country_not_allowed: ["country", contact], contact_channel_mismatch: [sms ? "looksEmail" : "looksPhone", contact],
+        missing_field: [sms ? "needPhone" : "needEmail", contact], too_many_places: ["places", contact],
+        invalid_field: [NAME_OK.test(name.value) ? "failed" : "nameBad", NAME_OK.test(name.value) ? null : name],
+        unknown_sku: ["gone"], discontinued: ["gone"], waiting_list_full: ["full"], busy: ["busy"],
+        rate_limited: ["tooMany"], number_rate_limited: ["tooMany"], prefix_rate_limited: ["tooMany"]
+      };
+      return byCode[code] || ["failed"];
+    }
+
+    function refuse(code, channel) {
+      var why = explain(code, channel);
+      var message = T(why[0], { example: C.example });
+      if (why[1]) {
+        fieldError(why[1], why[1] === name ? nameError : contactError, message);
+        why[1].focus();
+      } else {
+        status.textContent = message;
+        status.focus();
+      }
+    }
 
     form.addEventListener("submit", function (event) {
       event.preventDefault();
-      var channel = form.querySelector("input[name=channel]:checked").value;
-      if (!contact.value.trim()) {
-        status.textContent = channel === "email" ? "Please enter your email address." : "Please enter your mobile number.";
-        contact.focus();
-        return;
-      }
+      var channel = channelNow();
+      fieldError(contact, contactError, "");
+      fieldError(name, nameError, "");
+      status.textContent = "";
+      if (!contact.value.trim()) { refuse("missing_field", channel); return; }
+      if (!NAME_OK.test(name.value)) { refuse("invalid_field", channel); return; }
       button.disabled = true;
-      status.textContent = "Adding you to the list…";
-      fetch(apiBase + "/notify-me", {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ sku: sku, channel: channel, contact: contact.value, name: name.value })
-      }).then(function (response) {
-        return response.json().catch(function () { return {}; }).then(function (body) {
-          return { status: response.status, body: body };
-        });
-      }).then(function (result) {
-        var body = result.body || {};
-        root.setAttribute("data-bisn-result", body.status || body.error || String(result.status));
+      status.textContent = T("sending");
+      var body = { sku: sku, channel: channel, contact: contact.value, name: name.value, lang: lang };
+      post("/notify-me", body).then(function (result) {
+        var answer = result.body;
+        root.setAttribute("data-bisn-result", answer.status || answer.error || String(result.status));
         status.textContent = "";
         if (result.status === 202) {
           // The same answer for a new place, a repeat tap and an opted-out contact: say what happens next.
-          status.textContent = body.confirm_email
-            ? "Check your inbox to confirm — we'll email you when it's back."
-            : "You're on the list — we'll text you when it's back.";
+          form.hidden = true;
+          status.className = "bisn-status bisn-done";
+          status.textContent = channel === "email" ? T(answer.confirm_email ? "confirm" : "onListEmail") : T("onList");
+          status.focus();
+          if (channel === "sms") { offerOptIn(body); }
         } else {
-          status.textContent = body.message || "Sorry, something went wrong. Please try again.";
+          refuse(answer.error, channel);
         }
-      }).catch(function () {
-        status.textContent = "Sorry, we could not reach the shop. Please try again.";
+      }, function () {
+        status.textContent = T("offline");
+        status.focus();
       }).then(function () {
         button.disabled = false;
       });
     });
+
+    // After any accepted SMS tap (the answer is the same for everyone): a number that had texted STOP was just sent a
+    // code; typing it here turns texts back on.
+    function offerOptIn(tap) {
+      optin.textContent = "";
+      optin.hidden = false;
+      var codeForm = el("form", { "class": "bisn-code", novalidate: "" });
+      var codeLabel = el("label", { "for": id + "-code" }, T("code"));
+      var code = el("input", { id: id + "-code", name: "code", type: "text", inputmode: "numeric", autocomplete: "one-time-code",
+        pattern: "[0-9 ]*", "aria-describedby": id + "-code-error" });
+      var codeError = el("p", { "class": "bisn-error", id: id + "-code-error" });
+      var send = el("button", { type: "submit" }, T("codeSend"));
+      [el("p", { "class": "bisn-hint" }, T("optin")), codeLabel, code, codeError, send].forEach(function (n) { codeForm.appendChild(n); });
+      optin.appendChild(codeForm);
+      codeForm.addEventListener("submit", function (event) {
+        event.preventDefault();
+        fieldError(code, codeError, "");
+        var digits = code.value.replace(/\s+/g, "");
+        if (!/^[0-9]{6}$/.test(digits)) { fieldError(code, codeError, T("codeNeed")); code.focus(); return; }
+        send.disabled = true;
+        post("/notify-me/code", { sku: tap.sku, channel: "sms", contact: tap.contact, code: digits, lang: lang }).then(function (result) {
+          if (result.status === 200 && result.body.status === "resubscribed") {
+            root.setAttribute("data-bisn-result", "resubscribed");
+            optin.hidden = true;
+            status.textContent = T("resubscribed");
+            status.focus();
+          } else if (result.body.error === "wrong_code") {
+            fieldError(code, codeError, T("codeWrong"));
+            code.focus();
+          } else {
+            fieldError(code, codeError, T(result.status === 429 ? "tooMany" : "failed"));
+            code.focus();
+          }
+        }, function () {
+          fieldError(code, codeError, T("offline"));
+        }).then(function () { send.disabled = false; });
+      });
+    }
 
     if (root.hasAttribute("data-bisn-product")) {
       follow({
@@ -110,16 +304,32 @@
         show: function (entry) {
           sku = entry && entry.sku ? String(entry.sku) : "";
           var open = Boolean(sku) && entry.available !== true;
-          form.hidden = !open;
-          form.style.display = open ? "" : "none";
+          box.hidden = !open;
+          box.style.display = open ? "" : "none";
           root.setAttribute("data-bisn-state", !sku ? "none" : open ? "sold-out" : "in-stock");
           if (sku) { root.setAttribute("data-bisn-current-sku", sku); } else { root.removeAttribute("data-bisn-current-sku"); }
+          // A new SKU: the form comes back (keeping what was typed) and the last answer goes.
+          form.hidden = !opener.hidden;
           status.textContent = "";
+          status.className = "bisn-status";
+          optin.hidden = true;
           root.removeAttribute("data-bisn-result");
         }
       });
     }
     return true;
+  }
+
+  function post(path, body) {
+    return fetch(apiBase + path, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body)
+    }).then(function (response) {
+      return response.json().catch(function () { return {}; }).then(function (answer) {
+        return { status: response.status, body: answer || {} };
+      });
+    });
   }
 
   /* Variants. A widget with data-bisn-product follows a product form: the one its data-bisn-form selector names, or

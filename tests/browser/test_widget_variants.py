@@ -1,4 +1,4 @@
-"""The real chalicelib/static/widget.js on imitation shop pages, in headless Chromium.
+"""The widget as the API serves it (chalicelib/widget.py) on imitation shop pages, in headless Chromium.
 
 Every page is served from a made-up origin (http://shop.test) by Playwright's request routing, so no server runs:
 a Shopify-style product page (a variant picker, the URL's ?variant= and the widget's JSON map), a WooCommerce
@@ -16,12 +16,15 @@ from typing import Any
 
 import pytest
 
-from tests.support import ROOT
+from chalicelib.config import settings_from_env
+from chalicelib.widget import widget_source
+from infra.stages import stage_env
+from tests.support import REGION
 
 pytestmark = pytest.mark.browser
 
 SHOP = "http://shop.test"
-WIDGET_JS = ROOT / "chalicelib" / "static" / "widget.js"
+WIDGET_JS = widget_source(settings_from_env({**stage_env("local"), "AWS_DEFAULT_REGION": REGION}))
 JQUERY_JS = Path("/usr/share/javascript/jquery/jquery.min.js")
 WAIT_MS = 5_000
 
@@ -157,7 +160,7 @@ class Shop:
             body = {"status": "received", "channel": channel, "confirm_email": channel == "email"}
             route.fulfill(status=202, content_type="application/json", body=json.dumps(body))
         elif path == "/widget.js":
-            route.fulfill(content_type="application/javascript", body=WIDGET_JS.read_text(encoding="utf-8"))
+            route.fulfill(content_type="application/javascript", body=WIDGET_JS)
         elif path == "/jquery.js" and JQUERY_JS.exists():
             route.fulfill(content_type="application/javascript", body=JQUERY_JS.read_text(encoding="utf-8"))
         elif path in PAGES:
@@ -191,13 +194,21 @@ def open_page(page: Any, path: str) -> Any:
     return page.locator(".bisn")
 
 
+def open_form(widget: Any) -> None:
+    """Tap the collapsed "Notify me when available" button, if the form is not open yet."""
+    opener = widget.locator(".bisn-open")
+    if opener.is_visible():
+        opener.click()
+
+
 def tap(page: Any, widget: Any, shop: Shop, contact: str = "+447400123456") -> dict[str, Any]:
     """Fill the contact if empty, tap Notify me and return the JSON body the widget posted."""
     before = len(shop.posted)
+    open_form(widget)
     field = widget.locator("input[name=contact]")
     if not field.input_value():
         field.fill(contact)
-    widget.get_by_role("button", name="Notify me").click()
+    widget.get_by_role("button", name="Notify me", exact=True).click()
     widget.locator(".bisn-status", has_text="we'll").wait_for()
     assert len(shop.posted) == before + 1
     return shop.posted[-1]
@@ -210,7 +221,7 @@ def wait_for_state(widget: Any, state: str, sku: str | None = None) -> None:
 
 def test_the_shopify_select_picker_decides_the_sku_and_whether_the_form_shows(page: Any, shop: Shop) -> None:
     widget = open_page(page, "/shopify-select")
-    form = widget.locator("form.bisn-form")
+    form = widget.locator(".bisn-box")
     # Medium, the form's own choice, is in stock: nothing to ask for.
     wait_for_state(widget, "in-stock", "WW-THROW-OAT-M")
     assert not form.is_visible()
@@ -219,6 +230,7 @@ def test_the_shopify_select_picker_decides_the_sku_and_whether_the_form_shows(pa
     wait_for_state(widget, "sold-out", "WW-THROW-OAT-S")
     assert form.is_visible()
     assert "variant=4411" in page.url
+    open_form(widget)
     widget.locator("input[name=contact]").fill("ada@example.com")
 
     # Switching to another sold-out size keeps what the shopper typed and posts the new SKU.
@@ -230,6 +242,7 @@ def test_the_shopify_select_picker_decides_the_sku_and_whether_the_form_shows(pa
         "channel": "sms",
         "contact": "ada@example.com",
         "name": "",
+        "lang": "en",
     }
     assert widget.get_attribute("data-bisn-result") == "received"
 
@@ -265,7 +278,7 @@ def test_without_a_product_form_the_urls_variant_parameter_is_followed(page: Any
     # The buttons only call history.replaceState: no event reaches the widget, which notices within its poll.
     page.get_by_role("button", name="Medium").click()
     wait_for_state(widget, "in-stock", "WW-THROW-OAT-M")
-    assert not widget.locator("form.bisn-form").is_visible()
+    assert not widget.locator(".bisn-box").is_visible()
     page.get_by_role("button", name="Large").click()
     wait_for_state(widget, "sold-out", "WW-THROW-OAT-L")
     assert tap(page, widget, shop)["sku"] == "WW-THROW-OAT-L"
@@ -277,7 +290,7 @@ def test_an_unknown_or_missing_variant_shows_nothing(page: Any) -> None:
     widget = page.locator(".bisn")
     wait_for_state(widget, "none")
     assert widget.get_attribute("data-bisn-current-sku") is None
-    assert not widget.locator("form.bisn-form").is_visible()
+    assert not widget.locator(".bisn-box").is_visible()
     page.goto(f"{SHOP}/shopify-url?variant=9999")
     wait_for_state(widget, "none")
     assert page.errors == []
@@ -287,7 +300,7 @@ def test_woocommerce_found_variation_and_reset_data_drive_the_widget(page: Any, 
     if not JQUERY_JS.exists():
         pytest.skip(f"{JQUERY_JS} is missing: `make test-browser` installs Debian's libjs-jquery")
     widget = open_page(page, "/woocommerce")
-    form = widget.locator("form.bisn-form")
+    form = widget.locator(".bisn-box")
     # No size chosen yet: nothing is shown.
     wait_for_state(widget, "none")
     assert not form.is_visible()
@@ -295,7 +308,8 @@ def test_woocommerce_found_variation_and_reset_data_drive_the_widget(page: Any, 
     page.select_option("#pa_size", "Small")
     wait_for_state(widget, "sold-out", "WW-THROW-OAT-S")
     assert form.is_visible()
-    widget.get_by_label("Email").check()
+    open_form(widget)
+    widget.get_by_label("Email", exact=True).check()
     widget.locator("input[name=contact]").fill("grace@example.com")
 
     page.select_option("#pa_size", "Medium")
@@ -309,6 +323,7 @@ def test_woocommerce_found_variation_and_reset_data_drive_the_widget(page: Any, 
         "channel": "email",
         "contact": "grace@example.com",
         "name": "",
+        "lang": "en",
     }
 
     page.select_option("#pa_size", "")
@@ -388,14 +403,16 @@ def test_widgets_added_after_load_mount_by_themselves(page: Any, shop: Shop) -> 
 
 def test_a_plain_page_with_a_fixed_sku_works_as_before(page: Any, shop: Shop) -> None:
     widget = open_page(page, "/plain")
-    assert widget.locator("form.bisn-form").is_visible()
+    assert widget.locator(".bisn-box").is_visible()
     assert widget.get_attribute("data-bisn-state") is None
+    open_form(widget)
     widget.locator("input[name=name]").fill("Ada")
     assert tap(page, widget, shop) == {
         "sku": "WW-BOARD-WALNUT",
         "channel": "sms",
         "contact": "+447400123456",
         "name": "Ada",
+        "lang": "en",
     }
     said = widget.locator(".bisn-status").inner_text()
     assert said == "You're on the list — we'll text you when it's back."

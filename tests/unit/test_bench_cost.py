@@ -86,6 +86,9 @@ def test_the_table_names_every_target() -> None:
         "import_ms_boto3_bytecode": 120,
         "import_ratio_bytecode": 1.25,
         "package_zip_bytes": None,
+        "widget_bytes": 28_127,
+        "widget_gzip9_bytes": 9_826,
+        "widget_gzip6_bytes": 9_832,
         "sms_segments_per_notice": 3,
         "sms_two_way": False,
         "sms_characters": [417, 423],
@@ -129,6 +132,7 @@ def test_the_table_names_every_target() -> None:
     assert re.search(r"SMS segments per notice +\S+ +<= 2 ", text)  # the product's target: 2 segments
     assert row["catalog_sync_10k_s"] == 40.0 and row["catalog_sync_10k_runs"] == 2
     assert "no build/ (make package)" in text
+    assert re.search(r"widget\.js gzipped, level 9 / 6 +9,826 / 9,832 bytes +< 10,240 bytes", text)
     json.dumps(row)
 
 

@@ -1,0 +1,129 @@
+"""The page a Notify-me form posted without JavaScript answers with, in the shopper's language.
+
+A browser with scripts off posts the embed snippet's plain form and shows whatever comes back, so it gets a page
+that says what happened and links back to the product: the catalogue's product URL for the SKU, else the shop's
+own URL. The link never comes from the request, so no post can turn the API into a redirector. An accepted tap
+reads the same whether the place is new, kept or refused for an opt-out (chalicelib/capture.py, CaptureOutcome).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import urlparse
+
+from chalice import Response
+
+from chalicelib.capture import NAME_PUNCTUATION, SKU_PATTERN, parse_lang
+from chalicelib.config import Settings
+from chalicelib.errors import BadRequest, DomainError
+from chalicelib.i18n import text
+from chalicelib.pages import page
+from chalicelib.tables.catalog import Product
+from chalicelib.widget import STRINGS, phone_example
+
+# A refusal's code, as capture raises it, to what the widget says about it (chalicelib/widget.py STRINGS keys).
+# Codes whose words depend on the channel chosen are settled in `_refusal_key`.
+REFUSAL_KEYS = {
+    "invalid_phone": "phoneFix",
+    "invalid_email": "badEmail",
+    "sms_number_type": "mobileOnly",
+    "sms_country_not_allowed": "country",
+    "too_many_places": "places",
+    "unknown_sku": "gone",
+    "discontinued": "gone",
+    "invalid_sku": "gone",
+    "waiting_list_full": "full",
+    "rate_limited": "tooMany",
+    "number_rate_limited": "tooMany",
+    "prefix_rate_limited": "tooMany",
+    "busy": "busy",
+}
+THANKS = "Thank you"
+REFUSED = "We could not add you to the list"
+BACK_TO_PRODUCT = "Back to the product"
+BACK_TO_SHOP = "Back to the shop"
+OWN_PAGE = "Please sign up from the shop's own product page."
+
+
+class ProductLookup(Protocol):
+    def get_cached(self, sku: str) -> Product | None: ...
+
+
+def _web_url(url: str | None) -> str:
+    """The URL if it is an absolute http(s) one (what a link back may be), else ''."""
+    parsed = urlparse((url or "").strip())
+    return url.strip() if url and parsed.scheme in ("http", "https") and parsed.netloc else ""
+
+
+def _refusal_key(error: DomainError, form: Mapping[str, Any]) -> str:
+    sms = str(form.get("channel", "")).strip().lower() != "email"
+    if error.code == "contact_channel_mismatch":
+        return "looksEmail" if sms else "looksPhone"
+    if error.code == "missing_field" and not str(form.get("contact", "")).strip():
+        return "needPhone" if sms else "needEmail"
+    name = form.get("name")
+    named = isinstance(name, str) and bool(name.strip())
+    if error.code == "invalid_field" and named and not all(c.isalpha() or c in NAME_PUNCTUATION for c in str(name)):
+        return "nameBad"
+    return REFUSAL_KEYS.get(error.code, "failed")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FormAnswers:
+    """The pages a no-JavaScript tap is answered with."""
+
+    settings: Settings
+    catalog: ProductLookup
+
+    def _back(self, form: Mapping[str, Any], lang: str) -> str:
+        """A link back to the SKU's product page, else to the shop; none when the shop has no URL configured."""
+        t = text("widget", lang)
+        sku = form.get("sku")
+        product = self.catalog.get_cached(sku) if isinstance(sku, str) and SKU_PATTERN.match(sku) else None
+        url = _web_url(product.product_url if product else None)
+        label = t(BACK_TO_PRODUCT) if url else t(BACK_TO_SHOP)
+        url = url or _web_url(self.settings.shop_url)
+        return f'<p><a href="{html.escape(url)}">{html.escape(label)}</a></p>' if url else ""
+
+    def accepted(
+        self, status: int, form: Mapping[str, Any], accept_language: str | None, confirm_email: bool
+    ) -> Response:
+        """The same page for a new place, a kept one and an opted-out contact: what happens next."""
+        lang = _lang(form, accept_language)
+        t = text("widget", lang)
+        email = str(form.get("channel", "")).strip().lower() == "email"
+        said = STRINGS["confirm" if confirm_email else "onListEmail"] if email else STRINGS["onList"]
+        return _in(lang, page(status, t(THANKS), t(said), self.settings.shop_name, self._back(form, lang)))
+
+    def refused(self, error: DomainError, form: Mapping[str, Any], accept_language: str | None) -> Response:
+        """A refusal in words the shopper can act on, with the refusal's own status code."""
+        lang = _lang(form, accept_language)
+        t = text("widget", lang)
+        if error.code == "cross_site_form":
+            said = t(OWN_PAGE)
+        else:
+            said = t(STRINGS[_refusal_key(error, form)], example=phone_example(self.settings.default_phone_region))
+        response = page(error.status, t(REFUSED), said, self.settings.shop_name, self._back(form, lang))
+        retry = getattr(error, "retry_after_s", None)
+        if retry is not None:
+            response.headers["Retry-After"] = str(retry)
+        return _in(lang, response)
+
+
+def _lang(form: Mapping[str, Any], accept_language: str | None) -> str:
+    try:
+        return parse_lang(form.get("lang"), accept_language)
+    except BadRequest:
+        return parse_lang(None, accept_language)
+
+
+def _in(lang: str, response: Response) -> Response:
+    """The page marked as written in the shopper's language (the page frame writes English)."""
+    body = response.body
+    if isinstance(body, str) and lang != "en":
+        response.body = body.replace('<html lang="en">', f'<html lang="{lang}">', 1)
+    response.headers["Content-Language"] = lang
+    return response
