@@ -8,6 +8,7 @@ Screenshots go to artifacts/screenshots/; the stack's output to artifacts/devsta
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -57,9 +58,11 @@ def test_on_each_platform_a_hold_comes_out_of_the_store_and_the_order_is_paid_th
     store_counts_on_card(page, stack, sku, 1, 0)
 
     # 4. Her SMS arrives; its reserve link holds the unit on the store, whose checkout hands over to the console's.
+    # The outbox page filters to this product from its first render, so only this round's SMS is shown.
     page.goto(f"{stack.console}/outbox?sku={sku}")
-    sms = page.locator('li[data-channel="sms"]', has_text="+447400123456")
+    sms = page.locator(f'li[data-channel="sms"][data-sku="{sku}"]', has_text="+447400123456")
     sms.wait_for()
+    assert page.locator(f'#messages > li:not([data-sku="{sku}"])').count() == 0
 
     def nothing_held() -> None:
         counts = get_json(f"{stack.console}/api/store/{sku}")
@@ -89,4 +92,63 @@ def test_switching_back_to_generic_leaves_no_store_to_ask(page: Any, stack: Runn
     assert page.locator("[data-store-sku]").count() == 0
     page.goto(stack.console + "/controls")
     assert "Standard Webhooks" in page.inner_text("#restock-hint")
+    assert page.errors == []
+
+
+# SMS notices as the console's /api/outbox gives them (devstack/views.py `messages`, fields from
+# devstack/outbox.py `Sent.to_json`): the earlier round's for the throw, then this round's for the board.
+NOTICES = [
+    {
+        "id": f"sms-{n}",
+        "channel": "sms",
+        "to": "+447400123456",
+        "subject": None,
+        "body": f"Back in stock. Reserve one: http://127.0.0.1:9/r/link{n}",
+        "sent_at": 1_790_000_000 + n,
+        "links": {"reserve": f"http://127.0.0.1:9/r/link{n}"},
+        "sku": sku,
+        "reservation": {"id": f"link{n}", "state": "offered"},
+    }
+    for n, sku in enumerate(("WW-THROW-OAT", "WW-BOARD-WALNUT"))
+]
+
+
+def test_the_outbox_filters_to_the_product_in_its_address_before_that_product_has_a_message(
+    page: Any, stack: RunningStack
+) -> None:
+    # The outbox holds only the earlier round's SMS, and the product list answers only after the outbox has been
+    # drawn, as on a busy machine: the page still shows nothing of another product.
+    sent = NOTICES[:1]
+    held: list[Any] = []
+    page.route("**/api/products", lambda route: held.append(route))
+    page.route(
+        "**/api/outbox",
+        lambda route: route.fulfill(content_type="application/json", body=json.dumps({"messages": sent})),
+    )
+    page.goto(f"{stack.console}/outbox?sku=WW-BOARD-WALNUT")
+    page.locator("#outbox-summary", has_text="0 of 1 message(s) shown").wait_for()
+    assert page.locator("#messages > li").count() == 0
+    assert page.input_value("#filter-sku") == "WW-BOARD-WALNUT"
+
+    # Once the product list answers, the option carries the product's name and the filter stays.
+    assert len(held) == 1  # asked before the outbox, so already handed to the handler
+    held[0].continue_()
+    page.locator("#filter-sku option[value='WW-BOARD-WALNUT']", has_text="(WW-BOARD-WALNUT)").wait_for(state="attached")
+    assert page.input_value("#filter-sku") == "WW-BOARD-WALNUT"
+
+    # This round's SMS arrives: it alone is shown.
+    sent.append(NOTICES[1])
+    page.locator("#outbox-summary", has_text="1 of 2 message(s) shown").wait_for()
+    assert page.locator("#messages > li").evaluate_all("items => items.map(li => li.dataset.sku)") == [
+        "WW-BOARD-WALNUT"
+    ]
+
+    # Choosing all products sticks: the next polls do not put the address's product back.
+    page.select_option("#filter-sku", "")
+    page.locator("#outbox-summary", has_text="2 of 2 message(s) shown").wait_for()
+    for _ in range(2):  # the page asks again only once the previous answer is drawn
+        with page.expect_request("**/api/outbox", timeout=30_000):
+            pass
+    assert page.input_value("#filter-sku") == ""
+    assert page.locator("#messages > li").count() == 2
     assert page.errors == []

@@ -14,6 +14,12 @@
 
   var params = new URLSearchParams(window.location.search);
   if (params.get("contact")) { contactFilter.value = params.get("contact"); }
+  // The product asked for in the address filters from the first render: its option is added now, not when the
+  // product list answers, which may be after the first outbox poll (a select cannot hold a value it has no option for).
+  if (params.get("sku")) {
+    skuFilter.appendChild(C.el("option", { value: params.get("sku"), text: params.get("sku") }));
+    skuFilter.value = params.get("sku");
+  }
 
   function normal(text) { return String(text || "").toLowerCase().replace(/[\s()-]/g, ""); }
 
@@ -118,17 +124,20 @@
       shown.length + " of " + messages.length + " message(s) shown.";
   }
 
+  function skuLabel(sku) { return products[sku] ? products[sku] + " (" + sku + ")" : sku; }
+
   function addSkuOptions() {
     var present = {};
-    Array.prototype.forEach.call(skuFilter.options, function (o) { present[o.value] = true; });
+    Array.prototype.forEach.call(skuFilter.options, function (o) {
+      present[o.value] = true;
+      // An option added before its product's name was known is named once it is.
+      if (o.value) { o.textContent = skuLabel(o.value); }
+    });
     var skus = Object.keys(products);
     messages.forEach(function (m) { if (m.sku && skus.indexOf(m.sku) < 0) { skus.push(m.sku); } });
     skus.sort().forEach(function (sku) {
-      if (!present[sku]) {
-        skuFilter.appendChild(C.el("option", { value: sku, text: (products[sku] || sku) + " (" + sku + ")" }));
-      }
+      if (!present[sku]) { skuFilter.appendChild(C.el("option", { value: sku, text: skuLabel(sku) })); }
     });
-    if (params.get("sku") && !skuFilter.value) { skuFilter.value = params.get("sku"); }
   }
 
   function load() {
