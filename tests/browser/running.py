@@ -96,10 +96,16 @@ class RunningStack:
         finally:
             self.close()
 
-    def close(self) -> None:
+    def close(self, timeout_s: float = 60) -> None:
+        """Stop the stack as its runner expects (SIGTERM): the API runs in a session of its own, which a kill of
+        this process group would leave running. A stack that does not stop in time is killed."""
         if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=10)
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=10)
         self._log.close()
 
 
