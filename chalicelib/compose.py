@@ -224,7 +224,7 @@ def button(href: str, label: str, accent: str) -> str:
     that a client may drop). `href` and `label` are HTML-escaped already."""
     fg = on_colour(accent)
     return (
-        '<table role="presentation" cellpadding="0" cellspacing="0" border="0" style="margin:8px 0 4px">'
+        '<table role="presentation" cellpadding="0" cellspacing="0" border="0" style="margin:8px 0 16px">'
         f'<tr><td align="center" bgcolor="{accent}" style="background:{accent};border-radius:6px">'
         f'<a href="{href}" style="display:inline-block;padding:12px 22px;font-family:Arial,Helvetica,sans-serif;'
         f'font-size:16px;font-weight:bold;line-height:20px;color:{fg};text-decoration:none;border-radius:6px">'
@@ -250,7 +250,7 @@ def email_body_html(text: str, lang: str, accent: str = DEFAULT_ACCENT) -> tuple
             drawn = True
             continue
         escaped = html.escape(para).replace("\n", "<br>")
-        anchor = f'<a href="{LINK}" style="color:{link_colour(accent)}">{html.escape(t("this link"))}</a>'
+        anchor = f'<a class="lnk" href="{LINK}" style="color:{link_colour(accent)}">{html.escape(t("this link"))}</a>'
         parts.append(f'<p class="fg" style="{P_STYLE}">' + escaped.replace(LINK, anchor) + "</p>")
     return "\n".join(parts), drawn
 
@@ -259,7 +259,7 @@ def email_body_html(text: str, lang: str, accent: str = DEFAULT_ACCENT) -> tuple
 DARK = (
     "<style>:root{color-scheme:light dark;supported-color-schemes:light dark}"
     "@media (prefers-color-scheme:dark){.bg{background:#0b0f14!important}.card{background:#111827!important}"
-    ".fg{color:#f3f4f6!important}.muted{color:#9ca3af!important}}</style>"
+    ".fg{color:#f3f4f6!important}.muted{color:#9ca3af!important}.lnk{color:#e5e7eb!important}}</style>"
 )
 
 
@@ -312,7 +312,7 @@ def _product_card(facts: Facts, t: i18n.Text) -> str:
             f'height="{IMAGE_SIZE}" style="display:block;width:{IMAGE_SIZE}px;height:{IMAGE_SIZE}px;'
             'object-fit:cover;border:0;border-radius:6px">'
         )
-        image = f'<a href="{href}">{image}</a>' if href else image
+        image = f'<a href="{href}" style="text-decoration:none">{image}</a>' if href else image
         cells.append(f'<td width="{IMAGE_SIZE}" valign="top" style="padding:0 16px 0 0">{image}</td>')
     facts_html = [
         '<p class="fg" style="margin:0 0 4px;font-family:Arial,Helvetica,sans-serif;font-size:18px;'
@@ -323,9 +323,9 @@ def _product_card(facts: Facts, t: i18n.Text) -> str:
     if href:
         label = html.escape(t("View the product"))
         facts_html.append(
-            f'<p style="{SMALL}"><a href="{href}" style="color:{link_colour(_accent(facts))}">{label}</a></p>'
+            f'<p style="{SMALL}"><a class="lnk" href="{href}" style="color:{link_colour(_accent(facts))}">{label}</a></p>'
         )
-    cells.append(f'<td valign="top">{"".join(facts_html)}</td>')
+    cells.append(f'<td valign="top" style="padding:0">{"".join(facts_html)}</td>')
     return (
         '<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" '
         f'style="margin:0 0 20px"><tr>{"".join(cells)}</tr></table>'
@@ -371,12 +371,12 @@ def compose_email(
         body += "\n" + button(LINK, html.escape(hold), accent)
     shop = escaped["shop"]
     if facts.brand.shop_url:
-        shop = f'<a href="{html.escape(facts.brand.shop_url, quote=True)}" style="color:#4b5563">{shop}</a>'
+        shop = f'<a class="lnk" href="{html.escape(facts.brand.shop_url, quote=True)}" style="color:#4b5563">{shop}</a>'
     footer = (
         '<hr style="border:0;border-top:1px solid #e5e7eb;margin:24px 0 16px">'
         f'<p class="muted" style="{SMALL}">{html.escape(why)}</p>'
-        f'<p class="muted" style="{SMALL}"><a href="{safe["m"]}" style="color:#4b5563">{html.escape(manage)}</a>'
-        f' &middot; <a href="{safe["u"]}" style="color:#4b5563">{html.escape(unsubscribe)}</a></p>'
+        f'<p class="muted" style="{SMALL}"><a class="lnk" href="{safe["m"]}" style="color:#4b5563">{html.escape(manage)}</a>'
+        f' &middot; <a class="lnk" href="{safe["u"]}" style="color:#4b5563">{html.escape(unsubscribe)}</a></p>'
         f'<p class="muted" style="{SMALL}">{shop}</p>'
     )
     rows = [
