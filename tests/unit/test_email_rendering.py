@@ -50,9 +50,9 @@ class Parsed(HTMLParser):
             self.open.append(tag)
 
     def handle_endtag(self, tag: str) -> None:
-        if tag in ("table", "tr", "td", "a", "p"):
-            if not self.open or self.open.pop() != tag:
-                self.unbalanced.append(tag)
+        closes = tag in ("table", "tr", "td", "a", "p")
+        if closes and (not self.open or self.open.pop() != tag):
+            self.unbalanced.append(tag)
 
     def handle_data(self, data: str) -> None:
         self.text.append(data)
