@@ -265,7 +265,8 @@ def table(r: dict[str, Any]) -> str:
             f"{r['sms_segments_per_notice']:g}",
             "<= 2",
             f"{'/'.join(r['sms_encodings'])}, {r['sms_characters'][0]}-{r['sms_characters'][1]} characters "
-            f"with {r['sms_link_base']} links; two-way {'on' if r['sms_two_way'] else 'off'}",
+            f"with {r['sms_link_base']} links, in {'/'.join(r['sms_segments_by_lang'])}; "
+            f"two-way {'on' if r['sms_two_way'] else 'off'}",
         ),
         (
             "catalogue sync, 10,000 new products",

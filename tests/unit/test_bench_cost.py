@@ -87,6 +87,7 @@ def test_the_table_names_every_target() -> None:
         "import_ratio_bytecode": 1.25,
         "package_zip_bytes": None,
         "sms_segments_per_notice": 3,
+        "sms_segments_by_lang": {"en": 3, "de": 3},
         "sms_two_way": False,
         "sms_characters": [417, 423],
         "sms_encodings": ["GSM-7"],
