@@ -18,6 +18,10 @@ Switching channel on the manage page needs proof of the new contact: a six-digit
 the only function that may send), entered on the page. The pending switch lives a short while in the throttle
 table under `switch#<contact key>`; the code itself is never stored, only derived from a random nonce with a key
 drawn from TOKEN_KEY for this purpose alone.
+
+Every one of these messages is written in the shopper's language from the `messages` catalogues: the
+confirmation email in its place's (`Request.lang`), a code in the language its pending switch keeps (`lang`),
+else English.
 """
 
 from __future__ import annotations
