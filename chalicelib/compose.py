@@ -68,7 +68,7 @@ class Copy:
     source: str
 
     def to_item(self) -> dict[str, str]:
-        """The map cached on the restock item."""
+        """This language's map in the restock item's cached copy."""
         return asdict(self)
 
     @classmethod
