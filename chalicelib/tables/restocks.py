@@ -289,8 +289,9 @@ class RestocksTable:
             self.table.update_item(
                 Key={"sku": sku, "restock_ts": restock_ts},
                 UpdateExpression="SET #copy = :copy",
-                # One text per restock and language, written once: every notice in a language says the same, and the model is asked once
-                # (a redelivery or top-up reads it back). attribute_exists keeps a stray job from creating a restock.
+                # One text per restock and language, written once: every notice in a language says the same, and
+                # the model is asked once (a redelivery or top-up reads it back). attribute_exists keeps a stray job
+                # from creating a restock.
                 ConditionExpression="attribute_exists(restock_id) AND attribute_not_exists(#copy)",
                 ExpressionAttributeNames={"#copy": "copy"},
                 ExpressionAttributeValues={":copy": copy},
