@@ -146,6 +146,7 @@ def sms_fields(sms: dict[str, Any]) -> dict[str, Any]:
     used = [x for x in sms["samples"] if x["two_way"] == sms["two_way"]]
     return {
         "sms_segments_per_notice": sms["segments"],
+        "sms_segments_by_lang": sms["by_lang"],
         "sms_two_way": sms["two_way"],
         "sms_characters": [min(x["characters"] for x in used), max(x["characters"] for x in used)],
         "sms_encodings": sorted({x["encoding"] for x in used}),
@@ -275,7 +276,8 @@ def table(r: dict[str, Any]) -> str:
             f"{r['sms_segments_per_notice']:g}",
             "<= 2",
             f"{'/'.join(r['sms_encodings'])}, {r['sms_characters'][0]}-{r['sms_characters'][1]} characters "
-            f"with {r['sms_link_base']} links; two-way {'on' if r['sms_two_way'] else 'off'}",
+            f"with {r['sms_link_base']} links, in {'/'.join(r['sms_segments_by_lang'])}; "
+            f"two-way {'on' if r['sms_two_way'] else 'off'}",
         ),
         (
             "catalogue sync, 10,000 new products",

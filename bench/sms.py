@@ -5,8 +5,9 @@ Each notice is composed as the notifier composes it (chalicelib/notifier.py: the
 chalicelib/link_ids.py), for the demo catalogue's longest product name and a
 typical one (the median length), with links as long as a deployed stage's at their longest (an API Gateway
 stage's default endpoint, which a stage without a custom domain uses as `PUBLIC_BASE_URL`, and real id lengths), the copy from both sources the notifier may use: the template, and
-the local stage's stand-in for the model. A segment is billed whatever it holds, so the month's SMS cost
-(bench/cost.py) is priced per segment from the largest count, with the stage's opt-out line (`SMS_TWO_WAY`).
+the local stage's stand-in for the model, in every language shoppers are served in (each folded to GSM-7 as sent).
+A segment is billed whatever it holds, so the month's SMS cost (bench/cost.py) is priced per segment from the
+largest count over all languages, with the stage's opt-out line (`SMS_TWO_WAY`).
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.stack import bench_env
-from chalicelib.compose import compose_sms, facts_for
+from chalicelib.compose import compose_sms
 from chalicelib.config import Settings, settings_from_env
 from chalicelib.copywriter import Copywriter
+from chalicelib.i18n import DEFAULT_LANGUAGE, LANGUAGES
 from chalicelib.link_ids import new_link_id
 from chalicelib.links import Links
 from chalicelib.metrics import Metrics
@@ -52,14 +54,15 @@ def measured_settings(**overrides: str) -> Settings:
     return settings_from_env(bench_env("local", PUBLIC_BASE_URL=base_url, **overrides))
 
 
-def composed_sms(settings: Settings, product: Product, *, model: bool) -> str:
-    """One recipient's SMS for a restock of `product`, composed as the notifier composes it."""
+def composed_sms(settings: Settings, product: Product, *, model: bool, lang: str = DEFAULT_LANGUAGE) -> str:
+    """One recipient's SMS for a restock of `product`, in their language, composed as the notifier composes it."""
     links = Links(settings.public_base_url, Tokens(secrets.token_urlsafe(48)))
     writer = Copywriter(
         settings=settings, restocks=RestocksTable(None), links=links, bedrock=FakeBedrock() if model else None
     )
-    facts = facts_for(product, settings.shop_name)
-    copy = writer.write(facts, Metrics("Bench", "bench", enabled=False))
+    every = writer.facts(product)
+    facts = every[lang]
+    copy = writer.write(every, Metrics("Bench", "bench", enabled=False))[lang]
     # The notifier's own ids: an offer row's random link id, and the person's manage id (another one).
     reserve = links.reserve(new_link_id())
     manage = links.manage_short(new_link_id())
@@ -78,17 +81,19 @@ def sample(text: str) -> dict[str, Any]:
 
 
 def sms_segments_per_notice(settings: Settings | None = None) -> dict[str, Any]:
-    """Segments per SMS notice: the largest count over the demo's longest and typical names and both copy
-    sources, with the stage's opt-out line; the samples behind it, with and without two-way."""
+    """Segments per SMS notice: the largest count over the demo's longest and typical names, both copy sources and
+    every language, with the stage's opt-out line; the largest per language, and the samples behind it, with and
+    without two-way."""
     settings = settings or measured_settings()
     samples = []
     for two_way in (False, True):
         variant = replace(settings, sms_two_way=two_way)
         for name, product in demo_products().items():
-            for model in (False, True):
-                text = composed_sms(variant, product, model=model)
+            for model, lang in ((m, lang) for m in (False, True) for lang in LANGUAGES):
+                text = composed_sms(variant, product, model=model, lang=lang)
                 samples.append(
                     {
+                        "lang": lang,
                         "product": name,
                         "name_chars": len(product.name),
                         "copy": "model" if model else "template",
@@ -99,6 +104,7 @@ def sms_segments_per_notice(settings: Settings | None = None) -> dict[str, Any]:
     used = [s for s in samples if s["two_way"] == settings.sms_two_way]
     return {
         "segments": max(s["segments"] for s in used),
+        "by_lang": {lang: max(s["segments"] for s in used if s["lang"] == lang) for lang in LANGUAGES},
         "two_way": settings.sms_two_way,
         "link_base": settings.public_base_url,
         "samples": samples,

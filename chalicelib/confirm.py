@@ -18,6 +18,10 @@ Switching channel on the manage page needs proof of the new contact: a six-digit
 the only function that may send), entered on the page. The pending switch lives a short while in the throttle
 table under `switch#<contact key>`; the code itself is never stored, only derived from a random nonce with a key
 drawn from TOKEN_KEY for this purpose alone.
+
+Every one of these messages is written in the shopper's language from the `messages` catalogues: the
+confirmation email in its place's (`Request.lang`), a code in the language its pending switch keeps (`lang`),
+else English.
 """
 
 from __future__ import annotations
@@ -33,8 +37,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.clock import Clock
-from chalicelib.compose import sms_shop
+from chalicelib.compose import (
+    DEFAULT_ACCENT,
+    P_STYLE,
+    SMALL,
+    button,
+    email_document,
+    gsm_only,
+    sms_shop,
+    window_words,
+    words,
+)
 from chalicelib.errors import BadRequest
+from chalicelib.i18n import DEFAULT_LANGUAGE
 from chalicelib.links import Links
 from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent
 from chalicelib.tables.store import Tables
@@ -101,12 +116,40 @@ class CodeKey:
         return hmac.compare_digest(self.code(nonce), "".join(typed.split()))
 
 
-def code_sms(shop_name: str, code: str) -> str:
-    """A switch code's SMS: the shop's name as the notices print it (GSM-7, shortened), so one segment, never
-    UCS-2."""
-    minutes = CODE_TTL_S // 60
-    return (
-        f"{sms_shop(shop_name)}: your code is {code}. It works for {minutes} minutes. Ignore this if you did not ask."
+def code_sms(shop_name: str, code: str, lang: str = DEFAULT_LANGUAGE) -> str:
+    """A switch code's SMS in the shopper's language: the shop's name as the notices print it (GSM-7,
+    shortened), the whole folded to GSM-7, so one segment, never UCS-2."""
+    text = words(lang)(
+        "{shop}: your code is {code}. It works for {window}. Ignore this if you did not ask.",
+        shop=sms_shop(shop_name),
+        code=code,
+        window=window_words(CODE_TTL_S, lang),
+    )
+    return gsm_only(text)
+
+
+def code_email(shop_name: str, code: str, to: str, lang: str = DEFAULT_LANGUAGE) -> Notice:
+    """A switch code's email in the shopper's language."""
+    t = words(lang)
+    window = window_words(CODE_TTL_S, lang)
+    paragraphs = [
+        t("Hello,"),
+        t(
+            "Someone asked {shop} to send back-in-stock messages to this address instead. If it was you, enter "
+            "this code on the page you came from: {code}",
+            shop=shop_name,
+            code=code,
+        ),
+        t("It works for {window}. If it was not you, ignore this email: nothing changes.", window=window),
+    ]
+    subject = t("Your code for {shop}", shop=shop_name)
+    rows = [f'<p class="fg" style="{P_STYLE}">{html.escape(p)}</p>' for p in paragraphs]
+    return Notice(
+        channel=EMAIL,
+        to=to,
+        subject=subject,
+        text="\n\n".join(paragraphs) + "\n",
+        html=email_document(lang, subject, rows),
     )
 
 
@@ -158,6 +201,7 @@ class MessageSender:
         name = (product.name if product and product.name else sku).strip()
         version = self.tables.optout.manage_version(place.contact_key)
         notice = confirmation_email(
+            lang=place.lang,
             shop=self.shop_name,
             product=name,
             to=place.contact,
@@ -184,17 +228,12 @@ class MessageSender:
             return False
         channel, to, new_key = str(pending["channel"]), str(pending["contact"]), str(pending["new_key"])
         code = self.codes.code(nonce)
-        minutes = CODE_TTL_S // 60
+        # The language of the page that asked for the switch, when the pending switch keeps it; else English.
+        lang = str(pending.get("lang") or DEFAULT_LANGUAGE)
         if channel == SMS:
-            notice = Notice(channel=SMS, to=to, text=code_sms(self.shop_name, code))
+            notice = Notice(channel=SMS, to=to, text=code_sms(self.shop_name, code, lang))
         else:
-            text = (
-                f"Hello,\n\nSomeone asked {self.shop_name} to send back-in-stock messages to this address instead. "
-                f"If it was you, enter this code on the page you came from: {code}\n\nIt works for {minutes} minutes. "
-                "If it was not you, ignore this email: nothing changes.\n"
-            )
-            body = "".join(f"<p>{html.escape(p)}</p>" for p in text.strip().split("\n\n"))
-            notice = Notice(channel=EMAIL, to=to, subject=f"Your code for {self.shop_name}", text=text, html=body)
+            notice = code_email(self.shop_name, code, to, lang)
 
         def give_back() -> None:
             self.tables.throttle.release_switch_code(switch_key(contact_key), nonce)
@@ -212,34 +251,42 @@ def confirmation_email(
     manage_url: str,
     unsubscribe_url: str,
     days: int,
+    lang: str = DEFAULT_LANGUAGE,
 ) -> Notice:
-    """The one confirmation email of a place."""
-    greeting = f"Hi {greeting_name}," if greeting_name else "Hello,"
-    days_words = f"{days} day" + ("s" if days != 1 else "")
-    paragraphs = [
-        greeting,
-        f"Someone (we hope you) asked {shop} to email this address when {product} is back in stock.",
-        "To confirm, open this link and press the button:",
-        confirm_url,
-        f"If it was not you, ignore this email: we will not email you about it, and the request is deleted "
-        f"after {days_words}.",
-    ]
-    text = "\n\n".join(paragraphs) + f"\n\n--\nManage your alerts: {manage_url}\nUnsubscribe: {unsubscribe_url}\n"
-    safe = {k: html.escape(v, quote=True) for k, v in (("c", confirm_url), ("m", manage_url), ("u", unsubscribe_url))}
-    body_html = (
-        '<!doctype html><html><body style="font-family:sans-serif;line-height:1.5;color:#111827">'
-        + "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs[:3])
-        + f'<p><a href="{safe["c"]}">Yes, email me when it is back</a></p>'
-        + f"<p>{html.escape(paragraphs[4])}</p>"
-        + f'<hr><p style="font-size:12px;color:#6b7280"><a href="{safe["m"]}">Manage your alerts</a> · '
-        + f'<a href="{safe["u"]}">Unsubscribe</a></p></body></html>'
+    """The one confirmation email of a place, in the language the shopper tapped in."""
+    t = words(lang)
+    greeting = t("Hi {name},", name=greeting_name) if greeting_name else t("Hello,")
+    days_words = t.plural("{n} day", "{n} days", days)
+    asked = t(
+        "Someone (we hope you) asked {shop} to email this address when {product} is back in stock.",
+        shop=shop,
+        product=product,
     )
+    how = t("To confirm, open this link and press the button:")
+    ignore = t(
+        "If it was not you, ignore this email: we will not email you about it, and the request is deleted "
+        "after {days}.",
+        days=days_words,
+    )
+    manage, unsubscribe = t("Manage your alerts"), t("Unsubscribe")
+    text = "\n\n".join([greeting, asked, how, confirm_url, ignore])
+    text += f"\n\n--\n{manage}: {manage_url}\n{unsubscribe}: {unsubscribe_url}\n"
+    safe = {k: html.escape(v, quote=True) for k, v in (("c", confirm_url), ("m", manage_url), ("u", unsubscribe_url))}
+    subject = t("Please confirm: {product} back-in-stock email from {shop}", product=product, shop=shop)
+    rows = [
+        *(f'<p class="fg" style="{P_STYLE}">{html.escape(p)}</p>' for p in (greeting, asked, how)),
+        button(safe["c"], html.escape(t("Yes, email me when it is back")), DEFAULT_ACCENT),
+        f'<p class="fg" style="{P_STYLE};margin-top:16px">{html.escape(ignore)}</p>',
+        '<hr style="border:0;border-top:1px solid #e5e7eb;margin:24px 0 16px">'
+        f'<p class="muted" style="{SMALL}"><a href="{safe["m"]}" style="color:#4b5563">{html.escape(manage)}</a>'
+        f' &middot; <a href="{safe["u"]}" style="color:#4b5563">{html.escape(unsubscribe)}</a></p>',
+    ]
     return Notice(
         channel=EMAIL,
         to=to,
-        subject=f"Please confirm: {product} back-in-stock email from {shop}",
+        subject=subject,
         text=text,
-        html=body_html,
+        html=email_document(lang, subject, rows),
         unsubscribe_url=unsubscribe_url,
     )
 

@@ -1,6 +1,7 @@
 """Copy rules: the checks a model's copy must pass (the placeholders exactly as asked, no links or hosts of its own,
 the whole SMS within its segment budget, no promise the system cannot keep), and the plain template used whenever
-it does not (pure).
+it does not (pure). Copy comes in every language of chalicelib/i18n.py, each checked on its own with its own words
+and windows, and each language's template is its translation in the `messages` catalogue.
 
 The model writes {product} and {shop} for the names and {link} for the link (chalicelib/compose.py fills them in);
 any other placeholder, or a required one missing, refuses the copy. The words it writes itself are read folded
@@ -18,13 +19,13 @@ from chalicelib.compose import (
     MAX_SUBJECT,
     PLACEHOLDER,
     PRODUCT,
-    SHOP,
     SMS_TOTAL_SEGMENTS,
     Copy,
     Facts,
     compose_sms,
-    email_html,
+    words,
 )
+from chalicelib.i18n import LANGUAGES
 from chalicelib.sms import is_gsm, sms_segments, to_gsm
 from chalicelib.wording import find_deal, find_host, fold
 
@@ -57,7 +58,7 @@ def _check_common(field: str, text: str, facts: Facts) -> None:
     rest = _strip_known(text, facts)
     if find_host(rest, spelled_dots=True) is not None:
         raise CopyRejected(f"{field}_foreign_url")
-    if find_deal(rest, copy=True) is not None:
+    if find_deal(rest, copy=True, lang=facts.lang) is not None:
         raise CopyRejected(f"{field}_forbidden_promise")
     folded = fold(rest)
     if "{" in folded or "}" in folded:
@@ -67,7 +68,7 @@ def _check_common(field: str, text: str, facts: Facts) -> None:
         raise CopyRejected(f"{field}_invented_number")
 
 
-def parse_model_text(text: str) -> dict[str, str]:
+def parse_model_json(text: str) -> dict[str, object]:
     """The JSON object the model was asked for, tolerating a Markdown fence around it."""
     body = text.strip()
     fenced = re.match(r"^```(?:json)?\s*(.*?)\s*```$", body, re.DOTALL)
@@ -83,12 +84,31 @@ def parse_model_text(text: str) -> dict[str, str]:
             data = None
     if not isinstance(data, dict):
         raise CopyRejected("not_json")
+    return {str(k): v for k, v in data.items()}
+
+
+def copy_fields(value: object) -> dict[str, str]:
+    """One language's copy out of the model's answer: its three texts, or CopyRejected naming what is missing."""
+    if not isinstance(value, dict):
+        raise CopyRejected("language_missing")
     out = {}
     for key in ("sms", "email_subject", "email_body"):
-        value = data.get(key)
-        if not isinstance(value, str):
+        field = value.get(key)
+        if not isinstance(field, str):
             raise CopyRejected(f"{key}_missing")
-        out[key] = value.strip()
+        out[key] = field.strip()
+    return out
+
+
+def parse_model_text(text: str) -> dict[str, dict[str, str] | CopyRejected]:
+    """Each language's copy in the model's answer (keyed by language), or why that language's is unusable."""
+    data = parse_model_json(text)
+    out: dict[str, dict[str, str] | CopyRejected] = {}
+    for lang in LANGUAGES:
+        try:
+            out[lang] = copy_fields(data.get(lang))
+        except CopyRejected as rejected:
+            out[lang] = rejected
     return out
 
 
@@ -128,29 +148,31 @@ def validate(raw: dict[str, str], facts: Facts, reserve_sample: str, manage_samp
     for field, text in (("sms", sms), ("email", body), ("subject", subject)):
         if PRODUCT not in text:
             raise CopyRejected(f"{field}_no_product")
-    return Copy(sms=sms, email_subject=subject, email_text=body, email_html=email_html(body), source=BEDROCK)
+    return Copy(sms=sms, email_subject=subject, email_text=body, source=BEDROCK)
 
 
 # --- The template: plain, friendly, always valid.
 
 
 def template_copy(facts: Facts) -> Copy:
-    """The plain copy used when the model is off, fails, or says something it must not; it passes `validate`.
+    """The plain copy in the facts' language, used when the model is off, fails, or says something it must not;
+    it passes `validate`.
 
     Like the model's, it holds placeholders for the names. The SMS copy leaves the shop's name and the offer window
     to the frame compose_sms puts around it, which also shortens a long product name until the SMS fits."""
-    body = (
-        f"Good news: {PRODUCT} is back in stock at {SHOP}.\n\n"
-        f"Use the link below within {facts.offer_window} to hold one for {facts.hold_window} while you check out:"
-        f"\n\n{LINK}\n\n"
-        "If you don't use it in time, it passes to the next person waiting."
+    t = words(facts.lang)
+    body = "\n\n".join(
+        (
+            t("Good news: {product} is back in stock at {shop}."),
+            t(
+                "Use the link below within {offer_window} to hold one for {hold_window} while you check out:",
+                offer_window=facts.offer_window,
+                hold_window=facts.hold_window,
+            ),
+            LINK,
+            t("If you don't use it in time, it passes to the next person waiting."),
+        )
     )
     # Short enough for 2 segments with a 30-character shop name: the hold's length is on the link's page.
-    sms = f"{PRODUCT} is back. Tap to hold one: {LINK}"
-    return Copy(
-        sms=sms,
-        email_subject=f"{PRODUCT} is back in stock",
-        email_text=body,
-        email_html=email_html(body),
-        source=TEMPLATE,
-    )
+    sms = to_gsm(t("{product} is back. Tap to hold one: {link}"))
+    return Copy(sms=sms, email_subject=t("{product} is back in stock"), email_text=body, source=TEMPLATE)

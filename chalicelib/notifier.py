@@ -23,12 +23,13 @@ from functools import cached_property
 from typing import Any
 
 from chalicelib.clock import Clock, iso, parse_iso
-from chalicelib.compose import Copy, Facts, compose_email, compose_sms, facts_for
+from chalicelib.compose import Copy, Facts, compose_email, compose_sms
 from chalicelib.config import Settings
 from chalicelib.copywriter import Copywriter
 from chalicelib.counters import NewOffer, UnitMoves
 from chalicelib.errors import NotFound
 from chalicelib.faults import FaultHook, no_faults
+from chalicelib.i18n import DEFAULT_LANGUAGE
 from chalicelib.jobs import Job, JobQueue
 from chalicelib.link_ids import new_link_id
 from chalicelib.links import Links
@@ -223,7 +224,7 @@ class _Candidate:
 class _Walk:
     """The state of one job's pass over the queue (the Notifier itself holds none, so jobs can overlap)."""
 
-    def __init__(self, job: Job, restock: Restock, product: Product, shop: str, metrics: Metrics) -> None:
+    def __init__(self, job: Job, restock: Restock, product: Product, metrics: Metrics) -> None:
         self.job = job
         self.restock = restock
         self.product = product
@@ -245,8 +246,8 @@ class _Walk:
         self.throttled = 0  # offers undone because the provider kept throttling: a later job tells them
         self.refused_in_a_row: Counter[str] = Counter()  # per channel, since its last notice sent
         self.skipped: Counter[SkipReason] = Counter()
-        self.copy: Copy | None = None
-        self.facts: Facts = facts_for(product, shop)
+        self.copy: dict[str, Copy] | None = None  # by language, fetched once per job
+        self.facts: dict[str, Facts] = {}  # by language, with the copy
         self.pending: dict[Future[str], _Pending] = {}
         # `notice_sent` facts not yet written: appended a batch at a time, so the walk pays one call per batch.
         self.sent_facts: list[dict[str, Any]] = []
@@ -355,7 +356,7 @@ class Notifier:
         if self._reoffers_stopped(restock):
             self._clear_idle(job, product)
             return Outcome(job.restock_id, job.kind, StopReason.REOFFERS_STOPPED)
-        walk = _Walk(job, restock, product, self.settings.shop_name, metrics)
+        walk = _Walk(job, restock, product, metrics)
         # Keep back enough time to let the sends in flight finish and to queue the continuation.
         reserve_ms = min(self.deadline_margin_ms, max(0, remaining_ms()) // 4)
         stopped = self._walk(walk, remaining_ms, reserve_ms)
@@ -628,6 +629,7 @@ class Notifier:
             if walk.copy is None:
                 # Fetched before the first offer commits, so a slow model never sits between an offer and its notice.
                 walk.copy = self.copywriter.copy_for(walk.restock, walk.product, walk.metrics)
+                walk.facts = self.copywriter.facts(walk.product)
             # Fair order: always the oldest candidates, as many as the units last read allow.
             chosen = batch[: min(len(batch), walk.left)]
             # Each offer row's id is its reserve link's random id (128 bits): the link is the id, looked up.
@@ -665,7 +667,9 @@ class Notifier:
             )
             for turn, (candidate, token_id) in enumerate(zip(chosen, tokens, strict=True), start=check.first_turn):
                 person = people.get(candidate.request.contact_key) or PersonLinks()
-                notice = self._notice(walk.copy, walk.facts, candidate.request, token_id, person)
+                # Each recipient's message is in their place's language (a place from before languages is English).
+                lang = candidate.request.lang if candidate.request.lang in walk.copy else DEFAULT_LANGUAGE
+                notice = self._notice(walk.copy[lang], walk.facts[lang], candidate.request, token_id, person)
                 contact_key = candidate.request.contact_key
                 future = pool.submit(self._deliver, notice, contact_key, check, walk.looks, turn)
                 walk.pending[future] = _Pending(token_id, candidate.request, candidate.position, notice.channel)

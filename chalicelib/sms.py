@@ -11,8 +11,23 @@ GSM_BASIC = frozenset(
     "¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà"
 )
 GSM_EXTENDED = frozenset("^{}\\[~]|€\f")
+# Characters with no GSM-7 form that NFKD does not take apart either: quotes and dashes, the ligatures œ and ĳ,
+# and the narrow spaces CLDR puts in French numbers and prices. Accented letters are folded in to_gsm.
 TYPOGRAPHIC = str.maketrans(
     {
+        "œ": "oe",
+        "Œ": "OE",
+        "«": '"',
+        "»": '"',
+        "‹": "'",
+        "›": "'",
+        "‐": "-",
+        "‑": "-",
+        "′": "'",
+        "´": "'",
+        "`": "'",
+        "\u202f": " ",
+        "\u2009": " ",
         "‘": "'",
         "’": "'",
         "‚": "'",

@@ -131,11 +131,47 @@ NAME_PROMISE = re.compile(
 )
 
 
-def find_deal(text: str, *, copy: bool) -> str | None:
-    """The first price, discount or promise in the text (folded first), by copy's rules or a name's; or None."""
+# The same refusals in the other languages copy is written in (chalicelib/i18n.py), read without accents so
+# "dernière" and "derniere" are one word. A copy in one of them is read against its own language's words and the
+# English ones (models slip English words in); English copy only against the English ones, where "reserve" (to
+# use the link) is an honest verb and not the French "réservé".
+COPY_PROMISE_IN: dict[str, re.Pattern[str]] = {
+    "de": re.compile(
+        r"(rabatt|\bgratis\b|kostenlos|umsonst|garant|reserviert|zuruckgelegt|aufgehoben\s+fur|angebot|\baktion\b"
+        r"|\bnur\s+noch\b|solange\s+(?:der\s+)?vorrat|schnappchen|\bbillig|\bspar(?:en|t|e)?\b|gespart|prozent"
+        r"|ausverkauf|letzte\s+chance|exklusiv|versprech|versproch|\bfur\s+immer\b|\bpreis)"
+    ),
+    "fr": re.compile(
+        r"(gratuit|\bpromo|\bsoldes?\b|\breserve(?:e|s|es)?\b|garanti|\boffre|derniere\s+chance|\bplus\s+que\b"
+        r"|il\s+ne\s+(?:vous\s+)?reste\s+(?:plus\s+)?que|\bremise|reduction|rabais|pas\s+cher|econom|exclusi"
+        r"|\bpromet|\bpromis|pour\s*cent|pourcentage|bon\s+plan|epuisement|pour\s+toujours|\bprix\b)"
+    ),
+    "es": re.compile(
+        r"(\bgratis\b|gratuit|descuento|\boferta|rebaja|reservad[oa]s?\b|garantiz|garantia|ultimas\s+unidades"
+        r"|ultima\s+oportunidad|solo\s+quedan|quedan\s+pocas|por\s*ciento|\bahorr|\bbarat|exclusiv|\bpromet"
+        r"|para\s+siempre|hasta\s+agotar|\bprecio)"
+    ),
+    "nl": re.compile(
+        r"(\bgratis\b|korting|aanbieding|gereserveerd|gegarandeerd|garantie|\bop\s*(?:=|is)\s*op\b|laatste\s+kans"
+        r"|\bnog\s+maar\b|uitverkoop|procent|bespaar|goedkoop|exclusie|voor\s+altijd|\bbelo(?:of|ven|ofd)"
+        r"|zolang\s+de\s+voorraad|\bprijs)"
+    ),
+}
+
+
+def plain_letters(text: str) -> str:
+    """Folded text without accents ("dernière" -> "derniere"), for the words of COPY_PROMISE_IN."""
+    return "".join(c for c in unicodedata.normalize("NFKD", fold(text)) if not unicodedata.combining(c))
+
+
+def find_deal(text: str, *, copy: bool, lang: str = "en") -> str | None:
+    """The first price, discount or promise in the text (folded first), by copy's rules or a name's; or None.
+    Copy in another language than English is also read for that language's words (COPY_PROMISE_IN)."""
     folded = fold(text)
     promise = COPY_PROMISE if copy else NAME_PROMISE
     found = PRICE.search(folded) or DISCOUNT.search(folded) or promise.search(folded)
+    if found is None and copy and lang in COPY_PROMISE_IN:
+        found = COPY_PROMISE_IN[lang].search(plain_letters(text))
     if found is None and any(unicodedata.category(c) == "Sc" for c in folded):
         return next(c for c in folded if unicodedata.category(c) == "Sc")
     return found.group(0) if found else None

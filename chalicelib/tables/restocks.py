@@ -42,6 +42,20 @@ WALK_PARKED = "walk_parked"
 ROLLED_BACK = "rolled_back"
 
 
+def copies_of(stored: Any) -> dict[str, dict[str, str]] | None:
+    """A restock's cached copy by language. A restock cached before copy came in languages holds one flat map
+    (its fields at the top): that is the English copy."""
+    if not isinstance(stored, dict) or not stored:
+        return None
+    if isinstance(stored.get("sms"), str):
+        return {"en": {str(k): str(v) for k, v in stored.items()}}
+    return {
+        str(lang): {str(k): str(v) for k, v in fields.items()}
+        for lang, fields in stored.items()
+        if isinstance(fields, dict)
+    } or None
+
+
 @dataclass(frozen=True)
 class Parked:
     """A place before the walk's cursor that a later walk must look at again: passed over for a reason that can
@@ -100,7 +114,8 @@ class Restock:
     level_before: int | None = None
     level_after: int | None = None
     threshold: int | None = None
-    copy: dict[str, str] | None = None  # the message text every notice of this restock uses
+    # The message text every notice of this restock uses, by language ({"en": {...}, "de": {...}}).
+    copy: dict[str, dict[str, str]] | None = None
     pending_key: str | None = None  # present while a job is owed (sparse index by-pending)
     pending_since: int | None = None
     pending_kind: str | None = None
@@ -134,7 +149,7 @@ class Restock:
             level_before=int_or_none(item.get("level_before")),
             level_after=int_or_none(item.get("level_after")),
             threshold=int_or_none(item.get("threshold")),
-            copy={str(k): str(v) for k, v in copy.items()} if copy else None,
+            copy=copies_of(copy),
             pending_key=str_or_none(item.get("pending_key")),
             pending_since=int_or_none(item.get("pending_since")),
             pending_kind=str_or_none(item.get("pending_kind")),
@@ -267,14 +282,16 @@ class RestocksTable:
         item = self.table.get_item(Key={"sku": sku, "restock_ts": restock_ts}, ConsistentRead=True).get("Item")
         return Restock.from_item(item) if item else None
 
-    def cache_copy(self, sku: str, restock_ts: str, copy: dict[str, str]) -> dict[str, str]:
-        """Store a restock's message copy once; returns the copy every notice of this restock must use."""
+    def cache_copy(self, sku: str, restock_ts: str, copy: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        """Store a restock's message copy (every language's) once; returns the copies every notice of this restock
+        must use."""
         try:
             self.table.update_item(
                 Key={"sku": sku, "restock_ts": restock_ts},
                 UpdateExpression="SET #copy = :copy",
-                # One text per restock, written once: every notice says the same, and the model is asked once
-                # (a redelivery or top-up reads it back). attribute_exists keeps a stray job from creating a restock.
+                # One text per restock and language, written once: every notice in a language says the same, and
+                # the model is asked once (a redelivery or top-up reads it back). attribute_exists keeps a stray job
+                # from creating a restock.
                 ConditionExpression="attribute_exists(restock_id) AND attribute_not_exists(#copy)",
                 ExpressionAttributeNames={"#copy": "copy"},
                 ExpressionAttributeValues={":copy": copy},
@@ -282,7 +299,7 @@ class RestocksTable:
         except self.table.meta.client.exceptions.ConditionalCheckFailedException:
             current = self.get(sku, restock_ts)
             stored = current.copy if current else None
-            return dict(stored) if stored else copy
+            return stored or copy
         return copy
 
     # --- Counter moves of DESIGN §4. Each returns a transaction item, so the row change that causes it

@@ -97,3 +97,23 @@ def test_the_sweep_sends_a_confirmation_a_tap_left_owed(services: Services, cloc
     assert services.sweep.run()["confirmations_requeued"] == 1
     [message] = queued_messages(services)
     assert message == {"kind": "confirm", "sku": chair, "joined_ts": str(unconfirmed.joined_ts)}
+
+
+def test_a_tap_in_german_gets_its_confirmation_and_its_notice_in_german(
+    client: Client, services: Services, clock: FixedClock, chair: str
+) -> None:
+    verify_sender(services)
+    body = json.dumps({"sku": chair, "channel": "email", "contact": "ada@example.com", "lang": "de"})
+    client.http.post("/notify-me", headers=JSON, body=body)
+    drain(services)
+    [confirmation] = email_outbox()
+    assert confirmation.subject.startswith("Bitte bestätigen:")
+    assert '<html lang="de"' in str(confirmation.body) and "Ja, benachrichtigen Sie mich" in str(confirmation.body)
+    client.http.post(confirm_path(confirmation), headers=FORM, body="")
+    job = add_restock(services, chair, 1, clock.now())
+    services.jobs.send(job)
+    drain(services)
+    notice = email_outbox()[-1]
+    assert notice.subject.endswith("ist wieder vorrätig")
+    assert '<html lang="de"' in str(notice.body) and "Link gültig für 1 Stunde." in str(notice.body)
+    assert "Benachrichtigungen verwalten" in str(notice.body) and "Manage your alerts" not in str(notice.body)

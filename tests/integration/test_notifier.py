@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from chalicelib.i18n import LANGUAGES
 from chalicelib.jobs import Job
 from chalicelib.link_ids import is_link_id
 from chalicelib.metrics import (
@@ -461,7 +462,9 @@ def test_copy_is_written_once_per_restock_and_reused_by_top_ups(shop: Services, 
     numbers = line_up(shop, clock, 2)
     job = add_restock(shop, SKU, 1, clock.now())
     shop.notifier.handle(job, plenty)
-    copy = restock_item(shop, job).copy
+    copies = restock_item(shop, job).copy
+    assert copies is not None and set(copies) == set(LANGUAGES)  # every language from the one call
+    copy = copies["en"]
     assert copy["source"] == "bedrock" and len(bedrock.calls) == 1
 
     # A unit comes back (a lapse): the sweep's top-up job tells the next person with the same words.
@@ -481,13 +484,43 @@ def test_copy_is_written_once_per_restock_and_reused_by_top_ups(shop: Services, 
     assert first.startswith(prefix) and second.startswith(prefix)
 
 
+def test_each_place_is_told_in_its_own_language_and_a_refused_language_alone_falls_back(
+    shop: Services, clock: FixedClock
+) -> None:
+    # The model's German copy offers a discount (refused: that language gets its template); the others are used.
+    answer = json.loads(FakeBedrock.written())
+    answer["de"]["sms"] = "{product} ist wieder da, jetzt mit Rabatt: {link}"
+    bedrock = FakeBedrock(text=json.dumps(answer))
+    shop = rebuilt(shop, model=bedrock)
+    now = clock.now()
+    places = {"en": "+447400900001", "de": "+447400900002", "fr": "+447400900003"}
+    for i, (lang, number) in enumerate(places.items()):
+        add_request(shop, SKU, number, joined(i, now), now, lang=lang)
+    job = add_restock(shop, SKU, 3, now)
+    outcome = shop.notifier.handle(job, plenty)
+
+    assert outcome.notices == 3 and len(bedrock.calls) == 1
+    assert outcome.metrics["FallbackCopyUsed"] == 1  # German alone
+    sent = dict(sms_outbox())
+    assert "Good news: Walnut dining chair is back! Tap to hold one:" in sent[places["en"]]
+    assert "Walnut dining chair ist wieder da. Sichern:" in sent[places["de"]]  # the German template
+    assert "Rabatt" not in sent[places["de"]] and "Link gültig für 1 Stunde." in sent[places["de"]]
+    assert "Walnut dining chair est de retour ! En garder un :" in sent[places["fr"]]
+    assert "Lien valable 1 heure." in sent[places["fr"]]
+    copies = restock_item(shop, job).copy
+    assert copies is not None
+    assert copies["de"]["source"] == "template" and copies["en"]["source"] == copies["fr"]["source"] == "bedrock"
+
+
 def test_a_failing_model_still_sends_the_template(shop: Services, clock: FixedClock) -> None:
     shop = rebuilt(shop, model=FakeBedrock(error=TimeoutError("model took too long")))
     line_up(shop, clock, 1)
     job = add_restock(shop, SKU, 1, clock.now())
     outcome = shop.notifier.handle(job, plenty)
-    assert outcome.notices == 1 and outcome.metrics["FallbackCopyUsed"] == 1
-    assert restock_item(shop, job).copy["source"] == "template"
+    # One fallback counted per language: the whole answer was lost.
+    assert outcome.notices == 1 and outcome.metrics["FallbackCopyUsed"] == len(LANGUAGES)
+    copies = restock_item(shop, job).copy
+    assert copies is not None and all(copies[lang]["source"] == "template" for lang in LANGUAGES)
     [(_, text)] = sms_outbox()
     assert "Walnut dining chair is back" in text
 

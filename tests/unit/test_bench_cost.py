@@ -90,6 +90,7 @@ def test_the_table_names_every_target() -> None:
         "widget_gzip9_bytes": 9_826,
         "widget_gzip6_bytes": 9_832,
         "sms_segments_per_notice": 3,
+        "sms_segments_by_lang": {"en": 3, "de": 3},
         "sms_two_way": False,
         "sms_characters": [417, 423],
         "sms_encodings": ["GSM-7"],

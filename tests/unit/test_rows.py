@@ -61,7 +61,7 @@ RESTOCK: dict[str, Any] = {
     "level_after": 5,
     "threshold": 1,
     "unseen_sales": 2,
-    "copy": {"sms": "Back in stock", "subject": "It's back"},
+    "copy": {"en": {"sms": "Back in stock", "subject": "It's back"}, "de": {"sms": "Wieder da"}},
     "queued_at": 1772355601,
 }
 PRODUCT: dict[str, Any] = {
@@ -125,6 +125,11 @@ def test_missing_optional_attributes_are_none() -> None:
     restock = Restock.from_item({k: v for k, v in stored(RESTOCK).items() if k not in ("unseen_sales", "copy")})
     assert restock.unseen_sales == 0 and restock.copy is None and restock.pending_key is None
     assert "unseen_sales" not in restock.to_item()
+
+
+def test_a_copy_cached_before_languages_reads_as_the_english_copy() -> None:
+    legacy = Restock.from_item({**stored(RESTOCK), "copy": {"sms": "Back in stock", "source": "bedrock"}})
+    assert legacy.copy == {"en": {"sms": "Back in stock", "source": "bedrock"}}
 
 
 def test_a_product_takes_the_shop_defaults_for_unset_settings() -> None:

@@ -9,14 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from chalicelib import i18n
 from chalicelib.compose import SHOP_NAME_LIMIT, SMS_PRODUCT_MIN, SMS_TOTAL_SEGMENTS, compose_sms, facts_for
 from chalicelib.config import settings_from_env
 from chalicelib.confirm import code_sms
 from chalicelib.copywriter import Copywriter
+from chalicelib.i18n import LANGUAGES
 from chalicelib.link_ids import LINK_ID_BYTES, LINK_ID_CHARS, is_link_id, new_link_id
 from chalicelib.links import Links
 from chalicelib.metrics import Metrics
-from chalicelib.sms import is_gsm, septets, sms_segments
+from chalicelib.sms import is_gsm, septets, sms_segments, to_gsm
 from chalicelib.tables.catalog import Product
 from chalicelib.tables.restocks import RestocksTable
 from chalicelib.tokens import Tokens
@@ -71,18 +73,20 @@ def test_short_links_use_the_short_routes_and_older_rows_keep_signed_ones() -> N
     assert links.reserve("0" * 32).startswith(f"{GATEWAY_URL}/reserve/")  # a uuid4-hex row: signed, as before
 
 
+@pytest.mark.parametrize("lang", LANGUAGES)
 @pytest.mark.parametrize("two_way", [False, True])
 @pytest.mark.parametrize("model", [False, True])
 @pytest.mark.parametrize("shop", ["Walnut & Wool (demo shop)", LONG_SHOP])
-def test_the_real_notice_sms_fits_two_gsm7_segments(two_way: bool, model: bool, shop: str) -> None:
+def test_the_real_notice_sms_fits_two_gsm7_segments(two_way: bool, model: bool, shop: str, lang: str) -> None:
     settings = dataclasses.replace(SETTINGS, sms_two_way=two_way, shop_name=shop)
     links = Links(settings.public_base_url, Tokens("k" * 32))
     writer = Copywriter(
         settings=settings, restocks=RestocksTable(None), links=links, bedrock=FakeBedrock() if model else None
     )
     product = longest_demo_product()
-    facts = facts_for(product, settings.shop_name)
-    copy = writer.write(facts, Metrics("Test", "bisn", enabled=False))
+    every = writer.facts(product)
+    facts = every[lang]
+    copy = writer.write(every, Metrics("Test", "bisn", enabled=False))[lang]
     # The notifier's links: the offer row's id and the person's manage id, both random link ids.
     text = compose_sms(
         copy.sms, facts, links.reserve(new_link_id()), links.manage_short(new_link_id()), two_way=two_way
@@ -91,7 +95,8 @@ def test_the_real_notice_sms_fits_two_gsm7_segments(two_way: bool, model: bool, 
     assert sms_segments(text) <= SMS_TOTAL_SEGMENTS == 2
     shown_shop = shop if len(shop) <= SHOP_NAME_LIMIT else shop[: SHOP_NAME_LIMIT - 3].rstrip() + "..."
     assert text.startswith(f"{shown_shop}: ")  # the shop comes first
-    assert f"Link valid for {facts.offer_window}." in text.split("\n")  # how long the offer lasts
+    window = i18n.text("messages", lang)("Link valid for {window}.", window=facts.offer_window)
+    assert to_gsm(window) in text.split("\n")  # how long the offer lasts
     assert text.count(f"{GATEWAY_URL}/r/") == 1 and text.count(f"{GATEWAY_URL}/m/") == 1
     # The product's name is shortened with an ellipsis rather than overflow, and only when needed.
     if product.name not in text:
