@@ -102,7 +102,7 @@ def contrast(a: str, b: str) -> float:
 
 LIGHT_BG, LIGHT_FG = "#ffffff", "#1a1a1a"
 DARK_BG, DARK_FG = "#121212", "#ececec"
-BLACK, WHITE = "#111111", "#ffffff"
+BLACK, WHITE = "#000000", "#ffffff"
 AA = 4.5  # WCAG AA for body text
 
 

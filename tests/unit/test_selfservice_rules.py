@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from chalicelib.line import PlaceInLine
 from chalicelib.manage import FormGuard, FormRefused
 from chalicelib.optout_service import sms_match
-from chalicelib.line import PlaceInLine
 from chalicelib.pages import moment
 from chalicelib.selfservice import is_one_click, place_words
 
