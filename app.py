@@ -271,7 +271,7 @@ def reserve_page(token: str) -> Response:
 
     services = wiring.current()
     outcome = services.holds.look(token)
-    response = reserve_response(outcome, RESERVE_STATUS[outcome.kind], services.shop, token)
+    response = reserve_response(outcome, RESERVE_STATUS[outcome.kind], services.shop, token, _accept_language())
     return _no_body_for_head(response)
 
 
@@ -286,7 +286,7 @@ def reserve(token: str) -> Response:
     if cross_site(_request().headers, services.page_origin):
         return reserve_refused(403, token, services.shop, _accept_language())
     outcome = services.holds.reserve(token)
-    return reserve_response(outcome, RESERVE_STATUS[outcome.kind], services.shop, token)
+    return reserve_response(outcome, RESERVE_STATUS[outcome.kind], services.shop, token, _accept_language())
 
 
 @app.route("/webhooks/orders", methods=["POST"], content_types=["application/json"])

@@ -54,7 +54,7 @@ class ReserveOutcome:
     hold_expires_at: int | None = None
     product_name: str | None = None
     offer_expires_at: int | None = None
-    lang: str = "en"
+    lang: str | None = None  # the offer's; None when the link names no offer
     product_image_url: str | None = None
     product_url: str | None = None
 

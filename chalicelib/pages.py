@@ -413,7 +413,9 @@ def _about(outcome: ReserveOutcome) -> About | None:
     return About(outcome.product_name, outcome.product_image_url or "", outcome.product_url or "")
 
 
-def _reserve_form(title: str, message: Html, button: str, token: str, shop: Shop, outcome: ReserveOutcome) -> Response:
+def _reserve_form(
+    title: str, message: Html, button: str, token: str, shop: Shop, outcome: ReserveOutcome, lang: str
+) -> Response:
     form = button_form(token, button, form_id="go")
     # Without form-action: browsers apply it to the redirect that answers the form, and this form's answer is a
     # 303 to the shop's checkout on another origin.
@@ -423,18 +425,20 @@ def _reserve_form(title: str, message: Html, button: str, token: str, shop: Shop
         message,
         shop,
         form,
-        lang=outcome.lang,
+        lang=lang,
         about=_about(outcome),
         scripts=(AUTO_SUBMIT,),
         form_action=False,
     )
 
 
-def reserve_response(outcome: ReserveOutcome, status: int, shop: Shop, token: str) -> Response:
+def reserve_response(
+    outcome: ReserveOutcome, status: int, shop: Shop, token: str, accept: str | None = None
+) -> Response:
     """The HTTP answer to an opened link or a tap, with the status the entry point chose: the page whose form
     holds (or goes on to checkout), a redirect to checkout, or a small page that says why not. The page is in
-    the offer's language."""
-    lang = outcome.lang
+    the offer's language, or the browser's (`accept`, its Accept-Language) when the link names no offer."""
+    lang = i18n.negotiate(outcome.lang, accept=accept)
     if outcome.location is not None:
         link = html.escape(tr(lang, "Continue to checkout"))
         return Response(
@@ -460,6 +464,7 @@ def reserve_response(outcome: ReserveOutcome, status: int, shop: Shop, token: st
             token,
             shop,
             outcome,
+            lang,
         )
     if outcome.kind == HOLDING_PAGE:
         return _reserve_form(
@@ -469,6 +474,7 @@ def reserve_response(outcome: ReserveOutcome, status: int, shop: Shop, token: st
             token,
             shop,
             outcome,
+            lang,
         )
     if outcome.kind == EXPIRED_LINK:
         text = PageText(EXPIRED_TITLE, RESERVE_EXPIRED_MESSAGES.get(outcome.reason or "", RESERVE_EXPIRED_DEFAULT))

@@ -115,3 +115,11 @@ def test_an_unsubscribe_page_follows_the_browsers_language(
     link = f"/unsubscribe/{services.tokens.unsubscribe(s.requests[0].contact_key)}"
     body = client.http.get(link, headers={"Accept-Language": "fr-CA"}).body.decode()
     assert '<html lang="fr">' in body and "Se désabonner" in body
+
+
+def test_a_link_that_names_no_offer_speaks_the_browsers_language(client: Client) -> None:
+    response = client.http.get("/r/AAAAAAAAAAAAAAAAAAAAAA", headers={"Accept-Language": "fr"})
+    assert response.status_code == 404
+    assert '<html lang="fr">' in response.body.decode() and "Nous ne trouvons pas cette réservation" in (
+        response.body.decode()
+    )
