@@ -268,7 +268,8 @@ def html_page(
     paragraph = f"<p>{body_html}</p>" if body_html else ""
     content = f"{product_card(about)}{paragraph}{extra_html}"
     if "data-local>" in content:
-        scripts = (*scripts, LOCAL_TIMES)
+        # First: a script after one that navigates away (the reserve page's form) may never run.
+        scripts = (LOCAL_TIMES, *scripts)
     name = html.escape(shop.name)
     logo = f'<img src="{html.escape(shop.logo_url)}" alt="{name}" height="48">' if _web_url(shop.logo_url) else name
     home = shop.url if _web_url(shop.url) else (about.url if about and _web_url(about.url) else "")
