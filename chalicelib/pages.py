@@ -139,7 +139,7 @@ def style(accent: str) -> str:
         "header{border-bottom:1px solid var(--line)}header .wrap{display:flex;align-items:center;min-height:4rem}"
         ".logo{display:inline-flex;align-items:center;min-height:44px;color:var(--fg);font-weight:700;"
         "text-decoration:none;font-size:1.1rem}.logo img{display:block;max-height:3rem;max-width:14rem;height:auto}"
-        "main{padding:1.5rem 0 1rem}h1{font-size:1.5rem;line-height:1.25;margin:0 0 1rem}"
+        "main.wrap{padding-top:1.5rem;padding-bottom:1rem}h1{font-size:1.5rem;line-height:1.25;margin:0 0 1rem}"
         "h2{font-size:1.15rem;margin:0 0 .5rem}p{margin:0 0 1rem}"
         "a{color:var(--link);text-decoration-color:var(--accent);text-underline-offset:.2em}"
         "a:focus-visible,button:focus-visible,input:focus-visible{outline:3px solid var(--link);outline-offset:2px}"
@@ -158,7 +158,7 @@ def style(accent: str) -> str:
         "background:var(--card);border-left:4px solid var(--accent)}.note{color:var(--muted)}"
         "footer{border-top:1px solid var(--line);padding:1rem 0 2rem}footer a{display:inline-flex;"
         "align-items:center;min-height:44px}"
-        "@media (min-width:40rem){main{padding-top:2.5rem}h1{font-size:1.75rem}}"
+        "@media (min-width:40rem){main.wrap{padding-top:2.5rem}h1{font-size:1.75rem}}"
     )
 
 
