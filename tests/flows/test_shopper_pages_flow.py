@@ -123,3 +123,21 @@ def test_a_link_that_names_no_offer_speaks_the_browsers_language(client: Client)
     assert '<html lang="fr">' in response.body.decode() and "Nous ne trouvons pas cette réservation" in (
         response.body.decode()
     )
+
+
+def test_the_opt_in_pages_speak_the_browsers_language_and_refuse_another_sites_form(
+    client: Client, services: Services, clock: FixedClock
+) -> None:
+    s = scene(services, clock, units=1, people=1)
+    key = s.requests[0].contact_key
+    services.optouts.opt_out(key, "unsubscribe")
+    path = "/optin/" + services.optins.start(key)["link"].rsplit("/optin/", 1)[1]
+    asked = client.http.get(path, headers={"Accept-Language": "es"}).body.decode()
+    assert '<html lang="es">' in asked and "Sí, enviadme mensajes otra vez" in asked
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    refused = client.http.post(path, headers={**form, "Origin": "https://elsewhere.example"}, body="")
+    assert refused.status_code == 403 and "Please use the button on the page" in refused.body.decode()
+    assert services.tables.optout.get(key) is not None
+    done = client.http.post(path, headers={**form, "Accept-Language": "nl"}, body="")
+    assert done.status_code == 200 and "Je kunt weer berichten van ons krijgen" in done.body.decode()
+    assert services.tables.optout.get(key) is None
