@@ -126,6 +126,12 @@ def test_every_page_a_shoppers_link_opens(tabs: dict[str, Any], stack: RunningSt
     # Her own page: the held mug has a button on to checkout.
     look(tabs, stack, "me", lang="de", says="Ihre Anfragen", open_=lambda t: t.goto(me))
     assert tabs["phone"].get_by_role("link", name="Zur Kasse").count() == 1
+    # The same page in dark mode: its colours are worked out again for a dark background.
+    dark = tabs["phone"]
+    dark.emulate_media(color_scheme="dark")
+    shot(dark, "page-me-phone-dark")
+    assert_accessible(dark, "me page (phone, dark)")
+    dark.emulate_media(color_scheme="light")
 
     # A tap sent from another website is refused (the browser is handed the API's answer to one).
     def cross_site(tab: Any) -> None:
