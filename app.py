@@ -104,6 +104,11 @@ def _no_body_for_head(response: Response) -> Response:
     return response
 
 
+def _accept_language() -> str | None:
+    """The browser's languages, for a page that knows no place to take the shopper's language from."""
+    return _request().headers.get("accept-language")
+
+
 def _cors() -> Headers:
     origin = _request().headers.get("origin")
     return cors_headers(origin, wiring.current().settings.cors_origins)
@@ -287,7 +292,7 @@ def reserve_page(token: str) -> Response:
 
     services = wiring.current()
     outcome = services.holds.look(token)
-    response = reserve_response(outcome, RESERVE_STATUS[outcome.kind], services.settings.shop_name, token)
+    response = reserve_response(outcome, RESERVE_STATUS[outcome.kind], services.shop, token, _accept_language())
     return _no_body_for_head(response)
 
 
@@ -298,12 +303,11 @@ def reserve(token: str) -> Response:
     from chalicelib.pages import reserve_refused, reserve_response
 
     services = wiring.current()
-    shop_name = services.settings.shop_name
     # The token is what a tap needs; this only keeps another site's page from making a visitor's browser spend it.
     if cross_site(_request().headers, services.page_origin):
-        return reserve_refused(403, token, shop_name)
+        return reserve_refused(403, token, services.shop, _accept_language())
     outcome = services.holds.reserve(token)
-    return reserve_response(outcome, RESERVE_STATUS[outcome.kind], shop_name, token)
+    return reserve_response(outcome, RESERVE_STATUS[outcome.kind], services.shop, token, _accept_language())
 
 
 @app.route("/webhooks/orders", methods=["POST"], content_types=["application/json"])
@@ -326,32 +330,34 @@ def sweep(event: CloudWatchEvent) -> dict[str, int]:
 @app.route("/unsubscribe/{token}", methods=["GET", "HEAD"])
 def unsubscribe_page(token: str) -> Response:
     """An unsubscribe link opened: a confirmation page with a button; changes nothing (mail scanners prefetch)."""
-    return _no_body_for_head(wiring.current().self_service.unsubscribe_form(token))
+    return _no_body_for_head(wiring.current().self_service.unsubscribe_form(token, _accept_language()))
 
 
 @app.route("/unsubscribe/{token}", methods=["POST"], content_types=UNSUBSCRIBE_TYPES)
 def unsubscribe(token: str) -> Response:
     """RFC 8058 one-click (or the page's button): opt out, leave every list, pass live offers on."""
     request = _request()
-    return wiring.current().self_service.unsubscribe(token, _body(request), request.headers.get("content-type", ""))
+    return wiring.current().self_service.unsubscribe(
+        token, _body(request), request.headers.get("content-type", ""), _accept_language()
+    )
 
 
 @app.route("/confirm/{token}", methods=["GET", "HEAD"])
 def confirm_page(token: str) -> Response:
     """A confirmation email's link opened: a page with a button; changes nothing (mail scanners prefetch)."""
-    return _no_body_for_head(wiring.current().confirm_pages.form(token))
+    return _no_body_for_head(wiring.current().confirm_pages.form(token, _accept_language()))
 
 
 @app.route("/confirm/{token}", methods=["POST"], content_types=["application/x-www-form-urlencoded"])
 def confirm(token: str) -> Response:
     """The confirmation page's button: the email place may now be told about restocks."""
-    return wiring.current().confirm_pages.confirm(token)
+    return wiring.current().confirm_pages.confirm(token, _accept_language())
 
 
 @app.route("/optin/{token}", methods=["GET", "HEAD"])
 def optin_page(token: str) -> Response:
     """An opt-in link (made by staff for a person who asked): a page with a button; changes nothing."""
-    return _no_body_for_head(wiring.current().optins.form(token))
+    return _no_body_for_head(wiring.current().optins.form(token, _accept_language()))
 
 
 @app.route("/optin/{token}", methods=["POST"], content_types=["application/x-www-form-urlencoded"])
@@ -359,10 +365,8 @@ def optin(token: str) -> Response:
     """The opt-in page's button: the person's own opt-out is lifted."""
     services = wiring.current()
     if cross_site(_request().headers, services.page_origin):
-        from chalicelib.pages import page
-
-        return page(403, "Please use the button on the page", "Open the link again.", services.settings.shop_name)
-    return services.optins.confirm(token)
+        return services.optins.refused(_accept_language())
+    return services.optins.confirm(token, _accept_language())
 
 
 @app.route("/me/{token}", methods=["GET", "HEAD"])
@@ -371,7 +375,7 @@ def my_requests(token: str) -> Response:
     """A shopper's own page: what they wait for and their place in each line; changes nothing."""
     params: Mapping[str, str] = _request().query_params or {}
     done = params.get("done")
-    return _no_body_for_head(wiring.current().self_service.manage_page(token, done))
+    return _no_body_for_head(wiring.current().self_service.manage_page(token, done, _accept_language()))
 
 
 @app.route("/me/{token}", methods=["POST"], content_types=["application/x-www-form-urlencoded"])
@@ -380,7 +384,7 @@ def change_my_requests(token: str) -> Response:
     """A form on the shopper's page: leave a list, switch channel, or stop everything (CSRF-checked)."""
     request = _request()
     return wiring.current().self_service.manage_action(
-        token, _body(request), request.headers.get("content-type", ""), dict(request.headers)
+        token, _body(request), request.headers.get("content-type", ""), dict(request.headers), _accept_language()
     )
 
 

@@ -1,16 +1,19 @@
-"""The confirmation link's pages (email double opt-in, chalicelib/confirm.py): GET shows a button, POST confirms."""
+"""The confirmation link's pages (email double opt-in, chalicelib/confirm.py): GET shows a button, POST confirms.
+
+Each page is in the language the place was asked in; a link that names no place falls back on the browser's.
+"""
 
 from __future__ import annotations
 
-import html
 import uuid
 from dataclasses import dataclass
 
 from chalice import Response
 
+from chalicelib import i18n
 from chalicelib.clock import Clock
 from chalicelib.owed import OwedJobs
-from chalicelib.pages import LINK_INCOMPLETE, page
+from chalicelib.pages import LINK_INCOMPLETE, About, Shop, button_form, page, text_page, tr
 from chalicelib.senders import EMAIL
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.catalog import Product
@@ -27,62 +30,76 @@ class ConfirmPages:
     tokens: Tokens
     owed: OwedJobs
     clock: Clock
-    shop_name: str
+    shop: Shop
     request_ttl_days: int
     confirm_days: int
 
-    def _place(self, token: str) -> tuple[str, str] | Response:
+    def _place(self, token: str, lang: str) -> tuple[str, str] | Response:
         try:
             return self.tokens.read_confirm(token, self.confirm_days * 86400 + 86400)
         except TokenExpired:
-            return self._page(410, "This link has expired", "Please tap Notify me on the product page again.")
+            return self._page(410, lang, "This link has expired", "Please tap Notify me on the product page again.")
         except TokenInvalid:
-            return self._page(400, LINK_INCOMPLETE.title, LINK_INCOMPLETE.message)
+            return text_page(400, LINK_INCOMPLETE, self.shop, lang)
 
-    def _page(self, status: int, title: str, message: str, extra: str = "") -> Response:
-        return page(status, title, message, self.shop_name, extra)
+    def _page(
+        self,
+        status: int,
+        lang: str,
+        title: str,
+        message: str,
+        extra: str = "",
+        about: About | None = None,
+        **fields: str,
+    ) -> Response:
+        return page(status, tr(lang, title), tr(lang, message, **fields), self.shop, extra, lang=lang, about=about)
 
-    def _name(self, sku: str) -> str:
+    def _about(self, sku: str) -> About:
         product = self.tables.catalog.get_cached(sku)
-        return (product.name if product and product.name else sku).strip()
+        name = (product.name if product and product.name else sku).strip()
+        if product is None:
+            return About(name)
+        return About(name, product.image_url or "", product.product_url or "")
 
-    def _unconfirmed(self, token: str) -> Response | Request:
+    def _unconfirmed(self, token: str, accept: str | None) -> Response | Request:
         """The still unconfirmed place a link names, or the page to answer with instead (a bad link, a place gone,
         a place confirmed already)."""
-        place = self._place(token)
+        place = self._place(token, i18n.negotiate(accept=accept))
         if isinstance(place, Response):
             return place
         sku, joined_ts = place
         request = self.tables.requests.get(sku, joined_ts)
         if request is None or not request.live:
-            return self._gone()
+            return self._gone(i18n.negotiate(request.lang if request else None, accept=accept))
         if not request.unconfirmed:
-            return self._done(sku)
+            return self._done(sku, i18n.negotiate(request.lang, accept=accept))
         return request
 
-    def form(self, token: str) -> Response:
+    def form(self, token: str, accept: str | None = None) -> Response:
         """The page the email's link opens: it says what pressing the button does."""
-        request = self._unconfirmed(token)
+        request = self._unconfirmed(token, accept)
         if isinstance(request, Response):
             return request
-        sku = request.sku
-        button = (
-            f'<form method="post" action="{html.escape(token)}"><button type=submit>'
-            "Yes, email me when it is back</button></form>"
-        )
+        lang = i18n.negotiate(request.lang, accept=accept)
+        about = self._about(request.sku)
         return self._page(
             200,
+            lang,
             "Confirm your email",
-            f"Press the button to be emailed when {self._name(sku)} is back in stock at {self.shop_name}.",
-            button,
+            "Press the button to be emailed when {product} is back in stock at {shop}.",
+            button_form(token, tr(lang, "Yes, email me when it is back")),
+            about,
+            product=about.name,
+            shop=self.shop.name,
         )
 
-    def confirm(self, token: str) -> Response:
+    def confirm(self, token: str, accept: str | None = None) -> Response:
         """The button: the place may now be told about restocks (and about an open one with units left)."""
-        request = self._unconfirmed(token)
+        request = self._unconfirmed(token, accept)
         if isinstance(request, Response):
             return request
         sku, joined_ts = request.sku, request.joined_ts
+        lang = i18n.negotiate(request.lang, accept=accept)
         now = self.clock.now()
         ttl = int(now) + self.request_ttl_days * 86400
         tx = Tx().add(
@@ -93,7 +110,7 @@ class ConfirmPages:
         except TransactionCancelled as cancelled:
             if not cancelled.failed("product"):
                 current = self.tables.requests.get(sku, joined_ts)
-                return self._done(sku) if current is not None and not current.unconfirmed else self._gone()
+                return self._done(sku, lang) if current is not None and not current.unconfirmed else self._gone(lang)
             old = cancelled.old("product")
             product = Product.from_item(old) if old else None
             restock_ts = str(product.idle_restock_ts) if product and product.idle_restock_ts else ""
@@ -105,23 +122,29 @@ class ConfirmPages:
                 self.tables.run(tx)
             except TransactionCancelled:
                 current = self.tables.requests.get(sku, joined_ts)
-                return self._done(sku) if current is not None and not current.unconfirmed else self._gone()
+                return self._done(sku, lang) if current is not None and not current.unconfirmed else self._gone(lang)
             finally:
                 if restock_ts:
                     self.owed.send(sku, restock_ts, now)
         self.tables.audit.record(sku, "confirmed", now, contact_key=request.contact_key, channel=EMAIL)
-        return self._done(sku)
+        return self._done(sku, lang)
 
-    def _done(self, sku: str) -> Response:
+    def _done(self, sku: str, lang: str) -> Response:
+        about = self._about(sku)
         return self._page(
             200,
+            lang,
             "You are on the list",
-            f"Thank you. We will email you when {self._name(sku)} is back in stock at {self.shop_name}.",
+            "Thank you. We will email you when {product} is back in stock at {shop}.",
+            about=about,
+            product=about.name,
+            shop=self.shop.name,
         )
 
-    def _gone(self) -> Response:
+    def _gone(self, lang: str) -> Response:
         return self._page(
             410,
+            lang,
             "This request is no longer on the list",
             "It was not confirmed in time, or it was removed. Tap Notify me on the product page to ask again.",
         )

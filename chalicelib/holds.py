@@ -44,7 +44,8 @@ STORE_DOWN = "store_down"  # held for the shopper, but the store's checkout did 
 class ReserveOutcome:
     """What a tap came to; `location` is the checkout URL for a hold, `reason` says why a link expired.
 
-    An opened link's page also names the product and when the offer (or the hold) ends.
+    A page names the product (its picture and its page in the shop), when the offer (or the hold) ends, and is
+    written in the offer's language.
     """
 
     kind: str
@@ -53,6 +54,9 @@ class ReserveOutcome:
     hold_expires_at: int | None = None
     product_name: str | None = None
     offer_expires_at: int | None = None
+    lang: str | None = None  # the offer's; None when the link names no offer
+    product_image_url: str | None = None
+    product_url: str | None = None
 
 
 def link_lifetime_s(row: Offer, product: Product) -> int:
@@ -77,6 +81,19 @@ def checkout_location(template: str, sku: str, reservation_id: str) -> str | Non
     return template.replace("{sku}", quote(sku, safe="")).replace("{reservation_id}", quote(reservation_id, safe=""))
 
 
+def _about(outcome: ReserveOutcome, row: Offer, product: Product) -> ReserveOutcome:
+    """An outcome with what its page shows of the product, in the offer's language (a redirect needs neither)."""
+    if outcome.location is not None:
+        return outcome
+    return replace(
+        outcome,
+        lang=row.lang,
+        product_name=product.name or row.sku,
+        product_image_url=product.image_url,
+        product_url=product.product_url,
+    )
+
+
 @dataclass(frozen=True, kw_only=True, eq=False)
 class HoldsService:
     """Reserve links: GET looks and writes nothing; POST holds one unit in one transaction and sends the shopper
@@ -96,12 +113,11 @@ class HoldsService:
             return found
         row, product = found
         now = self.clock.now()
-        name = product.name or row.sku
         if row.state == OfferState.HELD and now < (row.hold_expires_at or 0):
-            return ReserveOutcome(HOLDING_PAGE, hold_expires_at=row.hold_expires_at, product_name=name)
+            return _about(ReserveOutcome(HOLDING_PAGE, hold_expires_at=row.hold_expires_at), row, product)
         if row.state == OfferState.OFFERED and now < (row.offer_expires_at or 0):
-            return ReserveOutcome(OFFER_PAGE, offer_expires_at=row.offer_expires_at, product_name=name)
-        return self._ended(row)
+            return _about(ReserveOutcome(OFFER_PAGE, offer_expires_at=row.offer_expires_at), row, product)
+        return _about(self._ended(row), row, product)
 
     def reserve(self, token: str) -> ReserveOutcome:
         """Handle one tap (the page's form, POST); every answer is an outcome (a refusal is an answer, not an
@@ -111,7 +127,7 @@ class HoldsService:
             return found
         row, product = found
         with correlated(offer=offer_ref(row.token_id)):
-            return self._answer(row, product, self.clock.now())
+            return _about(self._answer(row, product, self.clock.now()), row, product)
 
     def _verified(self, token: str) -> tuple[Offer, Product] | ReserveOutcome:
         """The offer row a genuine, young enough link names, with its product; or the outcome that refuses it."""

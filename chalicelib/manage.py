@@ -114,6 +114,8 @@ class Place:
     contact: str  # masked
     offer_expires_at: int | None = None
     hold_expires_at: int | None = None
+    offer_token: str | None = None  # the live offer or hold's row id (its reserve link goes on to checkout)
+    lang: str = "en"  # the language the shopper tapped in
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,11 @@ class ManageView:
     opted_out: bool
     channel: str | None  # the channel their notices go by, when they wait for anything
     contact: str | None  # masked
+
+    @property
+    def lang(self) -> str | None:
+        """The language of the place joined most recently (None when there is none)."""
+        return max(self.places, key=lambda p: p.joined_ts).lang if self.places else None
 
     @property
     def other_channel(self) -> str | None:
@@ -218,6 +225,8 @@ class ManageService:
                     contact=mask(request.contact),
                     offer_expires_at=offer_expires,
                     hold_expires_at=hold_expires,
+                    offer_token=request.offer_token,
+                    lang=request.lang,
                 )
             )
         places.sort(key=lambda p: p.joined_ts)

@@ -9,17 +9,17 @@ the opt-out: staff alone can never opt anyone in. Each opt-in is pending in the 
 
 from __future__ import annotations
 
-import html
 import secrets
 from dataclasses import dataclass
 from typing import Any
 
 from chalice import Response
 
+from chalicelib import i18n
 from chalicelib.clock import Clock, iso
 from chalicelib.errors import Conflict, RateLimited
 from chalicelib.links import Links
-from chalicelib.pages import LINK_INCOMPLETE, page
+from chalicelib.pages import LINK_INCOMPLETE, Shop, button_form, page, text_page, tr
 from chalicelib.tables.store import Tables
 from chalicelib.tokens import TokenExpired, TokenInvalid, Tokens
 
@@ -42,7 +42,7 @@ class OptIns:
     tokens: Tokens
     links: Links
     clock: Clock
-    shop_name: str
+    shop: Shop
 
     def start(self, contact_key: str) -> dict[str, Any]:
         """A fresh opt-in link for an opted-out person; Conflict when they are not opted out."""
@@ -67,47 +67,52 @@ class OptIns:
 
     # --- The person's side: GET /optin/{token} shows a button, POST /optin/{token} opts them back in.
 
-    def _page(self, status: int, title: str, message: str, extra: str = "") -> Response:
-        return page(status, title, message, self.shop_name, extra)
+    # The person is known only by a keyed hash here, so the page is in the language their browser asks for.
 
-    def _read(self, token: str) -> tuple[str, str] | Response:
+    def _page(self, status: int, lang: str, title: str, message: str, extra: str = "", **fields: object) -> Response:
+        return page(status, tr(lang, title), tr(lang, message, **fields), self.shop, extra, lang=lang)
+
+    def _read(self, token: str, lang: str) -> tuple[str, str] | Response:
         try:
             return self.tokens.read_optin(token, OPTIN_DAYS * 86400)
         except TokenExpired:
-            return self._expired()
+            return self._expired(lang)
         except TokenInvalid:
-            return self._page(400, LINK_INCOMPLETE.title, LINK_INCOMPLETE.message)
+            return text_page(400, LINK_INCOMPLETE, self.shop, lang)
 
-    def _expired(self) -> Response:
+    def _expired(self, lang: str) -> Response:
         return self._page(
             410,
+            lang,
             "This link no longer works",
-            f"It was used, replaced by a newer one, or is over {OPTIN_DAYS} days old. Ask {self.shop_name} again.",
+            "It was used, replaced by a newer one, or is over {days} days old. Ask {shop} again.",
+            days=i18n.number(OPTIN_DAYS, lang),
+            shop=self.shop.name,
         )
 
-    def form(self, token: str) -> Response:
+    def form(self, token: str, accept: str | None = None) -> Response:
         """The page the link opens: what the button does. Changes nothing."""
-        read = self._read(token)
+        lang = i18n.negotiate(accept=accept)
+        read = self._read(token, lang)
         if isinstance(read, Response):
             return read
         key, nonce = read
         if not self.tables.throttle.pending_optin(optin_key(key), nonce, self.clock.now()):
-            return self._expired()
-        button = (
-            f'<form method="post" action="{html.escape(token)}"><button type=submit>'
-            "Yes, send me messages again</button></form>"
-        )
+            return self._expired(lang)
         return self._page(
             200,
+            lang,
             "Hear from us again?",
-            f"You asked {self.shop_name} to stop messaging you. Press the button to allow back-in-stock messages "
-            "again (you then tap Notify me on the products you want).",
-            button,
+            "You asked {shop} to stop messaging you. Press the button to allow back-in-stock messages again (you "
+            "then tap Notify me on the products you want).",
+            button_form(token, tr(lang, "Yes, send me messages again")),
+            shop=self.shop.name,
         )
 
-    def confirm(self, token: str) -> Response:
+    def confirm(self, token: str, accept: str | None = None) -> Response:
         """The button: the opt-out is lifted, once."""
-        read = self._read(token)
+        lang = i18n.negotiate(accept=accept)
+        read = self._read(token, lang)
         if isinstance(read, Response):
             return read
         key, nonce = read
@@ -115,11 +120,18 @@ class OptIns:
         # The pending opt-in is used first: a crash before the opt-out goes leaves the person opted out (the safe
         # side), and staff can make them a new link.
         if not self.tables.throttle.take_optin(optin_key(key), nonce, now):
-            return self._expired()
+            return self._expired(lang)
         self.tables.optout.remove(key)
         self.tables.audit.record(OPTIN_PARTITION, "optin", now, contact_key=key)
         return self._page(
             200,
+            lang,
             "You can hear from us again",
-            f"Thank you. Tap Notify me on a product at {self.shop_name} to be told when it is back.",
+            "Thank you. Tap Notify me on a product at {shop} to be told when it is back.",
+            shop=self.shop.name,
         )
+
+    def refused(self, accept: str | None = None) -> Response:
+        """A button press sent from another website's page: nothing changes."""
+        lang = i18n.negotiate(accept=accept)
+        return self._page(403, lang, "Please use the button on the page", "Open the link again.")

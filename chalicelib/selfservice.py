@@ -14,13 +14,27 @@ from urllib.parse import parse_qs
 
 from chalice import Response
 
+from chalicelib import i18n
 from chalicelib.clock import Clock
 from chalicelib.errors import DomainError
 from chalicelib.leaving import GONE, HOLDING, Exit
 from chalicelib.line import PlaceInLine
+from chalicelib.link_ids import is_link_id
 from chalicelib.manage import ACTIONS, FormRefused, ManageService, ManageView, Place, product_name
 from chalicelib.optout_service import OptoutService
-from chalicelib.pages import LINK_INCOMPLETE, OWN_LINK_EXPIRED, SIGNED_OUT, page, redirect, when
+from chalicelib.pages import (
+    LINK_INCOMPLETE,
+    OWN_LINK_EXPIRED,
+    SIGNED_OUT,
+    Shop,
+    esc,
+    markup,
+    moment,
+    page,
+    redirect,
+    text_page,
+    tr,
+)
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.requests import RequestState
 from chalicelib.tokens import TokenExpired, TokenInvalid, TokenRevoked, Tokens
@@ -42,22 +56,52 @@ DONE_MESSAGES = {
     "stopped": "You are unsubscribed: we will not message you or add you to any list.",
 }
 
+# A refused form or change, by its error's code, in a language other than English (in English, and for an error
+# with another code, the error's own message is shown).
+REFUSALS = {
+    "form_refused": "This form is not from your page. Open your link again and retry.",
+    "form_expired": "This page was open too long. Reload it and try again.",
+    "cross_site": "This form was sent from another website, so we ignored it.",
+    "form_too_large": "That form was too large.",
+    "code_wait": "We sent a code a moment ago. Please wait a minute before asking again.",
+    "code_expired": "That code has expired or was tried too often. Please ask for a new one.",
+    "wrong_code": "That code is not right. Please check it and try again.",
+    "opted_out": "You have unsubscribed, so there are no notices to switch.",
+    "nothing_to_switch": "Your notices changed meanwhile. Please start again.",
+    "same_contact": "That is the contact we already use.",
+    "contact_opted_out": "That contact asked us not to send it messages, so we cannot switch to it.",
+    "too_many_places": "That number already waits for as many products as we keep for one number. "
+    "Leave a list you no longer need first, or keep email.",
+    "invalid_phone": "That is not a valid phone number.",
+    "sms_number_type": "Text messages go to mobile numbers only. Use a mobile number, or keep email.",
+    "sms_country_not_allowed": "We cannot send text messages to numbers from that country. Please keep email.",
+    "invalid_email": "That is not a valid email address.",
+    "contact_channel_mismatch": "That does not look like the kind of contact asked for. Please check it.",
+    "missing_field": "Please fill in the field.",
+}
 
-def ordinal(n: int) -> str:
-    """1 -> '1st', 2 -> '2nd', 11 -> '11th', 23 -> '23rd'."""
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
 
-
-def place_words(place: PlaceInLine) -> str:
-    """A waiting place's status line: exact when the line's figures pin it down, else the range they allow."""
+def place_words(place: PlaceInLine, lang: str = i18n.DEFAULT_LANGUAGE) -> str:
+    """A waiting place's status line, counting the people ahead in the shopper's language: exact when the line's
+    figures pin it down, else the range they allow."""
+    t = i18n.text("pages", lang)
     if place.exact is not None:
-        return f"You are {ordinal(place.exact)} in line."
-    if place.lowest == 1:
-        return f"You are at most {ordinal(place.highest)} in line."
-    return (
-        f"You are between {ordinal(place.lowest)} and {ordinal(place.highest)} in line "
-        "(some people ahead of you left or bought since you joined)."
+        if place.exact <= 1:
+            return t("You are first in line.")
+        return t.plural("{n} person is ahead of you in line.", "{n} people are ahead of you in line.", place.exact - 1)
+    if place.highest <= 1:
+        return t("You are first in line.")
+    if place.lowest <= 1:
+        return t.plural(
+            "At most {n} person is ahead of you in line.",
+            "At most {n} people are ahead of you in line.",
+            place.highest - 1,
+        )
+    return t(
+        "Between {low} and {high} people are ahead of you in line (some people ahead of you left or bought "
+        "since you joined).",
+        low=i18n.number(place.lowest - 1, lang),
+        high=i18n.number(place.highest - 1, lang),
     )
 
 
@@ -93,9 +137,10 @@ def is_one_click(raw: bytes | None, content_type: str) -> bool:
 
 @dataclass(frozen=True, kw_only=True, eq=False)
 class SelfService:
-    """Answers the shopper's links with pages."""
+    """Answers the shopper's links with pages, in the language of their latest place when we know it, else the
+    one their browser asks for (Accept-Language), else English."""
 
-    shop_name: str
+    shop: Shop
     tokens: Tokens
     optouts: OptoutService
     manage: ManageService
@@ -103,106 +148,123 @@ class SelfService:
     clock: Clock
     allowed_origin: str  # scheme://host[:port], the only origin the manage page's forms may come from
 
-    def _page(self, status: int, title: str, message: str, extra_html: str = "") -> Response:
-        return page(status, title, message, self.shop_name, extra_html)
+    def _page(self, status: int, lang: str, title: str, message: str, extra_html: str = "") -> Response:
+        return page(status, tr(lang, title), message, self.shop, extra_html, lang=lang)
 
-    def _bad_link(self, expired: bool) -> Response:
+    def _bad_link(self, expired: bool, lang: str) -> Response:
         if expired:
-            return self._page(410, OWN_LINK_EXPIRED.title, OWN_LINK_EXPIRED.message)
-        return self._page(400, LINK_INCOMPLETE.title, LINK_INCOMPLETE.message)
+            return text_page(410, OWN_LINK_EXPIRED, self.shop, lang)
+        return text_page(400, LINK_INCOMPLETE, self.shop, lang)
 
     # --- Unsubscribe
 
-    def unsubscribe_form(self, token: str) -> Response:
+    def unsubscribe_form(self, token: str, accept: str | None = None) -> Response:
         """GET /unsubscribe/{token}: a confirmation page; changes nothing (mail scanners open links)."""
+        lang = i18n.negotiate(accept=accept)
         try:
             self.tokens.read_unsubscribe(token)
         except (TokenInvalid, TokenExpired):
-            return self._bad_link(expired=False)
+            return self._bad_link(expired=False, lang=lang)
         form = (
             f'<form method="post" action="{html.escape(token)}">'
             '<input type="hidden" name="List-Unsubscribe" value="One-Click">'
-            "<button type=submit>Unsubscribe</button></form>"
-            "<p>If you hold an item right now, it stays yours to buy until its hold ends.</p>"
+            f"<button type=submit>{html.escape(tr(lang, 'Unsubscribe'))}</button></form>"
+            f'<p class="note">{html.escape(tr(lang, "If you hold an item right now, it stays yours to buy until its hold ends."))}</p>'
         )
-        return self._page(
-            200,
-            "Stop back-in-stock messages?",
-            f"You will leave every waiting list at {self.shop_name} and we will not message you again.",
-            form,
+        message = tr(
+            lang,
+            "You will leave every waiting list at {shop} and we will not message you again.",
+            shop=self.shop.name,
         )
+        return self._page(200, lang, "Stop back-in-stock messages?", message, form)
 
-    def unsubscribe(self, token: str, raw: bytes | None, content_type: str) -> Response:
+    def unsubscribe(self, token: str, raw: bytes | None, content_type: str, accept: str | None = None) -> Response:
         """POST /unsubscribe/{token}: RFC 8058 one-click or the page's button; opt out and leave every list."""
+        lang = i18n.negotiate(accept=accept)
         try:
             key = self.tokens.read_unsubscribe(token).value
         except (TokenInvalid, TokenExpired):
-            return self._bad_link(expired=False)
+            return self._bad_link(expired=False, lang=lang)
         if not is_one_click(raw, content_type):
             return self._page(
                 400,
+                lang,
                 "Please use the button",
-                "This request did not say what to do. Open the link again and press Unsubscribe.",
+                tr(lang, "This request did not say what to do. Open the link again and press Unsubscribe."),
             )
         result = self.optouts.opt_out(key, "unsubscribe")
-        return self._unsubscribed(result.newly, result.exits)
+        return self._unsubscribed(result.newly, result.exits, lang)
 
-    def _unsubscribed(self, newly: bool, exits: list[Exit]) -> Response:
+    def _unsubscribed(self, newly: bool, exits: list[Exit], lang: str) -> Response:
         parts = []
         left = [e for e in exits if e.outcome not in (HOLDING, GONE)]
         if left:
             names = ", ".join(html.escape(product_name(self.catalog, e.sku)) for e in left)
-            parts.append(f"<p>You left the waiting list for: {names}.</p>")
+            parts.append(f"<p>{markup(lang, 'You left the waiting list for: {products}.', products=names)}</p>")
         for held in (e for e in exits if e.outcome == HOLDING):
-            name = html.escape(product_name(self.catalog, held.sku))
-            parts.append(
-                f"<p>You are holding one {name} until {html.escape(when(held.hold_expires_at))}. It stays yours "
-                "to buy until then; if you do not, it goes to the next person in line.</p>"
+            line = markup(
+                lang,
+                "You are holding one {product} until {time}. It stays yours to buy until then; if you do not, it "
+                "goes to the next person in line.",
+                product=esc(product_name(self.catalog, held.sku)),
+                time=moment(held.hold_expires_at, lang),
             )
+            parts.append(f"<p>{line}</p>")
         message = (
             "We will not send you any more messages or add you to waiting lists."
             if newly
             else "You had already unsubscribed, so nothing more will be sent to you."
         )
-        return self._page(200, "You are unsubscribed", message, "".join(parts))
+        return self._page(200, lang, "You are unsubscribed", tr(lang, message), "".join(parts))
 
     # --- My requests
 
-    def _manage_key(self, token: str) -> str | Response:
+    def _manage_key(self, token: str, lang: str) -> str | Response:
         """The contact behind a manage link, or the page that says why the link does not work."""
         try:
             return self.manage.read_token(token)
         except TokenExpired:
-            return self._bad_link(expired=True)
+            return self._bad_link(expired=True, lang=lang)
         except TokenRevoked:
-            return self._page(410, SIGNED_OUT.title, SIGNED_OUT.message)
+            return text_page(410, SIGNED_OUT, self.shop, lang)
         except TokenInvalid:
-            return self._bad_link(expired=False)
+            return self._bad_link(expired=False, lang=lang)
 
-    def manage_page(self, token: str, done: str | None = None) -> Response:
+    def manage_page(self, token: str, done: str | None = None, accept: str | None = None) -> Response:
         """GET /me/{token}: the products this shopper waits for, their place in each, and what they can do."""
-        key = self._manage_key(token)
+        key = self._manage_key(token, i18n.negotiate(accept=accept))
         if isinstance(key, Response):
             return key
         view = self.manage.view(key)
-        return self._page(200, "Your requests", self._summary(view), self._manage_html(view, token, done))
+        lang = i18n.negotiate(view.lang, accept=accept)
+        return self._page(200, lang, "Your requests", self._summary(view, lang), self._manage_html(view, done, lang))
 
-    def manage_action(self, token: str, raw: bytes | None, content_type: str, headers: Mapping[str, str]) -> Response:
+    def manage_action(
+        self, token: str, raw: bytes | None, content_type: str, headers: Mapping[str, str], accept: str | None = None
+    ) -> Response:
         """POST /me/{token}: leave a list, switch channel or stop everything, then back to the page."""
-        key = self._manage_key(token)
+        lang = i18n.negotiate(accept=accept)
+        key = self._manage_key(token, lang)
         if isinstance(key, Response):
             return key
-        back = f'<p><a href="{html.escape(token)}">Back to your requests</a></p>'
+        back = f'<p><a href="{html.escape(token)}">{html.escape(tr(lang, "Back to your requests"))}</a></p>'
         try:
             self._check_origin(headers)
             form = self._form(raw, content_type)
             action = form.get("action", "")
             self.manage.check_form(key, action, form.get("form_token", ""))
-            return self._act(key, token, action, form)
+            return self._act(key, token, action, form, lang)
         except FormRefused as refused:
-            return self._page(refused.status, "Please try that again", refused.message, back)
+            return self._page(refused.status, lang, "Please try that again", self._refusal(refused, lang), back)
         except DomainError as error:
-            return self._page(error.status, "That did not work", error.message, back)
+            return self._page(error.status, lang, "That did not work", self._refusal(error, lang), back)
+
+    @staticmethod
+    def _refusal(error: DomainError, lang: str) -> str:
+        # English keeps the error's own words, which can say more (how many tries are left, what is wrong with an
+        # address); another language gets the translated sentence for its kind.
+        msgid = REFUSALS.get(error.code)
+        return tr(lang, msgid) if msgid and lang != i18n.DEFAULT_LANGUAGE else error.message
 
     def _check_origin(self, headers: Mapping[str, str]) -> None:
         if cross_site(headers, self.allowed_origin):
@@ -220,7 +282,7 @@ class SelfService:
             raise FormRefused("Please use the buttons on the page.", code="form_refused") from exc
         return {k: v[-1] for k, v in fields.items()}
 
-    def _act(self, key: str, token: str, action: str, form: dict[str, str]) -> Response:
+    def _act(self, key: str, token: str, action: str, form: dict[str, str], lang: str) -> Response:
         if action == "leave":
             exit_ = self.manage.leave(key, form.get("sku", "")[:64])
             done = {HOLDING: "holding", GONE: "gone"}.get(exit_.outcome, "left")
@@ -233,85 +295,108 @@ class SelfService:
             return redirect(f"{self.manage.link_token(result.new_key)}?done=switched")
         if action == "signout":
             self.manage.sign_out(key)
-            return self._page(200, "You are signed out everywhere", SIGNED_OUT_DONE)
+            return self._page(200, lang, "You are signed out everywhere", tr(lang, SIGNED_OUT_DONE))
         assert action in ACTIONS  # check_form refused anything else
         self.optouts.opt_out(key, "unsubscribe")
         return redirect(f"{token}?done=stopped")
 
     # --- HTML
 
-    def _summary(self, view: ManageView) -> str:
+    def _summary(self, view: ManageView, lang: str) -> str:
         if view.opted_out and not view.places:
-            return "You have unsubscribed: we will not message you or add you to any waiting list."
+            return tr(lang, "You have unsubscribed: we will not message you or add you to any waiting list.")
         if not view.places:
-            return "You are not waiting for anything right now."
-        count = len(view.places)
-        noun = "product" if count == 1 else "products"
-        by = "SMS" if view.channel == "sms" else "email"
-        return f"You are waiting for {count} {noun}. We tell you by {by} at {view.contact}."
+            return tr(lang, "You are not waiting for anything right now.")
+        t = i18n.text("pages", lang)
+        waiting = t.plural("You are waiting for {n} product.", "You are waiting for {n} products.", len(view.places))
+        by = "We tell you by SMS at {contact}." if view.channel == "sms" else "We tell you by email at {contact}."
+        return f"{waiting} {t(by, contact=view.contact or '')}"
 
-    def _place_html(self, place: Place, key: str) -> str:
-        name = html.escape(place.name)
-        if place.state == RequestState.OFFERED:
-            status = f"We sent you a link to reserve one; it works until {html.escape(when(place.offer_expires_at))}."
-        elif place.state == RequestState.RESERVED:
-            status = (
-                f"One is held for you until {html.escape(when(place.hold_expires_at))}. "
-                "It stays yours to buy until then, even if you leave this list."
-            )
-        else:
-            status = place_words(place.place)
-        leave = (
-            '<form method="post" action="">'
-            '<input type="hidden" name="action" value="leave">'
-            f'<input type="hidden" name="sku" value="{html.escape(place.sku)}">'
-            f'<input type="hidden" name="form_token" value="{html.escape(self.manage.form_token(key, "leave"))}">'
-            f"<button type=submit>Leave this list</button></form>"
+    def _checkout_link(self, place: Place) -> str:
+        """Where a held place goes on to checkout: its reserve link, whose page sends the shopper to the shop's
+        checkout (relative, so it stays on this stage: /me/x and /m/x both sit one level down)."""
+        token = place.offer_token or ""
+        if is_link_id(token):
+            return f"../r/{token}"
+        return f"../reserve/{self.tokens.reserve(token)}"
+
+    def _hidden(self, key: str, action: str) -> str:
+        form_token = html.escape(self.manage.form_token(key, action))
+        return (
+            f'<input type="hidden" name="action" value="{action}">'
+            f'<input type="hidden" name="form_token" value="{form_token}">'
         )
-        return f'<section class="place"><h2>{name}</h2><p class="status">{status}</p>{leave}</section>'
 
-    def _manage_html(self, view: ManageView, token: str, done: str | None) -> str:
+    def _place_html(self, place: Place, key: str, lang: str) -> str:
+        name = html.escape(place.name)
+        checkout = ""
+        if place.state == RequestState.OFFERED:
+            status = markup(
+                lang,
+                "We sent you a link to reserve one; it works until {time}.",
+                time=moment(place.offer_expires_at, lang),
+            )
+        elif place.state == RequestState.RESERVED:
+            status = markup(
+                lang,
+                "One is held for you until {time}. It stays yours to buy until then, even if you leave this list.",
+                time=moment(place.hold_expires_at, lang),
+            )
+            if place.offer_token:
+                label = html.escape(tr(lang, "Go to checkout"))
+                checkout = f'<p><a class="button" href="{html.escape(self._checkout_link(place))}">{label}</a></p>'
+        else:
+            status = esc(place_words(place.place, lang))
+        leave = (
+            f'<form method="post" action="">{self._hidden(key, "leave")}'
+            f'<input type="hidden" name="sku" value="{html.escape(place.sku)}">'
+            f'<button type=submit class="quiet">{html.escape(tr(lang, "Leave this list"))}</button></form>'
+        )
+        return f'<section class="place"><h2>{name}</h2><p class="status">{status}</p>{checkout}{leave}</section>'
+
+    def _manage_html(self, view: ManageView, done: str | None, lang: str) -> str:
+        key = view.contact_key
         parts = []
         if done in DONE_MESSAGES:
-            parts.append(f'<p class="done" role="status"><strong>{html.escape(DONE_MESSAGES[done])}</strong></p>')
+            said = html.escape(tr(lang, DONE_MESSAGES[done]))
+            parts.append(f'<p class="done" role="status"><strong>{said}</strong></p>')
         if view.opted_out and view.places:
-            parts.append("<p>You have unsubscribed, so we will not message you again.</p>")
-        parts += [self._place_html(p, view.contact_key) for p in view.places]
-        pending = self.manage.pending_switch(view.contact_key) if view.places and not view.opted_out else None
+            parts.append(f"<p>{html.escape(tr(lang, 'You have unsubscribed, so we will not message you again.'))}</p>")
+        parts += [self._place_html(p, key, lang) for p in view.places]
+        pending = self.manage.pending_switch(key) if view.places and not view.opted_out else None
         if pending:
+            sent = markup(lang, "We sent a 6-digit code to {contact}. It works for 15 minutes.", contact=esc(pending))
             parts.append(
-                '<section><h2>Enter your code</h2><form method="post" action="">'
-                '<input type="hidden" name="action" value="code">'
-                f'<input type="hidden" name="form_token" value="{html.escape(self.manage.form_token(view.contact_key, "code"))}">'
-                f"<p>We sent a 6-digit code to {html.escape(pending)}. It works for 15 minutes.</p>"
-                '<label>Code <input name="code" inputmode="numeric" autocomplete="one-time-code" required maxlength="12">'
-                "</label> <button type=submit>Switch</button></form></section>"
+                f'<section><h2>{html.escape(tr(lang, "Enter your code"))}</h2><form method="post" action="">'
+                f"{self._hidden(key, 'code')}<p>{sent}</p>"
+                f'<label>{html.escape(tr(lang, "Code"))} <input name="code" inputmode="numeric" '
+                'autocomplete="one-time-code" required maxlength="12"></label>'
+                f"<button type=submit>{html.escape(tr(lang, 'Switch'))}</button></form></section>"
             )
         if view.places and view.other_channel and not view.opted_out:
-            other = view.other_channel
-            label = "Send my notices by email instead" if other == "email" else "Send my notices by SMS instead"
-            kind = 'type="email" autocomplete="email"' if other == "email" else 'type="tel" autocomplete="tel"'
-            field = "Your email address" if other == "email" else "Your mobile number"
+            email = view.other_channel == "email"
+            label = "Send my notices by email instead" if email else "Send my notices by SMS instead"
+            kind = 'type="email" autocomplete="email"' if email else 'type="tel" autocomplete="tel"'
+            field = "Your email address" if email else "Your mobile number"
             parts.append(
-                '<section><h2>Change how we tell you</h2><form method="post" action="">'
-                '<input type="hidden" name="action" value="switch">'
-                f'<input type="hidden" name="form_token" value="{html.escape(self.manage.form_token(view.contact_key, "switch"))}">'
-                f'<label>{field} <input name="contact" {kind} required maxlength="254"></label> '
-                f"<button type=submit>{label}</button>"
-                "<p>We send a code there first; you keep your place in every line.</p></form></section>"
+                f'<section><h2>{html.escape(tr(lang, "Change how we tell you"))}</h2><form method="post" action="">'
+                f"{self._hidden(key, 'switch')}"
+                f'<label>{html.escape(tr(lang, field))} <input name="contact" {kind} required maxlength="254"></label>'
+                f'<p class="note">{html.escape(tr(lang, "We send a code there first; you keep your place in every line."))}</p>'
+                f"<button type=submit>{html.escape(tr(lang, label))}</button></form></section>"
             )
         if not view.opted_out:
             parts.append(
-                '<section><h2>Stop everything</h2><form method="post" action="">'
-                '<input type="hidden" name="action" value="stop">'
-                f'<input type="hidden" name="form_token" value="{html.escape(self.manage.form_token(view.contact_key, "stop"))}">'
-                "<button type=submit>Unsubscribe and leave every list</button></form></section>"
+                f'<section><h2>{html.escape(tr(lang, "Stop everything"))}</h2><form method="post" action="">'
+                f"{self._hidden(key, 'stop')}"
+                f"<button type=submit>{html.escape(tr(lang, 'Unsubscribe and leave every list'))}</button></form>"
+                "</section>"
             )
+        warning = tr(lang, "If someone else may have this link, this stops every link to this page we have sent you.")
         parts.append(
-            '<section><h2>Sign out everywhere</h2><form method="post" action="">'
-            '<input type="hidden" name="action" value="signout">'
-            f'<input type="hidden" name="form_token" value="{html.escape(self.manage.form_token(view.contact_key, "signout"))}">'
-            "<p>If someone else may have this link, this stops every link to this page we have sent you.</p>"
-            "<button type=submit>Sign out everywhere</button></form></section>"
+            f'<section><h2>{html.escape(tr(lang, "Sign out everywhere"))}</h2><form method="post" action="">'
+            f"{self._hidden(key, 'signout')}<p>{html.escape(warning)}</p>"
+            f'<button type=submit class="quiet">{html.escape(tr(lang, "Sign out everywhere"))}</button></form>'
+            "</section>"
         )
         return "".join(parts)

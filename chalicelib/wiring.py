@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from chalicelib.optout_service import OptoutService
     from chalicelib.orders import OrdersService
     from chalicelib.owed import OwedJobs
+    from chalicelib.pages import Shop
     from chalicelib.platforms.base import Store, WebhookReader
     from chalicelib.platforms.http import Transport
     from chalicelib.platforms.shopify import ShopifyConnector
@@ -252,6 +253,13 @@ class Services:
         )
 
     @cached_property
+    def shop(self) -> Shop:
+        """The shop's name and look on every page a shopper's link opens."""
+        from chalicelib.pages import Shop
+
+        return Shop.of(self.settings)
+
+    @cached_property
     def confirm_pages(self) -> ConfirmPages:
         """GET/POST /confirm/{token}: email double opt-in."""
         from chalicelib.confirm_pages import ConfirmPages
@@ -261,7 +269,7 @@ class Services:
             tokens=self.tokens,
             owed=self.owed,
             clock=self.clock,
-            shop_name=self.settings.shop_name,
+            shop=self.shop,
             request_ttl_days=self.settings.request_ttl_days,
             confirm_days=self.settings.email_confirm_days,
         )
@@ -510,7 +518,7 @@ class Services:
         from chalicelib.selfservice import SelfService
 
         return SelfService(
-            shop_name=self.settings.shop_name,
+            shop=self.shop,
             tokens=self.tokens,
             optouts=self.optouts,
             manage=self.manage,
@@ -550,7 +558,7 @@ class Services:
             tokens=self.tokens,
             links=self.links,
             clock=self.clock,
-            shop_name=self.settings.shop_name,
+            shop=self.shop,
         )
 
     def _operations(self) -> Operations:

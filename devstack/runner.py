@@ -129,6 +129,9 @@ def api_overrides(
     overrides = {
         "PUBLIC_BASE_URL": f"http://{HOST}:{api_port}",
         "CORS_ORIGINS": ",".join(origins),
+        # The demo shop is the console: the pages' "back to the shop" link and logo follow its port.
+        "SHOP_URL": f"http://{HOST}:{console_port}/",
+        "SHOP_LOGO_URL": f"http://{HOST}:{console_port}/static/logo.svg",
     }
     if woocommerce_port is not None:
         overrides["WOOCOMMERCE_STORE_URL"] = f"http://{HOST}:{woocommerce_port}"

@@ -67,18 +67,18 @@ def test_the_page_shows_each_place_and_it_moves_up_as_others_leave_or_are_served
 ) -> None:
     s = scene(services, clock, units=1, people=4)
     url = me(services, s.requests[3])
-    assert place_line(client, url) == "You are 4th in line."
+    assert place_line(client, url) == "3 people are ahead of you in line."
     # The first person leaves from their own page.
     first = client.http.get(me(services, s.requests[0]))
     left = post(client, me(services, s.requests[0]), form_for(first.body, "leave", s.sku))
     assert left.status_code == 303
-    assert place_line(client, url) == "You are 3rd in line."
+    assert place_line(client, url) == "2 people are ahead of you in line."
     # The second person is served: told, taps the link, buys.
     token = s.offer(1)
     s.tap(token)
-    assert place_line(client, url) == "You are 3rd in line."  # a hold still counts until it is bought
+    assert place_line(client, url) == "2 people are ahead of you in line."  # a hold still counts until it is bought
     services.moves.convert(s.row(token), "order-1", clock.now())
-    assert place_line(client, url) == "You are 2nd in line."
+    assert place_line(client, url) == "1 person is ahead of you in line."
     assert s.waiting_count() == 2
 
 
@@ -91,7 +91,7 @@ def test_once_someone_behind_leaves_the_page_gives_the_range_it_is_sure_of(
     last = me(services, s.requests[2])
     left = post(client, last, form_for(client.http.get(last).body, "leave", s.sku))
     assert left.status_code == 303
-    assert place_line(client, me(services, s.requests[1])) == "You are at most 2nd in line."
+    assert place_line(client, me(services, s.requests[1])) == "At most 1 person is ahead of you in line."
     assert services.tables.requests.position(s.sku, s.requests[1].joined_ts) == 2
 
 
@@ -104,7 +104,7 @@ def test_the_page_says_when_a_link_was_sent_or_a_unit_is_held(
     token = s.offer(0)
     page = client.http.get(me(services, s.requests[0])).body.decode()
     assert "Walnut dining chair" in page and "We sent you a link to reserve one; it works until" in page
-    assert "Brass lamp" in page and "You are 1st in line." in page
+    assert "Brass lamp" in page and "You are first in line." in page
     s.tap(token)
     page = client.http.get(me(services, s.requests[0])).body.decode()
     assert "One is held for you until" in page
@@ -224,7 +224,7 @@ def test_switching_to_email_keeps_every_place(client: Client, services: Services
     assert services.tables.requests.position(s.sku, s.requests[2].joined_ts) == 3
     page = client.http.get(f"/me/{response.headers['Location']}").body.decode()
     assert "your notices now go to the contact shown below" in page
-    assert "A•••@example.com" in page and "Brass lamp" in page and "3rd in line" in page
+    assert "A•••@example.com" in page and "Brass lamp" in page and "2 people are ahead of you in line" in page
     assert s.waiting_count() == 3
 
 

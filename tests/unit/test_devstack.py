@@ -58,6 +58,8 @@ def test_api_settings_follow_the_ports_and_pass_the_rate_limit_through() -> None
     assert api_overrides(8000, 8001, {}) == {
         "PUBLIC_BASE_URL": "http://127.0.0.1:8000",
         "CORS_ORIGINS": "http://127.0.0.1:8001,http://localhost:8001",
+        "SHOP_URL": "http://127.0.0.1:8001/",
+        "SHOP_LOGO_URL": "http://127.0.0.1:8001/static/logo.svg",
     }
     assert api_overrides(8000, 8001, {"RATE_LIMIT_PER_MINUTE": "600"})["RATE_LIMIT_PER_MINUTE"] == "600"
     assert "RATE_LIMIT_PER_MINUTE" not in api_overrides(8000, 8001, {"RATE_LIMIT_PER_MINUTE": " "})

@@ -39,6 +39,6 @@ def test_the_bounds_always_hold_the_true_place() -> None:
 
 
 def test_the_page_says_exact_or_a_labelled_range() -> None:
-    assert place_words(PlaceInLine(3, 3)) == "You are 3rd in line."
-    assert place_words(PlaceInLine(1, 12)) == "You are at most 12th in line."
-    assert place_words(PlaceInLine(4900, 5000)).startswith("You are between 4900th and 5000th in line")
+    assert place_words(PlaceInLine(3, 3)) == "2 people are ahead of you in line."
+    assert place_words(PlaceInLine(1, 12)) == "At most 11 people are ahead of you in line."
+    assert place_words(PlaceInLine(4900, 5000)).startswith("Between 4,899 and 4,999 people are ahead of you in line")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from chalicelib.line import PlaceInLine
 from chalicelib.manage import FormGuard, FormRefused
 from chalicelib.optout_service import sms_match
-from chalicelib.selfservice import is_one_click, ordinal, when
+from chalicelib.pages import moment
+from chalicelib.selfservice import is_one_click, place_words
 
 MULTIPART = b'--b1\r\nContent-Disposition: form-data; name="List-Unsubscribe"\r\n\r\nOne-Click\r\n--b1--\r\n'
 
@@ -53,15 +55,28 @@ def test_a_malformed_form_token_is_refused(token: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("n", "text"), [(1, "1st"), (2, "2nd"), (3, "3rd"), (4, "4th"), (11, "11th"), (12, "12th"), (21, "21st")]
+    ("place", "lang", "text"),
+    [
+        (PlaceInLine(1, 1), "en", "You are first in line."),
+        (PlaceInLine(2, 2), "en", "1 person is ahead of you in line."),
+        (PlaceInLine(3, 3), "de", "2 Personen sind vor Ihnen in der Warteliste."),
+        (PlaceInLine(2, 2), "fr", "1 personne est devant vous dans la file."),
+        (PlaceInLine(1, 1235), "de", "Höchstens 1.234 Personen sind vor Ihnen in der Warteliste."),
+        (PlaceInLine(1, 1235), "fr", "Au plus 1\u202f234 personnes sont devant vous dans la file."),
+    ],
 )
-def test_ordinals(n: int, text: str) -> None:
-    assert ordinal(n) == text
+def test_a_place_is_counted_in_the_shoppers_language(place: PlaceInLine, lang: str, text: str) -> None:
+    assert place_words(place, lang) == text
 
 
-def test_times_are_shown_in_utc() -> None:
-    assert when(0) == "00:00 UTC on 01 Jan"
-    assert when(None) == "soon"
+def test_a_range_is_written_with_the_languages_numbers() -> None:
+    assert place_words(PlaceInLine(4901, 5001), "nl").startswith("Er staan tussen 4.900 en 5.000 mensen voor je")
+
+
+def test_times_are_a_time_element_in_utc_that_names_its_zone() -> None:
+    # 2026-12-04 16:00 UTC; the text is what a browser without scripts shows.
+    assert moment(1796400000, "de") == '<time datetime="2026-12-04T16:00:00Z" data-local>4. Dez., 16:00 UTC</time>'
+    assert moment(None, "en") == "soon"
 
 
 @pytest.mark.parametrize(("raw", "e164"), [("+447700900001", "+447700900001"), ("+1 (202) 555-0100", "+12025550100")])

@@ -1,0 +1,180 @@
+"""Every kind of page a shopper's links open, in a real browser on the real local stack, at a desktop and a phone
+size: each screenshotted (artifacts/screenshots/page-*.png) and audited with axe-core, with its language, the
+shop's logo and the way back to the shop checked.
+
+The stack is driven as shoppers and the shop drive it: taps on /notify-me, a restock through the console, links
+read from the console's outbox, the console's clock moved on. A reserve link's page sends its form at once (its
+script holds the unit and goes on to checkout); to see that page as it stands before it goes, the form's POST is
+cancelled on its way out, as a shopper's tap on Stop would.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.browser.axe import assert_accessible
+from tests.browser.running import RunningStack, get_json, shot
+
+pytestmark = pytest.mark.browser
+
+MUG = "WW-MUG-SPECKLE"
+ANNA = "+447400123461"  # a German shopper, by SMS
+EMMA = "emma@example.com"  # an English shopper, by email
+SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
+
+
+def post_json(url: str, body: dict[str, Any]) -> Any:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read() or b"{}")
+
+
+def links_to(stack: RunningStack, contact: str, kind: str, *, wait_s: float = 30) -> dict[str, str]:
+    """The links of the newest message of `kind` ('confirmation' or a notice) to `contact`, once it is sent."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        for message in reversed(get_json(f"{stack.console}/api/outbox")["messages"]):
+            links = message.get("links") or {}
+            if message.get("to") == contact and kind in links:
+                return dict(links)
+        post_json(f"{stack.console}/api/run/notifier", {})
+        time.sleep(0.5)
+    raise AssertionError(f"no message with a {kind} link to {contact}")
+
+
+@pytest.fixture
+def tabs(browser: Any) -> Iterator[dict[str, Any]]:
+    """A German-speaking tab in Berlin's time zone at each size (Accept-Language follows the locale)."""
+    contexts = {
+        size: browser.new_context(viewport=viewport, locale="de-DE", timezone_id="Europe/Berlin")
+        for size, viewport in SIZES.items()
+    }
+    tabs = {size: context.new_page() for size, context in contexts.items()}
+    for tab in tabs.values():
+        tab.set_default_timeout(20_000)
+    yield tabs
+    for context in contexts.values():
+        context.close()
+
+
+def frozen(tab: Any, url: str) -> None:
+    """Open a reserve link's page and keep it: the form its script sends at once is stopped on its way out."""
+    stopped: list[str] = []
+
+    def hold_back_the_form(route: Any) -> None:
+        if route.request.method == "POST":
+            stopped.append(route.request.url)
+            route.abort("aborted")  # as a navigation the shopper cancelled: the page stays as it is
+        else:
+            route.continue_()
+
+    tab.route(url, hold_back_the_form)
+    tab.goto(url, wait_until="commit")
+    ready = "() => document.readyState === 'complete' && [...document.images].every(i => i.complete)"
+    for _ in range(100):  # polled from here: the page's policy forbids the eval a wait_for_function would need
+        if stopped and tab.evaluate(ready):
+            break
+        tab.wait_for_timeout(100)
+    tab.unroute(url)
+    assert stopped, "the page's script did not send its form"
+
+
+def look(tabs: dict[str, Any], stack: RunningStack, name: str, *, lang: str, says: str, open_: Any = None) -> None:
+    """Open a page at every size: screenshot, axe audit, and what every page must have."""
+    for size, tab in tabs.items():
+        if open_ is not None:
+            open_(tab)
+        assert tab.locator("html").get_attribute("lang") == lang, (name, size, tab.url)
+        assert says in tab.inner_text("main"), tab.inner_text("main")
+        assert tab.locator("h1").count() == 1
+        back = tab.locator("footer a")
+        assert back.get_attribute("href") == f"{stack.console}/"
+        logo = tab.locator("header img")
+        assert logo.get_attribute("alt") == "Walnut & Wool (demo shop)"
+        loaded = "img => img.complete && img.naturalWidth > 0"
+        assert tab.evaluate(loaded, logo.element_handle()), logo.get_attribute("src")
+        shot(tab, f"page-{name}-{size}")
+        assert_accessible(tab, f"{name} page ({size})")
+
+
+def test_every_page_a_shoppers_link_opens(tabs: dict[str, Any], stack: RunningStack) -> None:
+    api = stack.api
+    # Anna taps Notify me in German; mugs come back.
+    post_json(f"{api}/notify-me", {"sku": MUG, "channel": "sms", "contact": ANNA, "lang": "de"})
+    post_json(f"{stack.console}/api/restock", {"sku": MUG, "available": 3})
+    anna = links_to(stack, ANNA, "reserve")
+    reserve, me = anna["reserve"], anna["manage"]
+
+    # The offer's page, in her language; its time in her own zone (the script replaced the UTC fallback).
+    look(tabs, stack, "offer", lang="de", says="ist wieder vorrätig", open_=lambda t: frozen(t, reserve))
+    local = tabs["phone"].locator("main time").inner_text()
+    assert "UTC" not in local and ("MEZ" in local or "CET" in local or "GMT+1" in local), local
+
+    # She taps: the page's script holds one and sends her to checkout.
+    tabs["desktop"].goto(reserve)
+    tabs["desktop"].wait_for_url("**/checkout?**")
+    look(tabs, stack, "holding", lang="de", says="ist für Sie reserviert", open_=lambda t: frozen(t, reserve))
+
+    # Her own page: the held mug has a button on to checkout.
+    look(tabs, stack, "me", lang="de", says="Ihre Anfragen", open_=lambda t: t.goto(me))
+    assert tabs["phone"].get_by_role("link", name="Zur Kasse").count() == 1
+    # The same page in dark mode: its colours are worked out again for a dark background.
+    dark = tabs["phone"]
+    dark.emulate_media(color_scheme="dark")
+    shot(dark, "page-me-phone-dark")
+    assert_accessible(dark, "me page (phone, dark)")
+    dark.emulate_media(color_scheme="light")
+
+    # A tap sent from another website is refused (the browser is handed the API's answer to one).
+    def cross_site(tab: Any) -> None:
+        # Another website's page whose form posts to Anna's link (a made-up site, served to the browser here).
+        elsewhere = "http://elsewhere.test/"
+        form = f'<form method="post" action="{reserve}"><button>Win a mug</button></form>'
+        tab.route(elsewhere, lambda route: route.fulfill(content_type="text/html", body=form))
+        tab.goto(elsewhere)
+        with tab.expect_response(reserve) as refused:
+            tab.get_by_role("button", name="Win a mug").click()
+        assert refused.value.status == 403
+        tab.wait_for_load_state()
+        tab.unroute(elsewhere)
+
+    look(tabs, stack, "cross-site", lang="de", says="von einer anderen Website", open_=cross_site)
+
+    # Bad links: cut short, and one that names nothing.
+    look(tabs, stack, "incomplete", lang="de", says="unvollständig", open_=lambda t: t.goto(f"{api}/reserve/abc.def"))
+    unknown = f"{api}/r/AAAAAAAAAAAAAAAAAAAAAA"
+    look(tabs, stack, "unknown", lang="de", says="Reservierung nicht", open_=lambda t: t.goto(unknown))
+
+    # Time passes: the hold ends, and the link says so (she keeps her place).
+    post_json(f"{stack.console}/api/clock/advance", {"minutes": 180})
+    post_json(f"{stack.console}/api/run/sweep", {})
+    look(tabs, stack, "expired", lang="de", says="abgelaufen", open_=lambda t: t.goto(reserve))
+
+    # Emma asks by email in English: her confirmation link's page, and the page after its button.
+    post_json(f"{api}/notify-me", {"sku": MUG, "channel": "email", "contact": EMMA, "lang": "en"})
+    emma = links_to(stack, EMMA, "confirm")
+    confirm = emma["confirm"]
+    look(tabs, stack, "confirm", lang="en", says="Press the button", open_=lambda t: t.goto(confirm))
+    tabs["desktop"].get_by_role("button", name="Yes, email me when it is back").click()
+    tabs["desktop"].get_by_role("heading", name="You are on the list").wait_for()
+    look(tabs, stack, "confirmed", lang="en", says="Thank you", open_=lambda t: t.goto(confirm))
+
+    # Unsubscribing from her email: the question, then the answer. With no place to take a language from, the
+    # page speaks the browser's (German here).
+    unsubscribe = emma["unsubscribe"]
+    look(tabs, stack, "unsubscribe", lang="de", says="alle Wartelisten", open_=lambda t: t.goto(unsubscribe))
+
+    def press(tab: Any) -> None:
+        tab.goto(unsubscribe)
+        tab.get_by_role("button", name="Abmelden").click()
+        tab.get_by_role("heading", name="Sie sind abgemeldet").wait_for()
+
+    look(tabs, stack, "unsubscribed", lang="de", says="abgemeldet", open_=press)
