@@ -20,7 +20,7 @@ from chalicelib.capture import NAME_PUNCTUATION, SKU_PATTERN, parse_lang
 from chalicelib.config import Settings
 from chalicelib.errors import BadRequest, DomainError
 from chalicelib.i18n import text
-from chalicelib.pages import page
+from chalicelib.pages import About, Shop, page
 from chalicelib.tables.catalog import Product
 from chalicelib.widget import STRINGS, phone_example
 
@@ -78,11 +78,21 @@ class FormAnswers:
     settings: Settings
     catalog: ProductLookup
 
+    def _product(self, form: Mapping[str, Any]) -> Product | None:
+        sku = form.get("sku")
+        return self.catalog.get_cached(sku) if isinstance(sku, str) and SKU_PATTERN.match(sku) else None
+
+    def _about(self, form: Mapping[str, Any]) -> About | None:
+        """The product the form was for, shown on the page (its picture and name), when the catalogue knows it."""
+        product = self._product(form)
+        if product is None or not product.name:
+            return None
+        return About(product.name, product.image_url or "", _web_url(product.product_url))
+
     def _back(self, form: Mapping[str, Any], lang: str) -> str:
         """A link back to the SKU's product page, else to the shop; none when the shop has no URL configured."""
         t = text("widget", lang)
-        sku = form.get("sku")
-        product = self.catalog.get_cached(sku) if isinstance(sku, str) and SKU_PATTERN.match(sku) else None
+        product = self._product(form)
         url = _web_url(product.product_url if product else None)
         label = t(BACK_TO_PRODUCT) if url else t(BACK_TO_SHOP)
         url = url or _web_url(self.settings.shop_url)
@@ -96,7 +106,18 @@ class FormAnswers:
         t = text("widget", lang)
         email = str(form.get("channel", "")).strip().lower() == "email"
         said = STRINGS["confirm" if confirm_email else "onListEmail"] if email else STRINGS["onList"]
-        return _in(lang, page(status, t(THANKS), t(said), self.settings.shop_name, self._back(form, lang)))
+        return _in(
+            lang,
+            page(
+                status,
+                t(THANKS),
+                t(said),
+                Shop.of(self.settings),
+                self._back(form, lang),
+                lang=lang,
+                about=self._about(form),
+            ),
+        )
 
     def refused(self, error: DomainError, form: Mapping[str, Any], accept_language: str | None) -> Response:
         """A refusal in words the shopper can act on, with the refusal's own status code."""
@@ -106,7 +127,7 @@ class FormAnswers:
             said = t(OWN_PAGE)
         else:
             said = t(STRINGS[_refusal_key(error, form)], example=phone_example(self.settings.default_phone_region))
-        response = page(error.status, t(REFUSED), said, self.settings.shop_name, self._back(form, lang))
+        response = page(error.status, t(REFUSED), said, Shop.of(self.settings), self._back(form, lang), lang=lang)
         retry = getattr(error, "retry_after_s", None)
         if retry is not None:
             response.headers["Retry-After"] = str(retry)
@@ -121,9 +142,6 @@ def _lang(form: Mapping[str, Any], accept_language: str | None) -> str:
 
 
 def _in(lang: str, response: Response) -> Response:
-    """The page marked as written in the shopper's language (the page frame writes English)."""
-    body = response.body
-    if isinstance(body, str) and lang != "en":
-        response.body = body.replace('<html lang="en">', f'<html lang="{lang}">', 1)
+    """The page's language said in its headers too."""
     response.headers["Content-Language"] = lang
     return response
