@@ -76,6 +76,7 @@ package: $(STAMP)
 	$(if $(filter-out dev,$(STAGE)),$(PY) -m infra.placeholders --stage $(STAGE) --allow "$(ALLOW_PLACEHOLDERS)")
 	find chalicelib -name __pycache__ -type d -prune -exec rm -rf {} +
 	AWS_DEFAULT_REGION=$(PACKAGE_REGION) ADMIN_AUTHORIZER=cognito $(VENV)/bin/chalice package --stage $(STAGE) --merge-template infra/template.json build/
+	$(PY) -m infra.trim_package build/deployment.zip
 	$(PY) -m infra.pin_stage build/sam.json --stage $(STAGE)
 
 cfn-lint: package
