@@ -9,7 +9,8 @@ numbers, prices and dates are formatted by Babel's CLDR data for the language.
 A string is filled with `{name}` fields by keyword; any other brace stays as written, so a template that keeps
 placeholders for later (compose's `{link}`, `{product}`, `{shop}`) passes through untouched.
 
-Pure: no AWS. The catalogues are read once per Lambda instance.
+Pure: no AWS. The catalogues are read once per Lambda instance, and Babel is imported only when a string or a
+number is first asked for, so a function that shows a shopper nothing does not pay for it at a cold start.
 """
 
 from __future__ import annotations
@@ -22,12 +23,10 @@ from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from functools import cache, lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from babel import Locale
-from babel.dates import format_skeleton, format_time
-from babel.messages.mofile import write_mo
-from babel.messages.pofile import read_po
-from babel.numbers import format_currency, format_decimal
+if TYPE_CHECKING:
+    from babel import Locale
 
 LOCALES_DIR = Path(__file__).parent / "locales"
 # The languages shoppers are served in; the first is the source and the fallback.
@@ -96,6 +95,8 @@ def domains() -> list[str]:
 @cache
 def template_ids(domain: str) -> frozenset[str]:
     """The msgids of a domain's template."""
+    from babel.messages.pofile import read_po
+
     path = LOCALES_DIR / f"{domain}.pot"
     if not path.exists():
         return frozenset()
@@ -106,6 +107,9 @@ def template_ids(domain: str) -> frozenset[str]:
 
 @cache
 def _translations(domain: str, lang: str) -> gettext.NullTranslations:
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+
     path = LOCALES_DIR / lang / "LC_MESSAGES" / f"{domain}.po"
     if lang == DEFAULT_LANGUAGE or not path.exists():
         return gettext.NullTranslations()
@@ -166,11 +170,15 @@ def every(domain: str, msgids: Iterable[str]) -> dict[str, dict[str, str]]:
 
 def number(n: int | float | Decimal, lang: str) -> str:
     """A number as the language writes it (1,234 / 1.234 / 1 234)."""
+    from babel.numbers import format_decimal
+
     return format_decimal(n, locale=_locale(lang))
 
 
 def price(amount: str | None, currency: str | None, lang: str) -> str | None:
     """A price ('24.00', 'EUR') as the language writes it ('€24.00', '24,00 €'); None when either is missing."""
+    from babel.numbers import format_currency
+
     if not amount or not currency:
         return None
     try:
@@ -185,6 +193,8 @@ def price(amount: str | None, currency: str | None, lang: str) -> str | None:
 
 def moment(ts: int | float, lang: str, *, zone: str = "UTC") -> str:
     """A moment as the language writes a day and a time, in UTC, naming the zone ('Nov 30, 14:05 UTC')."""
+    from babel.dates import format_skeleton, format_time
+
     when = datetime.fromtimestamp(ts, tz=UTC)
     locale = _locale(lang)
     day = format_skeleton("MMMd", when, tzinfo=UTC, locale=locale)
@@ -193,4 +203,6 @@ def moment(ts: int | float, lang: str, *, zone: str = "UTC") -> str:
 
 @lru_cache(maxsize=8)
 def _locale(lang: str) -> Locale:
+    from babel import Locale
+
     return Locale.parse(lang if lang in LANGUAGES else DEFAULT_LANGUAGE)
