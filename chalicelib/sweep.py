@@ -145,9 +145,9 @@ class SweepService:
         if not deadline.passed():
             summary["confirmations_requeued"] = self._requeue_confirmations(at, deadline)
         if not deadline.passed():
-            summary["proofs_requeued"] = self._requeue_proofs(at, deadline)
-        if not deadline.passed():
             summary["demand_rolled_up"] = self._roll_up_demand(at, deadline)
+        if not deadline.passed():
+            summary["proofs_requeued"] = self._requeue_proofs(at, deadline)
         if not deadline.passed():
             summary["unknown_sku_digests"] = int(self.unknown_skus.send_due(at))
         # Last: units and places first, so a slow or failing SNS call never holds them up.
