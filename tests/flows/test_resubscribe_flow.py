@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 from typing import Any
 
@@ -261,3 +262,22 @@ def test_a_send_that_provably_failed_stays_owed(services: Services, clock: Fixed
     assert shop.sweep.run()["proofs_requeued"] == 1, "given back: owed again"
     drain(shop)
     assert len(sms_outbox()) == 1
+
+
+def test_the_notifier_entry_point_sends_it_and_no_log_line_names_the_contact(
+    client: Client, services: Services, clock: FixedClock, chair: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    verify_sender(services)
+    caplog.set_level(logging.DEBUG, logger="chalicelib")
+    opt_out(services, ADA, "unsubscribe")
+    opt_out(services, NUMBER, "stop")
+    tap(client, chair, ADA)
+    tap(client, chair, NUMBER, channel="sms")
+    tap(client, chair, ADA)  # inside the cap: logged without the contact
+    for body in queued_bodies(services):
+        client.lambda_.invoke("notifier", client.events.generate_sqs_event([body], queue_name="bisn-jobs"))
+    assert len(email_outbox()) == 1 and len(sms_outbox()) == 1
+    send_code(client, chair, "000000")
+    assert any("within its contact's cap" in r.getMessage() for r in caplog.records), "the capped tap was logged"
+    written = "\n".join(r.getMessage() + json.dumps(getattr(r, "__dict__", {}), default=str) for r in caplog.records)
+    assert "ada@" not in written.lower() and "7400123458" not in written
