@@ -390,10 +390,9 @@ def resubscribe_page(link_id: str) -> Response:
 def resubscribe(link_id: str) -> Response:
     """The re-subscribe page's button: the person's own opt-out is lifted and they join the list."""
     services = wiring.current()
-    if cross_site(_request().headers, services.page_origin):
-        from chalicelib.pages import page
-
-        return page(403, "Please use the button on the page", "Open the link again.", services.settings.shop_name)
+    request = _request()
+    if cross_site(request.headers, services.page_origin):
+        return services.resubscribe.cross_site(request.headers.get("accept-language"))
     return services.resubscribe.confirm(link_id)
 
 

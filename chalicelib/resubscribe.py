@@ -322,25 +322,36 @@ class Resubscribe:
     def _t(self, lang: str) -> i18n.Text:
         return i18n.text(DOMAIN, lang)
 
+    def _page(self, status: int, lang: str, title: str, message: str, extra_html: str = "") -> Response:
+        """Every page of opting back in, in the shopper's language, in the shop's one page frame."""
+        del lang  # the frame takes no language yet: the words themselves are translated
+        return page(status, title, message, self.shop_name, extra_html)
+
+    def cross_site(self, accept_language: str | None) -> Response:
+        """A button's POST sent from another website's page: nothing changes; the email's link still works."""
+        lang = i18n.negotiate(None, accept=accept_language)
+        t = self._t(lang)
+        return self._page(403, lang, t("Please use the button on the page"), t("Open the link in your email again."))
+
     def _gone(self, lang: str) -> Response:
         t = self._t(lang)
-        return page(
+        return self._page(
             410,
+            lang,
             t("This link no longer works"),
             t(
                 "It was used already, or it is over {days} days old. Tap Notify me on the product again.",
                 days=LINK_DAYS,
             ),
-            self.shop_name,
         )
 
     def _unknown(self) -> Response:
         t = self._t(i18n.DEFAULT_LANGUAGE)
-        return page(
+        return self._page(
             404,
+            i18n.DEFAULT_LANGUAGE,
             t("We cannot find this link"),
             t("Please open it straight from your email: it may have been cut short when it was copied."),
-            self.shop_name,
         )
 
     def _live(self, link_id: str) -> tuple[str, dict[str, Any]] | Response:
@@ -365,20 +376,21 @@ class Resubscribe:
         if isinstance(live, Response):
             return live
         _, proof = live
-        t = self._t(str(proof.get("lang") or i18n.DEFAULT_LANGUAGE))
+        lang = str(proof.get("lang") or i18n.DEFAULT_LANGUAGE)
+        t = self._t(lang)
         button = (
             f'<form method="post" action="{html.escape(link_id)}"><button type=submit>'
             f"{html.escape(t('Turn messages back on'))}</button></form>"
         )
-        return page(
+        return self._page(
             200,
+            lang,
             t("Turn messages back on?"),
             t(
                 "You unsubscribed earlier. Press the button to hear from {shop} again and join the list for {product}.",
                 shop=self.shop_name,
                 product=self._product(str(proof["sku"])),
             ),
-            self.shop_name,
             button,
         )
 
@@ -400,19 +412,19 @@ class Resubscribe:
             status = self._join(tap, str(proof["k"]), proof_key, self.clock.now(), None)
         except DomainError as refused:
             log.info("a proven re-subscribe could not join its list (%s)", refused.code)
-            return page(
+            return self._page(
                 409,
+                lang,
                 t("We could not add you to this list"),
                 t("Its list is full for now, or the product is no longer sold. Your messages stay off for now."),
-                self.shop_name,
             )
         if status is None:
             return self._gone(lang)
-        return page(
+        return self._page(
             200,
+            lang,
             t("You are back on the list"),
             t("Thank you. We will tell you when {product} is back in stock.", product=self._product(tap.sku)),
-            self.shop_name,
         )
 
     # The code (POST /notify-me/code).
@@ -466,16 +478,14 @@ class Resubscribe:
         lang = outcome.lang if isinstance(outcome, CodeOutcome) else i18n.negotiate(None, accept=accept_language)
         t = self._t(lang)
         if isinstance(outcome, CodeOutcome):
-            return page(
+            return self._page(
                 200,
+                lang,
                 t("You are back on the list"),
                 t("Thank you. We will text you when it is back in stock."),
-                self.shop_name,
             )
         if outcome.code == "wrong_code":
-            return page(
-                400, t("That code did not work"), t("Check the SMS, or tap Notify me again later."), self.shop_name
-            )
+            return self._page(400, lang, t("That code did not work"), t("Check the SMS, or tap Notify me again later."))
         if isinstance(outcome, RateLimited):
-            return page(429, t("Too many tries"), t("Please wait a while before you try again."), self.shop_name)
-        return page(outcome.status, t("We could not check this code"), outcome.message, self.shop_name)
+            return self._page(429, lang, t("Too many tries"), t("Please wait a while before you try again."))
+        return self._page(outcome.status, lang, t("We could not check this code"), outcome.message)
