@@ -165,6 +165,36 @@ def notify_me_preflight() -> Response:
     return Response(body="", status_code=204, headers=_cors())
 
 
+@app.route("/notify-me/code", methods=["POST"], content_types=["application/json", "application/x-www-form-urlencoded"])
+def notify_me_code() -> Response:
+    """The code a number that opted out was sent when it tapped again: the right one re-subscribes it and joins."""
+    request = _request()
+    cors = _cors()
+    content_type = request.headers.get("content-type", "")
+    services = wiring.current()
+    settings = services.settings
+    accept = request.headers.get("accept-language")
+    # The widget posts JSON; a page without script posts its form, answered with a page.
+    as_json = content_type.lower().startswith("application/json")
+    if not as_json and not simple_post_allowed(dict(request.headers), settings.cors_origins, settings.public_base_url):
+        refused = Forbidden("A form post is taken only from the shop's own pages.", code="cross_site_form")
+        return error_response(refused, cors)
+    try:
+        data = parse_body(_body(request), content_type, MAX_BODY_BYTES)
+        outcome = services.resubscribe.check_code(_source_ip(), data, accept)
+    except DomainError as error:
+        return error_response(error, cors) if as_json else services.resubscribe.code_page(error, accept)
+    if not as_json:
+        return services.resubscribe.code_page(outcome, accept)
+    return json_response(200, {"status": "resubscribed"}, cors)
+
+
+@app.route("/notify-me/code", methods=["OPTIONS"])
+def notify_me_code_preflight() -> Response:
+    """CORS preflight for the widget's code form."""
+    return Response(body="", status_code=204, headers=_cors())
+
+
 @app.route("/widget.js", methods=["GET"])
 def widget() -> Response:
     """The embeddable Notify-me widget."""
@@ -247,10 +277,16 @@ def notifier(event: SQSEvent) -> None:
     # Chalice annotates the context as a dict, but Lambda passes its context object.
     context = cast("LambdaContext", event.context)
     from chalicelib.confirm import message_of
+    from chalicelib.jobs import resubscribe_message_of
 
     for record in event:
         # A malformed body raises too: it is retried, then parked in the DLQ intact for a person to look at.
         with logs.correlated(message_id=str(record.to_dict().get("messageId", ""))):
+            proof = resubscribe_message_of(record.body)
+            if proof is not None:
+                # A re-subscribe email or code for a contact who opted out and tapped again (chalicelib/resubscribe.py).
+                services.proofs.handle(proof)
+                continue
             message = message_of(record.body)
             if message is not None:
                 # A place's confirmation email or a channel switch's code (chalicelib/confirm.py).
@@ -367,6 +403,22 @@ def optin(token: str) -> Response:
     if cross_site(_request().headers, services.page_origin):
         return services.optins.refused(_accept_language())
     return services.optins.confirm(token, _accept_language())
+
+
+@app.route("/resubscribe/{link_id}", methods=["GET", "HEAD"])
+def resubscribe_page(link_id: str) -> Response:
+    """A re-subscribe email's link opened: a page with a button; changes nothing (mail scanners prefetch)."""
+    return _no_body_for_head(wiring.current().resubscribe.form(link_id))
+
+
+@app.route("/resubscribe/{link_id}", methods=["POST"], content_types=["application/x-www-form-urlencoded"])
+def resubscribe(link_id: str) -> Response:
+    """The re-subscribe page's button: the person's own opt-out is lifted and they join the list."""
+    services = wiring.current()
+    request = _request()
+    if cross_site(request.headers, services.page_origin):
+        return services.resubscribe.cross_site(request.headers.get("accept-language"))
+    return services.resubscribe.confirm(link_id)
 
 
 @app.route("/me/{token}", methods=["GET", "HEAD"])

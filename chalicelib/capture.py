@@ -128,6 +128,21 @@ def parse_notify_me(data: Any, default_region: str, accept_language: str | None 
     return NotifyMe(sku=sku, contact=normalise_contact(channel, raw_contact, default_region), name=name, lang=lang)
 
 
+class NotProven(Exception):
+    """A proven join (`CaptureService.join_proven`) was refused by its proof: `part` names the item that failed,
+    "optout" (the suppression is not one the person may lift, or is gone) or "proof" (used or expired)."""
+
+    def __init__(self, part: str, record: dict[str, Any] | None = None) -> None:
+        super().__init__(part)
+        self.part = part
+        self.record = record
+
+
+# Told about a tap for a suppressed contact: (the tap, its contact key, the opt-out record, now). Answers it with a
+# proof message where one may go (chalicelib/resubscribe.py); the tap's HTTP answer is the same either way.
+SuppressedTap = Callable[[NotifyMe, str, dict[str, Any] | None, float], object]
+
+
 @dataclass(frozen=True, kw_only=True, eq=False)
 class CaptureService:
     """Rate limit, validate, check catalogue and opt-out, and join, in as few AWS calls as possible."""
@@ -139,6 +154,7 @@ class CaptureService:
     clock: Clock
     hash_key: str
     send_message: Callable[[str], object]  # puts a message on the jobs queue (a place's confirmation email)
+    on_suppressed: SuppressedTap | None = None  # a tap for a suppressed contact (opting back in)
 
     def _rate_key(self, source: str, now: float) -> tuple[str, int, int]:
         minute = int(now // 60)
@@ -258,18 +274,17 @@ class CaptureService:
             self.tables.throttle.return_ticket(tap.sku, ticket)
         return outcome
 
-    def _capture(self, tap: NotifyMe, source: str, ticket: int, burnt_before: int) -> CaptureOutcome:
-        now = self.clock.now()
-        caps = self._sms_caps(tap.contact, now)
-        key = contact_key(tap.contact.match, self.hash_key)
-        # Email double opt-in: the place is kept from this tap, told nothing until its address confirms it, and
-        # goes after EMAIL_CONFIRM_DAYS unconfirmed (its ttl until then; chalicelib/confirm.py).
-        unconfirmed = self.settings.email_double_opt_in and tap.contact.channel == EMAIL
+    def _fields(
+        self, tap: NotifyMe, key: str, now: float, ticket: int, burnt_before: int, *, proven: bool = False
+    ) -> dict[str, Any]:
+        """A new place's fields. Email double opt-in: the place is kept from this tap, told nothing until its address
+        confirms it, and goes after EMAIL_CONFIRM_DAYS unconfirmed (its ttl until then; chalicelib/confirm.py). A
+        `proven` contact (it answered a proof message) is confirmed already."""
+        unconfirmed = self.settings.email_double_opt_in and tap.contact.channel == EMAIL and not proven
         days = self.settings.email_confirm_days if unconfirmed else self.settings.request_ttl_days
         ttl = int(now) + days * 86400
         joined_ts = new_joined_ts(now, ticket)
-        rate_key, rate_expires, retry_after = self._rate_key(source, now)
-        fields: dict[str, Any] = {
+        return {
             "sku": tap.sku,
             "joined_ts": joined_ts,
             "channel": tap.contact.channel,
@@ -285,6 +300,14 @@ class CaptureService:
             # One shard of the product's waiting count, the same for this person at every tap (docs/SCALE.md).
             "waiting_shard": shard_for(key),
         }
+
+    def _capture(self, tap: NotifyMe, source: str, ticket: int, burnt_before: int) -> CaptureOutcome:
+        now = self.clock.now()
+        caps = self._sms_caps(tap.contact, now)
+        key = contact_key(tap.contact.match, self.hash_key)
+        fields = self._fields(tap, key, now, ticket, burnt_before)
+        joined_ts = str(fields["joined_ts"])
+        rate_key, rate_expires, retry_after = self._rate_key(source, now)
 
         # The steady-state tap is this one transaction: rate limits, catalogue (with the list's length), opt-out,
         # the uniqueness item and, for SMS, the number's caps are all conditions on it, so nothing is read first
@@ -307,7 +330,7 @@ class CaptureService:
             self._join(tap.sku, join, now=now)
         except TransactionCancelled as cancelled:
             return self._refused(cancelled, tap, key, fields, source, now, retry_after, caps)
-        return self._queued(tap, joined_ts, ticket)
+        return self._queued(tap, joined_ts, ticket, bool(fields["unconfirmed"]))
 
     def _confirms(self, tap: NotifyMe) -> bool:
         return self.settings.email_double_opt_in and tap.contact.channel == EMAIL
@@ -315,10 +338,10 @@ class CaptureService:
     def _outcome(self, status: str, tap: NotifyMe, joined_ts: str | None = None) -> CaptureOutcome:
         return CaptureOutcome(status, joined_ts, tap.contact.channel, self._confirms(tap))
 
-    def _queued(self, tap: NotifyMe, joined_ts: str, ticket: int) -> CaptureOutcome:
+    def _queued(self, tap: NotifyMe, joined_ts: str, ticket: int, unconfirmed: bool) -> CaptureOutcome:
         """A new place (holding `ticket`): an unconfirmed one's confirmation email is owed already; ask the
         notifier to send it."""
-        if self.settings.email_double_opt_in and tap.contact.channel == EMAIL:
+        if unconfirmed:
             self._ask_confirmation(tap.sku, joined_ts)
         return CaptureOutcome("queued", joined_ts, tap.contact.channel, self._confirms(tap), ticket)
 
@@ -387,8 +410,9 @@ class CaptureService:
                 self._record_unknown(tap, key, source, now)
                 raise UnknownSku(f"We do not sell a product with SKU {tap.sku!r}.")
         if cancelled.failed("optout"):
-            # Opted out: acknowledged with the same answer as any tap, nothing stored, nothing ever sent.
-            return self._outcome("acknowledged", tap)
+            # Opted out: acknowledged with the same answer as any tap; no place, and at most one proof message to
+            # the contact itself (chalicelib/resubscribe.py).
+            return self._suppressed(tap, key, cancelled.old("optout"), now)
         if cancelled.failed("unique"):
             return self._repeat(tap, key, fields, cancelled.old("unique") or {}, now, caps)
         if cancelled.failed("places"):
@@ -415,6 +439,11 @@ class CaptureService:
         """The most places one SKU's list holds at once (MAX_WAITING_PER_SKU)."""
         return self.settings.max_waiting_per_sku
 
+    def _suppressed(self, tap: NotifyMe, key: str, record: dict[str, Any] | None, now: float) -> CaptureOutcome:
+        if self.on_suppressed is not None:
+            self.on_suppressed(tap, key, record, now)
+        return self._outcome("acknowledged", tap)
+
     def _repeat(
         self,
         tap: NotifyMe,
@@ -423,9 +452,14 @@ class CaptureService:
         unique: dict[str, Any],
         now: float,
         caps: SmsCaps | None = None,
+        proof: Callable[[], Tx] | None = None,
     ) -> CaptureOutcome:
         ref = str(unique.get("ref", ""))
         place = self.tables.requests.get(tap.sku, ref) if ref else None
+        if proof is not None and place is not None and place.live:
+            # Proven while a place still stands (it had not left yet): the proof alone lifts the suppression.
+            self._prove(proof())
+            return self._outcome("already_queued", tap, ref)
         if place is not None and place.live and place.unconfirmed:
             # Still unconfirmed: its deadline stands; one more confirmation email only after a while, capped.
             owed = self.tables.requests.owe_confirmation(
@@ -446,19 +480,22 @@ class CaptureService:
 
         def rejoin(quiet: bool) -> Tx:
             unique, request = self.tables.requests.rejoin_items(old_ref=ref, **fields, told=told)
+            guard = proof() if proof is not None else Tx().add("optout", self.tables.optout.not_suppressed_item(key))
             return self._cap_items(Tx(), caps, taps=False, place=True).join(
                 Tx()
                 .add("product", self._join_item(tap.sku, fields, quiet))
-                .add("optout", self.tables.optout.not_suppressed_item(key))
                 .add("unique", unique)
                 .add("request", request)
+                .join(guard)
             )
 
         try:
             self._join(tap.sku, rejoin, now=now)
         except TransactionCancelled as cancelled:
+            if proof is not None:
+                self._not_proven(cancelled)
             if cancelled.failed("optout"):
-                return self._outcome("acknowledged", tap)
+                return self._suppressed(tap, key, cancelled.old("optout"), now)
             if cancelled.failed("product") and cancelled.old("product") and not cancelled.failed("unique"):
                 raise self._product_refused(cancelled.old("product")) from None
             if cancelled.failed("places") and not cancelled.failed("unique"):
@@ -469,7 +506,71 @@ class CaptureService:
                 return self._outcome("already_queued", tap, str(current.get("ref", "")))
             self._busy_if_conflicted(cancelled)
             raise
-        return self._queued(tap, fields["joined_ts"], int(fields["ticket"]))
+        return self._queued(tap, fields["joined_ts"], int(fields["ticket"]), bool(fields["unconfirmed"]))
+
+    # --- Proven joins: a suppressed contact that answered its proof message (chalicelib/resubscribe.py).
+
+    def join_proven(self, tap: NotifyMe, proof: Callable[[], Tx]) -> CaptureOutcome:
+        """Join `tap`'s list as a tap would, with `proof` in place of the opt-out check: its items (named "optout",
+        which lifts the suppression or checks there is none, and "proof", which uses the proof, plus any others)
+        commit with the place, or nothing does. Raises NotProven when the proof's items refuse, and the
+        DomainErrors a tap would (the list full, the product gone, too many places for a number)."""
+        line_ttl = int(self.clock.now()) + (self.settings.request_ttl_days + 1) * 86400
+        ticket, burnt_before = self.tables.throttle.take_ticket(tap.sku, line_ttl)
+        try:
+            outcome = self._join_proven(tap, proof, ticket, burnt_before)
+        except (DomainError, NotProven):
+            self.tables.throttle.return_ticket(tap.sku, ticket)
+            raise
+        if outcome.status != "queued" or outcome.ticket != ticket:
+            self.tables.throttle.return_ticket(tap.sku, ticket)
+        return outcome
+
+    def _join_proven(self, tap: NotifyMe, proof: Callable[[], Tx], ticket: int, burnt_before: int) -> CaptureOutcome:
+        now = self.clock.now()
+        # The proof message was the tap's: its number's taps were counted then; the new place still counts.
+        caps = self._sms_caps(tap.contact, now)
+        key = contact_key(tap.contact.match, self.hash_key)
+        fields = self._fields(tap, key, now, ticket, burnt_before, proven=True)
+
+        def join(quiet: bool) -> Tx:
+            unique, request = self.tables.requests.join_items(**fields)
+            return self._cap_items(Tx(), caps, taps=False, place=True).join(
+                Tx()
+                .add("product", self._join_item(tap.sku, fields, quiet))
+                .add("unique", unique)
+                .add("request", request)
+                .join(proof())
+            )
+
+        try:
+            self._join(tap.sku, join, now=now)
+        except TransactionCancelled as cancelled:
+            self._not_proven(cancelled)
+            if cancelled.failed("unique"):
+                return self._repeat(tap, key, fields, cancelled.old("unique") or {}, now, caps, proof)
+            if cancelled.failed("product"):
+                if cancelled.old("product"):
+                    raise self._product_refused(cancelled.old("product")) from None
+                raise UnknownSku(f"We do not sell a product with SKU {tap.sku!r}.") from None
+            if cancelled.failed("places"):
+                raise self._too_many_places() from None
+            self._busy_if_conflicted(cancelled)
+            raise
+        return self._queued(tap, str(fields["joined_ts"]), ticket, False)
+
+    def _prove(self, proof: Tx) -> None:
+        try:
+            self.tables.run(proof)
+        except TransactionCancelled as cancelled:
+            self._not_proven(cancelled)
+            raise
+
+    @staticmethod
+    def _not_proven(cancelled: TransactionCancelled) -> None:
+        for part in ("proof", "optout"):
+            if cancelled.failed(part):
+                raise NotProven(part, cancelled.old("optout")) from None
 
     def _record_unknown(self, tap: NotifyMe, key: str, source: str, now: float) -> None:
         self.tables.audit.record(

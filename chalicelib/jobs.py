@@ -10,6 +10,30 @@ from typing import Any
 from chalicelib.errors import BadRequest
 
 KINDS = ("restock", "topup", "continue")
+# A pending proof's owed message (chalicelib/resubscribe.py): a re-subscribe email or code, named by its key.
+RESUBSCRIBE_KIND = "resubscribe"
+# The sweep re-sends the message of a proof owed for over this long (the tap was cut short), looking back this far.
+PROOF_OWED_AFTER_S = 60
+PROOF_OWED_LOOKBACK_DAYS = 1
+
+
+def resubscribe_message(proof_key: str) -> str:
+    """The jobs-queue message that asks the notifier to send a pending proof's owed message."""
+    return json.dumps({"kind": RESUBSCRIBE_KIND, "key": proof_key}, separators=(",", ":"))
+
+
+def resubscribe_message_of(body: str) -> str | None:
+    """The pending proof a jobs-queue message names, or None when the body is something else."""
+    try:
+        data: Any = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or data.get("kind") != RESUBSCRIBE_KIND:
+        return None
+    key = data.get("key")
+    if not isinstance(key, str) or not key:
+        raise BadRequest("a resubscribe message needs its key", code="invalid_job")
+    return key
 
 
 @dataclass(frozen=True)

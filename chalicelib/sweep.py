@@ -17,7 +17,7 @@ from chalicelib.clock import Clock, Deadline
 from chalicelib.confirm import OWED_AFTER_S, OWED_LOOKBACK_DAYS, confirm_message
 from chalicelib.counters import DONE, UnitMoves
 from chalicelib.faults import FaultHook, no_faults
-from chalicelib.jobs import Job, JobQueue
+from chalicelib.jobs import PROOF_OWED_AFTER_S, PROOF_OWED_LOOKBACK_DAYS, Job, JobQueue, resubscribe_message
 from chalicelib.leaving import QueueExits
 from chalicelib.store_holds import PLACED, STORE_DOWN, StoreHolds
 from chalicelib.tables.base import TransactionCancelled, Tx
@@ -90,7 +90,7 @@ class SweepService:
     ) -> dict[str, int]:
         """One sweep; returns counts: lapsed, expired, topups, stale_requests, pending_requeued, unknown_sku_digests,
         optouts_synced, raced, store_placed, store_released, store_unanswered, confirmations_requeued,
-        demand_rolled_up and out_of_time (1 when it stopped early; the next run carries on).
+        proofs_requeued, demand_rolled_up and out_of_time (1 when it stopped early; the next run carries on).
 
         It stops starting new work at `deadline`, by default the earlier of its budget and the Lambda's remaining
         time (`remaining_ms`) less MARGIN_S. Every part is safe to leave for the next run: rows stay in their
@@ -117,6 +117,7 @@ class SweepService:
                 "store_released",
                 "store_unanswered",
                 "confirmations_requeued",
+                "proofs_requeued",
                 "out_of_time",
                 "demand_rolled_up",
             ),
@@ -145,6 +146,8 @@ class SweepService:
             summary["confirmations_requeued"] = self._requeue_confirmations(at, deadline)
         if not deadline.passed():
             summary["demand_rolled_up"] = self._roll_up_demand(at, deadline)
+        if not deadline.passed():
+            summary["proofs_requeued"] = self._requeue_proofs(at, deadline)
         if not deadline.passed():
             summary["unknown_sku_digests"] = int(self.unknown_skus.send_due(at))
         # Last: units and places first, so a slow or failing SNS call never holds them up.
@@ -315,6 +318,19 @@ class SweepService:
             if deadline.passed():
                 break
             self.jobs.send_body(confirm_message(sku, joined_ts))
+            sent += 1
+        return sent
+
+    def _requeue_proofs(self, at: float, deadline: Deadline) -> int:
+        """Re-subscribe emails and codes owed for over a minute (a tap cut short before its message,
+        chalicelib/resubscribe.py): send the message again. The notifier takes an owed message once."""
+        sent = 0
+        for key in self.tables.optout.owed_proofs(
+            at - PROOF_OWED_AFTER_S, lookback_days=PROOF_OWED_LOOKBACK_DAYS, page_size=self.page_size
+        ):
+            if deadline.passed():
+                break
+            self.jobs.send_body(resubscribe_message(key))
             sent += 1
         return sent
 

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from chalicelib.platforms.http import Transport
     from chalicelib.platforms.shopify import ShopifyConnector
     from chalicelib.platforms.woocommerce import WooCommerceConnector
+    from chalicelib.resubscribe import ProofRequests, ProofSender, Resubscribe
     from chalicelib.secrets import Secrets
     from chalicelib.selfservice import SelfService
     from chalicelib.senders import Senders
@@ -235,6 +236,44 @@ class Services:
             clock=self.clock,
             hash_key=self.hash_key,
             send_message=self.jobs.send_body,
+            on_suppressed=self.proof_requests.ask,
+        )
+
+    @cached_property
+    def proof_requests(self) -> ProofRequests:
+        """A tap for a suppressed contact: the one proof message that may answer it (opting back in)."""
+        from chalicelib.resubscribe import ProofRequests
+
+        return ProofRequests(tables=self.tables, send_message=self.jobs.send_body)
+
+    @cached_property
+    def proofs(self) -> ProofSender:
+        """The notifier's side of opting back in: a re-subscribe email or code, sent once."""
+        from chalicelib.resubscribe import ProofCodes, ProofSender
+
+        return ProofSender(
+            tables=self.tables,
+            links=self.links,
+            senders=self.senders,
+            codes=ProofCodes(self.secrets.get("TOKEN_KEY")),
+            clock=self.clock,
+            shop_name=self.settings.shop_name,
+        )
+
+    @cached_property
+    def resubscribe(self) -> Resubscribe:
+        """GET/POST /resubscribe/{id} and POST /notify-me/code: a proof coming back lifts the opt-out and joins."""
+        from chalicelib.resubscribe import ProofCodes, Resubscribe
+
+        return Resubscribe(
+            tables=self.tables,
+            capture=self.capture,
+            codes=ProofCodes(self.secrets.get("TOKEN_KEY")),
+            clock=self.clock,
+            shop_name=self.settings.shop_name,
+            hash_key=self.hash_key,
+            default_region=self.settings.default_phone_region,
+            rate_limit_per_minute=self.settings.rate_limit_per_minute,
         )
 
     @cached_property

@@ -98,7 +98,7 @@ NEEDS: dict[str, Needs] = {
             "restocks": TableAccess((GET, QUERY, PUT, UPDATE), ("by-opened",)),
             "reservations": TableAccess((GET, UPDATE)),
             # UPDATE: a person's manage-link version, raised when they sign out everywhere. DELETE: a person's own
-            # opt-in link lifts their opt-out.
+            # opt-in link, or their proof from a tap (a re-subscribe link or code, chalicelib/resubscribe.py), lifts it.
             "optout": TableAccess((GET, PUT, UPDATE, DELETE, CHECK)),
             # Rate limits; inventory webhook ids remembered, so a late retry is known; pending channel switches.
             "throttle": TableAccess((GET, PUT, UPDATE, DELETE)),
@@ -125,6 +125,7 @@ NEEDS: dict[str, Needs] = {
             "reservations": TableAccess((PUT, DELETE)),
             # BATCH_GET: one read per batch of people about to be told; GET: a switch code's new contact, once.
             # PUT, UPDATE: a person's short manage id, issued on their first SMS (chalicelib/manage_ids.py).
+            # UPDATE: a re-subscribe message, taken once for sending (chalicelib/resubscribe.py).
             "optout": TableAccess((GET, BATCH_GET, PUT, UPDATE)),
             "audit": TableAccess((PUT,)),
             # A pending channel switch's code, taken once for sending (chalicelib/confirm.py).
@@ -147,7 +148,8 @@ NEEDS: dict[str, Needs] = {
             "restocks": TableAccess((UPDATE,), ("by-pending",)),
             "reservations": TableAccess((GET, UPDATE), ("by-due",)),
             # UPDATE: a STOP number's opt-out is marked done once its places have left every list.
-            "optout": TableAccess((GET, BATCH_GET, PUT, UPDATE)),
+            # by-owed: re-subscribe messages still owed a minute after their tap (the tap was cut short).
+            "optout": TableAccess((GET, BATCH_GET, PUT, UPDATE), ("by-owed",)),
             "audit": TableAccess((PUT,)),
             # The unknown-SKU digest of the window that ended: read, then marked sent. The STOP sync's page token.
             "throttle": TableAccess((GET, UPDATE)),

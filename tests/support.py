@@ -86,12 +86,17 @@ def queued_bodies(services: Any) -> list[str]:
 
 
 def queued_jobs(services: Any) -> list[Any]:
-    """Every restock job waiting on the notifier's queue, taken off it (confirmation and code messages, which
-    chalicelib/confirm.py sends on the same queue, are taken off and left out)."""
+    """Every restock job waiting on the notifier's queue, taken off it (confirmation, code and re-subscribe
+    messages, which chalicelib/confirm.py and chalicelib/resubscribe.py send on the same queue, are taken off and
+    left out)."""
     from chalicelib.confirm import message_of
-    from chalicelib.jobs import Job
+    from chalicelib.jobs import Job, resubscribe_message_of
 
-    return [Job.from_json(body) for body in queued_bodies(services) if message_of(body) is None]
+    return [
+        Job.from_json(body)
+        for body in queued_bodies(services)
+        if message_of(body) is None and resubscribe_message_of(body) is None
+    ]
 
 
 def queued_messages(services: Any) -> list[dict[str, str]]:

@@ -9,20 +9,45 @@ person and the version the id was issued at (one GetItem per opened link), and t
 their current id (`link`, issued at `link_at`), so every SMS reuses it rather than writing one per message.
 Signing out everywhere raises the version and forgets the current id: every older id is refused by its version,
 and the next SMS carries a new one. An id item expires (`ttl`) when a link of its age would be refused anyway.
+
+Opting back in from a tap (chalicelib/resubscribe.py) keeps its pending proofs here too: `rs#<random id>` for a
+re-subscribe email's link, `rc#<contact key>` for an SMS code. While its message is owed, a pending proof carries
+`owed_day`/`owed_at` (the sparse index "by-owed"), so the sweep finds a message a crash left unsent.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from chalicelib.tables.base import TransactionCancelled, Tx, TxItem, get_all
+from boto3.dynamodb.conditions import Key
+
+from chalicelib.clock import iso
+from chalicelib.tables.base import TransactionCancelled, Tx, TxItem, get_all, query_all
 
 # Why a contact is suppressed: an SMS STOP, the unsubscribe link, staff, or SES feedback (a hard bounce or a
 # complaint, chalicelib/feedback.py).
 SOURCES = ("stop", "unsubscribe", "admin", "bounce", "complaint", "invalid_number")
 VERSION_PREFIX = "v#"
 MANAGE_ID_PREFIX = "m#"
+RESUBSCRIBE_LINK_PREFIX = "rs#"
+RESUBSCRIBE_CODE_PREFIX = "rc#"
+
+
+def resubscribe_link_key(link_id: str) -> str:
+    """The key of a pending re-subscribe email's link."""
+    return f"{RESUBSCRIBE_LINK_PREFIX}{link_id}"
+
+
+def resubscribe_code_key(contact_key: str) -> str:
+    """The key of a number's pending re-subscribe code (one at a time per number)."""
+    return f"{RESUBSCRIBE_CODE_PREFIX}{contact_key}"
+
+
+def owed_day(at: float) -> str:
+    """The UTC day a proof's message became owed: the partition of the sparse "by-owed" index."""
+    return iso(at)[:10]
 
 
 def version_key(contact_key: str) -> str:
@@ -90,8 +115,136 @@ class OptoutTable:
                 "Key": {"contact": contact_key},
                 # Opt-out at capture: a suppressed contact is never queued (invariant 3).
                 "ConditionExpression": "attribute_not_exists(contact)",
+                # The record's source decides whether the tap may be answered with a proof message.
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
         }
+
+    def lift_item(self, contact_key: str, sources: tuple[str, ...]) -> TxItem:
+        """Transaction item: lift a suppression the person chose (one of `sources`), with a proof they gave."""
+        names = {f":s{i}": source for i, source in enumerate(sources)}
+        return {
+            "Delete": {
+                "TableName": self.name,
+                "Key": {"contact": contact_key},
+                # Invariant 3's one exception: only an opt-out of the person's own choice is lifted (never a bounce,
+                # a complaint or an invalid number), and only once its places have all left their lists.
+                "ConditionExpression": f"attribute_exists(contact) AND #source IN ({', '.join(names)}) "
+                "AND attribute_not_exists(leaving)",
+                "ExpressionAttributeNames": {"#source": "source"},
+                "ExpressionAttributeValues": names,
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+
+    # --- Pending proofs of opting back in (chalicelib/resubscribe.py).
+
+    def pending_proof_item(self, key: str, fields: dict[str, Any], *, now: float, ttl_s: int) -> TxItem:
+        """Transaction item: a pending proof (`key` from resubscribe_link_key or resubscribe_code_key) whose message
+        is owed from `now`."""
+        expires = int(now) + ttl_s
+        item = {
+            **fields,
+            "contact": key,
+            "at": int(now),
+            "expires_at": expires,
+            "ttl": expires,
+            "attempts": 0,
+            "owed_day": owed_day(now),
+            "owed_at": int(now),
+        }
+        return {
+            "Put": {
+                "TableName": self.name,
+                "Item": item,
+                # One live proof per key: a random link id never reuses another's, and a number's code is replaced
+                # only once the last one has expired.
+                "ConditionExpression": "attribute_not_exists(contact) OR expires_at <= :now",
+                "ExpressionAttributeValues": {":now": int(now)},
+            }
+        }
+
+    def claim_proof(self, key: str, now: float) -> dict[str, Any] | None:
+        """Take a pending proof's owed message for sending (once); the proof as it now stands, or None when its
+        message is not owed (sent already, used, or expired)."""
+        try:
+            result = self.table.update_item(
+                Key={"contact": key},
+                UpdateExpression="SET sent_at = :now REMOVE owed_day, owed_at",
+                # Exactly once (invariant 6): a redelivered message or the sweep's re-send finds it taken.
+                ConditionExpression="attribute_exists(owed_at) AND expires_at > :now AND attribute_not_exists(used_at)",
+                ExpressionAttributeValues={":now": int(now)},
+                ReturnValues="ALL_NEW",
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return None
+        return dict(result["Attributes"])
+
+    def release_proof(self, key: str, owed_since: float) -> None:
+        """A claimed message that provably did not go: owed again, for the retry or the sweep."""
+        try:
+            self.table.update_item(
+                Key={"contact": key},
+                UpdateExpression="SET owed_day = :day, owed_at = :at REMOVE sent_at",
+                # Only a proof still waiting for its message (never recreate one that was used or has gone).
+                ConditionExpression="attribute_exists(contact) AND attribute_not_exists(owed_at) "
+                "AND attribute_not_exists(used_at)",
+                ExpressionAttributeValues={":day": owed_day(owed_since), ":at": int(owed_since)},
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return
+
+    def proof(self, key: str) -> dict[str, Any] | None:
+        """A pending proof as stored (used or expired ones too, until their ttl), read strongly consistent."""
+        item = self.table.get_item(Key={"contact": key}, ConsistentRead=True).get("Item")
+        return dict(item) if item else None
+
+    def try_code(self, key: str, now: float, max_attempts: int) -> dict[str, Any] | None:
+        """Count one try at a number's pending code; the proof as it now stands, or None when none is live (none
+        sent, expired, used, or out of tries)."""
+        try:
+            result = self.table.update_item(
+                Key={"contact": key},
+                UpdateExpression="ADD attempts :one",
+                # A six-digit code gets `max_attempts` guesses, however many addresses guess.
+                ConditionExpression="attribute_exists(nonce) AND attempts < :max AND expires_at > :now "
+                "AND attribute_not_exists(used_at)",
+                ExpressionAttributeValues={":one": 1, ":max": max_attempts, ":now": int(now)},
+                ReturnValues="ALL_NEW",
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return None
+        return dict(result["Attributes"])
+
+    def use_proof_item(self, key: str, now: float, *, nonce: str | None = None) -> TxItem:
+        """Transaction item: a pending proof is used (with the change it proves)."""
+        values: dict[str, Any] = {":now": int(now)}
+        condition = "attribute_exists(contact) AND attribute_not_exists(used_at) AND expires_at > :now"
+        if nonce is not None:
+            condition += " AND nonce = :nonce"
+            values[":nonce"] = nonce
+        return {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"contact": key},
+                "UpdateExpression": "SET used_at = :now REMOVE owed_day, owed_at",
+                # Single use, before it expires, and for a code only the one that was checked.
+                "ConditionExpression": condition,
+                "ExpressionAttributeValues": values,
+            }
+        }
+
+    def owed_proofs(self, before: float, *, lookback_days: int, page_size: int = 100) -> Iterator[str]:
+        """Keys of pending proofs whose message has been owed since at or before `before` (index "by-owed")."""
+        last = int(before)
+        for back in range(lookback_days, -1, -1):
+            for item in query_all(
+                self.table,
+                IndexName="by-owed",
+                KeyConditionExpression=Key("owed_day").eq(owed_day(last - back * 86400)) & Key("owed_at").lte(last),
+                Limit=page_size,
+            ):
+                yield str(item["contact"])
 
     def add(self, contact_key: str, source: str, now: float, *, leaving: bool = False) -> bool:
         """Suppress a contact; False when it already was (the first reason is kept). With `leaving`, the record also

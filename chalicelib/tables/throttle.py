@@ -32,6 +32,30 @@ class ThrottleTable:
             }
         }
 
+    def proof_cap_item(self, key: str, now: float, *, every_s: int, window_s: int) -> TxItem:
+        """Transaction item: count one proof message (chalicelib/resubscribe.py) against a person's cap, refused
+        when one went under `every_s` ago or three went within the last `window_s` (sliding, not fixed windows)."""
+        return {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"key": key},
+                # The three latest sends, newest first (all SETs read the item as it was before this update).
+                "UpdateExpression": "SET #third = if_not_exists(#second, :never), #second = if_not_exists(#last, :never), "
+                "#last = :now, #ttl = :ttl",
+                # Invariant 3's one exception stays narrow: a suppressed contact gets at most one proof message a
+                # day and three a window, however often anyone taps for it.
+                "ConditionExpression": "attribute_not_exists(#last) OR (#last <= :day_ago AND #third <= :window_ago)",
+                "ExpressionAttributeNames": {"#last": "last", "#second": "second", "#third": "third", "#ttl": "ttl"},
+                "ExpressionAttributeValues": {
+                    ":now": int(now),
+                    ":never": 0,
+                    ":day_ago": int(now) - every_s,
+                    ":window_ago": int(now) - window_s,
+                    ":ttl": int(now) + window_s,
+                },
+            }
+        }
+
     def charge_many(self, key: str, count: int, limit: int, expires_at: int) -> bool:
         """Count `count` at once against `key`; False (nothing counted) when that would pass `limit`."""
         if count <= 0:

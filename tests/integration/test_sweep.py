@@ -325,6 +325,7 @@ def test_summary_counts_every_kind_of_work(s: Scene) -> None:
         "store_released",
         "store_unanswered",
         "confirmations_requeued",
+        "proofs_requeued",
         "demand_rolled_up",
         "out_of_time",
     }

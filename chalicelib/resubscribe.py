@@ -1,0 +1,491 @@
+"""Opting back in from a tap: a contact who opted out and taps Notify me again is never silently dropped, and
+never re-added without proof that the tap was theirs.
+
+The tap's answer is the one every tap gets (202 received): a caller who types someone else's contact learns
+nothing. The truth goes to the contact itself, as one proof message, the only message a suppressed contact can
+ever be sent (the one exception to invariant 3, docs/SHOPPER.md "Opting back in"):
+
+- an email address gets a re-subscribe email whose link (`/resubscribe/{id}`, a random 128-bit id, LINK_DAYS)
+  opens a page with a button; only the button's POST lifts the opt-out and joins the list, in one transaction;
+- a number gets a six-digit code by SMS (CODE_TTL_S, CODE_ATTEMPTS tries), which the widget sends back to
+  `POST /notify-me/code`; the right code lifts the opt-out and joins the list, in one transaction.
+
+A proof message goes only for an opt-out of the person's own choice (PROOF_SOURCES: the unsubscribe link, staff
+on their request, an SMS STOP), never after a hard bounce, a complaint or an invalid number, where sending harms
+the sender. A number that replied STOP is opted out at SNS too, which refuses the send: then nothing goes, and
+the number comes back by replying START (UNSTOP) where the shop's number takes replies, or by staff's opt-in link
+(chalicelib/optin.py). Each contact gets at most one proof message a day and three in 30 days, and an SMS tap is
+counted against its number's and block's hourly caps before it gets here (chalicelib/capture.py).
+
+Exactly once: the tap writes the pending proof (its message owed: the sparse index "by-owed") with its cap and
+an audit fact in one transaction, then puts a message on the jobs queue; the notifier (the only function that
+may send) takes the owed message once, sends it, and gives it back only when the provider provably did not take
+it. A tap cut short before its message is finished by the sweep, which re-sends every message owed for over
+PROOF_OWED_AFTER_S (chalicelib/jobs.py). The code itself is never stored: it is derived from the pending proof's random nonce with a key
+drawn from TOKEN_KEY for this purpose alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import html
+import logging
+import re
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from chalice import Response
+
+from chalicelib import i18n
+from chalicelib.capture import CaptureService, NotifyMe, NotProven, parse_lang, parse_sku
+from chalicelib.clock import Clock
+from chalicelib.compose import sms_shop
+from chalicelib.contacts import contact_key, normalise_contact
+from chalicelib.errors import BadRequest, DomainError, RateLimited
+from chalicelib.jobs import resubscribe_message
+from chalicelib.links import Links
+from chalicelib.pages import page
+from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent, refused_recipient
+from chalicelib.sms import to_gsm
+from chalicelib.tables.base import TransactionCancelled, Tx
+from chalicelib.tables.optout import resubscribe_code_key, resubscribe_link_key
+from chalicelib.tables.store import Tables
+
+log = logging.getLogger(__name__)
+
+DOMAIN = "resubscribe"
+# The opt-outs a person chose, which their own proof may lift. Never "bounce", "complaint" or "invalid_number".
+PROOF_SOURCES = ("unsubscribe", "admin", "stop")
+PROOF_EVERY_S = 86400  # at most one proof message per contact a day...
+PROOF_WINDOW_S = 30 * 86400  # ...and three (ThrottleTable.proof_cap_item) in any 30 days
+LINK_DAYS = 7  # how long a re-subscribe email's link works
+CODE_TTL_S = 900  # how long a code works
+CODE_ATTEMPTS = 5  # tries at one code, and tries per number in CODE_TTL_S
+CODE_PATTERN = re.compile(r"^[0-9 ]{1,12}$")
+LINK_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+def cap_key(contact_key_: str) -> str:
+    """The throttle-table key of a contact's proof-message cap."""
+    return f"proof#{contact_key_}"
+
+
+class ProofCodes:
+    """Derives a re-subscribe code from its nonce; the key is drawn from TOKEN_KEY for this purpose alone."""
+
+    def __init__(self, token_key: str) -> None:
+        self._key = hmac.new(token_key.encode(), b"bisn resubscribe codes v1", hashlib.sha256).digest()
+
+    def code(self, nonce: str) -> str:
+        """Six digits."""
+        digest = hmac.new(self._key, nonce.encode(), hashlib.sha256).digest()
+        return f"{int.from_bytes(digest[:8], 'big') % 1_000_000:06d}"
+
+    def matches(self, nonce: str, typed: str) -> bool:
+        """Whether the typed code is this nonce's (spaces ignored), in constant time."""
+        return hmac.compare_digest(self.code(nonce), "".join(typed.split()))
+
+
+# --- The tap's side (the API function): a tap for a suppressed contact.
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class ProofRequests:
+    """Answers a tap for a suppressed contact with a proof message, where one may go (CaptureService.on_suppressed)."""
+
+    tables: Tables
+    send_message: Callable[[str], object]  # puts a message on the jobs queue
+
+    def ask(self, tap: NotifyMe, key: str, record: dict[str, Any] | None, now: float) -> bool:
+        """Record a pending proof and owe its message; True when one is now owed. Nothing when the opt-out was not
+        the person's choice, or the contact's cap is reached."""
+        record = record if record is not None else self.tables.optout.get(key)
+        source = str((record or {}).get("source") or "")
+        channel = tap.contact.channel
+        if source not in PROOF_SOURCES:
+            # A bounce, a complaint or an invalid number: sending there harms the sender, so nothing goes.
+            self.tables.audit.record(
+                tap.sku, "resubscribe_refused", now, contact_key=key, channel=channel, reason=source or "gone"
+            )
+            return False
+        fields: dict[str, Any] = {
+            "k": key,
+            "sku": tap.sku,
+            "channel": channel,
+            "to": tap.contact.address,
+            "name": tap.name,
+            "lang": tap.lang,
+        }
+        if channel == EMAIL:
+            proof_key, ttl_s = resubscribe_link_key(secrets.token_hex(16)), LINK_DAYS * 86400
+        else:
+            proof_key, ttl_s = resubscribe_code_key(key), CODE_TTL_S
+            fields["nonce"] = secrets.token_urlsafe(12)
+        tx = (
+            Tx()
+            .add(
+                "cap",
+                self.tables.throttle.proof_cap_item(cap_key(key), now, every_s=PROOF_EVERY_S, window_s=PROOF_WINDOW_S),
+            )
+            .add("proof", self.tables.optout.pending_proof_item(proof_key, fields, now=now, ttl_s=ttl_s))
+            .add(
+                "audit",
+                self.tables.audit.record_item(tap.sku, "resubscribe_asked", now, contact_key=key, channel=channel),
+            )
+        )
+        try:
+            self.tables.run(tx)
+        except TransactionCancelled as cancelled:
+            if cancelled.failed("cap") or cancelled.failed("proof"):
+                log.info(
+                    "a proof message was asked for within its contact's cap; none sent", extra={"channel": channel}
+                )
+                return False
+            raise
+        try:
+            self.send_message(resubscribe_message(proof_key))
+        except Exception:
+            # The message stays owed on the proof: the sweep sends it after a minute.
+            log.warning("could not queue a proof message; the sweep will", exc_info=True)
+        return True
+
+
+# --- The notifier's side: the one proof message, sent once.
+
+
+def proof_email(*, shop: str, product: str, to: str, name: str, lang: str, link: str, unsubscribe_url: str) -> Notice:
+    """The re-subscribe email, in the tap's language."""
+    t = i18n.text(DOMAIN, lang)
+    paragraphs = [
+        t("Hello {name},", name=name) if name else t("Hello,"),
+        t("You unsubscribed from {shop}'s messages earlier.", shop=shop),
+        t("Someone (we hope you) asked to be told when {product} is back in stock.", product=product),
+        t("To turn messages back on and join the list, open this link and press the button:"),
+        link,
+        t("If it was not you, ignore this email: nothing changes, and your messages stay off."),
+    ]
+    text = "\n\n".join(paragraphs) + "\n"
+    safe_link = html.escape(link, quote=True)
+    body_html = (
+        f'<!doctype html><html lang="{html.escape(lang)}"><body style="font-family:sans-serif;line-height:1.5;'
+        'color:#111827">'
+        + "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs[:4])
+        + f'<p><a href="{safe_link}">{html.escape(t("Turn messages back on"))}</a></p>'
+        + f"<p>{html.escape(paragraphs[5])}</p></body></html>"
+    )
+    return Notice(
+        channel=EMAIL,
+        to=to,
+        subject=t("Turn {shop} messages back on?", shop=shop),
+        text=text,
+        html=body_html,
+        unsubscribe_url=unsubscribe_url,
+    )
+
+
+def code_sms(shop: str, code: str, lang: str) -> str:
+    """The code SMS: the shop's name first, GSM-7 only, in the tap's language."""
+    t = i18n.text(DOMAIN, lang)
+    message = t(
+        "{shop}: your code to turn messages back on is {code}. It works for {minutes} minutes. Not you? Ignore this.",
+        shop=sms_shop(shop),
+        code=code,
+        minutes=CODE_TTL_S // 60,
+    )
+    return to_gsm(message)
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class ProofSender:
+    """Sends a pending proof's owed message (the notifier runs it), exactly once."""
+
+    tables: Tables
+    links: Links
+    senders: Senders
+    codes: ProofCodes
+    clock: Clock
+    shop_name: str
+
+    def handle(self, proof_key: str) -> bool:
+        """Send what the proof owes, if it still owes it; True when it went."""
+        now = self.clock.now()
+        proof = self.tables.optout.claim_proof(proof_key, now)
+        if proof is None:
+            return False  # a redelivery, the sweep's second ask, or a proof used or expired meanwhile
+        key, sku, channel = str(proof["k"]), str(proof["sku"]), str(proof["channel"])
+        notice = self._notice(proof_key, proof)
+
+        def still_own_choice() -> None:
+            record = self.tables.optout.get(key)
+            if record is None or record.get("source") not in PROOF_SOURCES:
+                # Lifted meanwhile (nothing to prove), or a bounce or complaint arrived: nothing goes.
+                raise PermissionError("not an opt-out of the person's own choice")
+
+        try:
+            self.senders.send(notice, just_before=still_own_choice)
+        except PermissionError:
+            self._fact(sku, "resubscribe_refused", now, key, channel, reason="changed")
+            return False
+        except Exception as error:
+            if refused_recipient(channel, error):
+                # An SNS-opted-out number (STOP) or an address SES will not take: nothing is sent, ever.
+                self._fact(sku, "resubscribe_refused", now, key, channel, reason="provider")
+                return False
+            if maybe_sent(error):
+                log.warning("a proof message's answer was lost (%s); not resent", error_code(error))
+                self._fact(sku, "resubscribe_sent", now, key, channel)
+                return True
+            self.tables.optout.release_proof(proof_key, float(proof.get("at") or now))
+            raise
+        self._fact(sku, "resubscribe_sent", now, key, channel)
+        return True
+
+    def _fact(self, sku: str, kind: str, now: float, key: str, channel: str, reason: str = "") -> None:
+        self.tables.audit.record(sku, kind, now, contact_key=key, channel=channel, reason=reason)
+
+    def _notice(self, proof_key: str, proof: Mapping[str, Any]) -> Notice:
+        lang, to = str(proof.get("lang") or i18n.DEFAULT_LANGUAGE), str(proof["to"])
+        if proof["channel"] == SMS:
+            return Notice(channel=SMS, to=to, text=code_sms(self.shop_name, self.codes.code(str(proof["nonce"])), lang))
+        product = self.tables.catalog.get_cached(str(proof["sku"]))
+        name = (product.name if product and product.name else str(proof["sku"])).strip()
+        link_id = proof_key.split("#", 1)[1]
+        return proof_email(
+            shop=self.shop_name,
+            product=name,
+            to=to,
+            name=str(proof.get("name") or ""),
+            lang=lang,
+            link=f"{self.links.base_url}/resubscribe/{link_id}",
+            unsubscribe_url=self.links.unsubscribe(str(proof["k"])),
+        )
+
+
+# --- The proof coming back (the API function): the email's link, and the code.
+
+
+@dataclass(frozen=True)
+class CodeOutcome:
+    """A code that was right: the contact is subscribed again and holds a place ('queued' or 'already_queued')."""
+
+    status: str
+    lang: str
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Resubscribe:
+    """The re-subscribe link's page and button, and the code check."""
+
+    tables: Tables
+    capture: CaptureService
+    codes: ProofCodes
+    clock: Clock
+    shop_name: str
+    hash_key: str
+    default_region: str
+    rate_limit_per_minute: int
+
+    def _proof_tx(
+        self, key: str, proof_key: str, sku: str, channel: str, now: float, *, lift: bool, nonce: str | None
+    ) -> Callable[[], Tx]:
+        optout = self.tables.optout
+        # Lifted already (staff's opt-in link, another proof): the place still must find no suppression.
+        guard = optout.lift_item(key, PROOF_SOURCES) if lift else optout.not_suppressed_item(key)
+
+        def build() -> Tx:
+            return (
+                Tx()
+                .add("optout", guard)
+                .add("proof", optout.use_proof_item(proof_key, now, nonce=nonce))
+                .add("fact", self.tables.audit.record_item(sku, "resubscribed", now, contact_key=key, channel=channel))
+            )
+
+        return build
+
+    def _join(self, tap: NotifyMe, key: str, proof_key: str, now: float, nonce: str | None) -> str | None:
+        """Lift and join; the outcome's status, or None when the proof does not stand (used, expired, or the opt-out
+        is not one the person may lift)."""
+        for lift in (True, False):
+            proof = self._proof_tx(key, proof_key, tap.sku, tap.contact.channel, now, lift=lift, nonce=nonce)
+            try:
+                return self.capture.join_proven(tap, proof).status
+            except NotProven as refused:
+                if refused.part != "optout" or not lift or self.tables.optout.get(key) is not None:
+                    return None
+        return None
+
+    # The email's link.
+
+    def _t(self, lang: str) -> i18n.Text:
+        return i18n.text(DOMAIN, lang)
+
+    def _page(self, status: int, lang: str, title: str, message: str, extra_html: str = "") -> Response:
+        """Every page of opting back in, in the shopper's language, in the shop's one page frame."""
+        del lang  # the frame takes no language yet: the words themselves are translated
+        return page(status, title, message, self.shop_name, extra_html)
+
+    def cross_site(self, accept_language: str | None) -> Response:
+        """A button's POST sent from another website's page: nothing changes; the email's link still works."""
+        lang = i18n.negotiate(None, accept=accept_language)
+        t = self._t(lang)
+        return self._page(403, lang, t("Please use the button on the page"), t("Open the link in your email again."))
+
+    def _gone(self, lang: str) -> Response:
+        t = self._t(lang)
+        return self._page(
+            410,
+            lang,
+            t("This link no longer works"),
+            t(
+                "It was used already, or it is over {days} days old. Tap Notify me on the product again.",
+                days=LINK_DAYS,
+            ),
+        )
+
+    def _unknown(self) -> Response:
+        t = self._t(i18n.DEFAULT_LANGUAGE)
+        return self._page(
+            404,
+            i18n.DEFAULT_LANGUAGE,
+            t("We cannot find this link"),
+            t("Please open it straight from your email: it may have been cut short when it was copied."),
+        )
+
+    def _live(self, link_id: str) -> tuple[str, dict[str, Any]] | Response:
+        if not LINK_ID.match(link_id):
+            return self._unknown()
+        proof_key = resubscribe_link_key(link_id)
+        proof = self.tables.optout.proof(proof_key)
+        if proof is None or proof.get("channel") != EMAIL:
+            return self._unknown()
+        lang = str(proof.get("lang") or i18n.DEFAULT_LANGUAGE)
+        if proof.get("used_at") is not None or int(proof.get("expires_at") or 0) <= int(self.clock.now()):
+            return self._gone(lang)
+        return proof_key, proof
+
+    def _product(self, sku: str) -> str:
+        product = self.tables.catalog.get_cached(sku)
+        return (product.name if product and product.name else sku).strip()
+
+    def form(self, link_id: str) -> Response:
+        """The page the link opens: what the button does. Changes nothing (mail scanners open links)."""
+        live = self._live(link_id)
+        if isinstance(live, Response):
+            return live
+        _, proof = live
+        lang = str(proof.get("lang") or i18n.DEFAULT_LANGUAGE)
+        t = self._t(lang)
+        button = (
+            f'<form method="post" action="{html.escape(link_id)}"><button type=submit>'
+            f"{html.escape(t('Turn messages back on'))}</button></form>"
+        )
+        return self._page(
+            200,
+            lang,
+            t("Turn messages back on?"),
+            t(
+                "You unsubscribed earlier. Press the button to hear from {shop} again and join the list for {product}.",
+                shop=self.shop_name,
+                product=self._product(str(proof["sku"])),
+            ),
+            button,
+        )
+
+    def confirm(self, link_id: str) -> Response:
+        """The button: the opt-out is lifted and the place joins the list, once."""
+        live = self._live(link_id)
+        if isinstance(live, Response):
+            return live
+        proof_key, proof = live
+        lang = str(proof.get("lang") or i18n.DEFAULT_LANGUAGE)
+        t = self._t(lang)
+        tap = NotifyMe(
+            sku=str(proof["sku"]),
+            contact=normalise_contact(EMAIL, str(proof["to"]), self.default_region),
+            name=str(proof.get("name") or ""),
+            lang=lang,
+        )
+        try:
+            status = self._join(tap, str(proof["k"]), proof_key, self.clock.now(), None)
+        except DomainError as refused:
+            log.info("a proven re-subscribe could not join its list (%s)", refused.code)
+            return self._page(
+                409,
+                lang,
+                t("We could not add you to this list"),
+                t("Its list is full for now, or the product is no longer sold. Your messages stay off for now."),
+            )
+        if status is None:
+            return self._gone(lang)
+        return self._page(
+            200,
+            lang,
+            t("You are back on the list"),
+            t("Thank you. We will tell you when {product} is back in stock.", product=self._product(tap.sku)),
+        )
+
+    # The code (POST /notify-me/code).
+
+    def check_code(self, source: str, data: Any, accept_language: str | None = None) -> CodeOutcome:
+        """Check a number's code; the right one lifts its opt-out and joins the list. BadRequest('wrong_code') for a
+        wrong, expired or never-sent code alike (no oracle); RateLimited after too many tries."""
+        now = self.clock.now()
+        source_key = contact_key(f"ip:{source}", self.hash_key)
+        minute = int(now // 60)
+        if not self.tables.throttle.charge(
+            f"codeip#{source_key}#{minute}", self.rate_limit_per_minute, (minute + 1) * 60 + 60
+        ):
+            raise RateLimited(
+                "Too many requests from this address; try again in a minute.", int((minute + 1) * 60 - now) or 1
+            )
+        if not isinstance(data, Mapping):
+            raise BadRequest("The body must be a JSON object.", code="invalid_body")
+        sku = parse_sku(data.get("sku"))
+        lang = parse_lang(data.get("lang"), accept_language)
+        channel, raw, typed = data.get("channel"), data.get("contact"), data.get("code")
+        if channel != SMS:
+            raise BadRequest("channel must be sms: codes go to phone numbers.", code="invalid_field")
+        if not isinstance(raw, str) or not raw.strip() or len(raw) > 40:
+            raise BadRequest("contact must be a phone number.", code="invalid_field")
+        if not isinstance(typed, str) or not CODE_PATTERN.match(typed):
+            raise BadRequest("code must be the six digits from the SMS.", code="invalid_field")
+        contact = normalise_contact(SMS, raw, self.default_region)
+        key = contact_key(contact.match, self.hash_key)
+        window = int(now // CODE_TTL_S)
+        # Counted per number whether or not a code was ever sent: the answers never say which.
+        if not self.tables.throttle.charge(f"codetry#{key}#{window}", CODE_ATTEMPTS, (window + 1) * CODE_TTL_S + 60):
+            raise RateLimited(
+                "Too many tries for this number; ask for a new code later.",
+                int((window + 1) * CODE_TTL_S - now) or 1,
+                code="rate_limited",
+            )
+        proof_key = resubscribe_code_key(key)
+        proof = self.tables.optout.try_code(proof_key, now, CODE_ATTEMPTS)
+        wrong = BadRequest("That code did not work. Check the SMS, or tap Notify me again later.", code="wrong_code")
+        if proof is None or proof.get("sku") != sku or not self.codes.matches(str(proof["nonce"]), typed):
+            raise wrong
+        tap = NotifyMe(sku=sku, contact=contact, name=str(proof.get("name") or ""), lang=str(proof.get("lang") or lang))
+        status = self._join(tap, key, proof_key, now, str(proof["nonce"]))
+        if status is None:
+            raise wrong
+        return CodeOutcome(status, tap.lang)
+
+    def code_page(self, outcome: CodeOutcome | DomainError, accept_language: str | None) -> Response:
+        """The no-script form's answer: the same outcomes as the JSON, as a page."""
+        lang = outcome.lang if isinstance(outcome, CodeOutcome) else i18n.negotiate(None, accept=accept_language)
+        t = self._t(lang)
+        if isinstance(outcome, CodeOutcome):
+            return self._page(
+                200,
+                lang,
+                t("You are back on the list"),
+                t("Thank you. We will text you when it is back in stock."),
+            )
+        if outcome.code == "wrong_code":
+            return self._page(400, lang, t("That code did not work"), t("Check the SMS, or tap Notify me again later."))
+        if isinstance(outcome, RateLimited):
+            return self._page(429, lang, t("Too many tries"), t("Please wait a while before you try again."))
+        return self._page(outcome.status, lang, t("We could not check this code"), outcome.message)
