@@ -47,7 +47,7 @@ from chalicelib.contacts import contact_key, normalise_contact
 from chalicelib.errors import BadRequest, DomainError, RateLimited
 from chalicelib.jobs import resubscribe_message
 from chalicelib.links import Links
-from chalicelib.pages import page
+from chalicelib.pages import Shop, page
 from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent, refused_recipient
 from chalicelib.sms import to_gsm
 from chalicelib.tables.base import TransactionCancelled, Tx
@@ -283,7 +283,7 @@ class Resubscribe:
     capture: CaptureService
     codes: ProofCodes
     clock: Clock
-    shop_name: str
+    shop: Shop
     hash_key: str
     default_region: str
     rate_limit_per_minute: int
@@ -324,8 +324,7 @@ class Resubscribe:
 
     def _page(self, status: int, lang: str, title: str, message: str, extra_html: str = "") -> Response:
         """Every page of opting back in, in the shopper's language, in the shop's one page frame."""
-        del lang  # the frame takes no language yet: the words themselves are translated
-        return page(status, title, message, self.shop_name, extra_html)
+        return page(status, title, message, self.shop, extra_html, lang=lang)
 
     def cross_site(self, accept_language: str | None) -> Response:
         """A button's POST sent from another website's page: nothing changes; the email's link still works."""
@@ -388,7 +387,7 @@ class Resubscribe:
             t("Turn messages back on?"),
             t(
                 "You unsubscribed earlier. Press the button to hear from {shop} again and join the list for {product}.",
-                shop=self.shop_name,
+                shop=self.shop.name,
                 product=self._product(str(proof["sku"])),
             ),
             button,

@@ -270,7 +270,7 @@ class Services:
             capture=self.capture,
             codes=ProofCodes(self.secrets.get("TOKEN_KEY")),
             clock=self.clock,
-            shop_name=self.settings.shop_name,
+            shop=self.shop,
             hash_key=self.hash_key,
             default_region=self.settings.default_phone_region,
             rate_limit_per_minute=self.settings.rate_limit_per_minute,
