@@ -101,10 +101,11 @@ def switch_key(contact_key: str) -> str:
 
 
 class CodeKey:
-    """Derives a switch code from its nonce; the key is drawn from TOKEN_KEY for this purpose alone."""
+    """Derives a six-digit code from its nonce, so no code is stored; the key is drawn from TOKEN_KEY for one
+    purpose alone (a switch's codes by default), so a code of one purpose is never another's."""
 
-    def __init__(self, token_key: str) -> None:
-        self._key = hmac.new(token_key.encode(), b"bisn switch codes v1", hashlib.sha256).digest()
+    def __init__(self, token_key: str, purpose: bytes = b"bisn switch codes v1") -> None:
+        self._key = hmac.new(token_key.encode(), purpose, hashlib.sha256).digest()
 
     def code(self, nonce: str) -> str:
         """Six digits."""

@@ -27,8 +27,6 @@ drawn from TOKEN_KEY for this purpose alone.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import html
 import logging
 import re
@@ -43,6 +41,7 @@ from chalicelib import i18n
 from chalicelib.capture import CaptureService, NotifyMe, NotProven, parse_lang, parse_sku
 from chalicelib.clock import Clock
 from chalicelib.compose import sms_shop
+from chalicelib.confirm import CodeKey
 from chalicelib.contacts import contact_key, normalise_contact
 from chalicelib.errors import BadRequest, DomainError, RateLimited
 from chalicelib.jobs import resubscribe_message
@@ -73,20 +72,11 @@ def cap_key(contact_key_: str) -> str:
     return f"proof#{contact_key_}"
 
 
-class ProofCodes:
-    """Derives a re-subscribe code from its nonce; the key is drawn from TOKEN_KEY for this purpose alone."""
+class ProofCodes(CodeKey):
+    """Derives a re-subscribe code from its nonce, with a key of its own (never a switch's)."""
 
     def __init__(self, token_key: str) -> None:
-        self._key = hmac.new(token_key.encode(), b"bisn resubscribe codes v1", hashlib.sha256).digest()
-
-    def code(self, nonce: str) -> str:
-        """Six digits."""
-        digest = hmac.new(self._key, nonce.encode(), hashlib.sha256).digest()
-        return f"{int.from_bytes(digest[:8], 'big') % 1_000_000:06d}"
-
-    def matches(self, nonce: str, typed: str) -> bool:
-        """Whether the typed code is this nonce's (spaces ignored), in constant time."""
-        return hmac.compare_digest(self.code(nonce), "".join(typed.split()))
+        super().__init__(token_key, b"bisn resubscribe codes v1")
 
 
 # --- The tap's side (the API function): a tap for a suppressed contact.

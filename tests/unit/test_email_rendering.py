@@ -11,7 +11,7 @@ from html.parser import HTMLParser
 import pytest
 
 from chalicelib import i18n
-from chalicelib.compose import Brand, compose_email, facts_for, on_colour
+from chalicelib.compose import Brand, Facts, compose_email, facts_for, on_colour
 from chalicelib.copy_rules import template_copy
 from chalicelib.i18n import LANGUAGES
 from chalicelib.senders import Notice
@@ -65,11 +65,15 @@ class Parsed(HTMLParser):
 
 
 def email(lang: str, **product: str) -> tuple[Notice, Parsed]:
-    facts = facts_for(Product.from_item({**PRODUCT, **product}), "Walnut & Wool", lang, BRAND)
+    return email_of(facts_for(Product.from_item({**PRODUCT, **product}), "Walnut & Wool", lang, BRAND), "Ada")
+
+
+def email_of(facts: Facts, name: str) -> tuple[Notice, Parsed]:
+    """The email composed from the template copy for these facts, and its HTML parsed."""
     notice = compose_email(
         template_copy(facts),
         to="ada@example.com",
-        name="Ada",
+        name=name,
         facts=facts,
         reserve_url=RESERVE,
         manage_url=MANAGE,
@@ -148,19 +152,9 @@ def test_the_text_part_carries_the_same_facts_and_links(lang: str) -> None:
 
 
 def test_what_is_unknown_is_left_out_not_printed_empty() -> None:
-    facts = facts_for(Product.from_item({"sku": "MUG", "name": "Mug"}), "Walnut & Wool", "de", Brand())
-    notice = compose_email(
-        template_copy(facts),
-        to="a@example.com",
-        name="",
-        facts=facts,
-        reserve_url=RESERVE,
-        manage_url=MANAGE,
-        unsubscribe_url=UNSUBSCRIBE,
+    _, parsed = email_of(
+        facts_for(Product.from_item({"sku": "MUG", "name": "Mug"}), "Walnut & Wool", "de", Brand()), ""
     )
-    assert notice.html is not None
-    parsed = Parsed()
-    parsed.feed(notice.html)
     assert parsed.all("img") == []  # no logo and no picture set: no broken images
     assert "Walnut & Wool" in parsed.words()  # the shop's name stands where the logo would
     assert "€" not in (notice.text or "") and "None" not in notice.html
