@@ -152,9 +152,10 @@ def test_the_text_part_carries_the_same_facts_and_links(lang: str) -> None:
 
 
 def test_what_is_unknown_is_left_out_not_printed_empty() -> None:
-    _, parsed = email_of(
+    notice, parsed = email_of(
         facts_for(Product.from_item({"sku": "MUG", "name": "Mug"}), "Walnut & Wool", "de", Brand()), ""
     )
+    assert notice.html is not None
     assert parsed.all("img") == []  # no logo and no picture set: no broken images
     assert "Walnut & Wool" in parsed.words()  # the shop's name stands where the logo would
     assert "€" not in (notice.text or "") and "None" not in notice.html
