@@ -64,7 +64,7 @@ STRINGS: dict[str, str] = {
     "busy": "We are busy right now. Please try again in a moment.",
     "failed": "Sorry, something went wrong. Please try again.",
     "offline": "Sorry, we could not reach the shop. Please try again.",
-    "optin": "If you had stopped our texts before, we have just texted you a 6-digit code to turn them back on",
+    "optin": "If you had stopped our texts before, we have just texted you a 6-digit code to turn them back on.",
     "code": "6-digit code",
     "codeSend": "Turn texts back on",
     "codeNeed": "Enter the 6 digits from our text.",
