@@ -13,8 +13,11 @@ The feed is JSON, fetched from CATALOG_URL (HTTPS with `Authorization: Bearer <C
        "voice": "warm",                 tone of the message copy, one of wording.TONES, default "friendly"; free
                                         text (at most 200 characters) is kept as the first tone or near word it
                                         names ("warm and plain" -> "warm"), and refused when it names none
-       "checkout_url": "https://shop.example/checkout?sku={sku}&reservation={reservation_id}"}
-    ]}                                  required; http(s); must contain {reservation_id}; may contain {sku}
+       "checkout_url": "https://shop.example/checkout?sku={sku}&reservation={reservation_id}",
+                                        required; http(s); must contain {reservation_id}; may contain {sku}
+       "product_url": "https://shop.example/products/oat-throw",   optional; the product's page, absolute http(s)
+       "image_url": "https://shop.example/images/oat-throw.jpg"}   optional; its picture, absolute http(s)
+    ]}
 
 A stage on Shopify or WooCommerce (PLATFORM) reads the platform's own catalogue instead (chalicelib/platforms):
 each variant with a SKU becomes a product with its name (checked as a feed's is), product URL, image, price and the platform's ids; its
@@ -91,6 +94,7 @@ NUMBERS: tuple[tuple[str, int, int, int], ...] = (
     ("offer_window_s", 3600, 300, 604_800),
 )
 SETTINGS = ("name", "threshold", "hold_window_s", "offer_window_s", "voice", "checkout_url")
+LINKS = ("product_url", "image_url")  # optional feed fields: the product's page and picture
 
 
 class FeedError(Exception):
@@ -108,10 +112,14 @@ class Product:
     offer_window_s: int
     voice: str
     checkout_url: str
+    product_url: str | None = None  # shown on the shopper's pages and emails
+    image_url: str | None = None
 
     def settings(self) -> dict[str, Any]:
-        """The catalogue fields this entry sets."""
-        return {key: getattr(self, key) for key in SETTINGS}
+        """The catalogue fields this entry sets (a page or picture only when the entry names one)."""
+        fields = {key: getattr(self, key) for key in SETTINGS}
+        fields.update({key: value for key in LINKS if (value := getattr(self, key)) is not None})
+        return fields
 
 
 @dataclass(frozen=True)
@@ -262,6 +270,13 @@ def _checkout_url(entry: dict[str, Any]) -> str:
     return url
 
 
+def _link(entry: dict[str, Any], key: str) -> str | None:
+    value = entry.get(key)
+    if value is not None and not isinstance(value, str):
+        raise BadRequest(f"{key} must be a string")
+    return value.strip() if value is not None else None
+
+
 def parse_product(entry: Any) -> Product:
     """Validate one feed entry (pure); BadRequest says what is wrong."""
     if not isinstance(entry, dict):
@@ -272,6 +287,8 @@ def parse_product(entry: Any) -> Product:
         name=check_name(_text(entry, "name", MAX_NAME_LEN)),
         voice=check_voice(_text(entry, "voice", MAX_VOICE_LEN, default=DEFAULT_TONE)),
         checkout_url=_checkout_url(entry),
+        product_url=_optional_url(_link(entry, "product_url"), "product_url"),
+        image_url=_optional_url(_link(entry, "image_url"), "image_url"),
         **numbers,
     )
 

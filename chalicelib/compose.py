@@ -259,7 +259,9 @@ def email_body_html(text: str, lang: str, accent: str = DEFAULT_ACCENT) -> tuple
 DARK = (
     "<style>:root{color-scheme:light dark;supported-color-schemes:light dark}"
     "@media (prefers-color-scheme:dark){.bg{background:#0b0f14!important}.card{background:#111827!important}"
-    ".fg{color:#f3f4f6!important}.muted{color:#9ca3af!important}.lnk{color:#e5e7eb!important}}</style>"
+    ".fg{color:#f3f4f6!important}.muted{color:#9ca3af!important}.lnk{color:#e5e7eb!important}"
+    # A logo drawn for a light page (dark lettering on transparency) would vanish: it keeps a light ground.
+    ".logo{background:#ffffff!important;border-radius:6px!important;padding:4px 8px!important}}</style>"
 )
 
 
@@ -287,7 +289,7 @@ def _header(facts: Facts) -> str:
     shop = html.escape(facts.shop, quote=True)
     if facts.brand.logo_url:
         inner = (
-            f'<img src="{html.escape(facts.brand.logo_url, quote=True)}" alt="{shop}" height="40" '
+            f'<img class="logo" src="{html.escape(facts.brand.logo_url, quote=True)}" alt="{shop}" height="40" '
             'style="display:block;height:40px;width:auto;max-width:240px;border:0;outline:none;'
             'font-family:Arial,Helvetica,sans-serif;font-size:18px;color:#111827">'
         )

@@ -1,8 +1,11 @@
 """The demo catalogue: a few sold-out products the storefront shows and shoppers can wait for.
 
 It is the local stage's catalogue feed (CATALOG_URL in .chalice/config.json), applied at start through
-the app's catalogue sync as a shop's feed would be (only then: the console's edits are not reverted). Its checkout URLs name the console's default address; a stack on other
-ports gets a rewritten copy under .devstack/ (git-ignored).
+the app's catalogue sync as a shop's feed would be (only then: the console's edits are not reverted). Each
+product's picture is an illustration the console serves (static/products/<sku>.svg) and its page is its card on
+the storefront (/#<sku>). The feed has no price field, so the demo products have none. Its checkout, page and
+picture URLs name the console's default address; a stack on other ports gets a rewritten copy under .devstack/
+(git-ignored).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from devstack.stage import ROOT
 DEMO_CATALOG = Path(__file__).resolve().parent / "demo-catalog.json"
 DEFAULT_CONSOLE = "http://127.0.0.1:8001"
 WORK_DIR = ROOT / ".devstack"
+# The feed's URLs that name the console: its checkout, and the storefront's card and picture of each product.
+URL_FIELDS = ("checkout_url", "product_url", "image_url")
 
 
 def read_products(path: Path = DEMO_CATALOG) -> list[dict[str, Any]]:
@@ -30,15 +35,17 @@ def read_products(path: Path = DEMO_CATALOG) -> list[dict[str, Any]]:
 
 
 def feed_for(console_base: str, source: Path = DEMO_CATALOG, work_dir: Path = WORK_DIR) -> Path:
-    """The demo feed with checkout URLs pointing at this console (the file itself when on the default port)."""
+    """The demo feed with its checkout, product page and picture URLs pointing at this console (the file itself
+    when on the default port)."""
     console_base = console_base.rstrip("/")
     if console_base == DEFAULT_CONSOLE:
         return source
     products = []
     for product in read_products(source):
-        url = product.get("checkout_url")
-        if isinstance(url, str) and url.startswith(DEFAULT_CONSOLE):
-            product = {**product, "checkout_url": console_base + url[len(DEFAULT_CONSOLE) :]}
+        for key in URL_FIELDS:
+            url = product.get(key)
+            if isinstance(url, str) and url.startswith(DEFAULT_CONSOLE + "/"):
+                product = {**product, key: console_base + url[len(DEFAULT_CONSOLE) :]}
         products.append(product)
     work_dir.mkdir(parents=True, exist_ok=True)
     port = console_base.rsplit(":", 1)[-1]

@@ -37,6 +37,7 @@ def product(item: Product) -> dict[str, Any]:
         waiting_count=int(data.get("waiting_count", 0) or 0),
         open_restock_ts=data.get("open_restock_ts"),
         discontinued=bool(data.get("discontinued", False)),
+        image_url=data.get("image_url"),  # the storefront card's picture
     )
     return view
 

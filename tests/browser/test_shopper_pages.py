@@ -87,8 +87,18 @@ def frozen(tab: Any, url: str) -> None:
     assert stopped, "the page's script did not send its form"
 
 
-def look(tabs: dict[str, Any], stack: RunningStack, name: str, *, lang: str, says: str, open_: Any = None) -> None:
-    """Open a page at every size: screenshot, axe audit, and what every page must have."""
+def look(
+    tabs: dict[str, Any],
+    stack: RunningStack,
+    name: str,
+    *,
+    lang: str,
+    says: str,
+    open_: Any = None,
+    picture: str | None = None,
+) -> None:
+    """Open a page at every size: screenshot, axe audit, and what every page must have (and, for a page about one
+    product, its `picture` loaded)."""
     for size, tab in tabs.items():
         if open_ is not None:
             open_(tab)
@@ -101,6 +111,10 @@ def look(tabs: dict[str, Any], stack: RunningStack, name: str, *, lang: str, say
         assert logo.get_attribute("alt") == "Walnut & Wool (demo shop)"
         loaded = "img => img.complete && img.naturalWidth > 0"
         assert tab.evaluate(loaded, logo.element_handle()), logo.get_attribute("src")
+        if picture is not None:
+            image = tab.locator("main .product img")
+            assert image.get_attribute("src") == f"{stack.console}/static/products/{picture}.svg"
+            assert tab.evaluate(loaded, image.element_handle()), (name, size, "the product's picture did not load")
         shot(tab, f"page-{name}-{size}")
         assert_accessible(tab, f"{name} page ({size})")
 
@@ -114,14 +128,22 @@ def test_every_page_a_shoppers_link_opens(tabs: dict[str, Any], stack: RunningSt
     reserve, me = anna["reserve"], anna["manage"]
 
     # The offer's page, in her language; its time in her own zone (the script replaced the UTC fallback).
-    look(tabs, stack, "offer", lang="de", says="ist wieder vorrätig", open_=lambda t: frozen(t, reserve))
+    look(tabs, stack, "offer", lang="de", says="ist wieder vorrätig", open_=lambda t: frozen(t, reserve), picture=MUG)
     local = tabs["phone"].locator("main time").inner_text()
     assert "UTC" not in local and ("MEZ" in local or "CET" in local or "GMT+1" in local), local
 
     # She taps: the page's script holds one and sends her to checkout.
     tabs["desktop"].goto(reserve)
     tabs["desktop"].wait_for_url("**/checkout?**")
-    look(tabs, stack, "holding", lang="de", says="ist für Sie reserviert", open_=lambda t: frozen(t, reserve))
+    look(
+        tabs,
+        stack,
+        "holding",
+        lang="de",
+        says="ist für Sie reserviert",
+        open_=lambda t: frozen(t, reserve),
+        picture=MUG,
+    )
 
     # Her own page: the held mug has a button on to checkout.
     look(tabs, stack, "me", lang="de", says="Ihre Anfragen", open_=lambda t: t.goto(me))

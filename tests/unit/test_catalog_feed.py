@@ -41,6 +41,23 @@ def test_a_full_entry_keeps_every_setting() -> None:
     assert (product.threshold, product.hold_window_s, product.offer_window_s, product.voice) == (3, 600, 1800, "calm")
 
 
+def test_an_entry_may_name_the_products_page_and_picture() -> None:
+    page, picture = "https://shop.example/products/oat-throw", "https://cdn.shop.example/oat-throw.jpg"
+    product = parse_product(entry(product_url=page, image_url=f" {picture} "))
+    assert (product.settings()["product_url"], product.settings()["image_url"]) == (page, picture)
+    # Without them nothing is written over a page or picture the product already has.
+    assert {"product_url", "image_url"}.isdisjoint(parse_product(entry(image_url="")).settings())
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("image_url", "/static/throw.svg"), ("image_url", "ftp://shop.example/a.jpg"), ("product_url", 42)],
+)
+def test_a_page_or_picture_that_is_not_a_web_address_skips_the_entry(key: str, value: Any) -> None:
+    with pytest.raises(BadRequest, match=key):
+        parse_product(entry(**{key: value}))
+
+
 @pytest.mark.parametrize("tone", sorted(TONES))
 def test_every_tone_is_kept_as_it_is(tone: str) -> None:
     assert parse_product(entry(voice=tone)).voice == tone

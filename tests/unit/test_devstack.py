@@ -93,13 +93,25 @@ def test_the_demo_feed_is_used_as_is_on_the_default_console_port() -> None:
     assert demo.feed_for("http://127.0.0.1:8001") == demo.DEMO_CATALOG
 
 
-def test_the_demo_feed_points_checkout_at_a_console_on_another_port(tmp_path: Path) -> None:
+def test_the_demo_feed_points_checkout_pages_and_pictures_at_a_console_on_another_port(tmp_path: Path) -> None:
     feed = demo.feed_for("http://127.0.0.1:9001", work_dir=tmp_path)
 
     products = json.loads(feed.read_text())["products"]
     assert feed.parent == tmp_path
     assert [p["sku"] for p in products] == [p["sku"] for p in demo.read_products()]
     assert all(p["checkout_url"].startswith("http://127.0.0.1:9001/checkout?") for p in products)
+    assert [p["product_url"] for p in products] == [f"http://127.0.0.1:9001/#{p['sku']}" for p in products]
+    assert [p["image_url"] for p in products] == [
+        f"http://127.0.0.1:9001/static/products/{p['sku']}.svg" for p in products
+    ]
+
+
+def test_every_demo_product_has_its_own_picture_in_the_console() -> None:
+    static = Path(demo.__file__).parent / "console" / "static" / "products"
+    for product in demo.read_products():
+        picture = static / f"{product['sku']}.svg"
+        assert picture.read_text().startswith("<svg "), picture
+        assert f"<title>{product['name']}</title>" in picture.read_text()
 
 
 def test_the_stack_clock_advances_and_can_be_held_at_a_moment() -> None:
