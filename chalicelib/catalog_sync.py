@@ -16,7 +16,9 @@ The feed is JSON, fetched from CATALOG_URL (HTTPS with `Authorization: Bearer <C
        "checkout_url": "https://shop.example/checkout?sku={sku}&reservation={reservation_id}",
                                         required; http(s); must contain {reservation_id}; may contain {sku}
        "product_url": "https://shop.example/products/oat-throw",   optional; the product's page, absolute http(s)
-       "image_url": "https://shop.example/images/oat-throw.jpg"}   optional; its picture, absolute http(s)
+       "image_url": "https://shop.example/images/oat-throw.jpg",   optional; its picture, absolute http(s)
+       "price": "89.00", "currency": "GBP"}                         optional, together; a decimal string and an
+                                        ISO 4217 code, shown in the shopper's language in messages
     ]}
 
 A stage on Shopify or WooCommerce (PLATFORM) reads the platform's own catalogue instead (chalicelib/platforms):
@@ -94,7 +96,8 @@ NUMBERS: tuple[tuple[str, int, int, int], ...] = (
     ("offer_window_s", 3600, 300, 604_800),
 )
 SETTINGS = ("name", "threshold", "hold_window_s", "offer_window_s", "voice", "checkout_url")
-LINKS = ("product_url", "image_url")  # optional feed fields: the product's page and picture
+# Optional feed fields: the product's page and picture, and its price in a currency (shown in messages).
+LINKS = ("product_url", "image_url", "price", "currency")
 
 
 class FeedError(Exception):
@@ -114,6 +117,8 @@ class Product:
     checkout_url: str
     product_url: str | None = None  # shown on the shopper's pages and emails
     image_url: str | None = None
+    price: str | None = None  # a decimal string, in `currency`
+    currency: str | None = None
 
     def settings(self) -> dict[str, Any]:
         """The catalogue fields this entry sets (a page or picture only when the entry names one)."""
@@ -152,17 +157,8 @@ def _optional_url(value: str | None, key: str) -> str | None:
     return value
 
 
-def parse_store_entry(entry: CatalogEntry) -> StoreProduct:
-    """Validate one platform catalogue entry (pure); BadRequest says what is wrong."""
-    sku = parse_sku(entry.sku)
-    name = check_name(_text({"name": entry.name}, "name", MAX_NAME_LEN))
-    ids: dict[str, str] = {}
-    for key, value in entry.ids.items():
-        text = str(value)
-        if not STORE_ID.match(key) or not STORE_ID_VALUE.fullmatch(text):
-            raise BadRequest(f"platform id {key!r} must be a whole number")
-        ids[key] = text
-    price = entry.price
+def _price(price: str | None, currency: str | None) -> tuple[str | None, str | None]:
+    """A price as shoppers are shown it: a plain decimal string, in an ISO 4217 currency (both or neither)."""
     if price is not None:
         # Decimal() alone would also take "1e3", "1_000", " 12" and non-ASCII digits, shown to shoppers as given.
         if not PRICE.fullmatch(price):
@@ -173,9 +169,22 @@ def parse_store_entry(entry: CatalogEntry) -> StoreProduct:
             raise BadRequest("price must be a decimal number") from exc
         if not amount.is_finite() or amount < 0 or len(price) > 20:
             raise BadRequest("price must be a decimal number of 0 or more")
-    currency = entry.currency
     if currency is not None and not re.fullmatch(r"[A-Z]{3}", currency):
         raise BadRequest("currency must be an ISO 4217 code")
+    return price, currency
+
+
+def parse_store_entry(entry: CatalogEntry) -> StoreProduct:
+    """Validate one platform catalogue entry (pure); BadRequest says what is wrong."""
+    sku = parse_sku(entry.sku)
+    name = check_name(_text({"name": entry.name}, "name", MAX_NAME_LEN))
+    ids: dict[str, str] = {}
+    for key, value in entry.ids.items():
+        text = str(value)
+        if not STORE_ID.match(key) or not STORE_ID_VALUE.fullmatch(text):
+            raise BadRequest(f"platform id {key!r} must be a whole number")
+        ids[key] = text
+    price, currency = _price(entry.price, entry.currency)
     fields: dict[str, Any] = {
         "name": name,
         "product_url": _optional_url(entry.product_url, "product_url"),
@@ -282,6 +291,9 @@ def parse_product(entry: Any) -> Product:
     if not isinstance(entry, dict):
         raise BadRequest("an entry must be a JSON object")
     numbers = {key: _number(entry, key, default, lo, hi) for key, default, lo, hi in NUMBERS}
+    price, currency = _price(_link(entry, "price") or None, _link(entry, "currency") or None)
+    if (price is None) != (currency is None):
+        raise BadRequest("price and currency go together: give both or neither")
     return Product(
         sku=parse_sku(entry.get("sku")),
         name=check_name(_text(entry, "name", MAX_NAME_LEN)),
@@ -289,6 +301,8 @@ def parse_product(entry: Any) -> Product:
         checkout_url=_checkout_url(entry),
         product_url=_optional_url(_link(entry, "product_url"), "product_url"),
         image_url=_optional_url(_link(entry, "image_url"), "image_url"),
+        price=price,
+        currency=currency,
         **numbers,
     )
 

@@ -49,6 +49,28 @@ def test_an_entry_may_name_the_products_page_and_picture() -> None:
     assert {"product_url", "image_url"}.isdisjoint(parse_product(entry(image_url="")).settings())
 
 
+def test_an_entry_may_name_its_price_in_a_currency() -> None:
+    settings = parse_product(entry(price="89.00", currency="GBP")).settings()
+    assert (settings["price"], settings["currency"]) == ("89.00", "GBP")
+    assert {"price", "currency"}.isdisjoint(parse_product(entry(price="", currency="")).settings())
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"price": "89.00"}, "together"),
+        ({"currency": "GBP"}, "together"),
+        ({"price": "1e3", "currency": "GBP"}, "price"),
+        ({"price": "-1", "currency": "GBP"}, "price"),
+        ({"price": "9.99", "currency": "pounds"}, "currency"),
+        ({"price": 9.99, "currency": "GBP"}, "price"),
+    ],
+)
+def test_a_price_without_its_currency_or_not_a_decimal_skips_the_entry(fields: dict[str, Any], says: str) -> None:
+    with pytest.raises(BadRequest, match=says):
+        parse_product(entry(**fields))
+
+
 @pytest.mark.parametrize(
     ("key", "value"),
     [("image_url", "/static/throw.svg"), ("image_url", "ftp://shop.example/a.jpg"), ("product_url", 42)],
