@@ -276,23 +276,12 @@ def notifier(event: SQSEvent) -> None:
     services = wiring.current()
     # Chalice annotates the context as a dict, but Lambda passes its context object.
     context = cast("LambdaContext", event.context)
-    from chalicelib.confirm import message_of
-    from chalicelib.jobs import resubscribe_message_of
-
     for record in event:
         # A malformed body raises too: it is retried, then parked in the DLQ intact for a person to look at.
         with logs.correlated(message_id=str(record.to_dict().get("messageId", ""))):
-            proof = resubscribe_message_of(record.body)
-            if proof is not None:
-                # A re-subscribe email or code for a contact who opted out and tapped again (chalicelib/resubscribe.py).
-                services.proofs.handle(proof)
-                continue
-            message = message_of(record.body)
-            if message is not None:
-                # A place's confirmation email or a channel switch's code (chalicelib/confirm.py).
-                services.messages.handle(message)
-                continue
-            services.notifier.handle(Job.from_json(record.body), context.get_remaining_time_in_millis)
+            # Confirmation emails, switch codes and re-subscribe messages share the queue with restock jobs.
+            if not services.handle_message(record.body):
+                services.notifier.handle(Job.from_json(record.body), context.get_remaining_time_in_millis)
 
 
 FEEDBACK_QUEUE = os.environ.get("NAME_PREFIX", "bisn") + "-ses-feedback"

@@ -291,6 +291,23 @@ class Services:
             confirm_days=self.settings.email_confirm_days,
         )
 
+    def handle_message(self, body: str) -> bool:
+        """A message on the jobs queue that is not a restock job, handled where it belongs: a re-subscribe email or
+        code (chalicelib/resubscribe.py), a place's confirmation email or a switch's code (chalicelib/confirm.py).
+        False for a restock job, which is the notifier's."""
+        from chalicelib.confirm import message_of
+        from chalicelib.jobs import resubscribe_message_of
+
+        proof = resubscribe_message_of(body)
+        if proof is not None:
+            self.proofs.handle(proof)
+            return True
+        message = message_of(body)
+        if message is not None:
+            self.messages.handle(message)
+            return True
+        return False
+
     @cached_property
     def shop(self) -> Shop:
         """The shop's name and look on every page a shopper's link opens."""

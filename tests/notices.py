@@ -14,8 +14,7 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ses.models import ses_backends
 from moto.sns.models import sns_backends
 
-from chalicelib.confirm import message_of
-from chalicelib.jobs import Job, resubscribe_message_of
+from chalicelib.jobs import Job
 from chalicelib.notifier import Outcome
 from chalicelib.wiring import Services
 from tests.support import CHAIR, REGION
@@ -84,16 +83,8 @@ def drain(services: Services, *, looks: int | None = None, limit: int = 500) -> 
         if not messages:
             return deliveries
         message = messages[0]
-        proof = resubscribe_message_of(message["Body"])
-        if proof is not None:
-            # A re-subscribe email or code (chalicelib/resubscribe.py), handled as the Lambda does.
-            services.proofs.handle(proof)
-            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
-            continue
-        other = message_of(message["Body"])
-        if other is not None:
-            # A confirmation email or a switch code (chalicelib/confirm.py), handled as the Lambda does.
-            services.messages.handle(other)
+        if services.handle_message(message["Body"]):
+            # A confirmation email, a switch code or a re-subscribe message, handled as the Lambda does.
             sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
             continue
         job = Job.from_json(message["Body"])

@@ -25,7 +25,6 @@ from moto.sns.models import sns_backends
 
 from chalicelib.aws import Aws
 from chalicelib.config import settings_from_env
-from chalicelib.confirm import message_of
 from chalicelib.contacts import contact_key
 from chalicelib.jobs import Job
 from chalicelib.link_ids import is_link_id
@@ -432,9 +431,8 @@ class World:
             if not messages.get("Messages"):
                 return handled
             message = messages["Messages"][0]
-            if message_of(message["Body"]) is not None:
-                # A confirmation email or a switch code, handled by the same function as the jobs.
-                (services or self.services).messages.handle(message_of(message["Body"]))
+            if (services or self.services).handle_message(message["Body"]):
+                # A confirmation email, a switch code or a re-subscribe message, handled by the same function.
                 sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
                 continue
             job = Job.from_json(message["Body"])
