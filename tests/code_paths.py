@@ -329,7 +329,8 @@ class Reader:
 
 
 def entry_points(app_source: str) -> dict[str, list[tuple[str, str]]]:
-    """Lambda function name -> the (Services property, method) its handlers call."""
+    """Lambda function name -> the (Services property, method) its handlers call; ("method", "") for a method of
+    the services themselves."""
     functions: dict[str, list[tuple[str, str]]] = {}
     for node in ast.parse(app_source).body:
         if not isinstance(node, ast.FunctionDef):
@@ -354,6 +355,10 @@ def entry_points(app_source: str) -> dict[str, list[tuple[str, str]]]:
             through_services = isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Attribute)
             if through_services and ast.unparse(inner.value.value) in aliases:
                 calls.append((inner.value.attr, inner.attr))
+            # A method of the services themselves (`services.handle_message(...)`): followed from its own body.
+            direct = isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
+            if direct and ast.unparse(inner.func.value) in aliases:
+                calls.append((inner.func.attr, ""))
     return functions
 
 

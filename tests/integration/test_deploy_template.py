@@ -64,6 +64,7 @@ def build(stage: str, out: Path) -> Package:
     env = {**os.environ, "AWS_DEFAULT_REGION": DEPLOY_REGION, "ADMIN_AUTHORIZER": "cognito"}
     for command in (
         [str(BIN / "chalice"), "package", "--stage", stage, "--merge-template", "infra/template.json", str(out)],
+        [sys.executable, "-m", "infra.trim_package", str(out / "deployment.zip")],
         [sys.executable, "-m", "infra.pin_stage", str(out / "sam.json"), "--stage", stage],
     ):
         done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
