@@ -13,6 +13,9 @@ from importlib import resources
 from typing import Any
 
 BLOCKING = ("serious", "critical")
+# Every audit of the run: (label, axe's version, the impacts of its violations), for the run's summary
+# (tests/browser/conftest.py prints it after the tests, passed or not).
+AUDITS: list[tuple[str, str, list[str]]] = []
 # Everything axe checks by default (WCAG 2.0-2.2 A and AA, and its best practices).
 OPTIONS = {"resultTypes": ["violations"]}
 
@@ -29,11 +32,23 @@ def audit(page: Any, label: str, *, context: Any = None) -> list[dict[str, Any]]
     results = page.evaluate("([context, options]) => axe.run(context || document, options)", [context, OPTIONS])
     violations: list[dict[str, Any]] = results["violations"]
     version = results.get("testEngine", {}).get("version", "?")
+    AUDITS.append((label, version, [str(v["impact"]) for v in violations]))
     print(f"\naxe-core {version} on {label}: {len(violations)} violation(s)")
     for v in violations:
         targets = ", ".join(str(n["target"]) for n in v["nodes"][:3])
         print(f"  [{v['impact']}] {v['id']}: {v['help']} ({len(v['nodes'])} node(s): {targets})")
     return violations
+
+
+def summary() -> list[str]:
+    """The run's audits, one line each, and a total."""
+    if not AUDITS:
+        return []
+    lines = [f"axe-core {AUDITS[0][1]}: {len(AUDITS)} audits, {sum(len(i) for _, _, i in AUDITS)} violations"]
+    for label, _, impacts in AUDITS:
+        counts = {impact: impacts.count(impact) for impact in sorted(set(impacts))}
+        lines.append(f"  {label}: " + (", ".join(f"{n} {k}" for k, n in counts.items()) or "no violations"))
+    return lines
 
 
 def assert_accessible(page: Any, label: str, *, context: Any = None) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.browser import axe
 from tests.browser.running import RunningStack, new_tab
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -62,3 +63,12 @@ def stack(browser: Any, request: pytest.FixtureRequest) -> Iterator[RunningStack
 def page(browser: Any, stack: RunningStack) -> Iterator[Any]:
     """A fresh browser tab; page errors are collected so a test can assert there were none."""
     yield from new_tab(browser)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Every axe-core audit of the run and what it found, in the run's output whether the tests passed or not."""
+    lines = axe.summary()
+    if lines:
+        terminalreporter.section("accessibility (axe-core)")
+        for line in lines:
+            terminalreporter.write_line(line)
