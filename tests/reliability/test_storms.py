@@ -57,7 +57,7 @@ from tests.support import ROOT
 BLOCK = 25
 FAST_BLOCKS = 4  # 100 storms
 SLOW_BLOCK = 50  # seeds shared out among the processes at once
-SLOW_BLOCKS = 40  # 2,000 more
+SLOW_BLOCKS = 20  # 1,000 more
 SLOW_SEEDS_FROM = 1_000_000
 # Trials the shrinker may spend on one failing storm; each is one whole storm (about half a second).
 SHRINK_BUDGET = int(os.environ.get("STORMS_SHRINK_BUDGET", "120"))
