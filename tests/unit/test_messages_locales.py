@@ -32,6 +32,7 @@ from chalicelib.i18n import LANGUAGES
 from chalicelib.link_ids import new_link_id
 from chalicelib.links import Links
 from chalicelib.metrics import FALLBACK_COPY, Metrics
+from chalicelib.senders import Notice
 from chalicelib.sms import is_gsm, septets, sms_segments, to_gsm
 from chalicelib.tables.catalog import Product
 from chalicelib.tables.restocks import RestocksTable
@@ -197,17 +198,7 @@ def test_no_english_fixed_string_leaks_into_a_message_in_another_language(lang: 
             texts.append(
                 compose_sms(copy.sms, facts, "https://a.example/r/x", "https://a.example/m/y", two_way=two_way)
             )
-    confirm = confirmation_email(
-        shop="Walnut & Wool",
-        product="Walnut dining chair",
-        to="ada@example.com",
-        greeting_name="Ada",
-        confirm_url="https://a.example/c/x",
-        manage_url="https://a.example/me/y",
-        unsubscribe_url="https://a.example/u/z",
-        days=7,
-        lang=lang,
-    )
+    confirm = chair_confirmation(lang, "Ada")
     code = code_email("Walnut & Wool", "123456", "ada@example.com", lang)
     texts += [confirm.subject or "", confirm.text or "", confirm.html or "", code.subject or "", code.text or ""]
     texts += [code.html or "", code_sms("Walnut & Wool", "123456", lang)]
@@ -217,20 +208,25 @@ def test_no_english_fixed_string_leaks_into_a_message_in_another_language(lang: 
         assert english_in(words, lang) == [], (lang, text)
 
 
-@pytest.mark.parametrize("lang", FOREIGN)
-def test_the_confirmation_and_code_messages_are_in_the_places_language(lang: str) -> None:
-    t = i18n.text("messages", lang)
-    confirm = confirmation_email(
+def chair_confirmation(lang: str, greeting_name: str) -> Notice:
+    """The confirmation email of a place for the walnut chair, in `lang`."""
+    return confirmation_email(
         shop="Walnut & Wool",
         product="Walnut dining chair",
         to="ada@example.com",
-        greeting_name="",
+        greeting_name=greeting_name,
         confirm_url="https://a.example/c/x",
         manage_url="https://a.example/me/y",
         unsubscribe_url="https://a.example/u/z",
         days=7,
         lang=lang,
     )
+
+
+@pytest.mark.parametrize("lang", FOREIGN)
+def test_the_confirmation_and_code_messages_are_in_the_places_language(lang: str) -> None:
+    t = i18n.text("messages", lang)
+    confirm = chair_confirmation(lang, "")
     assert confirm.html is not None and f'<html lang="{lang}"' in confirm.html
     assert t("Hello,") in (confirm.text or "") and t.plural("{n} day", "{n} days", 7) in (confirm.text or "")
     assert "https://a.example/c/x" in (confirm.text or "") and 'href="https://a.example/c/x"' in confirm.html
