@@ -46,7 +46,7 @@ from chalicelib.contacts import contact_key, normalise_contact
 from chalicelib.errors import BadRequest, DomainError, RateLimited
 from chalicelib.jobs import resubscribe_message
 from chalicelib.links import Links
-from chalicelib.pages import Shop, page
+from chalicelib.pages import Shop, button_form, page
 from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent, refused_recipient
 from chalicelib.sms import to_gsm
 from chalicelib.tables.base import TransactionCancelled, Tx
@@ -367,10 +367,7 @@ class Resubscribe:
         _, proof = live
         lang = str(proof.get("lang") or i18n.DEFAULT_LANGUAGE)
         t = self._t(lang)
-        button = (
-            f'<form method="post" action="{html.escape(link_id)}"><button type=submit>'
-            f"{html.escape(t('Turn messages back on'))}</button></form>"
-        )
+        button = button_form(link_id, t("Turn messages back on"))
         return self._page(
             200,
             lang,
