@@ -82,17 +82,16 @@ class FormAnswers:
         sku = form.get("sku")
         return self.catalog.get_cached(sku) if isinstance(sku, str) and SKU_PATTERN.match(sku) else None
 
-    def _about(self, form: Mapping[str, Any]) -> About | None:
+    @staticmethod
+    def _about(product: Product | None) -> About | None:
         """The product the form was for, shown on the page (its picture and name), when the catalogue knows it."""
-        product = self._product(form)
         if product is None or not product.name:
             return None
         return About(product.name, product.image_url or "", _web_url(product.product_url))
 
-    def _back(self, form: Mapping[str, Any], lang: str) -> str:
+    def _back(self, product: Product | None, lang: str) -> str:
         """A link back to the SKU's product page, else to the shop; none when the shop has no URL configured."""
         t = text("widget", lang)
-        product = self._product(form)
         url = _web_url(product.product_url if product else None)
         label = t(BACK_TO_PRODUCT) if url else t(BACK_TO_SHOP)
         url = url or _web_url(self.settings.shop_url)
@@ -106,6 +105,7 @@ class FormAnswers:
         t = text("widget", lang)
         email = str(form.get("channel", "")).strip().lower() == "email"
         said = STRINGS["confirm" if confirm_email else "onListEmail"] if email else STRINGS["onList"]
+        product = self._product(form)
         return _in(
             lang,
             page(
@@ -113,9 +113,9 @@ class FormAnswers:
                 t(THANKS),
                 t(said),
                 Shop.of(self.settings),
-                self._back(form, lang),
+                self._back(product, lang),
                 lang=lang,
-                about=self._about(form),
+                about=self._about(product),
             ),
         )
 
@@ -127,7 +127,9 @@ class FormAnswers:
             said = t(OWN_PAGE)
         else:
             said = t(STRINGS[_refusal_key(error, form)], example=phone_example(self.settings.default_phone_region))
-        response = page(error.status, t(REFUSED), said, Shop.of(self.settings), self._back(form, lang), lang=lang)
+        response = page(
+            error.status, t(REFUSED), said, Shop.of(self.settings), self._back(self._product(form), lang), lang=lang
+        )
         retry = getattr(error, "retry_after_s", None)
         if retry is not None:
             response.headers["Retry-After"] = str(retry)
