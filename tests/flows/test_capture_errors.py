@@ -39,6 +39,8 @@ def stored(services: Services, sku: str = "CHAIR-WALNUT") -> list[dict[str, Any]
         (json.dumps({**GOOD, "channel": "email", "contact": "ada@"}), "invalid_email"),
         (json.dumps({**GOOD, "contact": "ada@example.com"}), "contact_channel_mismatch"),
         (json.dumps({**GOOD, "name": "x" * 500}), "field_too_long"),
+        (json.dumps({**GOOD, "lang": ["de"]}), "invalid_field"),
+        (json.dumps({**GOOD, "lang": 7}), "invalid_field"),
     ],
 )
 def test_bad_input_gets_400_with_a_code_and_nothing_is_stored(
@@ -218,3 +220,13 @@ def test_the_widget_script_is_served(client: Client) -> None:
     body = response.body.decode()
     assert "data-bisn-sku" in body
     assert "aria-live" in body
+
+
+def test_an_unserved_or_odd_language_tag_is_no_error_and_falls_back(
+    client: Client, services: Services, chair: str
+) -> None:
+    # A browser may send any tag: an unserved one is English, the Accept-Language header's first served one wins.
+    assert (
+        post(client, json.dumps({**GOOD, "lang": "pt-BR"}), **{"Accept-Language": "nl-BE, de;q=0.5"}).status_code == 202
+    )
+    assert [r["lang"] for r in stored(services) if "state" in r] == ["nl"]  # the place, not its uniqueness item
