@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -106,6 +107,23 @@ def parse_sku(value: Any) -> str:
     return value
 
 
+def name_ok(name: str) -> bool:
+    """True when a name holds letters, spaces, apostrophes and hyphens only, however its accents were typed."""
+    return all(c.isalpha() or c in NAME_PUNCTUATION for c in unicodedata.normalize("NFC", name))
+
+
+def parse_name(value: Any) -> str:
+    """The name a tap gives, in NFC, or '' for none."""
+    # Composed first: macOS and some keyboards send "Nándor" as an a and a combining accent, and a combining accent
+    # is no letter; its length is counted as composed too, as the person sees it.
+    if isinstance(value, str):
+        value = unicodedata.normalize("NFC", value)
+    name = _text({"name": value}, "name", required=False, max_len=MAX_NAME_LEN)
+    if not name_ok(name):
+        raise BadRequest("name may hold letters, spaces, apostrophes and hyphens only.", code="invalid_field")
+    return name
+
+
 def parse_lang(value: Any, accept_language: str | None = None) -> str:
     """The language a tap asks for: its `lang` (the page's, else the browser's), else the Accept-Language header's,
     else English. A tag we do not serve is no error (a browser may send any); a non-string is."""
@@ -121,9 +139,7 @@ def parse_notify_me(data: Any, default_region: str, accept_language: str | None 
     sku = parse_sku(data.get("sku"))
     channel = _text(data, "channel", required=True, max_len=10).lower()
     raw_contact = _text(data, "contact", required=True, max_len=254)
-    name = _text(data, "name", required=False, max_len=MAX_NAME_LEN)
-    if not all(c.isalpha() or c in NAME_PUNCTUATION for c in name):
-        raise BadRequest("name may hold letters, spaces, apostrophes and hyphens only.", code="invalid_field")
+    name = parse_name(data.get("name"))
     lang = parse_lang(data.get("lang"), accept_language)
     return NotifyMe(sku=sku, contact=normalise_contact(channel, raw_contact, default_region), name=name, lang=lang)
 

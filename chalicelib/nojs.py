@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 
 from chalice import Response
 
-from chalicelib.capture import NAME_PUNCTUATION, SKU_PATTERN, parse_lang
+from chalicelib.capture import SKU_PATTERN, name_ok, parse_lang
 from chalicelib.config import Settings
 from chalicelib.errors import BadRequest, DomainError
 from chalicelib.i18n import text
@@ -66,7 +66,7 @@ def _refusal_key(error: DomainError, form: Mapping[str, Any]) -> str:
         return "needPhone" if sms else "needEmail"
     name = form.get("name")
     named = isinstance(name, str) and bool(name.strip())
-    if error.code == "invalid_field" and named and not all(c.isalpha() or c in NAME_PUNCTUATION for c in str(name)):
+    if error.code == "invalid_field" and named and not name_ok(str(name)):
         return "nameBad"
     return REFUSAL_KEYS.get(error.code, "failed")
 

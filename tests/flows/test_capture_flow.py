@@ -110,6 +110,17 @@ def test_a_repeat_tap_never_changes_the_name_given_first(client: Client, service
     assert place.name == "Ada", "anyone who knows the number can tap for it; only the first tap names the place"
 
 
+def test_a_name_typed_in_decomposed_unicode_joins_and_is_stored_composed(
+    client: Client, services: Services, chair: str
+) -> None:
+    # As macOS sends it: an a, then a combining acute accent.
+    response = tap(client, {"sku": chair, "channel": "sms", "contact": "07400 123456", "name": "Na\u0301ndor"})
+    assert response.status_code == 202
+    assert response.json_body == RECEIVED_SMS
+    [place] = requests_for(services, chair)
+    assert place.name == "Nándor" == "N\u00e1ndor"
+
+
 @pytest.mark.parametrize("channel, contact", [("sms", "07400 123459"), ("email", "ada@example.com")])
 def test_a_stranger_cannot_tell_a_new_place_a_repeat_or_an_opt_out_apart(
     client: Client, services: Services, chair: str, channel: str, contact: str

@@ -104,6 +104,23 @@ def test_a_refused_phone_says_how_to_fix_it_with_the_same_status(
     assert services.tables.catalog.waiting(chair_page) == 0
 
 
+def test_a_name_typed_in_decomposed_unicode_joins_from_the_form(
+    client: Client, services: Services, chair_page: str
+) -> None:
+    response = form_post(client, services, name="Na\u0301ndor")
+    assert response.status_code == 202
+    assert "You&#x27;re on the list" in text_of(response)
+    [place] = services.tables.requests.queue(chair_page, active_only=False)
+    assert place.name == "N\u00e1ndor"
+
+
+def test_a_refused_name_says_what_a_name_may_hold(client: Client, services: Services, chair_page: str) -> None:
+    response = form_post(client, services, name="Ada2")
+    assert response.status_code == 400
+    assert "Please use only letters, spaces, apostrophes and hyphens in your name." in text_of(response)
+    assert services.tables.catalog.waiting(chair_page) == 0
+
+
 def test_an_unknown_sku_links_back_to_the_shop(client: Client, services: Services, chair_page: str) -> None:
     response = form_post(client, services, sku="LAMP-OLD")
     assert response.status_code == 404

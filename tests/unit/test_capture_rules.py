@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from app import CAPTURE_STATUS
-from chalicelib.capture import CaptureOutcome, parse_notify_me
+from chalicelib.capture import MAX_NAME_LEN, CaptureOutcome, name_ok, parse_notify_me
 from chalicelib.errors import BadRequest
 
 GOOD: dict[str, Any] = {"sku": "CHAIR-WALNUT", "channel": "sms", "contact": "07400 123456", "name": "Ada"}
@@ -85,3 +85,33 @@ def test_a_name_longer_than_forty_characters_is_refused() -> None:
     with pytest.raises(BadRequest) as refused:
         parse_notify_me({**GOOD, "name": "A" * 41}, "GB")
     assert refused.value.code == "field_too_long"
+
+
+# As macOS and some keyboards send them: each accent a combining mark after its letter (NFD).
+@pytest.mark.parametrize(
+    ("typed", "kept"),
+    [
+        ("Na\u0301ndor", "Nándor"),
+        ("Zoe\u0308", "Zoë"),
+        ("Nguye\u0302\u0303n", "Nguyễn"),
+        ("Đo\u0302\u0303 Thi\u0323", "Đỗ Thị"),
+    ],
+)
+def test_a_name_typed_in_decomposed_unicode_is_kept_composed(typed: str, kept: str) -> None:
+    assert typed != kept and name_ok(typed)
+    assert parse_notify_me({**GOOD, "name": typed}, "GB").name == kept
+
+
+def test_a_decomposed_name_is_measured_as_composed() -> None:
+    assert parse_notify_me({**GOOD, "name": "a\u0301" * MAX_NAME_LEN}, "GB").name == "á" * MAX_NAME_LEN
+    with pytest.raises(BadRequest) as refused:
+        parse_notify_me({**GOOD, "name": "a\u0301" * (MAX_NAME_LEN + 1)}, "GB")
+    assert refused.value.code == "field_too_long"
+
+
+@pytest.mark.parametrize("name", ["\u0301Ada", "Ada\u0301\u0301\u0301", "Ada \u0308"])
+def test_a_mark_that_composes_with_no_letter_is_still_refused(name: str) -> None:
+    assert not name_ok(name)
+    with pytest.raises(BadRequest) as refused:
+        parse_notify_me({**GOOD, "name": name}, "GB")
+    assert refused.value.code == "invalid_field"
