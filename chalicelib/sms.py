@@ -43,15 +43,51 @@ TYPOGRAPHIC = str.maketrans(
 )
 
 
+# Letters that are still outside GSM-7 once NFKD has taken their marks off: the stroked, dotless and other
+# letters Unicode does not decompose (Polish ł, Vietnamese and Croatian đ, Turkish ı, Icelandic þ and ð, Maltese
+# ħ), and Greek, written as GSM 03.38 practice writes it: in capitals, GSM-7's own Greek capitals where it has
+# them and the Latin capitals that look the same otherwise. Dropping them instead made "Łódź" arrive as "odz".
+LETTERS = str.maketrans(
+    {
+        "Ł": "L",
+        "ł": "l",
+        "Đ": "D",
+        "đ": "d",
+        "Ð": "D",
+        "ð": "d",
+        "ı": "i",
+        "ẞ": "SS",
+        "Þ": "Th",
+        "þ": "th",
+        "Ħ": "H",
+        "ħ": "h",
+        "Ŧ": "T",
+        "ŧ": "t",
+        "Ŋ": "N",
+        "ŋ": "n",
+        "ĸ": "k",
+        "Ə": "E",
+        "ə": "e",
+        "ʼ": "'",
+        "·": "",  # what NFKD leaves of Catalan ŀ after the l
+        **dict(zip("ΑΒΕΖΗΙΚΜΝΟΡΤΥΧ", "ABEZHIKMNOPTYX", strict=True)),
+        **dict(zip("αβγδεζηθικλμνξοπρσςτυφχψω", "ABΓΔEZHΘIKΛMNΞOΠPΣΣTYΦXΨΩ", strict=True)),
+    }
+)
+
+
 def to_gsm(text: str) -> str:
-    """Text with typographic characters and accents replaced by their GSM-7 forms where one exists."""
-    text = text.translate(TYPOGRAPHIC)
+    """Text with typographic characters, accents and letters outside GSM-7 replaced by their GSM-7 forms where one
+    exists: accents come off (ó -> o, ř -> r, ầ -> a) unless GSM-7 has the letter as it is (é, ü, ø, ß)."""
+    # Composed first, so that a letter typed as a base and a combining accent keeps a GSM-7 form such as é.
+    text = unicodedata.normalize("NFC", text).translate(TYPOGRAPHIC)
     out = []
     for char in text:
         if char in GSM_BASIC or char in GSM_EXTENDED:
             out.append(char)
             continue
         plain = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
+        plain = plain.translate(LETTERS)
         out.append(plain if plain and all(c in GSM_BASIC for c in plain) else char)
     return "".join(out)
 
