@@ -15,7 +15,7 @@ import contextlib
 import itertools
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -49,7 +49,7 @@ from chalicelib.metrics import (
     MetricsFactory,
     skip_metric,
 )
-from chalicelib.optout_gate import BatchOptoutCheck, LastLooks
+from chalicelib.optout_gate import OPTED_OUT, Addressee, BatchLook, LastLooks
 from chalicelib.owed import OwedJobs
 from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent, refused_recipient, throttled
 from chalicelib.tables.audit import FACTS_PER_TRANSACTION
@@ -150,12 +150,17 @@ class UnknownRestock(NotFound):
     code = "unknown_restock"
 
 
-class Suppressed(Exception):
-    """The contact is on the suppression list at the moment of sending: the notice must not go."""
+class Withheld(Exception):
+    """At the moment of sending, the contact is on the suppression list or the place no longer holds this offer
+    (left, switched, lapsed): the notice must not go."""
+
+    def __init__(self, reason: SkipReason) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
-class SuppressionUnread(RuntimeError):
-    """The last look at the suppression list failed, so the notice was not sent."""
+class LookUnread(RuntimeError):
+    """The last look before the send failed, so the notice was not sent."""
 
 
 class SendFailed(RuntimeError):
@@ -453,7 +458,11 @@ class Notifier:
             ThreadPoolExecutor(max_workers=self.settings.sends_concurrency, thread_name_prefix="send") as pool,
         ):
             # Each batch's last look is read about one round of sends before its first send, off the send threads.
-            walk.looks = LastLooks(self.tables.optout, lead=self.settings.sends_concurrency, reader=reader)
+            walk.looks = LastLooks(
+                lambda addressees: self._withheld(walk.job.sku, addressees),
+                lead=self.settings.sends_concurrency,
+                reader=reader,
+            )
             try:
                 for from_parked, page in self._pages(walk):
                     suppressed = self.tables.optout.suppressed_among([r.contact_key for r in page if r.contact_key])
@@ -657,7 +666,12 @@ class Notifier:
             # the units on. The retry of this job must not send them either: the requests are marked told already.
             self.faults(AFTER_OFFER_COMMITTED)
             assert walk.looks is not None
-            check = walk.looks.batch([c.request.contact_key for c in chosen])
+            check = walk.looks.batch(
+                [
+                    Addressee(c.request.contact_key, c.request.joined_ts, token_id)
+                    for c, token_id in zip(chosen, tokens, strict=True)
+                ]
+            )
             # An email's manage link is signed at its person's current link version (signing out everywhere
             # raises it); an SMS's is the person's short manage id, issued on their first SMS.
             people = self.manage_ids.for_people(
@@ -670,8 +684,8 @@ class Notifier:
                 # Each recipient's message is in their place's language (a place from before languages is English).
                 lang = candidate.request.lang if candidate.request.lang in walk.copy else DEFAULT_LANGUAGE
                 notice = self._notice(walk.copy[lang], walk.facts[lang], candidate.request, token_id, person)
-                contact_key = candidate.request.contact_key
-                future = pool.submit(self._deliver, notice, contact_key, check, walk.looks, turn)
+                addressee = Addressee(candidate.request.contact_key, candidate.request.joined_ts, token_id)
+                future = pool.submit(self._deliver, notice, addressee, check, walk.looks, turn)
                 walk.pending[future] = _Pending(token_id, candidate.request, candidate.position, notice.channel)
             if walk.left <= 0:
                 self._units_left(walk, after_last_offers=True)
@@ -746,23 +760,43 @@ class Notifier:
             unsubscribe_url=self.links.unsubscribe(contact_key),
         )
 
-    def _deliver(self, notice: Notice, contact_key: str, check: BatchOptoutCheck, looks: LastLooks, turn: int) -> str:
-        """Send one notice, unless its contact opted out since the queue page was read (invariant 3)."""
+    def _deliver(self, notice: Notice, addressee: Addressee, check: BatchLook, looks: LastLooks, turn: int) -> str:
+        """Send one notice, unless its person opted out, left or switched since the queue page was read (invariant
+        3): the look that lets it go is no older than optout_gate.MAX_LOOK_AGE_S at each call to the provider."""
 
         def still_allowed() -> None:
-            looks.reached(turn)  # this notice is going: the batches behind it may start their reads
+            looks.reached(turn)  # this notice is going: the batches behind it may start their looks
             try:
-                suppressed = check.suppressed(contact_key)
+                reason = check.withheld(addressee)
             except Exception as error:
                 # Nothing went to the provider: a failed send to roll back and retry, never "maybe sent".
-                raise SuppressionUnread(str(error)) from error
-            if suppressed:
-                raise Suppressed(contact_key)
+                raise LookUnread(str(error)) from error
+            if reason:
+                raise Withheld(SkipReason(reason))
 
         try:
             return self.senders.send(notice, just_before=still_allowed)
         finally:
             looks.reached(turn)  # gone without reaching the provider counts as gone too
+
+    def _withheld(self, sku: str, addressees: Sequence[Addressee]) -> dict[str, str]:
+        """The offers among these whose notice must not go now, each with why (read strongly consistent)."""
+        suppressed = self.tables.optout.suppressed_among([a.contact_key for a in addressees])
+        places = self.tables.requests.get_many(sku, [a.joined_ts for a in addressees])
+        withheld: dict[str, str] = {}
+        for addressee in addressees:
+            place = places.get(addressee.joined_ts)
+            if addressee.contact_key in suppressed:
+                withheld[addressee.token_id] = OPTED_OUT
+            elif (
+                place is None
+                or place.state != RequestState.OFFERED
+                or place.offer_token != addressee.token_id
+                or place.contact_key != addressee.contact_key
+            ):
+                # Left, switched to another contact, or the offer lapsed: this notice is nobody's now.
+                withheld[addressee.token_id] = SkipReason.NOT_WAITING
+        return withheld
 
     def _collect(self, walk: _Walk, *, block: bool) -> None:
         """Account for finished sends: audit the sent ones, roll back the failed ones."""
@@ -774,8 +808,8 @@ class Notifier:
             error = future.exception()
             if error is None:
                 self._sent(walk, pending, future.result())
-            elif isinstance(error, Suppressed):
-                self._withdraw(walk, pending)
+            elif isinstance(error, Withheld):
+                self._withdraw(walk, pending, error.reason)
             elif maybe_sent(error):
                 self._unconfirmed(walk, pending, error)
             elif refused_recipient(pending.channel, error) and self._refusal_believed(walk, pending):
@@ -918,12 +952,13 @@ class Notifier:
         log.warning("send throttled for restock %s (%s); told later", job.restock_id, pending.channel)
         self._roll_back_unsent(walk, pending, "send_throttled", error)
 
-    def _withdraw(self, walk: _Walk, pending: _Pending) -> None:
-        """The contact opted out after the page was read and before the send: nothing went; the unit comes back."""
+    def _withdraw(self, walk: _Walk, pending: _Pending, reason: SkipReason) -> None:
+        """The person opted out, left or switched after the page was read and before the send: nothing went; the
+        unit comes back (by this roll-back, or by the opt-out or leave that lapsed the offer already)."""
         if self._roll_back(walk, pending):
             walk.withdrawn += 1
         # The roll-back parked the place already (it waits untold): a later walk looks at it again.
-        self._skip(walk, pending.request, SkipReason.OPTED_OUT, pending.position, park=False)
+        self._skip(walk, pending.request, reason, pending.position, park=False)
 
     def _unconfirmed(self, walk: _Walk, pending: _Pending, error: BaseException) -> None:
         """The provider may have accepted the notice and its answer was lost: the offer stands as if sent (its

@@ -379,21 +379,25 @@ def test_the_notifier_trigger_is_capped_at_the_concurrency_the_rates_are_divided
 
 
 def test_a_batch_reads_the_suppression_list_once_when_its_first_send_is_due() -> None:
-    from chalicelib.optout_gate import BatchOptoutCheck
+    from collections.abc import Sequence
+
+    from chalicelib.optout_gate import OPTED_OUT, Addressee, BatchLook
 
     reads: list[list[str]] = []
 
-    class Optout:
-        def suppressed_among(self, keys: list[str]) -> set[str]:
-            reads.append(keys)
-            return {"k-opted-out"} & set(keys)
+    def read(addressees: Sequence[Addressee]) -> dict[str, str]:
+        reads.append([a.contact_key for a in addressees])
+        return {a.token_id: OPTED_OUT for a in addressees if a.contact_key == "k-opted-out"}
 
-    check = BatchOptoutCheck(Optout(), ["k2", "k1", "k-opted-out", "k1"])
+    def to(key: str) -> Addressee:
+        return Addressee(key, f"ts-{key}", f"tok-{key}")
+
+    check = BatchLook(read, [to("k2"), to("k1"), to("k-opted-out"), to("k1")])
     assert reads == [], "nothing is read before a send is due"
     answers: dict[str, bool] = {}
 
     def ask(key: str) -> None:
-        answers[key] = check.suppressed(key)
+        answers[key] = check.withheld(to(key)) is not None
 
     threads = [threading.Thread(target=ask, args=(k,)) for k in ("k1", "k2", "k-opted-out")]
     for thread in threads:
