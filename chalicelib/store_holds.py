@@ -18,7 +18,14 @@ from chalicelib.clock import Clock
 from chalicelib.counters import DONE, STORE_RETRY_S, UnitMoves
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.logs import offer_ref
-from chalicelib.platforms.base import HoldRequest, Store, StoreHold, StoreRefused, StoreUnavailable
+from chalicelib.platforms.base import (
+    HoldRequest,
+    Store,
+    StoreCredentialsRefused,
+    StoreHold,
+    StoreRefused,
+    StoreUnavailable,
+)
 from chalicelib.tables.catalog import Product
 from chalicelib.tables.reservations import Offer, OfferState, StoreState
 from chalicelib.tables.store import Tables
@@ -72,7 +79,11 @@ class StoreHolds:
         try:
             hold = self.store.place_hold(self.request(row, product))
         except StoreUnavailable as exc:
-            log.warning("store hold for %s not placed yet: %s", offer_ref(row.token_id), exc)
+            # Refused credentials are the shop's to fix, not a store that is down: said as an error, retried alike.
+            if isinstance(exc, StoreCredentialsRefused):
+                log.error("store hold for %s not placed: %s", offer_ref(row.token_id), exc)
+            else:
+                log.warning("store hold for %s not placed yet: %s", offer_ref(row.token_id), exc)
             self.tables.reservations.store_retry_at(
                 row.token_id, min(int(now) + STORE_RETRY_S, int(row.hold_expires_at or now))
             )
@@ -104,7 +115,10 @@ class StoreHolds:
         try:
             self.store.release_hold(row.token_id, row.store_ref)
         except StoreUnavailable as exc:
-            log.warning("store hold for %s not released yet: %s", offer_ref(row.token_id), exc)
+            if isinstance(exc, StoreCredentialsRefused):
+                log.error("store hold for %s not released: %s", offer_ref(row.token_id), exc)
+            else:
+                log.warning("store hold for %s not released yet: %s", offer_ref(row.token_id), exc)
             return False
         self.faults("store.after_release")
         self.moves.store_released(row)

@@ -1,7 +1,13 @@
 """An in-memory WooCommerce for the tests and the local stack: exactly the REST v3 calls and webhooks the connector uses.
 
 What it keeps of the real store (see chalicelib/platforms/woocommerce.py for the sources):
-  * HTTP Basic auth with the consumer key and secret; 401 `woocommerce_rest_authentication_error` otherwise.
+  * Authentication as WC_REST_Authentication::perform_basic_authentication (includes/class-wc-rest-authentication.php):
+    the `consumer_key` and `consumer_secret` query parameters first, else HTTP Basic; a known key
+    with the wrong secret is 401 `woocommerce_rest_authentication_error`; no key, or an unknown one, leaves the
+    request unauthenticated and the route's permission check answers 401 `woocommerce_rest_cannot_view` (GET),
+    `_create` (POST), `_edit` (PUT, PATCH) or `_delete`. Query keys count over HTTPS only, as there; Basic is
+    taken over plain HTTP too, for the local stack. `strip_authorization` plays a host that drops the
+    Authorization header before PHP sees it.
   * Pages with `per_page` (at most 100) and `page`, and the X-WP-Total / X-WP-TotalPages headers.
   * Errors as `{"code", "message", "data": {"status"}}`.
   * Stock moves with order status as in includes/wc-stock-functions.php: an order reaching on-hold, processing or
@@ -123,6 +129,7 @@ class FakeWooCommerce:
         self._faults: list[tuple[int | None, dict[str, str]]] = []  # status (None: no answer) for the next calls
         self._after_faults: list[str] = []  # "METHOD /route" (or "*") of calls done whose answer is then lost
         self._next_order_id = 501
+        self.strip_authorization = False
         self._lock = threading.RLock()
         self._seed(catalog_path, stock or {})
 
@@ -402,8 +409,8 @@ class FakeWooCommerce:
                     raise StoreUnavailable("the store could not be reached: TimeoutError")
                 return _error(RestError(status, "fake_fault", "A fault the test asked for."), extra)
             try:
-                self._authenticate(headers)
                 query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+                self._authenticate(method, headers, query)
                 response = self._route(method, parts.path, query, body)
             except RestError as exc:
                 response = _error(exc)
@@ -413,18 +420,27 @@ class FakeWooCommerce:
                 raise StoreUnavailable("the store could not be reached: TimeoutError")
             return response
 
-    def _authenticate(self, headers: Mapping[str, str]) -> None:
+    def _authenticate(self, method: str, headers: Mapping[str, str], query: dict[str, str]) -> None:
+        key, secret = "", ""
+        # is_ssl(): query keys are read over HTTPS only.
+        if self.store_url.startswith("https://") and query.get("consumer_key") and query.get("consumer_secret"):
+            key, secret = query.pop("consumer_key"), query.pop("consumer_secret")
         lowered = {k.lower(): v for k, v in headers.items()}
-        auth = lowered.get("authorization", "")
-        if auth.startswith("Basic "):
+        auth = "" if self.strip_authorization else lowered.get("authorization", "")
+        # Basic is taken over plain HTTP too, unlike WooCommerce (OAuth 1.0a there): the local stack has no TLS.
+        if not key and auth.startswith("Basic "):
             try:
                 key, _, secret = base64.b64decode(auth[6:]).decode().partition(":")
             except (ValueError, UnicodeDecodeError):
                 key, secret = "", ""
-            if hmac.compare_digest(key, self.consumer_key) and hmac.compare_digest(secret, self.consumer_secret):
+        if key and hmac.compare_digest(key, self.consumer_key):
+            if hmac.compare_digest(secret, self.consumer_secret):
                 return
-            raise RestError(401, "woocommerce_rest_authentication_error", "Consumer key is invalid.")
-        raise RestError(401, "woocommerce_rest_cannot_view", "Sorry, you cannot list resources.")
+            raise RestError(401, "woocommerce_rest_authentication_error", "Consumer secret is invalid.")
+        # Unauthenticated: each controller's permission check names its own action.
+        action = {"GET": "view", "POST": "create", "PUT": "edit", "PATCH": "edit", "DELETE": "delete"}
+        code = f"woocommerce_rest_cannot_{action.get(method, 'view')}"
+        raise RestError(401, code, "Sorry, you cannot do that.")
 
     def _route(self, method: str, path: str, query: Mapping[str, str], body: bytes | None) -> HttpResponse:
         if not path.startswith(API_PREFIX + "/"):

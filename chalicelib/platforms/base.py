@@ -32,6 +32,12 @@ class StoreUnavailable(Exception):
         self.retry_after_s = retry_after_s
 
 
+class StoreCredentialsRefused(StoreUnavailable):
+    """The store answered and refuses our API credentials (a revoked or wrong key, or one without write access).
+    The store is up: retrying helps only once the shop fixes its key, so this is reported as its own problem,
+    never as a store that is down."""
+
+
 class StoreRefused(Exception):
     """The store answered and will not do it (the variant is gone, no stock to hold): retrying will not help."""
 

@@ -33,7 +33,15 @@ What the shop needs:
     (product.created, product.updated, product.deleted, order.created, order.updated) with a secret.
 
 Authentication is HTTP Basic with the consumer key and secret, which WooCommerce documents for HTTPS only
-(https://woocommerce.github.io/woocommerce-rest-api-docs/#authentication-over-https).
+(https://woocommerce.github.io/woocommerce-rest-api-docs/#authentication-over-https). Some hosts (PHP as CGI or
+FastCGI behind Apache) drop the Authorization header before PHP sees it; the same page documents passing the key
+and secret as the query parameters `consumer_key` and `consumer_secret` instead, and
+WC_REST_Authentication::perform_basic_authentication (includes/class-wc-rest-authentication.php) reads those
+first, over HTTPS only (`is_ssl()`). A request whose header was dropped arrives unauthenticated, so the route's
+own permission check answers 401 `woocommerce_rest_cannot_view` (or `_create`, `_edit`, `_delete`), the code an
+unknown key gets too; a known key with the wrong secret gets 401 `woocommerce_rest_authentication_error`. So a
+401 other than that last one is tried once more with the keys in the query string, and if that is accepted the
+connector keeps using it. A 401 that remains is StoreCredentialsRefused: the store is up and refuses the key.
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ import base64
 import hashlib
 import hmac
 import json
+import logging
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -61,6 +70,7 @@ from chalicelib.platforms.base import (
     HoldRequest,
     LevelReport,
     OrderReport,
+    StoreCredentialsRefused,
     StoreHold,
     StoreRefused,
     StoreUnavailable,
@@ -89,6 +99,11 @@ UNPAID_STATUSES = frozenset({"pending", "on-hold", "failed", "cancelled", "check
 HOLD_STATUS = "on-hold"
 LIVE_HOLD_STATUSES = ("on-hold", "pending", "processing", "completed")
 _PING = re.compile(rb"webhook_id=[0-9]{1,20}")
+# The one 401 that says the key reached WooCommerce and was turned down (WC_REST_Authentication::set_error); any
+# other 401 may be a request whose Authorization header the host dropped.
+KEY_REFUSED = "woocommerce_rest_authentication_error"
+
+log = logging.getLogger(__name__)
 
 
 class WooCommerceConnector:
@@ -111,6 +126,8 @@ class WooCommerceConnector:
         self._webhook_secrets = webhook_secrets
         self._transport = transport
         self._sleep = sleep
+        # Learned once per container: the host drops the Authorization header, so the keys go in the query.
+        self._keys_in_query = False
 
     @property
     def name(self) -> str:
@@ -417,14 +434,44 @@ class WooCommerceConnector:
     def _request(
         self, method: str, path: str, query: Mapping[str, str], body: Mapping[str, Any] | None = None
     ) -> HttpResponse:
-        """One REST call, waiting out a bounded number of 429s; StoreUnavailable if the store did not answer."""
-        url = f"{self._store_url}{API_PREFIX}{path}" + (f"?{urlencode(dict(query))}" if query else "")
-        credentials = f"{self._consumer_key()}:{self._consumer_secret()}".encode()
-        headers = {
-            "Authorization": "Basic " + base64.b64encode(credentials).decode("ascii"),
-            "Accept": "application/json",
-            "User-Agent": "bisn-woocommerce/1",
-        }
+        """One REST call, waiting out a bounded number of 429s; StoreUnavailable if the store did not answer, and
+        StoreCredentialsRefused if it refused our key."""
+        response = self._send(method, path, query, body, keys_in_query=self._keys_in_query)
+        if (
+            response.status == 401
+            and not self._keys_in_query
+            and self._store_url.lower().startswith("https://")
+            and _error_code(response) != KEY_REFUSED
+        ):
+            retried = self._send(method, path, query, body, keys_in_query=True)
+            if retried.status != 401:
+                self._keys_in_query = True
+                log.warning(
+                    "WooCommerce did not see the Authorization header (the host drops it): the REST key is sent"
+                    " as the consumer_key and consumer_secret query parameters from now on"
+                )
+            response = retried
+        if response.status in (401, 403):
+            raise _credentials_refused(response, method, path)
+        return response
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str],
+        body: Mapping[str, Any] | None,
+        *,
+        keys_in_query: bool,
+    ) -> HttpResponse:
+        headers = {"Accept": "application/json", "User-Agent": "bisn-woocommerce/1"}
+        params = dict(query)
+        if keys_in_query:
+            params |= {"consumer_key": self._consumer_key(), "consumer_secret": self._consumer_secret()}
+        else:
+            credentials = f"{self._consumer_key()}:{self._consumer_secret()}".encode()
+            headers["Authorization"] = "Basic " + base64.b64encode(credentials).decode("ascii")
+        url = f"{self._store_url}{API_PREFIX}{path}" + (f"?{urlencode(params)}" if params else "")
         data = None
         if body is not None:
             headers["Content-Type"] = "application/json"
@@ -591,6 +638,17 @@ def _transient(response: HttpResponse, doing: str) -> StoreUnavailable:
     wait = retry_after_s(response) if response.status in (429, 503) else None
     return StoreUnavailable(
         f"WooCommerce answered {response.status} ({_error_code(response)}) to {doing}", retry_after_s=wait
+    )
+
+
+def _credentials_refused(response: HttpResponse, method: str, path: str) -> StoreCredentialsRefused:
+    # The path names the resource (ids only); the query, which may carry the key, is never part of the message.
+    # A 403 is a key WooCommerce knows whose permissions (Read only, say) do not cover the call.
+    what = "refused our REST API key" if response.status == 401 else "says our REST API key may not do this"
+    return StoreCredentialsRefused(
+        f"credentials refused: WooCommerce {what} ({response.status} {_error_code(response)}) for {method}"
+        f" {API_PREFIX}{path}; check the key in WooCommerce > Settings > Advanced > REST API (Read/Write) and"
+        " the stage's WOOCOMMERCE_CONSUMER_KEY and WOOCOMMERCE_CONSUMER_SECRET"
     )
 
 

@@ -242,7 +242,8 @@ def test_place_hold_maps_order_creation_errors(status: int, raised: type[Excepti
         [
             ("GET", ORDERS, ok([])),
             ("GET", f"{PRODUCTS}/107/variations/109", ok(VARIATION)),
-            ("POST", ORDERS, error(status, "woocommerce_rest_invalid_product_id")),
+            # A 401 is about the key, never the item (tests/unit/test_woocommerce_auth.py).
+            ("POST", ORDERS, error(status, "woocommerce_rest_authentication_error" if status == 401 else "invalid")),
         ]
     )
     with pytest.raises(raised) as failed:
