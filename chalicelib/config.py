@@ -193,6 +193,19 @@ def _countries(env: Mapping[str, str], default_region: str) -> tuple[str, ...]:
 HEX_COLOUR = re.compile(r"#[0-9a-fA-F]{6}")
 
 
+def _cors_origins(env: Mapping[str, str]) -> tuple[str, ...]:
+    """CORS_ORIGINS: the storefront origins, comma-separated; a wildcard is refused."""
+    origins = tuple(o.strip().rstrip("/") for o in env.get("CORS_ORIGINS", "").split(",") if o.strip())
+    wild = [o for o in origins if "*" in o]
+    if wild:
+        # A wildcard would let any site's page preflight JSON taps and post form taps (the cross-site form guard
+        # takes the same list), so every visitor of a hostile page could be made to tap for numbers it chose.
+        raise ConfigError(
+            f"CORS_ORIGINS must name each storefront origin (https://shop.example), never a wildcard; got {wild[0]!r}"
+        )
+    return origins
+
+
 def _public_url(env: Mapping[str, str], name: str) -> str:
     """A URL shoppers' browsers and mail clients open: https://, or http:// to this machine (the local stack)."""
     url = env.get(name, "").strip()
@@ -330,7 +343,7 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         public_base_url=_required(env, "PUBLIC_BASE_URL").rstrip("/"),
         shop_name=_required(env, "SHOP_NAME"),
         default_phone_region=phone_region,
-        cors_origins=tuple(o.strip().rstrip("/") for o in env.get("CORS_ORIGINS", "").split(",") if o.strip()),
+        cors_origins=_cors_origins(env),
         rate_limit_per_minute=_int(env, "RATE_LIMIT_PER_MINUTE", 20, minimum=1),
         request_ttl_days=_int(env, "REQUEST_TTL_DAYS", 90, minimum=1),
         audit_retention_days=_int(env, "AUDIT_RETENTION_DAYS", 400, minimum=1),

@@ -104,7 +104,7 @@ def cors_headers(origin: str | None, allowed: tuple[str, ...]) -> Headers:
     if not origin:
         return {}
     origin = origin.rstrip("/")
-    if origin not in allowed and "*" not in allowed:
+    if origin not in allowed:
         return {}
     return {
         "Access-Control-Allow-Origin": origin,
@@ -138,5 +138,5 @@ def simple_post_allowed(headers: Mapping[str, str], allowed: tuple[str, ...], ow
         origin = _origin_of(origin)
     if not origin:
         return False
-    permitted = {_origin_of(o) for o in allowed if o != "*"} | {_origin_of(own_url)}
-    return origin in permitted or "*" in allowed
+    permitted = {_origin_of(o) for o in allowed} | {_origin_of(own_url)}
+    return origin in permitted

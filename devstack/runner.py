@@ -98,13 +98,11 @@ def port_free(port: int, host: str = HOST) -> bool:
 
 
 def extra_origins(raw: str) -> list[str]:
-    """CORS_ORIGINS from the environment: comma-separated origins (`scheme://host[:port]`, or `*`), each checked."""
+    """CORS_ORIGINS from the environment: comma-separated origins (`scheme://host[:port]`), each checked (the app
+    refuses a wildcard at start, as it switches off the cross-site form guard)."""
     origins = []
     for entry in (part.strip() for part in raw.split(",")):
         if not entry:
-            continue
-        if entry == "*":
-            origins.append(entry)
             continue
         parts = urlsplit(entry)
         if parts.scheme not in ("http", "https") or not parts.netloc or parts.path.strip("/") or parts.query:

@@ -220,3 +220,10 @@ def test_the_local_stage_loads_with_every_dialect_enabled() -> None:
     assert services.shopify is not None and services.woocommerce is not None
     assert services.shopify.shop_domain == settings.shopify_shop_domain
     assert settings.woocommerce_store_url
+
+
+@pytest.mark.parametrize("origins", ["*", "https://shop.example,*", " * ", "https://*.shop.example"])
+def test_a_wildcard_cors_origin_fails_fast(origins: str) -> None:
+    # A wildcard would switch off the cross-site form guard, which takes the same list.
+    with pytest.raises(ConfigError, match=r"CORS_ORIGINS .*never a wildcard"):
+        settings_from_env({**local(), "CORS_ORIGINS": origins})

@@ -77,7 +77,7 @@ def test_cors_origins_from_the_environment_reach_the_app_beside_the_consoles() -
     assert cors_headers("https://elsewhere.test", allowed) == {}
 
 
-@pytest.mark.parametrize("raw", ["theme.test", "ftp://theme.test", "https://theme.test/shop", "https://"])
+@pytest.mark.parametrize("raw", ["theme.test", "ftp://theme.test", "https://theme.test/shop", "https://", "*"])
 def test_cors_origins_that_are_not_origins_are_refused_at_start(raw: str) -> None:
     with pytest.raises(SystemExit, match="CORS_ORIGINS must be origins"):
         api_overrides(8000, 8001, {"CORS_ORIGINS": raw})
