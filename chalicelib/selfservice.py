@@ -123,7 +123,10 @@ def is_one_click(raw: bytes | None, content_type: str) -> bool:
             return False
         for part in message.iter_parts():
             name = part.get_param("name", header="content-disposition")
-            value = part.get_content() if part.get_content_maintype() == "text" else ""
+            try:
+                value = part.get_content() if part.get_content_maintype() == "text" else ""
+            except (LookupError, ValueError):  # a charset Python does not know: not a body any mail client sends
+                continue
             if name == ONE_CLICK[0] and str(value).strip() == ONE_CLICK[1]:
                 return True
         return False
@@ -131,7 +134,10 @@ def is_one_click(raw: bytes | None, content_type: str) -> bool:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return False
-    fields = parse_qs(text.strip(), keep_blank_values=True, max_num_fields=10)
+    try:
+        fields = parse_qs(text.strip(), keep_blank_values=True, max_num_fields=10)
+    except ValueError:  # more fields than any one-click body or the page's button sends
+        return False
     return ONE_CLICK[1] in [v.strip() for v in fields.get(ONE_CLICK[0], [])]
 
 

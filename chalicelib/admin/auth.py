@@ -42,7 +42,8 @@ class Staff:
 
 def b64url_decode(text: str) -> bytes:
     """base64url without padding (RFC 7515 §2)."""
-    if not isinstance(text, str) or not all(c.isalnum() or c in "-_" for c in text):
+    # isalnum() alone takes letters and digits of every script, which base64 refuses with a ValueError.
+    if not isinstance(text, str) or not text.isascii() or not all(c.isalnum() or c in "-_" for c in text):
         raise TokenRefused("not base64url")
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
@@ -142,7 +143,7 @@ class TokenVerifier:
         """The token's claims when every check passes; TokenRefused otherwise."""
         if not self.enabled:
             raise TokenRefused("this stage has no staff user pool")
-        parts = token.split(".") if isinstance(token, str) else []
+        parts = token.split(".") if isinstance(token, str) and token.isascii() else []
         if len(parts) != 3 or len(token) > 8192:
             raise TokenRefused("not a compact JWS")
         header = _json_part(parts[0])

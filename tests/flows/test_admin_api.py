@@ -169,6 +169,15 @@ def test_no_token_and_not_a_token_are_refused(api: Client) -> None:
     _refused(api, {"Authorization": "Bearer not.a.jwt"})
 
 
+def test_a_token_with_letters_outside_ascii_is_refused_with_a_401(api: Client, pool: Pool) -> None:
+    header, payload, signature = pool.id_token(OWNER).split(".")
+    # Letters base64url never holds, in each part: str.isalnum() takes them, base64 and ASCII encoding do not.
+    _refused(api, bearer(f"{header}.{payload}é.{signature}"))
+    _refused(api, bearer(f"{header}.{payload}.{signature}é"))
+    _refused(api, bearer(f"{header}é.{payload}.{signature}"))
+    _refused(api, bearer("é.é.é"))
+
+
 def test_a_forged_token_is_refused(api: Client, pool: Pool) -> None:
     token = pool.id_token(HELPER)
     header, payload, signature = token.split(".")

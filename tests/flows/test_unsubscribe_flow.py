@@ -102,6 +102,30 @@ def test_a_post_without_the_one_click_body_changes_nothing(
     assert s.waiting_count() == 1
 
 
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        (FORM["Content-Type"], "&".join(f"f{i}=x" for i in range(11)) + "&List-Unsubscribe=One-Click"),
+        (
+            "multipart/form-data; boundary=b",
+            '--b\r\nContent-Disposition: form-data; name="List-Unsubscribe"\r\n'
+            "Content-Type: text/plain; charset=no-such-charset\r\n\r\nOne-Click\r\n--b--\r\n",
+        ),
+    ],
+    ids=["eleven_fields", "unknown_charset"],
+)
+def test_a_body_no_form_or_mail_client_sends_gets_the_honest_page_and_changes_nothing(
+    client: Client, services: Services, clock: FixedClock, content_type: str, body: str
+) -> None:
+    s = scene(services, clock, units=1, people=1)
+    headers = {"Content-Type": content_type}
+    response = client.http.post(link(services, s.requests[0]), headers=headers, body=body)
+    assert response.status_code == 400
+    assert "Please use the button" in response.body.decode()
+    assert services.tables.optout.get(s.requests[0].contact_key) is None
+    assert s.waiting_count() == 1
+
+
 def test_unsubscribing_twice_is_harmless(client: Client, services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=1)
     url = link(services, s.requests[0])
