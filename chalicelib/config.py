@@ -74,6 +74,9 @@ class Settings:
     platform: str = "generic"
     shopify_shop_domain: str = ""  # e.g. walnut-and-wool.myshopify.com
     shopify_location_ids: tuple[str, ...] = ()  # the selling locations whose levels count ('' = every location)
+    # A Dev Dashboard app's client id: with SHOPIFY_CLIENT_SECRET it obtains the Admin API token (client credentials
+    # grant) instead of an admin-created app's SHOPIFY_ACCESS_TOKEN.
+    shopify_client_id: str = ""
     woocommerce_store_url: str = ""  # the WordPress site's URL, e.g. https://shop.example
     # How long an audit fact is kept: each carries a `ttl` this many days after it was written, and DynamoDB's
     # TTL deletes it after that (infra/template.json).
@@ -123,13 +126,14 @@ OPTIONAL_SECRETS = (
     "CATALOG_TOKEN",
     "SHOPIFY_WEBHOOK_SECRET",
     "SHOPIFY_ACCESS_TOKEN",
+    "SHOPIFY_CLIENT_SECRET",
     "WOOCOMMERCE_WEBHOOK_SECRET",
     "WOOCOMMERCE_CONSUMER_KEY",
     "WOOCOMMERCE_CONSUMER_SECRET",
 )
 PLATFORM_NEEDS = {
     "generic": (),
-    "shopify": ("SHOPIFY_WEBHOOK_SECRET", "SHOPIFY_ACCESS_TOKEN"),
+    "shopify": ("SHOPIFY_WEBHOOK_SECRET",),  # and an Admin API credential: _shopify_client_id
     "woocommerce": ("WOOCOMMERCE_WEBHOOK_SECRET", "WOOCOMMERCE_CONSUMER_KEY", "WOOCOMMERCE_CONSUMER_SECRET"),
 }
 SHOPIFY_DOMAIN = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}\.myshopify\.com$")
@@ -272,6 +276,28 @@ def _platform(env: Mapping[str, str], configured: set[str]) -> tuple[str, str, t
     return platform, domain, locations, store_url
 
 
+SHOPIFY_CLIENT_ID = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
+
+
+def _shopify_client_id(env: Mapping[str, str], platform: str, configured: set[str]) -> str:
+    """SHOPIFY_CLIENT_ID (with the SHOPIFY_CLIENT_SECRET secret), or the SHOPIFY_ACCESS_TOKEN secret: one of the two."""
+    client_id = env.get("SHOPIFY_CLIENT_ID", "").strip()
+    if client_id and not SHOPIFY_CLIENT_ID.match(client_id):
+        raise ConfigError(f"SHOPIFY_CLIENT_ID must be the app's client id from the Dev Dashboard, got {client_id!r}")
+    if bool(client_id) != ("SHOPIFY_CLIENT_SECRET" in configured):
+        raise ConfigError("set both SHOPIFY_CLIENT_ID and SHOPIFY_CLIENT_SECRET (or its _SECRET_ID), or neither")
+    static = "SHOPIFY_ACCESS_TOKEN" in configured
+    if platform == "shopify" and not client_id and not static:
+        raise ConfigError(
+            "PLATFORM=shopify needs SHOPIFY_CLIENT_ID and SHOPIFY_CLIENT_SECRET (a Dev Dashboard app) or "
+            "SHOPIFY_ACCESS_TOKEN (an admin-created app), or their _SECRET_ID"
+        )
+    if client_id and static:
+        # Two credentials for one shop would leave it unclear which app's scopes a call runs with.
+        raise ConfigError("set SHOPIFY_CLIENT_ID and SHOPIFY_CLIENT_SECRET or SHOPIFY_ACCESS_TOKEN, not both")
+    return client_id
+
+
 def _origination(env: Mapping[str, str]) -> str:
     number = env.get("SMS_ORIGINATION_NUMBER", "").strip()
     if number and not E164.fullmatch(number):
@@ -371,6 +397,7 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         platform=platform,
         shopify_shop_domain=shop_domain,
         shopify_location_ids=locations,
+        shopify_client_id=_shopify_client_id(env, platform, set(values) | set(refs)),
         woocommerce_store_url=store_url,
         email_double_opt_in=_bool(env, "EMAIL_DOUBLE_OPT_IN", True),
         email_confirm_days=_int(env, "EMAIL_CONFIRM_DAYS", 7, minimum=1),

@@ -389,10 +389,22 @@ class Services:
         if not self._secret_set("SHOPIFY_WEBHOOK_SECRET"):
             return None
         from chalicelib.platforms.shopify import ShopifyConnector
+        from chalicelib.platforms.shopify_auth import AccessTokens, ClientCredentialsToken, StaticToken
 
+        domain = self.settings.shopify_shop_domain
+        tokens: AccessTokens = StaticToken(lambda: self.secrets.get("SHOPIFY_ACCESS_TOKEN"))
+        if self.settings.shopify_client_id:
+            # Built once with the connector, so every call this container makes shares one renewed token.
+            tokens = ClientCredentialsToken(
+                shop_domain=domain,
+                client_id=self.settings.shopify_client_id,
+                client_secret=lambda: self.secrets.get("SHOPIFY_CLIENT_SECRET"),
+                transport=self.transport,
+                clock=self.clock.now,
+            )
         return ShopifyConnector(
-            shop_domain=self.settings.shopify_shop_domain,
-            access_token=lambda: self.secrets.get("SHOPIFY_ACCESS_TOKEN"),
+            shop_domain=domain,
+            tokens=tokens,
             webhook_secrets=lambda: self.secrets.get_all("SHOPIFY_WEBHOOK_SECRET"),
             transport=self.transport,
             location_ids=self.settings.shopify_location_ids,

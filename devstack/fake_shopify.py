@@ -6,6 +6,20 @@ It answers exactly the documents chalicelib/platforms/shopify.py sends, matched 
 including extensions.cost, and a leaky cost bucket that throttles (THROTTLED) when drained. Products, variants,
 inventory items and locations are seeded from devstack/demo-catalog.json with deterministic ids.
 
+Access tokens: the static token of an admin-created app (`access_token`), and tokens the client credentials grant
+issues to a Dev Dashboard app (`client_id`, `client_secret`) at POST /admin/oauth/access_token. Those expire after
+`token_lifetime_s` (Shopify answers expires_in 86399), and the Admin API answers 401 to an expired or unknown one:
+https://shopify.dev/docs/apps/build/authentication-authorization/client-credentials-grant
+https://shopify.dev/docs/apps/build/authentication-authorization/client-secrets
+A refused grant is HTTP 400 with an OAuth error body, {"error": <code>, "error_description": <text>}: Shopify's
+response codes page gives 400 for a token request it refuses (https://shopify.dev/docs/api/usage/response-codes),
+and reported refusals carry app_not_installed and shop_not_permitted. Shopify does not document the code for a
+wrong secret; the fake uses RFC 6749 section 5.2's invalid_client.
+
+Webhooks: a delivery carries X-Shopify-Event-Id, the same on every delivery of one event (a retry, or a second
+subscription to the topic), and X-Shopify-Webhook-Id for the delivery itself: `redeliver` sends one again with the
+same event id and a new webhook id. https://shopify.dev/docs/apps/build/webhooks/ignore-duplicates
+
 Draft orders: one created with reserveInventoryUntil moves a unit from available to reserved at the first location
 that has one (Shopify documents the reservation but not what happens without stock; here it is refused with a
 userError); deleting it, or the reservation lapsing, gives the unit back; completing it sells the reserved unit and
@@ -28,6 +42,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl
 
 from chalicelib.platforms.base import StoreUnavailable
 from chalicelib.platforms.http import HttpResponse
@@ -35,6 +50,12 @@ from chalicelib.platforms.http import HttpResponse
 DEMO_CATALOG = Path(__file__).with_name("demo-catalog.json")
 SHOP_DOMAIN = "walnut-and-wool.myshopify.com"
 ACCESS_TOKEN = "shpat_local_fake_token"
+CLIENT_ID = "0f6e5d4c3b2a19080f6e5d4c3b2a1908"
+CLIENT_SECRET = "local-fake-shopify-secret"  # a Dev Dashboard app's client secret also signs its webhooks
+TOKEN_LIFETIME_S = 86399
+# The scopes the app is installed with, as the grant's answer lists them.
+GRANTED_SCOPES = "read_products,read_inventory,read_orders,write_draft_orders"
+INVALID_TOKEN = "[API] Invalid API key or access token (unrecognized login or wrong password)"
 WEBHOOK_SECRET = "local-fake-shopify-secret"
 SUPPORTED_VERSIONS = ("2025-04", "2025-07", "2025-10", "2026-01")
 WEBHOOK_VERSION = "2025-10"
@@ -140,6 +161,9 @@ class FakeShopify:
         shop_domain: str = SHOP_DOMAIN,
         access_token: str = ACCESS_TOKEN,
         webhook_secret: str = WEBHOOK_SECRET,
+        client_id: str = CLIENT_ID,
+        client_secret: str = CLIENT_SECRET,
+        token_lifetime_s: int = TOKEN_LIFETIME_S,
         catalog_path: Path | None = DEMO_CATALOG,
         clock: Callable[[], float] = time.monotonic,
         now: Callable[[], float] = time.time,
@@ -154,6 +178,13 @@ class FakeShopify:
         self.storefront_url = (storefront_url or f"https://{shop_domain}").rstrip("/")
         self.access_token = access_token
         self.webhook_secret = webhook_secret
+        self.client_id = client_id
+        self.client_secret = client_secret
+        self.token_lifetime_s = token_lifetime_s
+        self.app_installed = True
+        self.issued: dict[str, float] = {}  # tokens from the client credentials grant, and when each expires
+        self.refused_tokens = 0  # Admin API calls answered 401
+        self._token_ids = itertools.count(1)
         self.currency = currency
         self._clock = clock
         self._now = now
@@ -292,6 +323,17 @@ class FakeShopify:
             "X-Shopify-API-Version": WEBHOOK_VERSION,
         }
         return body, headers
+
+    @staticmethod
+    def redeliver(request: tuple[bytes, Mapping[str, str]]) -> tuple[bytes, dict[str, str]]:
+        """A delivery sent again: a retry after an answer that was not a 2xx (8 tries over 4 hours,
+        https://shopify.dev/changelog/updates-to-webhook-retry-mechanism), or the same event for a second
+        subscription to its topic. The original body, signature and X-Shopify-Triggered-At, the same
+        X-Shopify-Event-Id, and a new X-Shopify-Webhook-Id."""
+        body, headers = request
+        again = dict(headers)
+        again["X-Shopify-Webhook-Id"] = str(uuid.uuid4())
+        return body, again
 
     def set_available(self, sku: str, n: int, location: int | None = None) -> tuple[bytes, dict[str, str]]:
         """Set a location's available count (the first location by default); the inventory_levels/update it sends."""
@@ -451,15 +493,16 @@ class FakeShopify:
         return response
 
     def _handle(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> HttpResponse:
+        if url == f"https://{self.shop_domain}/admin/oauth/access_token":
+            return self._grant(method, headers, body)
         match = re.fullmatch(r"https?://([^/]+)/admin/api/([^/]+)/graphql\.json", url)
         if not match or match.group(1) != self.shop_domain:
             return _json(404, {"errors": "Not Found"})
         if match.group(2) not in SUPPORTED_VERSIONS:
             return _json(404, {"errors": "Not Found"})
-        if headers.get("x-shopify-access-token") != self.access_token:
-            return _json(
-                401, {"errors": "[API] Invalid API key or access token (unrecognized login or wrong password)"}
-            )
+        if not self._token_valid(headers.get("x-shopify-access-token", "")):
+            self.refused_tokens += 1
+            return _json(401, {"errors": INVALID_TOKEN})
         if method != "POST":
             return _json(405, {"errors": "Method not allowed"})
         if not headers.get("content-type", "").startswith("application/json"):
@@ -474,6 +517,42 @@ class FakeShopify:
             self.requests.append(request)
             self._lapse_reservations()
             return self._graphql(str(query), dict(variables))
+
+    def _token_valid(self, token: str) -> bool:
+        if token and hmac.compare_digest(token, self.access_token):
+            return True
+        with self._lock:
+            expires_at = self.issued.get(token)
+            return expires_at is not None and self._now() < expires_at
+
+    def _grant(self, method: str, headers: Mapping[str, str], body: bytes) -> HttpResponse:
+        """The client credentials grant: a form-encoded POST answered with a token that expires."""
+        if method != "POST":
+            return _json(405, {"errors": "Method not allowed"})
+        if not headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
+            return _oauth_error("invalid_request", "The request must be form-encoded.")
+        try:
+            form = dict(parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=True))
+        except (UnicodeDecodeError, ValueError):
+            return _oauth_error("invalid_request", "The request body could not be read.")
+        if form.get("grant_type") != "client_credentials":
+            return _oauth_error("unsupported_grant_type", "Only client_credentials is served here.")
+        client_id, secret = form.get("client_id", ""), form.get("client_secret", "")
+        if not hmac.compare_digest(client_id, self.client_id) or not hmac.compare_digest(secret, self.client_secret):
+            return _oauth_error("invalid_client", "Client authentication failed.")
+        if not self.app_installed:
+            return _oauth_error("app_not_installed", "The application is not installed on this shop.")
+        with self._lock:
+            n = next(self._token_ids)
+            token = "shpat_" + hashlib.sha256(f"{self.shop_domain}:grant:{n}".encode()).hexdigest()[:32]
+            self.issued[token] = self._now() + self.token_lifetime_s
+        answer = {"access_token": token, "scope": GRANTED_SCOPES, "expires_in": self.token_lifetime_s}
+        return _json(200, answer)
+
+    def revoke_tokens(self) -> None:
+        """Every issued token stops working at once (the app's secret was rotated, or the app reinstalled)."""
+        with self._lock:
+            self.issued.clear()
 
     def _graphql(self, query: str, variables: dict[str, Any]) -> HttpResponse:
         text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', query)
@@ -717,7 +796,9 @@ class FakeShopify:
             response = self.handle(str(environ.get("REQUEST_METHOD", "GET")), url, headers, body)
         except StoreUnavailable:
             response = HttpResponse(504, b'{"errors":"Gateway Timeout"}', {})
-        reason = {200: "OK", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests"}.get(response.status, "")
+        reason = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests"}.get(
+            response.status, ""
+        )
         start_response(
             f"{response.status} {reason}".strip(),
             [("Content-Type", "application/json"), *((k, v) for k, v in response.headers.items())],
@@ -747,6 +828,14 @@ def _timeout() -> HttpResponse | None:
 def _json(status: int, body: Any) -> HttpResponse:
     headers = {"content-type": "application/json; charset=utf-8", "x-shopify-api-version": WEBHOOK_VERSION}
     return HttpResponse(status, json.dumps(body).encode("utf-8"), headers)
+
+
+def _oauth_error(code: str, description: str) -> HttpResponse:
+    return HttpResponse(
+        400,
+        json.dumps({"error": code, "error_description": description}).encode("utf-8"),
+        {"content-type": "application/json; charset=utf-8"},
+    )
 
 
 def _user_error(root: str, field_path: list[str], message: str) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from chalicelib.platforms.base import (
     WebhookDelivery,
 )
 from chalicelib.platforms.http import HttpResponse, Transport, retry_after_s
+from chalicelib.platforms.shopify_auth import AccessTokens, StaticToken
 
 # The Admin API version every call and every webhook subscription is pinned to. Shopify releases a stable version
 # each quarter and supports each for at least twelve months: https://shopify.dev/docs/api/usage/versioning
@@ -189,15 +190,21 @@ class ShopifyConnector:
         self,
         *,
         shop_domain: str,
-        access_token: Callable[[], str],
         webhook_secrets: Callable[[], Sequence[str]],
         transport: Transport,
+        access_token: Callable[[], str] | None = None,
+        tokens: AccessTokens | None = None,
         location_ids: tuple[str, ...] = (),
         sleep: Callable[[float], None] = time.sleep,
         api_version: str = API_VERSION,
     ) -> None:
+        """`access_token` is an admin-created app's static token; `tokens` a Dev Dashboard app's renewed one."""
         self.shop_domain = shop_domain.strip().lower()
-        self._access_token = access_token
+        if tokens is None:
+            if access_token is None:
+                raise ValueError("a Shopify connector needs an access token or a token source")
+            tokens = StaticToken(access_token)
+        self.tokens = tokens
         self._webhook_secrets = webhook_secrets
         self._transport = transport
         self.location_ids = tuple(str(x) for x in location_ids)
@@ -506,13 +513,13 @@ class ShopifyConnector:
         https://shopify.dev/docs/api/usage/authentication; throttling: https://shopify.dev/docs/api/usage/limits
         """
         url = f"https://{self.shop_domain}/admin/api/{self.api_version}/graphql.json"
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "X-Shopify-Access-Token": self._access_token(),
-        }
         body = json.dumps({"query": query, "variables": dict(variables)}).encode("utf-8")
-        response = self._transport.send("POST", url, headers, body)
+        token = self.tokens.current()
+        response = self._transport.send("POST", url, _headers(token), body)
+        # A renewed token can still be refused (revoked, or lapsed before its expires_in said): one more try with
+        # a freshly obtained one, never a loop. A static token is not retried, as the same one would be refused.
+        if response.status == 401 and self.tokens.refused(token):
+            response = self._transport.send("POST", url, _headers(self.tokens.current()), body)
         if response.status == 429:
             raise _Throttled(min(MAX_WAIT_S, retry_after_s(response)))
         if response.status >= 500:
@@ -548,6 +555,10 @@ def reservation_tag(reservation_id: str) -> str:
     if len(tag) <= MAX_TAG_CHARS and _TAG_SAFE.match(reservation_id):
         return tag
     return TAG_PREFIX + hashlib.sha256(reservation_id.encode("utf-8")).hexdigest()[: MAX_TAG_CHARS - len(TAG_PREFIX)]
+
+
+def _headers(token: str) -> dict[str, str]:
+    return {"Content-Type": "application/json", "Accept": "application/json", "X-Shopify-Access-Token": token}
 
 
 def _json_object(data: bytes) -> dict[str, Any]:
