@@ -158,13 +158,21 @@ function saveBlob(blob, filename) {
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
-// A spreadsheet must not run a cell as a formula: one that starts like one is written with a leading quote.
+// A spreadsheet must not run a cell as a formula: a cell that starts like one is written with a leading quote, and so
+// is the text after a `,`, `;` or line break (where a spreadsheet that guesses another separator starts a new
+// cell), as the API's CSV is (chalicelib/admin/csvs.py).
 function csvCell(value) {
+  const escaped = (piece) => {
+    const start = piece.replace(/^ +/, "");
+    const number = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/.test(start);
+    return /^[=+\-@\t\r]/.test(start) && !number ? piece.slice(0, piece.length - start.length) + "'" + start : piece;
+  };
   let text = value === null || value === undefined ? "" : String(value);
-  if (/^[=+\-@\t\r]/.test(text)) {
+  text = text.split(/([,;\r\n])/).map((part, i) => (i % 2 ? part : escaped(part))).join("");
+  if (text.startsWith("\r")) {
     text = "'" + text;
   }
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+  return /[",;\r\n\t]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
 function csvLink(label, path, filename) {
