@@ -42,6 +42,24 @@ from chalicelib.platforms.shopify_auth import AccessTokens, StaticToken
 # each quarter and supports each for at least twelve months: https://shopify.dev/docs/api/usage/versioning
 API_VERSION = "2025-10"
 
+# The topics read_webhook acts on, and the Admin API scopes the connector needs (a write scope grants its read scope:
+# https://shopify.dev/docs/api/usage/access-scopes). shopify.app.toml at the repository root subscribes to exactly
+# these and asks for exactly these; tests/unit/test_shopify_app_toml.py holds the three together.
+WEBHOOK_TOPICS = (
+    "inventory_levels/update",
+    "orders/create",
+    "orders/paid",
+    "products/create",
+    "products/update",
+    "products/delete",
+)
+ACCESS_SCOPES = (
+    "read_products",  # productVariants (the catalogue) and the products/* topics
+    "read_inventory",  # the inventory_levels/update topic
+    "read_orders",  # the orders/create and orders/paid topics
+    "write_draft_orders",  # holds: draftOrderCreate, draftOrderDelete, and draftOrders and draftOrder to find them
+)
+
 # A products/update delivery carries every variant and image of the product; orders carry every line. Far larger
 # than anything a real shop sends is refused before the signature is even computed.
 MAX_WEBHOOK_BYTES = 512 * 1024
