@@ -125,7 +125,7 @@ class Product:
     id: int
     title: str
     handle: str
-    status: str  # ACTIVE, ARCHIVED, DRAFT
+    status: str  # ACTIVE, ARCHIVED, DRAFT, UNLISTED (sold through its own URL only)
     image_url: str | None
     variants: list[Variant] = field(default_factory=list)
 
@@ -709,7 +709,7 @@ class FakeShopify:
             ), 10.0
         if lines[0].get("quantity") != 1:
             return _user_error("draftOrderCreate", ["lineItems", "0", "quantity"], "The fake holds one unit."), 10.0
-        if self.products[variant.product_id].status != "ACTIVE":
+        if self.products[variant.product_id].status not in ("ACTIVE", "UNLISTED"):
             return _user_error("draftOrderCreate", ["lineItems", "0", "variantId"], "Product is not active"), 10.0
         until = data.get("reserveInventoryUntil")
         reserve_until = _parse_iso(until) if until is not None else None

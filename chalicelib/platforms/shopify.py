@@ -75,6 +75,12 @@ MAX_TAG_CHARS = 40  # Shopify tags are at most 40 characters: https://help.shopi
 # "voided" and "expired" are not paid. Values: https://shopify.dev/docs/api/admin-graphql/2025-10/enums/OrderDisplayFinancialStatus
 PAID_STATUSES = frozenset({"authorized", "partially_paid", "paid", "partially_refunded", "refunded"})
 
+# ProductStatus values of products a shopper can buy. UNLISTED (2025-10 and later) is for sale through its own URL,
+# only hidden from search, collections and recommendations; older versions call it ACTIVE:
+# https://shopify.dev/docs/api/admin-graphql/2025-10/enums/ProductStatus
+# https://shopify.dev/changelog/new-unlisted-product-status
+SELLABLE_STATUSES = frozenset({"ACTIVE", "UNLISTED"})
+
 CATALOG_PAGE_SIZE = 50
 MAX_THROTTLE_WAITS = 6  # waits for the cost bucket (or a 429) in one catalogue read before giving up
 MAX_WAIT_S = 30.0
@@ -327,8 +333,9 @@ class ShopifyConnector:
         status = body.get("status")
         if status is not None and not isinstance(status, str):
             raise BadRequest("status must be a string.", code="invalid_field")
-        if status in ("archived", "draft"):
-            # Not for sale any more (or not yet): the catalogue read skips such products, so the webhook removes it.
+        if status is not None and status.upper() not in SELLABLE_STATUSES:
+            # Archived or draft: not for sale any more (or not yet). The catalogue read skips such products, so the
+            # webhook removes it; "unlisted" is still sold through its own URL and stays.
             return make(CATALOG, removed_ids=(f"shopify.product_id:{product_id}",))
         title = _text(body, "title") or ""
         handle = _text(body, "handle")
@@ -413,7 +420,7 @@ class ShopifyConnector:
 
     def _catalog_entry(self, node: Mapping[str, Any], currency: str | None) -> CatalogEntry | None:
         product = node["product"]
-        if str(product["status"]).upper() != "ACTIVE":
+        if str(product["status"]).upper() not in SELLABLE_STATUSES:
             return None  # ARCHIVED and DRAFT products are not sold
         sku = node.get("sku")
         if not isinstance(sku, str) or not sku.strip():

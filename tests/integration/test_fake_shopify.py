@@ -84,6 +84,22 @@ def test_the_catalogue_is_every_active_variant_with_a_sku(shop: FakeShopify, con
     )
 
 
+def test_an_unlisted_product_is_in_the_catalogue_and_can_be_held(
+    shop: FakeShopify, connector: ShopifyConnector
+) -> None:
+    # UNLISTED hides a product from search, collections and recommendations but sells it through its own URL:
+    # https://shopify.dev/docs/api/admin-graphql/2025-10/enums/ProductStatus
+    product = shop.add_product("Private sale scarf", ["WW-SCARF-PRIVATE"], status="UNLISTED")
+    entries = {e.sku: e for e in connector.read_catalog()}
+    scarf = entries["WW-SCARF-PRIVATE"]
+    variant = product.variants[0].id
+    # Not on the Online Store channel's listings, so no onlineStoreUrl: the product's own URL by its handle.
+    assert scarf.product_url == f"https://{SHOP_DOMAIN}/products/private-sale-scarf?variant={variant}"
+    shop.set_available("WW-SCARF-PRIVATE", 1)
+    placed = connector.place_hold(hold(shop, "r-unlisted", "WW-SCARF-PRIVATE"))
+    assert placed.checkout_url and shop.counts("WW-SCARF-PRIVATE") == {"available": 0, "reserved": 1}
+
+
 def test_the_catalogue_follows_cursors_across_pages(shop: FakeShopify, connector: ShopifyConnector) -> None:
     for i in range(120):
         shop.add_product(f"Extra {i}", [f"EXTRA-{i:03d}"])

@@ -279,6 +279,14 @@ def test_a_product_taken_off_sale_is_removed(status: str) -> None:
     assert (delivery.kind, delivery.removed_ids, delivery.products) == (CATALOG, ("shopify.product_id:8800000006",), ())
 
 
+def test_an_unlisted_product_stays_for_sale() -> None:
+    # UNLISTED (2025-10) is sold through its own URL: https://shopify.dev/changelog/new-unlisted-product-status
+    body = _with("products_update.json", status="unlisted")
+    delivery = connector().read_webhook(body, signed(body, "products/update"))
+    assert delivery.kind == CATALOG and delivery.removed_ids == ()
+    assert [e.sku for e in delivery.products] == ["WW-CARDI-RUST"]
+
+
 def test_products_delete_removes_the_product() -> None:
     body = fixture("products_delete.json")
     delivery = connector().read_webhook(body, signed(body, "products/delete"))
