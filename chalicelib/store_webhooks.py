@@ -2,7 +2,7 @@
 
 The connector verifies the signature and turns the delivery into levels, orders or catalogue changes in SKUs
 and reservation ids; this module hands each to the service that owns it (detection, orders, catalogue sync).
-A platform retries every answer that is not a 2xx (Shopify for 48 hours, WooCommerce until it disables the
+A platform retries every answer that is not a 2xx (Shopify 8 times over 4 hours, WooCommerce until it disables the
 webhook), so what it could never fix — an order that did not come from a hold, an item we do not sell — is
 answered 200 with the reason, and only a delivery it must correct (a bad signature, a malformed body) is a 4xx.
 """

@@ -64,6 +64,9 @@ ACCESS_SCOPES = (
 # than anything a real shop sends is refused before the signature is even computed.
 MAX_WEBHOOK_BYTES = 512 * 1024
 MAX_DELIVERY_ID_CHARS = 200
+# Event ids are UUIDs; these bounds keep the key built from one and its topic within detection's 200 characters.
+MAX_EVENT_ID_CHARS = 100
+MAX_TOPIC_CHARS = 60
 
 # The order attribute (and draft order custom attribute) our holds stamp, and the tag a draft order is found by.
 RESERVATION_ATTRIBUTE = "bisn_reservation_id"
@@ -258,12 +261,16 @@ class ShopifyConnector:
         shop = lowered.get("x-shopify-shop-domain", "").strip().lower()
         if shop != self.shop_domain:
             raise BadRequest("The delivery is for another shop.", code="wrong_shop")
-        delivery_id = lowered.get("x-shopify-webhook-id", "").strip()
-        if not delivery_id or len(delivery_id) > MAX_DELIVERY_ID_CHARS:
+        webhook_id = lowered.get("x-shopify-webhook-id", "").strip()
+        if not webhook_id or len(webhook_id) > MAX_DELIVERY_ID_CHARS:
             raise BadRequest("X-Shopify-Webhook-Id is missing or too long.", code="invalid_field")
+        event_id = lowered.get("x-shopify-event-id", "").strip()
+        if len(event_id) > MAX_EVENT_ID_CHARS:
+            raise BadRequest("X-Shopify-Event-Id is too long.", code="invalid_field")
         topic = lowered.get("x-shopify-topic", "").strip()
-        if not topic:
-            raise BadRequest("X-Shopify-Topic is missing.", code="invalid_field")
+        if not topic or len(topic) > MAX_TOPIC_CHARS:
+            raise BadRequest("X-Shopify-Topic is missing or too long.", code="invalid_field")
+        delivery_id = _delivery_key(topic, event_id, webhook_id)
         # Triggered-At is when Shopify fired the event; without it (or unreadable) the time of receipt stands in.
         sent_at = _parse_time(lowered.get("x-shopify-triggered-at", "")) or time.time()
 
@@ -281,7 +288,7 @@ class ShopifyConnector:
         if topic == "products/delete":
             product_id = _id(body, "id")
             return make(CATALOG, removed_ids=(f"shopify.product_id:{product_id}",))
-        # Shopify retries a non-2xx answer for 48 hours, so a topic we do not use is acknowledged and ignored.
+        # Shopify retries a non-2xx answer (8 times over 4 hours), so a topic we do not use is acknowledged and ignored.
         return make(IGNORED, reason="unknown_topic")
 
     def _verify(self, data: bytes, given: str) -> None:
@@ -580,6 +587,17 @@ def reservation_tag(reservation_id: str) -> str:
     if len(tag) <= MAX_TAG_CHARS and _TAG_SAFE.match(reservation_id):
         return tag
     return TAG_PREFIX + hashlib.sha256(reservation_id.encode("utf-8")).hexdigest()[: MAX_TAG_CHARS - len(TAG_PREFIX)]
+
+
+def _delivery_key(topic: str, event_id: str, webhook_id: str) -> str:
+    """What a redelivery is recognised by. Every delivery of one event carries the same X-Shopify-Event-Id: a retry
+    (8 over 4 hours) and the event sent again for a second subscription to its topic alike, each with its own
+    X-Shopify-Webhook-Id. https://shopify.dev/docs/apps/build/webhooks/ignore-duplicates and
+    https://shopify.dev/changelog/updates-to-webhook-retry-mechanism. The topic keeps two topics of one event
+    apart; a delivery without an event id falls back to its webhook id, as before."""
+    if event_id:
+        return f"shopify-event:{topic}:{event_id}"
+    return webhook_id
 
 
 def _headers(token: str) -> dict[str, str]:

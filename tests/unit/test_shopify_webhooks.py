@@ -160,6 +160,41 @@ def test_the_webhook_id_is_required_and_bounded(webhook_id: str) -> None:
     assert caught.value.code == "invalid_field"
 
 
+EVENT_ID = "3f2b9c1e-6d7a-4e58-9b0f-1c2d3e4f5a6b"
+
+
+def test_a_redelivery_is_known_by_its_event_id_whatever_its_webhook_id() -> None:
+    # The same X-Shopify-Event-Id on more than one delivery is one event delivered again (a retry, or a second
+    # subscription to the topic), each delivery with its own X-Shopify-Webhook-Id:
+    # https://shopify.dev/docs/apps/build/webhooks/ignore-duplicates
+    body = fixture("inventory_levels_update.json")
+    first = connector().read_webhook(body, signed(body, "inventory_levels/update", **{"X-Shopify-Event-Id": EVENT_ID}))
+    again_headers = {"X-Shopify-Event-Id": EVENT_ID, "X-Shopify-Webhook-Id": "0d9c8b7a-1111-4222-8333-944455556666"}
+    again = connector().read_webhook(body, signed(body, "inventory_levels/update", **again_headers))
+    assert first.delivery_id == again.delivery_id
+    assert EVENT_ID in first.delivery_id and "b54557e4" not in first.delivery_id
+    other_event = {"X-Shopify-Event-Id": "7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918"}
+    assert connector().read_webhook(body, signed(body, "inventory_levels/update", **other_event)).delivery_id != (
+        first.delivery_id
+    )
+
+
+def test_without_an_event_id_the_webhook_id_tells_redeliveries_apart() -> None:
+    body = fixture("inventory_levels_update.json")
+    delivery = connector().read_webhook(body, signed(body, "inventory_levels/update"))
+    assert delivery.delivery_id == "b54557e4-8a5f-4b7d-9d0c-bd043a1f2e3c"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"), [("X-Shopify-Event-Id", "e" * 101), ("X-Shopify-Topic", "inventory_levels/update" * 3)]
+)
+def test_an_oversized_event_id_or_topic_is_a_bad_request(name: str, value: str) -> None:
+    body = fixture("inventory_levels_update.json")
+    with pytest.raises(BadRequest) as caught:
+        connector().read_webhook(body, signed(body, "inventory_levels/update", **{name: value}))
+    assert caught.value.code == "invalid_field"
+
+
 def test_without_triggered_at_the_time_of_receipt_stands_in() -> None:
     body = fixture("products_delete.json")
     headers = signed(body, "products/delete")
