@@ -30,6 +30,7 @@ from chalicelib.platforms.base import (
     HoldRequest,
     LevelReport,
     OrderReport,
+    StoreCredentialsRefused,
     StoreHold,
     StoreRefused,
     StoreUnavailable,
@@ -560,7 +561,7 @@ class ShopifyConnector:
                 retry_after_s=retry_after_s(response) if response.status == 503 else None,
             )
         if response.status in (401, 403):
-            raise StoreUnavailable(f"Shopify refused the access token (HTTP {response.status}).")
+            raise StoreCredentialsRefused(f"Shopify refused the access token (HTTP {response.status}).")
         if response.status != 200:
             raise StoreUnavailable(f"Shopify answered HTTP {response.status}.")
         answer = _answer(response)

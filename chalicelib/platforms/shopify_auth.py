@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Protocol
 from urllib.parse import urlencode
 
-from chalicelib.platforms.base import StoreUnavailable
+from chalicelib.platforms.base import StoreCredentialsRefused, StoreUnavailable
 from chalicelib.platforms.http import Transport
 
 TOKEN_PATH = "/admin/oauth/access_token"
@@ -118,7 +118,13 @@ class ClientCredentialsToken:
             # description and the body may echo what was sent, so only a well-formed code is repeated.
             code = answer.get("error") if isinstance(answer, dict) else None
             named = f": {code}" if isinstance(code, str) and _ERROR_CODE.match(code) else ""
-            raise StoreUnavailable(f"Shopify refused the app's client credentials (HTTP {response.status}{named}).")
+            if 400 <= response.status < 500 and response.status != 429:
+                # Shopify is up and refuses these credentials (a wrong secret, an app not installed): the shop's
+                # to fix, never a store that is down.
+                raise StoreCredentialsRefused(
+                    f"Shopify refused the app's client credentials (HTTP {response.status}{named})."
+                )
+            raise StoreUnavailable(f"Shopify did not issue an access token (HTTP {response.status}{named}).")
         token = answer.get("access_token") if isinstance(answer, dict) else None
         if not isinstance(answer, dict) or not isinstance(token, str) or not token.strip():
             raise StoreUnavailable("Shopify's access token answer has no access_token.")

@@ -20,7 +20,7 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from chalicelib.platforms.base import CatalogUnavailable, HoldRequest, StoreUnavailable
+from chalicelib.platforms.base import CatalogUnavailable, HoldRequest, StoreCredentialsRefused, StoreUnavailable
 from chalicelib.platforms.http import HttpResponse
 from chalicelib.platforms.shopify import ShopifyConnector
 from chalicelib.platforms.shopify_auth import RENEW_BEFORE_S, ClientCredentialsToken
@@ -198,6 +198,20 @@ def test_an_admin_created_apps_token_still_works_beside_issued_ones() -> None:
     )
     clock.advance(10 * 86400)  # it does not expire
     assert connector.place_hold(hold(shop)).checkout_url
+
+
+def test_refused_credentials_are_the_shops_to_fix_not_a_store_that_is_down() -> None:
+    shop, _clock, _recording, _tokens, connector = setup(secret="not-the-secret")
+    with pytest.raises(StoreCredentialsRefused):
+        connector.place_hold(hold(shop))
+    shop, _clock, _recording, _tokens, connector = setup(lifetime=0)
+    with pytest.raises(StoreCredentialsRefused):
+        connector.place_hold(hold(shop))
+    shop, _clock, _recording, _tokens, connector = setup()
+    shop.fail_next(503)  # the token endpoint is down: that is a store that is down
+    with pytest.raises(StoreUnavailable) as down:
+        connector.place_hold(hold(shop))
+    assert not isinstance(down.value, StoreCredentialsRefused)
 
 
 def test_a_wrong_client_secret_is_refused_as_shopify_refuses_it() -> None:
