@@ -231,6 +231,7 @@ class SyncReport:
     resumed_at: int = 0  # the feed entry this run began applying at (0: a new pass)
     stopped_at: int | None = None  # out of time: the feed entry the next run carries on at
     complete: bool = False  # the pass reached the feed's end and discontinued what it no longer lists
+    store_problems: list[str] = field(default_factory=list)  # what the platform's store check found wrong
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly form, for logs and the local stack."""
@@ -465,11 +466,28 @@ class CatalogSync:
             report.error = "CATALOG_URL is not set for this stage"
             logger.warning("catalogue sync skipped: %s", report.error)
             return report
+        if self._store_refuses(report):
+            return report
         if deadline is None:
             deadline = Deadline.for_run(BUDGET_S, remaining_ms=remaining_ms, margin_s=MARGIN_S)
         # One pool for the run: its threads (and their boto3 resources) serve every batch.
         with ThreadPoolExecutor(max_workers=self.writers, thread_name_prefix="catalog-write") as pool:
             return self._run(report, deadline, pool)
+
+    def _store_refuses(self, report: SyncReport) -> bool:
+        """A platform that can check its own set-up (WooCommerce) is checked before every run: each problem is
+        logged as an error for staff to fix, and refused credentials stop the run, as nothing could be read."""
+        check = getattr(self.store, "check_store", None)
+        if check is None:
+            return False
+        checks = check()
+        report.store_problems = [str(problem) for problem in checks.get("problems", [])]
+        for problem in report.store_problems:
+            logger.error("store check: %s", problem)
+        if checks.get("credentials") == "refused":
+            report.error = report.store_problems[0] if report.store_problems else "credentials refused"
+            return True
+        return False
 
     def _flush(
         self,

@@ -639,6 +639,7 @@ class Services:
             sns=self.aws.sns,
             desk=self.desk,
             clock=self.clock,
+            store_checks=getattr(self.store, "check_store", None),
         )
 
     @cached_property

@@ -15,6 +15,12 @@ What it keeps of the real store (see chalicelib/platforms/woocommerce.py for the
     gives them back. A pending order created over REST holds nothing. Creating an order does not check stock.
   * Payment (`pay_order`) is WC_Order::payment_complete: from pending, on-hold, failed or cancelled to processing,
     with date_paid set, taking stock only if the order had not already.
+  * One webhook per topic, listed by GET /webhooks (WC_REST_Webhooks_V2_Controller: status active, paused or
+    disabled, no failure count). `record_delivery` applies WC_Webhook::log_delivery to a delivery's answer: a 2xx,
+    301 or 302 resets the count, and a failure that finds more than 5 recorded (woocommerce_max_webhook_delivery_failures)
+    disables the webhook, which then sends nothing until it is set active again. A failed delivery is never resent.
+  * The "Enable stock management" setting at GET/PUT /settings/products/woocommerce_manage_stock (off: no order
+    takes stock), and the plugin's GET /wp-json/wc-bisn/v1/store-check (`plugin_installed`, `unhooked`).
   * Webhooks signed as WC_Webhook::deliver does: the JSON body as PHP's json_encode writes it, base64 HMAC-SHA256
     of it in X-WC-Webhook-Signature, and the other X-WC-Webhook-* headers.
 
@@ -53,6 +59,19 @@ VARIABLE = {
 TAKES_STOCK = frozenset({"on-hold", "processing", "completed"})  # wc_maybe_reduce_stock_levels
 GIVES_BACK = frozenset({"cancelled", "pending"})  # wc_maybe_increase_stock_levels
 STATUSES = ("pending", "processing", "on-hold", "completed", "cancelled", "refunded", "failed")
+# The topics docs/PLATFORMS.md has the shop subscribe, one webhook each (ids from `webhook_id` on).
+WEBHOOK_TOPICS = ("product.updated", "product.created", "product.deleted", "order.created", "order.updated")
+WEBHOOK_STATUSES = ("active", "paused", "disabled")  # wc_get_webhook_statuses()
+# WC_Webhook::failed_delivery: a failure finding more than this many recorded disables the webhook.
+MAX_DELIVERY_FAILURES = 5  # the default of the woocommerce_max_webhook_delivery_failures filter
+# What wc_maybe_reduce_stock_levels is hooked on (includes/wc-stock-functions.php); an inventory plugin may unhook it.
+STOCK_REDUCTION_HOOKS = (
+    "woocommerce_payment_complete",
+    "woocommerce_order_status_completed",
+    "woocommerce_order_status_processing",
+    "woocommerce_order_status_on-hold",
+)
+PLUGIN_CHECK_PATH = "/wp-json/wc-bisn/v1/store-check"
 
 
 class RestError(Exception):
@@ -100,6 +119,18 @@ class Order:
     stock_reduced: bool = False
 
 
+@dataclass
+class Webhook:
+    """A webhook as WC_Webhook keeps it: its status and its count of consecutive failed deliveries."""
+
+    id: int
+    topic: str
+    delivery_url: str
+    status: str = "active"
+    failure_count: int = 0
+    modified: float = 0.0
+
+
 class FakeWooCommerce:
     """An in-memory WooCommerce: products from devstack/demo-catalog.json (two of them with variations), orders,
     the REST calls the connector makes, and signed webhooks."""
@@ -130,6 +161,13 @@ class FakeWooCommerce:
         self._after_faults: list[str] = []  # "METHOD /route" (or "*") of calls done whose answer is then lost
         self._next_order_id = 501
         self.strip_authorization = False
+        self.manage_stock = "yes"  # WooCommerce > Settings > Products > Inventory > Enable stock management
+        self.plugin_installed = True  # integrations/woocommerce/bisn-holds.php in mu-plugins
+        self.unhooked: set[str] = set()  # STOCK_REDUCTION_HOOKS an inventory plugin removed
+        self.webhooks = {
+            webhook_id + i: Webhook(webhook_id + i, topic, "https://api.example/webhooks/woocommerce", modified=clock())
+            for i, topic in enumerate(WEBHOOK_TOPICS)
+        }
         self._lock = threading.RLock()
         self._seed(catalog_path, stock or {})
 
@@ -258,8 +296,55 @@ class FakeWooCommerce:
             # wp_hash( webhook id . time() ): a new value every second, whatever is sent.
             "X-WC-Webhook-Delivery-ID": hashlib.md5(f"{self.webhook_id}{int(now)}".encode()).hexdigest(),
         }
-        self.sent.append((body, headers))
+        hook = self.webhook_for(topic)
+        if hook is not None:
+            headers["X-WC-Webhook-ID"] = str(hook.id)
+            headers["X-WC-Webhook-Delivery-ID"] = hashlib.md5(f"{hook.id}{int(now)}".encode()).hexdigest()
+        # WC_Webhook::should_deliver: a paused or disabled webhook sends nothing; the delivery is still built for
+        # callers that post it themselves.
+        if hook is None or hook.status == "active":
+            self.sent.append((body, headers))
         return body, headers
+
+    def webhook_for(self, topic: str) -> Webhook | None:
+        """The webhook subscribed to a topic, if the shop made one."""
+        return next((w for w in self.webhooks.values() if w.topic == topic), None)
+
+    def record_delivery(self, headers: Mapping[str, str], status: int | None) -> None:
+        """What WC_Webhook::log_delivery does with the answer to a delivery (None: no answer at all).
+
+        A 2xx, 301 or 302 resets the failure count; anything else is WC_Webhook::failed_delivery, which disables
+        the webhook when it finds more than MAX_DELIVERY_FAILURES failures already recorded, and otherwise counts
+        one more. WooCommerce never sends a failed delivery again.
+        """
+        hook = self.webhooks.get(int(headers.get("X-WC-Webhook-ID", "0") or 0))
+        if hook is None:
+            return
+        if status is not None and 200 <= status < 303:
+            hook.failure_count = 0
+        elif hook.failure_count > MAX_DELIVERY_FAILURES:
+            hook.status = "disabled"
+        else:
+            hook.failure_count += 1
+        hook.modified = self.clock()
+
+    def webhook_json(self, hook: Webhook) -> dict[str, Any]:
+        """GET /webhooks/<id> (WC_REST_Webhooks_V2_Controller::prepare_item_for_response: no failure count)."""
+        resource, _, event = hook.topic.partition(".")
+        return {
+            "id": hook.id,
+            "name": f"bisn {hook.topic}",
+            "status": hook.status,
+            "topic": hook.topic,
+            "resource": resource,
+            "event": event,
+            "hooks": [],
+            "delivery_url": hook.delivery_url,
+            "date_created": _wc_date(hook.modified),
+            "date_created_gmt": _wc_date(hook.modified),
+            "date_modified": _wc_date(hook.modified),
+            "date_modified_gmt": _wc_date(hook.modified),
+        }
 
     # ------------------------------------------------------------------ resources as the REST API shows them
 
@@ -379,7 +464,10 @@ class FakeWooCommerce:
     def _set_status(self, order: Order, status: str) -> None:
         order.status = status
         order.modified = self.clock()
-        if status in TAKES_STOCK and not order.stock_reduced:
+        # wc_reduce_stock_levels returns early unless stock management is on, and does not run at all for a status
+        # whose hook an inventory plugin removed.
+        reduces = self.manage_stock == "yes" and f"woocommerce_order_status_{status}" not in self.unhooked
+        if status in TAKES_STOCK and not order.stock_reduced and reduces:
             for line in order.lines:
                 product = self._line_product(line)
                 if product and product.manage_stock and not line["reduced"]:
@@ -443,6 +531,16 @@ class FakeWooCommerce:
         raise RestError(401, code, "Sorry, you cannot do that.")
 
     def _route(self, method: str, path: str, query: Mapping[str, str], body: bytes | None) -> HttpResponse:
+        if method == "GET" and path.rstrip("/") == PLUGIN_CHECK_PATH and self.plugin_installed:
+            return _ok(
+                {
+                    "plugin_version": "2.0.0",
+                    "manage_stock": self.manage_stock,
+                    "stock_reduction": {hook: hook not in self.unhooked for hook in STOCK_REDUCTION_HOOKS},
+                    "can_reduce_order_stock_filtered": False,
+                    "reserved_stock": True,
+                }
+            )
         if not path.startswith(API_PREFIX + "/"):
             raise RestError(404, "rest_no_route", "No route was found matching the URL and request method.")
         route = path[len(API_PREFIX) :].rstrip("/")
@@ -462,6 +560,41 @@ class FakeWooCommerce:
             if variation.parent_id != int(match[1]):
                 raise RestError(404, "woocommerce_rest_product_variation_invalid_id", "Invalid ID.")
             return _ok(self.product_json(variation, as_variation=True))
+        if route == "/settings/products/woocommerce_manage_stock" and method in ("GET", "PUT", "POST", "PATCH"):
+            # WC_REST_Setting_Options_V2_Controller: one option of the "products" group; a checkbox is "yes"/"no".
+            if method != "GET":
+                value = _body(body).get("value")
+                if value not in ("yes", "no"):
+                    raise RestError(400, "rest_setting_value_invalid", "An invalid setting value was passed.")
+                self.manage_stock = value
+            return _ok(
+                {
+                    "id": "woocommerce_manage_stock",
+                    "label": "Manage stock",
+                    "description": "Enable stock management",
+                    "type": "checkbox",
+                    "default": "yes",
+                    "tip": "",
+                    "value": self.manage_stock,
+                    "group_id": "products",
+                }
+            )
+        if method == "GET" and route == "/webhooks":
+            wanted = query.get("status", "all")
+            hooks = [w for w in self.webhooks.values() if wanted == "all" or w.status == wanted]
+            return _page([self.webhook_json(w) for w in hooks], query)
+        if match := re.fullmatch(r"/webhooks/(\d+)", route):
+            hook = self.webhooks.get(int(match[1]))
+            if hook is None:
+                raise RestError(404, "woocommerce_rest_webhook_invalid_id", "Invalid ID.")
+            if method in ("PUT", "POST", "PATCH"):
+                status = _body(body).get("status")
+                if status is not None:
+                    if status not in WEBHOOK_STATUSES:
+                        raise RestError(400, "rest_invalid_param", "Invalid parameter(s): status")
+                    hook.status = status
+                    hook.modified = self.clock()
+            return _ok(self.webhook_json(hook))
         if method == "GET" and route == "/orders":
             return _page([self.order_json(o) for o in self._orders(query)], query)
         if method == "POST" and route == "/orders":

@@ -1,4 +1,5 @@
-"""The Operations tab: dead letters (and their redrive), failed and refused sends, alarms, SMS spend.
+"""The Operations tab: dead letters (and their redrive), failed and refused sends, alarms, SMS spend, and the
+store's own set-up on a platform that can check it (WooCommerce: its key, stock management, stock hooks, webhooks).
 
 Four AWS calls a view: SQS GetQueueUrl + GetQueueAttributes per dead-letter queue, one CloudWatch GetMetricData
 for the month's send failures, refusals and SMS spend, one DescribeAlarms, and SNS GetSMSAttributes for the
@@ -7,7 +8,7 @@ spend limit (field names from botocore's sqs, cloudwatch and sns models).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -40,6 +41,8 @@ class Operations:
     sns: Any
     desk: SupportDesk
     clock: Clock
+    # The platform's store check (WooCommerceConnector.check_store), read on every view: None where there is none.
+    store_checks: Callable[[], Mapping[str, Any]] | None = None
 
     @property
     def dead_letter_queues(self) -> tuple[str, ...]:
@@ -98,6 +101,7 @@ class Operations:
                 {"name": str(a["AlarmName"]), "state": str(a["StateValue"])} for a in alarms.get("MetricAlarms", [])
             ],
             "sms_spend": {"month_usd": round(metrics.get("spend", 0.0), 2), "limit_usd": self._spend_limit()},
+            "store": dict(self.store_checks()) if self.store_checks is not None else None,
         }
 
     def redrive(self, data: Mapping[str, Any]) -> dict[str, Any]:

@@ -99,6 +99,25 @@ UNPAID_STATUSES = frozenset({"pending", "on-hold", "failed", "cancelled", "check
 HOLD_STATUS = "on-hold"
 LIVE_HOLD_STATUSES = ("on-hold", "pending", "processing", "completed")
 _PING = re.compile(rb"webhook_id=[0-9]{1,20}")
+# The webhooks docs/PLATFORMS.md has the shop make, each delivering to our /webhooks/woocommerce.
+WEBHOOK_TOPICS = ("product.created", "product.updated", "product.deleted", "order.created", "order.updated")
+DELIVERY_PATH = "/webhooks/woocommerce"
+# Where wc_maybe_reduce_stock_levels is hooked (includes/wc-stock-functions.php). An inventory plugin that removes
+# it takes over stock itself, and WooCommerce's own levels (what we read) stop falling when an order is paid.
+STOCK_REDUCTION_HOOKS = (
+    "woocommerce_payment_complete",
+    "woocommerce_order_status_completed",
+    "woocommerce_order_status_processing",
+    "woocommerce_order_status_on-hold",
+)
+# The plugin's own report of the hooks above; a `wc-` namespace, so the REST key authenticates it as it does
+# wc/v3 (WC_REST_Authentication::is_wc_namespace).
+PLUGIN_PREFIX = "/wp-json/wc-bisn/v1"
+REENABLE_HINT = (
+    "WooCommerce never sends a failed delivery again and disables a webhook after repeated failures: set it"
+    " Active again in WooCommerce > Settings > Advanced > Webhooks (or PUT /wp-json/wc/v3/webhooks/<id>"
+    ' {"status": "active"}); changes made while it was off arrive only with the next change or catalogue sync'
+)
 # The one 401 that says the key reached WooCommerce and was turned down (WC_REST_Authentication::set_error); any
 # other 401 may be a request whose Authorization header the host dropped.
 KEY_REFUSED = "woocommerce_rest_authentication_error"
@@ -293,6 +312,105 @@ class WooCommerceConnector:
             page += 1
         raise CatalogUnavailable(f"the catalogue has more than {MAX_PAGES} pages")
 
+    # ------------------------------------------------------------------ the store's own settings
+
+    def check_store(self) -> dict[str, Any]:
+        """What the shop must have right for holds and levels to work, read through the REST API: the key, stock
+        management, the plugin's view of WooCommerce's stock hooks, and our webhooks' status. `problems` says, in
+        words a shop owner can act on, what is wrong; it is empty when all is well. Never raises."""
+        checks: dict[str, Any] = {
+            "platform": WOOCOMMERCE,
+            "credentials": "ok",
+            "stock_management": "unknown",
+            "stock_reduction": "unknown",
+            "webhooks": [],
+            "problems": [],
+        }
+        problems: list[str] = checks["problems"]
+        try:
+            self._check_settings(checks, problems)
+            self._check_plugin(checks, problems)
+            self._check_webhooks(checks, problems)
+        except StoreCredentialsRefused as exc:
+            checks["credentials"] = "refused"
+            problems.append(str(exc))
+        except StoreUnavailable as exc:
+            checks["credentials"] = "unknown"
+            problems.append(f"the store could not be checked: {exc}")
+        checks["keys_in"] = "query" if self._keys_in_query else "header"
+        return checks
+
+    def _check_settings(self, checks: dict[str, Any], problems: list[str]) -> None:
+        # Retrieve a setting option (group "products"):
+        # https://woocommerce.github.io/woocommerce-rest-api-docs/#retrieve-a-setting-option
+        response = self._request("GET", "/settings/products/woocommerce_manage_stock", {})
+        if response.status != 200:
+            raise _transient(response, "read the stock management setting")
+        setting = _json(response, StoreUnavailable)
+        value = setting.get("value") if isinstance(setting, dict) else None
+        checks["stock_management"] = "on" if value == "yes" else "off" if value == "no" else "unknown"
+        if value == "no":
+            problems.append(
+                "stock management is off (WooCommerce > Settings > Products > Inventory > Enable stock management):"
+                " WooCommerce takes no stock for any order, so no unit can be held and no level is reported"
+            )
+
+    def _check_plugin(self, checks: dict[str, Any], problems: list[str]) -> None:
+        response = self._request("GET", "/store-check", {}, prefix=PLUGIN_PREFIX)
+        if response.status == 404:
+            checks["stock_reduction"] = "unknown"
+            problems.append(
+                "the bisn-holds plugin does not answer (integrations/woocommerce/bisn-holds.php in"
+                " wp-content/mu-plugins/): holds cannot reach the checkout without it"
+            )
+            return
+        if response.status != 200:
+            raise _transient(response, "read the plugin's store check")
+        report = _json(response, StoreUnavailable)
+        hooks = report.get("stock_reduction") if isinstance(report, dict) else None
+        if not isinstance(hooks, dict):
+            raise StoreUnavailable("the plugin's store check is not the shape it should be")
+        unhooked = [hook for hook in STOCK_REDUCTION_HOOKS if hooks.get(hook) is False]
+        checks["stock_reduction"] = "unhooked" if unhooked else "hooked"
+        if unhooked:
+            problems.append(
+                "WooCommerce's stock reduction is unhooked from " + ", ".join(unhooked) + " (an inventory plugin"
+                " manages stock instead): paid orders no longer lower WooCommerce's stock, so its levels are not"
+                " the shelf's"
+            )
+        if isinstance(report, dict) and report.get("can_reduce_order_stock_filtered") is True:
+            problems.append("a plugin filters woocommerce_can_reduce_order_stock: some paid orders may take no stock")
+
+    def _check_webhooks(self, checks: dict[str, Any], problems: list[str]) -> None:
+        # List all webhooks: https://woocommerce.github.io/woocommerce-rest-api-docs/#list-all-webhooks (status is
+        # active, paused or disabled; WC_REST_Webhooks_V2_Controller shows no failure count).
+        response = self._request("GET", "/webhooks", {"per_page": str(PER_PAGE)})
+        if response.status != 200:
+            raise _transient(response, "list the webhooks")
+        listed = _json(response, StoreUnavailable)
+        if not isinstance(listed, list):
+            raise StoreUnavailable("the webhook list is not a list")
+        ours = [
+            {
+                "id": hook.get("id"),
+                "topic": str(hook.get("topic") or ""),
+                "status": str(hook.get("status") or ""),
+                "delivery_url": str(hook.get("delivery_url") or ""),
+            }
+            for hook in listed
+            if isinstance(hook, dict) and urlsplit(str(hook.get("delivery_url") or "")).path.endswith(DELIVERY_PATH)
+        ]
+        checks["webhooks"] = ours
+        for hook in ours:
+            if hook["status"] == "disabled":
+                problems.append(f"webhook {hook['id']} ({hook['topic']}) is disabled. {REENABLE_HINT}")
+            elif hook["status"] != "active":
+                problems.append(f"webhook {hook['id']} ({hook['topic']}) is {hook['status'] or 'not active'}")
+        present = {hook["topic"] for hook in ours}
+        missing = [topic for topic in WEBHOOK_TOPICS if topic not in present]
+        if missing:
+            problems.append("no webhook delivers " + ", ".join(missing) + f" to {DELIVERY_PATH}")
+
     # ------------------------------------------------------------------ holds
 
     def place_hold(self, hold: HoldRequest) -> StoreHold:
@@ -432,18 +550,24 @@ class WooCommerceConnector:
     # ------------------------------------------------------------------ HTTP
 
     def _request(
-        self, method: str, path: str, query: Mapping[str, str], body: Mapping[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str],
+        body: Mapping[str, Any] | None = None,
+        *,
+        prefix: str = API_PREFIX,
     ) -> HttpResponse:
         """One REST call, waiting out a bounded number of 429s; StoreUnavailable if the store did not answer, and
         StoreCredentialsRefused if it refused our key."""
-        response = self._send(method, path, query, body, keys_in_query=self._keys_in_query)
+        response = self._send(method, prefix + path, query, body, keys_in_query=self._keys_in_query)
         if (
             response.status == 401
             and not self._keys_in_query
             and self._store_url.lower().startswith("https://")
             and _error_code(response) != KEY_REFUSED
         ):
-            retried = self._send(method, path, query, body, keys_in_query=True)
+            retried = self._send(method, prefix + path, query, body, keys_in_query=True)
             if retried.status != 401:
                 self._keys_in_query = True
                 log.warning(
@@ -452,7 +576,7 @@ class WooCommerceConnector:
                 )
             response = retried
         if response.status in (401, 403):
-            raise _credentials_refused(response, method, path)
+            raise _credentials_refused(response, method, prefix + path)
         return response
 
     def _send(
@@ -471,7 +595,7 @@ class WooCommerceConnector:
         else:
             credentials = f"{self._consumer_key()}:{self._consumer_secret()}".encode()
             headers["Authorization"] = "Basic " + base64.b64encode(credentials).decode("ascii")
-        url = f"{self._store_url}{API_PREFIX}{path}" + (f"?{urlencode(params)}" if params else "")
+        url = f"{self._store_url}{path}" + (f"?{urlencode(params)}" if params else "")
         data = None
         if body is not None:
             headers["Content-Type"] = "application/json"
@@ -647,7 +771,7 @@ def _credentials_refused(response: HttpResponse, method: str, path: str) -> Stor
     what = "refused our REST API key" if response.status == 401 else "says our REST API key may not do this"
     return StoreCredentialsRefused(
         f"credentials refused: WooCommerce {what} ({response.status} {_error_code(response)}) for {method}"
-        f" {API_PREFIX}{path}; check the key in WooCommerce > Settings > Advanced > REST API (Read/Write) and"
+        f" {path}; check the key in WooCommerce > Settings > Advanced > REST API (Read/Write) and"
         " the stage's WOOCOMMERCE_CONSUMER_KEY and WOOCOMMERCE_CONSUMER_SECRET"
     )
 

@@ -617,7 +617,23 @@ async function showOperations(body) {
     el("section", { "aria-labelledby": "alarms-heading" }, el("h3", { id: "alarms-heading" }, "Alarms"),
       table("Alarms and their state", alarmColumns, alarms, { id: "alarms-table", empty: "This stage has no alarms.", rowAttrs: (a) => ({ "data-state": a.state }) }),
       el("p", { class: "downloads" }, csvButton("Download CSV", alarmColumns, alarms, "alarms.csv"))),
+    storeSection(data.store),
   );
+}
+
+// The store's own set-up, on a platform that can check it (WooCommerce): what is wrong, and its webhooks' status.
+function storeSection(store) {
+  if (!store) return null;
+  const problems = Array.isArray(store.problems) ? store.problems : [];
+  const hooks = Array.isArray(store.webhooks) ? store.webhooks : [];
+  const hookColumns = [{ key: "id", label: "Webhook" }, { key: "topic", label: "Topic" }, { key: "status", label: "Status" }];
+  const credentials = store.credentials === "refused" ? "Credentials refused" : store.credentials === "ok" ? "Accepted" : "Not checked (no answer)";
+  return el("section", { "aria-labelledby": "store-heading" }, el("h3", { id: "store-heading" }, "Store"),
+    el("dl", { class: "stats" }, stat("API key", credentials, "store-credentials"), stat("Stock management", store.stock_management, "store-stock")),
+    problems.length
+      ? el("ul", { id: "store-problems", role: "alert" }, ...problems.map((problem) => el("li", {}, problem)))
+      : el("p", { id: "store-problems" }, "Nothing to fix."),
+    table("The store's webhooks to this app", hookColumns, hooks, { id: "store-webhooks", empty: "No webhook delivers to this app.", rowAttrs: (h) => ({ "data-status": h.status }) }));
 }
 
 // --- tabs
