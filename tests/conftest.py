@@ -1,4 +1,4 @@
-"""Fixtures: every test that touches AWS gets a fresh emulator provisioned from infra/template.json."""
+"""Fixtures: every test that touches AWS gets the emulator as newly provisioned from infra/template.json."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
 from devstack.provision import provision
 from infra.stages import stage_env
+from tests.emulator import ProvisionedEmulator
 from tests.reliability import tally
 from tests.support import CHAIR, REGION, app_client
 
@@ -41,9 +42,22 @@ def env() -> dict[str, str]:
     return {**stage_env("local"), "AWS_DEFAULT_REGION": REGION}
 
 
+@pytest.fixture(scope="session")
+def provisioned_emulator() -> ProvisionedEmulator:
+    """This process's emulator, provisioned from infra/template.json once (tests/emulator.py)."""
+    return ProvisionedEmulator()
+
+
 @pytest.fixture
-def session() -> Iterator[boto3.session.Session]:
-    """A boto3 session on a fresh moto emulator with every resource of infra/template.json."""
+def session(provisioned_emulator: ProvisionedEmulator) -> Iterator[boto3.session.Session]:
+    """A boto3 session on the emulator as newly provisioned with every resource of infra/template.json."""
+    with provisioned_emulator.fresh() as session:
+        yield session
+
+
+@pytest.fixture
+def provisioned_afresh() -> Iterator[boto3.session.Session]:
+    """A boto3 session on an emulator started and provisioned for this test alone, as `session` was once built."""
     with mock_aws():
         session = boto3.session.Session(region_name=REGION)
         provision(session)
