@@ -23,9 +23,10 @@ dev: $(STAMP)
 	$(PY) -m devstack $(if $(filter 1 yes true,$(VERBOSE)),--verbose)
 
 # pytest exits 5 when it collects nothing; that is a broken suite, so say so instead of passing. The tests are shared
-# out among one process per core (pytest-xdist): each starts its own emulator, so none waits on another's.
+# out among one process per core (pytest-xdist): each starts its own emulator, so none waits on another's. The 20
+# slowest tests are listed at the end, so a test that grows slow is seen where the time goes.
 test: $(STAMP)
-	$(PY) -m pytest -n auto -m "not slow and not browser"; rc=$$?; \
+	$(PY) -m pytest -n auto -m "not slow and not browser" --durations=20; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 # The quick loop while changing rules: the unit tests alone, which make no AWS call.
