@@ -20,6 +20,9 @@ Webhooks: a delivery carries X-Shopify-Event-Id, the same on every delivery of o
 subscription to the topic), and X-Shopify-Webhook-Id for the delivery itself: `redeliver` sends one again with the
 same event id and a new webhook id. https://shopify.dev/docs/apps/build/webhooks/ignore-duplicates
 
+The draftOrders tag search shows a new draft order only `search_lag_s` after it was created (0 by default):
+Shopify does not say how soon its search shows a new object, and the connector must be safe whatever it is.
+
 Draft orders: one created with reserveInventoryUntil moves a unit from available to reserved at the first location
 that has one (Shopify documents the reservation but not what happens without stock; here it is refused with a
 userError); deleting it, or the reservation lapsing, gives the unit back; completing it sells the reserved unit and
@@ -91,6 +94,7 @@ KNOWN_NAMES = frozenset(
         "draftOrders",
         "invoiceUrl",
         "tags",
+        "createdAt",
         "draftOrder",
         "draftOrderCreate",
         "input",
@@ -146,6 +150,7 @@ class DraftOrder:
     status: str = "OPEN"
     reserved_at: int | None = None  # the location holding the reserved unit, while it is held
     order_id: int | None = None
+    created_at: float = 0.0
 
     @property
     def gid(self) -> str:
@@ -184,6 +189,9 @@ class FakeShopify:
         self.app_installed = True
         self.issued: dict[str, float] = {}  # tokens from the client credentials grant, and when each expires
         self.refused_tokens = 0  # Admin API calls answered 401
+        # How long a new draft order stays out of the draftOrders tag search. Shopify does not say how soon its
+        # search shows a new object; the connector must be safe whatever it is (set it to test that).
+        self.search_lag_s = 0.0
         self._token_ids = itertools.count(1)
         self.currency = currency
         self._clock = clock
@@ -682,10 +690,18 @@ class FakeShopify:
             raise _VariableError("query must be a string")
         match = re.fullmatch(r"""tag:(?:"([^"]*)"|'([^']*)'|(\S+))""", query.strip())
         wanted = next((g for g in match.groups() if g is not None), None) if match else None
+        # The search reads an index that shows a new draft order only `search_lag_s` after it was created.
+        indexed_by = self._now() - self.search_lag_s
         nodes = [
-            {"id": d.gid, "status": d.status, "invoiceUrl": self._invoice_url(d), "tags": list(d.tags)}
+            {
+                "id": d.gid,
+                "status": d.status,
+                "invoiceUrl": self._invoice_url(d),
+                "tags": list(d.tags),
+                "createdAt": _iso(d.created_at),
+            }
             for d in self.draft_orders.values()
-            if wanted is not None and wanted.lower() in (t.lower() for t in d.tags)
+            if wanted is not None and wanted.lower() in (t.lower() for t in d.tags) and d.created_at <= indexed_by
         ][:10]
         return {"draftOrders": {"nodes": nodes}}, 2.0 + len(nodes)
 
@@ -734,6 +750,7 @@ class FakeShopify:
             ],
             reserve_until=reserve_until,
             reserved_at=reserved_at,
+            created_at=self._now(),
         )
         self.draft_orders[draft.id] = draft
         node = {"id": draft.gid, "status": draft.status, "invoiceUrl": self._invoice_url(draft)}

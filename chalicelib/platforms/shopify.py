@@ -85,6 +85,9 @@ PAID_STATUSES = frozenset({"authorized", "partially_paid", "paid", "partially_re
 # https://shopify.dev/changelog/new-unlisted-product-status
 SELLABLE_STATUSES = frozenset({"ACTIVE", "UNLISTED"})
 
+# After creating a draft order, how long to wait (in turn) for the tag search to show it: _one_draft.
+INDEX_WAITS_S = (0.5, 1.0, 1.5)
+
 CATALOG_PAGE_SIZE = 50
 MAX_THROTTLE_WAITS = 6  # waits for the cost bucket (or a 429) in one catalogue read before giving up
 MAX_WAIT_S = 30.0
@@ -142,6 +145,7 @@ query BisnCatalogPage($first: Int!, $after: String) {
 
 # draftOrders with a search query on the tag: https://shopify.dev/docs/api/admin-graphql/2025-10/queries/draftOrders
 # DraftOrder.status is OPEN, INVOICE_SENT or COMPLETED: https://shopify.dev/docs/api/admin-graphql/2025-10/enums/DraftOrderStatus
+# DraftOrder.createdAt orders two draft orders of one hold: https://shopify.dev/docs/api/admin-graphql/2025-10/objects/DraftOrder
 FIND_DRAFT_ORDERS_QUERY = """
 query BisnFindDraftOrders($query: String!) {
   draftOrders(first: 10, query: $query) {
@@ -150,6 +154,7 @@ query BisnFindDraftOrders($query: String!) {
       status
       invoiceUrl
       tags
+      createdAt
     }
   }
 }
@@ -487,17 +492,58 @@ class ShopifyConnector:
         draft = payload.get("draftOrder")
         if not isinstance(draft, dict) or not draft.get("id") or not draft.get("invoiceUrl"):
             raise StoreUnavailable("Shopify created no draft order with an invoice URL.")
-        return StoreHold(ref=str(draft["id"]), checkout_url=str(draft["invoiceUrl"]))
+        created = StoreHold(ref=str(draft["id"]), checkout_url=str(draft["invoiceUrl"]))
+        return self._one_draft(tag, created)
+
+    def _one_draft(self, tag: str, created: StoreHold) -> StoreHold:
+        """The hold to keep once the draft order just created shows in the tag search.
+
+        The search is an index, and Shopify does not say how soon a new draft order appears in it. The lookup
+        before the create can therefore miss one made by an earlier attempt whose answer was lost, and this
+        create then reserves a second unit. Once the index shows the new draft order it shows every older one
+        too: an older open draft order for the same hold is kept (a concurrent call may have recorded it) and the
+        new one, which nobody has seen yet, is deleted. An index still behind after the waits leaves both, and
+        releasing the hold deletes every open draft order with its tag."""
+        for wait in (0.0, *INDEX_WAITS_S):
+            if wait:
+                self._sleep(wait)
+            try:
+                found = self._find_drafts(tag)
+            except (_Throttled, StoreUnavailable):
+                return created  # the hold stands; a duplicate, if any, goes with its release
+            if not any(d.get("id") == created.ref for d in found):
+                continue
+            ours = next(d for d in found if d.get("id") == created.ref)
+            older = [
+                d
+                for d in found
+                if d.get("status") != "COMPLETED"
+                and d.get("id") != created.ref
+                and isinstance(d.get("invoiceUrl"), str)
+                and d.get("invoiceUrl")
+                and _age_key(d) < _age_key(ours)
+            ]
+            if not older:
+                return created
+            # Two calls that each created one see the same pair and agree which is older: only the newer goes.
+            keep = min(older, key=_age_key)
+            try:
+                self._release_one(created.ref)
+            except (_Throttled, StoreUnavailable):
+                return created  # could not take ours back: keep it, and the release deletes both
+            return StoreHold(ref=str(keep["id"]), checkout_url=str(keep["invoiceUrl"]))
+        return created
 
     def release_hold(self, reservation_id: str, ref: str | None) -> None:
         """Delete the hold's draft order; already gone is done, and a completed (paid) one is left alone."""
         try:
             if ref is not None and _gid_kind(ref) == "DraftOrder":
-                refs = [ref]
-            else:
-                refs = [str(d["id"]) for d in self._find_drafts(reservation_tag(reservation_id)) if d.get("id")]
-            for draft_id in refs:
-                self._release_one(draft_id)
+                self._release_one(ref)
+            # Every other open draft order with the hold's tag goes too: one an attempt whose answer was lost
+            # created while the tag search had not yet caught up (see _one_draft).
+            for draft in self._find_drafts(reservation_tag(reservation_id)):
+                if draft.get("id") and draft.get("id") != ref and draft.get("status") != "COMPLETED":
+                    self._release_one(str(draft["id"]))
         except _Throttled as throttled:
             raise StoreUnavailable("Shopify is throttling calls.", retry_after_s=throttled.wait_s) from None
 
@@ -534,8 +580,9 @@ class ShopifyConnector:
             found = [n for n in nodes if isinstance(n, dict) and tag in (n.get("tags") or [])]
         except (KeyError, TypeError) as exc:
             raise StoreUnavailable(f"Shopify's draftOrders answer is not the documented shape ({exc!r}).") from None
-        # An open one first: a completed one is the shopper's order, still the same hold.
-        return sorted(found, key=lambda n: n.get("status") == "COMPLETED")
+        # An open one first: a completed one is the shopper's order, still the same hold. Then the oldest, so that
+        # every call picks the same one of two an earlier attempt left.
+        return sorted(found, key=lambda n: (n.get("status") == "COMPLETED", _age_key(n)))
 
     # --- the wire -------------------------------------------------------------------------------------------------
 
@@ -708,6 +755,14 @@ def _parse_time(text: str) -> float | None:
 
 def _iso(epoch_s: int) -> str:
     return datetime.fromtimestamp(epoch_s, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _age_key(draft: Mapping[str, Any]) -> tuple[float, str]:
+    """Older first: createdAt, then the id, so that every caller orders the same draft orders the same way. One
+    whose time cannot be read sorts last, so it is never kept over one that can."""
+    created = draft.get("createdAt")
+    at = _parse_time(created) if isinstance(created, str) else None
+    return (at if at is not None else float("inf"), str(draft.get("id")))
 
 
 def _gid_kind(gid: Any) -> str | None:

@@ -18,7 +18,7 @@ from chalicelib.platforms.base import (
     StoreRefused,
     StoreUnavailable,
 )
-from chalicelib.platforms.shopify import ShopifyConnector
+from chalicelib.platforms.shopify import ShopifyConnector, reservation_tag
 from devstack.clocks import FixedClock
 from devstack.fake_shopify import ACCESS_TOKEN, SHOP_DOMAIN, WEBHOOK_SECRET, FakeShopify
 
@@ -193,6 +193,69 @@ def test_a_lost_answer_then_a_retry_makes_one_draft_order(shop: FakeShopify, con
     held = connector.place_hold(hold(shop))
     assert [d.gid for d in shop.drafts_for("r-1")] == [held.ref]
     assert shop.counts(SKU) == {"available": 1, "reserved": 1}
+
+
+# Shopify does not say how soon a new draft order shows in the draftOrders tag search
+# (https://shopify.dev/docs/api/admin-graphql/2025-10/queries/draftOrders, https://shopify.dev/docs/api/usage/search-syntax):
+# the fake's search_lag_s keeps one out of it for a while, and a hold must stay one unit whatever the lag.
+
+
+def test_a_lost_answer_then_a_retry_while_the_search_lags_keeps_one_unit(
+    shop: FakeShopify, clock: FixedClock, connector: ShopifyConnector
+) -> None:
+    shop.set_available(SKU, 3)
+    shop.search_lag_s = 2.0
+    shop.timeout_after_next("draftOrderCreate")
+    with pytest.raises(StoreUnavailable):
+        connector.place_hold(hold(shop))
+    [first] = shop.drafts_for("r-1")
+    # The retry's lookup misses the first draft order (not in the search yet) and creates a second one; once the
+    # search shows its own, it shows the first too, and the second is taken back.
+    held = connector.place_hold(hold(shop))
+    assert held.ref == first.gid
+    assert [d.gid for d in shop.drafts_for("r-1")] == [first.gid]
+    assert shop.counts(SKU) == {"available": 2, "reserved": 1}
+
+
+def test_a_search_lagging_past_the_waits_leaves_the_duplicate_to_the_release(
+    shop: FakeShopify, clock: FixedClock, connector: ShopifyConnector
+) -> None:
+    shop.set_available(SKU, 3)
+    shop.search_lag_s = 60.0
+    shop.timeout_after_next("draftOrderCreate")
+    with pytest.raises(StoreUnavailable):
+        connector.place_hold(hold(shop))
+    held = connector.place_hold(hold(shop))
+    assert len(shop.drafts_for("r-1")) == 2  # nothing could show the first one yet
+    clock.advance(600)  # the hold runs its course; the sweep releases it by its ref
+    connector.release_hold("r-1", held.ref)
+    assert shop.drafts_for("r-1") == []
+    assert shop.counts(SKU) == {"available": 3, "reserved": 0}
+
+
+def test_a_lagging_search_alone_makes_no_duplicate_and_takes_nothing_back(
+    shop: FakeShopify, clock: FixedClock, connector: ShopifyConnector
+) -> None:
+    shop.set_available(SKU, 3)
+    shop.search_lag_s = 1.2
+    held = connector.place_hold(hold(shop))
+    assert [d.gid for d in shop.drafts_for("r-1")] == [held.ref]
+    assert shop.counts(SKU) == {"available": 2, "reserved": 1}
+
+
+def test_two_calls_that_each_made_one_agree_on_the_older(shop: FakeShopify, connector: ShopifyConnector) -> None:
+    # Two attempts' draft orders, both in the search: whichever call looks, the older one is the hold.
+    shop.set_available(SKU, 3)
+    shop.search_lag_s = 10_000.0
+    first = connector.place_hold(hold(shop))
+    second = connector.place_hold(hold(shop))
+    assert first != second
+    shop.search_lag_s = 0.0
+    assert connector.place_hold(hold(shop)) == first  # found by the lookup, nothing created
+    again = connector._one_draft(reservation_tag("r-1"), second)
+    assert again == first
+    assert [d.gid for d in shop.drafts_for("r-1")] == [first.ref]
+    assert shop.counts(SKU) == {"available": 2, "reserved": 1}
 
 
 def test_release_gives_the_unit_back(shop: FakeShopify, connector: ShopifyConnector) -> None:

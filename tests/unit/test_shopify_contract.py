@@ -91,11 +91,12 @@ def test_a_hold_looks_up_its_tag_then_creates_a_reserving_draft_order() -> None:
     shop, recording, connector = setup()
     shop.set_available("WW-THROW-OAT", 1)
     hold = HoldRequest("3f0c2a9e8b7d4c1f9a6e5d4c3b2a1f0e", "WW-THROW-OAT", shop.ids("WW-THROW-OAT"), EXPIRES_AT)
-    connector.place_hold(hold)
-    find, create = recording.sent
+    held = connector.place_hold(hold)
+    # The tag lookup, the create, and the lookup again that sees the new draft order is the only one for the hold.
+    find, create, again = recording.sent
 
     assert squash(find["json"]["query"]).startswith("query BisnFindDraftOrders($query: String!) {")
-    assert "draftOrders(first: 10, query: $query) { nodes { id status invoiceUrl tags } }" in squash(
+    assert "draftOrders(first: 10, query: $query) { nodes { id status invoiceUrl tags createdAt } }" in squash(
         find["json"]["query"]
     )
     assert find["json"]["variables"] == {"query": 'tag:"bisn-3f0c2a9e8b7d4c1f9a6e5d4c3b2a1f0e"'}
@@ -117,6 +118,8 @@ def test_a_hold_looks_up_its_tag_then_creates_a_reserving_draft_order() -> None:
     }
     # No @idempotent directive: 2025-10 documents none for draftOrderCreate (the tag lookup stands in for it).
     assert "@idempotent" not in document
+    assert again["json"] == find["json"]
+    assert held.ref.startswith("gid://shopify/DraftOrder/")
 
 
 def test_a_release_checks_the_draft_order_then_deletes_it_by_id() -> None:
@@ -125,7 +128,9 @@ def test_a_release_checks_the_draft_order_then_deletes_it_by_id() -> None:
     held = connector.place_hold(HoldRequest("r-1", "WW-THROW-OAT", shop.ids("WW-THROW-OAT"), EXPIRES_AT))
     recording.sent.clear()
     connector.release_hold("r-1", held.ref)
-    check, delete = recording.sent
+    # By its id first; then the tag search, for any other draft order of the hold (none here).
+    check, delete, find = recording.sent
+    assert find["json"]["variables"] == {"query": 'tag:"bisn-r-1"'}
     assert "draftOrder(id: $id) { id status }" in squash(check["json"]["query"])
     assert check["json"]["variables"] == {"id": held.ref}
     document = squash(delete["json"]["query"])
@@ -149,5 +154,6 @@ def test_a_long_reservation_id_still_makes_a_tag_within_shopifys_limit() -> None
     shop, recording, connector = setup()
     shop.set_available("WW-THROW-OAT", 1)
     connector.place_hold(HoldRequest("x" * 80, "WW-THROW-OAT", shop.ids("WW-THROW-OAT"), EXPIRES_AT))
-    (tag,) = recording.sent[-1]["json"]["variables"]["input"]["tags"]
+    [create] = [r for r in recording.sent if "input" in r["json"]["variables"]]
+    (tag,) = create["json"]["variables"]["input"]["tags"]
     assert tag.startswith("bisn-") and len(tag) <= 40
