@@ -32,8 +32,11 @@ The unit counters, after any move of the stock level:
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from boto3.dynamodb.conditions import Attr
 
 from chalicelib.tables.catalog import SHARD_OF, is_shard
 from chalicelib.tables.requests import ACTIVE_STATES, UNIQUE_PREFIX, RequestState
@@ -340,7 +343,13 @@ def store_hold_states(store: Any) -> dict[str, list[str]]:
         for meta in order.meta:
             if meta["key"] != RESERVATION_META_KEY:
                 continue
-            held = RESERVED if order.status in ("on-hold", "pending") else LET_GO
+            # A draft's unit is reserved until its reservation lapses (ReserveStock); an on-hold order took it.
+            live = order.reserved_until is not None and order.reserved_until > store.clock()
+            held = (
+                RESERVED
+                if order.status == "on-hold" or (order.status in ("checkout-draft", "pending") and live)
+                else LET_GO
+            )
             state = SOLD if order.status in ("processing", "completed") else held
             found[str(meta["value"])].append(state)
     return found
@@ -567,4 +576,135 @@ def nothing_lost(services: Services, t: Tables, *, settled: bool) -> list[str]:
     left = int(attributes["Attributes"]["ApproximateNumberOfMessages"])
     if left:
         found.append(f"7 nothing lost: {left} job(s) still on the queue after settling")
+    return found
+
+
+# --- Each step's counter moves (DESIGN §4, Counters), from what the tables held before and after it
+#
+# The checks above read one moment, so a counter that ends up agreeing with its rows passes them however it got
+# there: a hold granted on a unit a fall had already taken leaves the counters consistent, only one lower. A storm
+# reads the counters, the offer rows and the level facts between its steps (`Moment`), and `step_violations`
+# holds each step to DESIGN's counter table: every counter moved by exactly what its rows and the level moved.
+
+# The facts of the only counter moves no offer row makes: a restock opened, and the level under an open restock.
+LEVEL_FACTS = ("restock_detected", "restock_topped_up", "restock_lowered", "restock_closed")
+
+
+def _kept(row: dict[str, Any]) -> tuple[int, int]:
+    """The units an offer row keeps out of (units_available, units_offerable) in its state (DESIGN's table)."""
+    state = row["state"]
+    if state == OfferState.OFFERED:
+        return 0, 1
+    if state in (OfferState.HELD, OfferState.CONVERTED):
+        return 1, 1
+    if state == OfferState.EXPIRED and row.get("store_state") == StoreState.RELEASING:
+        return 1, 1  # the store still holds the unit: it comes back with the release, not with the expiry
+    return 0, 0
+
+
+def level_move(fact: dict[str, Any]) -> int:
+    """The units a level fact added to both counters of its restock (negative for a fall or a close)."""
+    if fact["kind"] == "restock_detected":
+        return _int(fact.get("units"))
+    if fact["kind"] == "restock_topped_up":
+        return _int(fact.get("units_added"))
+    # As detection decides it: the level is compared with the one before less our own sales it includes.
+    return _int(fact.get("level_after")) - (_int(fact.get("level_before")) - _int(fact.get("own_sales")))
+
+
+@dataclass(frozen=True)
+class Moment:
+    """The unit counters, the offer rows and the level facts at one moment between two steps."""
+
+    counters: dict[str, tuple[int, int]]  # restock_id -> (units_available, units_offerable)
+    rows: dict[str, dict[str, Any]]  # token_id -> its row
+    level_facts: dict[str, dict[str, Any]]  # the fact's key (ts) -> the fact
+    suppressed: frozenset[str]  # contact keys with a suppression row
+
+    @classmethod
+    def read(cls, table: Callable[[str], Any]) -> Moment:
+        """Read through `table` (short name -> boto3 Table): the storm's observer, which no fault plan cuts."""
+        restocks = scan(table("restocks"))
+        facts = scan(table("audit"), FilterExpression=Attr("kind").is_in(list(LEVEL_FACTS)))
+        return cls(
+            counters={
+                str(r["restock_id"]): (_int(r.get("units_available")), _int(r.get("units_offerable"))) for r in restocks
+            },
+            rows={str(r["token_id"]): r for r in scan(table("reservations"))},
+            level_facts={str(f["ts"]): f for f in facts},
+            suppressed=frozenset(str(o["contact"]) for o in scan(table("optout"))),
+        )
+
+
+def step_violations(before: Moment, after: Moment, step: str) -> list[str]:
+    """What one step did to the counters, held to DESIGN's counter table: per restock, each counter moved by
+    exactly what its rows moved (offers made, holds, lapses, expiries, releases, conversions, offers withdrawn)
+    and what the level moved; the holds granted fit the units_available read before the step (with what the step
+    itself freed or added); and a debt grows only by a fall, by no more than the fall took."""
+    found = []
+    moved: Counter[str] = Counter()
+    fell: Counter[str] = Counter()
+    added: Counter[str] = Counter()
+    for ts, fact in after.level_facts.items():
+        if ts in before.level_facts:
+            continue
+        units = level_move(fact)
+        moved[str(fact.get("restock_id"))] += units
+        (added if units > 0 else fell)[str(fact.get("restock_id"))] += abs(units)
+    kept: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])  # before a, o; after a, o
+    holds: Counter[str] = Counter()
+    returned: Counter[str] = Counter()
+    for token_id in before.rows.keys() | after.rows.keys():
+        old, new = before.rows.get(token_id), after.rows.get(token_id)
+        row = new if new is not None else old
+        assert row is not None
+        rid = str(row.get("restock_id"))
+        was, now = _kept(old) if old else (0, 0), _kept(new) if new else (0, 0)
+        sums = kept[rid]
+        sums[0], sums[1], sums[2], sums[3] = sums[0] + was[0], sums[1] + was[1], sums[2] + now[0], sums[3] + now[1]
+        if new is not None and new.get("held_at") is not None and (old is None or old.get("held_at") is None):
+            holds[rid] += 1
+        if was[0] and not now[0]:
+            returned[rid] += 1
+    for rid in before.counters.keys() | after.counters.keys():
+        if rid not in after.counters:
+            found.append(f"7 nothing lost: {step}: restock {rid} is gone")
+            continue
+        a0, o0 = before.counters.get(rid, (0, 0))
+        a1, o1 = after.counters[rid]
+        k = kept[rid]
+        rows_a, rows_o = k[0] - k[2], k[1] - k[3]  # units the rows gave back (negative: took)
+        if a1 - a0 != rows_a + moved[rid]:
+            found.append(
+                f"4 counters: {step}: {rid} units_available moved {a1 - a0:+d}; its rows moved {rows_a:+d}"
+                f" and the level {moved[rid]:+d}"
+            )
+        if o1 - o0 != rows_o + moved[rid]:
+            found.append(
+                f"5 counters: {step}: {rid} units_offerable moved {o1 - o0:+d}; its rows moved {rows_o:+d}"
+                f" and the level {moved[rid]:+d}"
+            )
+        room = max(0, a0) + added[rid] + returned[rid]
+        if holds[rid] > room:
+            found.append(
+                f"4 oversell: {step}: {holds[rid]} hold(s) granted on {rid} with units_available {a0} before the step"
+                + (f" (+{room - max(0, a0)} freed or added in it)" if room > max(0, a0) else "")
+            )
+        debt0, debt1 = max(0, -a0), max(0, -a1)
+        if debt1 > debt0 + fell[rid]:
+            took = f"a fall of {fell[rid]}" if fell[rid] else "no fall"
+            found.append(f"4 debt: {step}: {rid} owes {debt1} unit(s) to holders after {took}, {debt0} before it")
+    return found
+
+
+def told_after_suppression(services: Services, sent_before: dict[str, set[str]]) -> list[str]:
+    """No offer went to a contact after its suppression row was written (`sent_before`: contact key -> the offers
+    sent up to the moment its row was first seen), while the row stands."""
+    found = []
+    t = Tables.read(services)
+    rows = {str(r["token_id"]): r for r in t.rows}
+    for token_id in dict.fromkeys(_sent_tokens(services)):
+        key = str((rows.get(token_id) or {}).get("contact_key"))
+        if key in sent_before and key in t.optouts and token_id not in sent_before[key]:
+            found.append(f"3 opt-out: offer {token_id[:8]} went to {key[:8]} after its suppression row was written")
     return found

@@ -18,7 +18,7 @@ The operation mix, as weights out of 100 (`WEIGHTS`):
 
 | op | weight | what happens |
 |---|---|---|
-| `Tap(who, variant)` | 18 | a shopper taps Notify me: someone new, a repeat tap (`variant`: the same contact spelled another way), or a re-join after buying or leaving |
+| `Tap(who, variant)` | 17 | a shopper taps Notify me: someone new, a repeat tap (`variant`: the same contact spelled another way), or a re-join after buying or leaving |
 | `Restock(level)` | 8 | the shelf goes from below the threshold to `level` (1..6); nothing when it is not below |
 | `Rise(by)` | 5 | the shelf rises by 1..3 |
 | `Fall(by)` | 5 | walk-in sales: the shelf falls by 1..3 (not below 0) |
@@ -28,12 +28,22 @@ The operation mix, as weights out of 100 (`WEIGHTS`):
 | `Leave(who)` | 3 | a shopper leaves the list from their own page |
 | `OptOut(who)` | 3 | a shopper opts out with their unsubscribe link |
 | `Sweep(advance)` | 7 | the clock moves 0..4000 s, then the minute's sweep runs |
-| `Pump()` | 10 | every queued job is delivered to the notifier |
-| `Advance(seconds)` | 3 | time passes |
+| `Pump()` | 9 | every queued job is delivered to the notifier |
+| `Advance(seconds)` | 2 | time passes |
 | `Redeliver(what, pick)` | 6 | a platform retry of an earlier inventory or order webhook (same id and body), or SQS handing out a finished job again (2 each) |
 | `CrashAt(point)` / `CutPower(call)` | 6 | the next operation crashes at a named fault point, or loses power before its k-th AWS call (3 each); a named crash is followed 7 times in 10 by an operation that can reach its point |
 | `Throttle(who)` | 1 | one source spends its taps for the minute (a storm allows 5); the next tap is refused and writes nothing |
 | `Settings(threshold, offer_window_s)` | 3 | staff lower or raise the threshold, or shorten the offer window, and the detector reconsiders the level |
+| `Meanwhile(moment, what, pick)` | 3 | the next operation waits at `moment` (a named fault point, or "before <AWS operation>") while another invocation does `what` to its end (a pump, a pump whose offers then lapse, an opt-out, a tap, a link tap, a leave, a sweep); aimed like a crash |
+
+`MODES` names two more mixes beside this one: "closes" (falls and closes under offers and holds) and "races"
+(mostly work done meanwhile, aimed at the moments the notifier's and capture's guards are for): `generate(seed,
+mode=...)`, `--mode` on the command line.
+
+After every operation (and around the settling) the runner reads the counters, the offer rows, the level facts and
+the suppression list (`invariants.Moment`) and holds the step to DESIGN's counter table (`step_violations`); it also
+notes when each contact's suppression row is first seen, so that no offer sent after it goes unnoticed
+(`told_after_suppression`).
 
 Refusals (a `DomainError`, "just gone", "expired") are answers, not failures; any other exception fails the storm.
 A crash is followed by what follows it in production (`World.attempt`, `World.pump`: the retry, the redelivery,
@@ -71,7 +81,7 @@ from chalicelib.tables.catalog import WAITING_SHARDS, shard_key
 from chalicelib.tables.reservations import OfferState
 from devstack.clocks import FixedClock
 from infra.stages import stage_env
-from tests.reliability.invariants import violations
+from tests.reliability.invariants import Moment, step_violations, told_after_suppression, violations
 from tests.reliability.points import fault_points
 from tests.reliability.tally import count
 from tests.reliability.world import CRASHES, OUT_OF_THE_WAY, World, scan
@@ -200,6 +210,17 @@ class Settings(Op):
 
 
 @dataclass(frozen=True)
+class Meanwhile(Op):
+    """The next operation waits at `moment` (a named fault point, or "before <AWS operation>", its first call of
+    it) while another invocation does `what` to its end: "pump", "optout", "tap", "linktap", "leave" or "sweep",
+    with `pick` choosing the person or link."""
+
+    moment: str
+    what: str
+    pick: int = 0
+
+
+@dataclass(frozen=True)
 class StoreDown(Op):
     """A platform world only: the store's next `calls` answers are errors (an outage)."""
 
@@ -257,12 +278,13 @@ OPS: dict[str, type[Op]] = {
         CutPower,
         Throttle,
         Settings,
+        Meanwhile,
     )
 }
 
 # Weights out of 100 (the module docstring's table). Redeliver and the two crashes are split evenly.
 WEIGHTS: dict[str, int] = {
-    "Tap": 18,
+    "Tap": 17,
     "Restock": 8,
     "Rise": 5,
     "Fall": 5,
@@ -272,15 +294,73 @@ WEIGHTS: dict[str, int] = {
     "Leave": 3,
     "OptOut": 3,
     "Sweep": 7,
-    "Pump": 10,
-    "Advance": 3,
+    "Pump": 9,
+    "Advance": 2,
     "Redeliver": 6,
     "CrashAt": 3,
     "CutPower": 3,
     "Throttle": 1,
     "Settings": 3,
+    "Meanwhile": 3,
 }
 assert sum(WEIGHTS.values()) == 100 and set(WEIGHTS) == set(OPS)
+
+# Mixes that make one kind of trouble common, each played beside the general one (MODES):
+# "closes": stock falls and closes while offers are out and their links are tapped (units owed to holders, offers
+# stranded by a fall); "races": another invocation's work lands between two calls of an operation (a second walk
+# of the same job before the first commits its offers, an opt-out between an offer and its message, a tap or a
+# link tap in the middle of a walk).
+CLOSES_WEIGHTS: dict[str, int] = {
+    "Tap": 14,
+    "Restock": 12,
+    "Rise": 6,
+    "Fall": 10,
+    "Close": 10,
+    "LinkTap": 18,
+    "Order": 5,
+    "Leave": 2,
+    "OptOut": 2,
+    "Sweep": 5,
+    "Pump": 12,
+    "Advance": 2,
+    "Redeliver": 2,
+}
+RACES_WEIGHTS: dict[str, int] = {
+    "Tap": 16,
+    "Restock": 9,
+    "Rise": 6,
+    "Fall": 2,
+    "Close": 2,
+    "LinkTap": 10,
+    "Order": 4,
+    "Leave": 3,
+    "OptOut": 5,
+    "Sweep": 5,
+    "Pump": 14,
+    "Advance": 2,
+    "Redeliver": 2,
+    "Meanwhile": 20,
+}
+MODES: dict[str, dict[str, int]] = {"mixed": WEIGHTS, "closes": CLOSES_WEIGHTS, "races": RACES_WEIGHTS}
+assert all(sum(mix.values()) == 100 and set(mix) <= set(OPS) for mix in MODES.values())
+
+# Where another invocation's work may land (`Meanwhile`), beside the named fault points: a walk's look at the
+# suppression list just after reading its page, and any operation's first transaction.
+MEANWHILE_CALLS = ("before BatchGetItem", "before TransactWriteItems")
+OFFER_COMMITTED = "notifier.after_offer_committed"
+# "told, lapsed": another walk tells people and their offers run out unused before the step goes on, so they are
+# waiting again, already told about this restock.
+MEANWHILE_WORK = ("pump", "told, lapsed", "optout", "tap", "linktap", "leave", "sweep")
+# The races mode's draws, most of them aimed at the moments its guards are for (None: any moment, any work).
+RACES_MEANWHILE: tuple[tuple[str, str] | None, ...] = (
+    ("before BatchGetItem", "pump"),
+    ("before BatchGetItem", "told, lapsed"),
+    ("before BatchGetItem", "optout"),
+    (OFFER_COMMITTED, "optout"),
+    ("before TransactWriteItems", "tap"),
+    ("before TransactWriteItems", "linktap"),
+    None,
+)
 
 # A storm on a platform world (Shopify, WooCommerce: `PlatformStorm`): the shop sets the storefront's stock and the
 # platform's own webhook reports it; a link tap also holds the unit on the store; an order is the shopper paying the
@@ -338,16 +418,23 @@ REACHES: dict[str, tuple[str, ...]] = {
     "store": ("LinkTap", "Sweep"),
 }
 AIMED = 0.7  # how often a named crash is followed by an operation that can reach its point
+# The operations that make each call a moment of `Meanwhile` names.
+CALLED_BY: dict[str, tuple[str, ...]] = {
+    "before BatchGetItem": ("Pump",),
+    "before TransactWriteItems": ("Pump", "Pump", "Tap", "LinkTap", "Sweep", "Restock"),
+}
 
 
-def generate(seed: int, length: int = LENGTH, *, weights: dict[str, int] | None = None) -> list[Op]:
-    """`length` operations drawn from `random.Random(seed)` with the mix of WEIGHTS (or `weights`).
+def generate(
+    seed: int, length: int = LENGTH, *, weights: dict[str, int] | None = None, mode: str = "mixed"
+) -> list[Op]:
+    """`length` operations drawn from `random.Random(seed)` with the mix of `mode` (MODES; or `weights`).
 
-    A named crash is followed, AIMED of the time, by an operation that can reach its point (a crash at a
-    sweep point by a sweep, at a notifier point by a pump...), so most armed crashes do happen.
+    A named crash, or work meanwhile, is followed, AIMED of the time, by an operation that can reach its moment
+    (a crash at a sweep point by a sweep, at a notifier point by a pump...), so most of them do happen.
     """
     rng = random.Random(seed)
-    mix = weights or WEIGHTS
+    mix = weights or MODES[mode]
     names, chances = list(mix), list(mix.values())
     named: list[int] = []  # people who have tapped so far in this storm, so repeats and re-joins happen
 
@@ -390,6 +477,16 @@ def generate(seed: int, length: int = LENGTH, *, weights: dict[str, int] | None 
             return CutPower(rng.randint(1, 15))
         if name == "Throttle":
             return Throttle(someone_known())
+        if name == "Meanwhile":
+            aimed = rng.choice(RACES_MEANWHILE) if mode == "races" and weights is None else None
+            # The moments between a walk's read and its offers, and between an offer and its message, most often:
+            # named points elsewhere are reached by fewer of the operations drawn.
+            moment = rng.choice((*MEANWHILE_CALLS, OFFER_COMMITTED) if rng.random() < 0.6 else crash_points())
+            what = rng.choice(MEANWHILE_WORK)
+            if aimed is not None:
+                moment, what = aimed
+            pick = someone_known() if what in ("optout", "tap", "leave") else rng.randrange(100)
+            return Meanwhile(moment, what, pick)
         if name == "StoreDown":
             return StoreDown(rng.randint(1, 4))
         if name == "WalkIn":
@@ -419,8 +516,9 @@ def generate(seed: int, length: int = LENGTH, *, weights: dict[str, int] | None 
             continue
         op = draw(rng.choices(names, chances)[0])
         drawn(op)
-        if isinstance(op, CrashAt) and len(ops) < length and rng.random() < AIMED:
-            reaching = REACHES.get(op.point.split(".", 1)[0])
+        if isinstance(op, CrashAt | Meanwhile) and len(ops) < length and rng.random() < AIMED:
+            moment = op.point if isinstance(op, CrashAt) else op.moment
+            reaching = CALLED_BY.get(moment) or REACHES.get(moment.split(".", 1)[0])
             if reaching:
                 drawn(draw(rng.choice(reaching)))
     return ops
@@ -537,6 +635,9 @@ class Storm:
         self.orders_sent: list[tuple[str, str]] = []  # (webhook id, body) of every orders webhook
         self.trace: list[str] = []
         self.problems: list[str] = []  # unexpected exceptions, and refusals that should have been answers
+        self.meanwhile_said: list[str] = []  # what work run meanwhile did, for the trace line of the op it waited on
+        # Contact key -> the offers sent up to the moment its suppression row was first seen (told_after_suppression).
+        self.sent_before: dict[str, set[str]] = {}
 
     @property
     def services(self) -> Any:
@@ -686,6 +787,44 @@ class Storm:
     def _crashat(self, op: CrashAt) -> str:
         self.w.faults.crash_at(op.point)
         return "armed"
+
+    def _meanwhile(self, op: Meanwhile) -> str:
+        if op.what == "told, lapsed":
+            played = [Pump(), Sweep(PAST_EVERY_WINDOW_S)]
+        else:
+            played = [
+                {
+                    "pump": Pump(),
+                    "optout": OptOut(op.pick),
+                    "tap": Tap(op.pick),
+                    "linktap": LinkTap(op.pick),
+                    "leave": Leave(op.pick),
+                    "sweep": Sweep(0),
+                }[op.what]
+            ]
+
+        def run() -> None:
+            for work in played:
+                try:
+                    said = self.play(work)
+                except DomainError as refusal:
+                    said = f"refused: {refusal.code}"
+                except Exception as error:
+                    self.problems.append(f"! {type(error).__name__}: {error} (meanwhile: {work!r})")
+                    said = f"{type(error).__name__}: {error}"
+                self.meanwhile_said.append(f"meanwhile at {op.moment}, {work!r}: {said}")
+            # An opt-out done meanwhile is written before the rest of the step: its messages count as after it.
+            self.note_suppressions(frozenset(str(o["contact"]) for o in scan(self.w.table("optout"))))
+
+        self.w.faults.meanwhile(op.moment, run)
+        return "armed"
+
+    def note_suppressions(self, suppressed: frozenset[str]) -> None:
+        """Remember, for each contact newly seen suppressed, which offers had been sent before."""
+        new = suppressed - self.sent_before.keys()
+        if new:
+            sent = set(self.w.sent_tokens())
+            self.sent_before.update((key, sent) for key in new)
 
     def _cutpower(self, op: CutPower) -> str:
         self.w.faults.cut_before_call(op.call)
@@ -905,6 +1044,8 @@ def play(ops: Sequence[Op], bench: Emulator, *, tally: bool = True) -> Result:
     world = bench.world()
     storm = Storm(world) if world.store is None else PlatformStorm(world)
     crashes = 0
+    moment = Moment.read(world.table)
+    steps: list[str] = []  # each step's counter moves, held to DESIGN's table (step_violations)
     for index, op in enumerate(ops):
         seen = len(world.faults.crashes)
         try:
@@ -918,18 +1059,29 @@ def play(ops: Sequence[Op], bench: Emulator, *, tally: bool = True) -> Result:
             storm.trace.append(f"{index:>3} {op!r}: {type(error).__name__}: {error}")
             break
         finally:
-            if not isinstance(op, CrashAt | CutPower):
-                # A crash armed for this op and never reached does not carry over to the next one.
+            if not isinstance(op, CrashAt | CutPower | Meanwhile):
+                # A crash (or work meanwhile) armed for this op and never reached does not carry over to the next.
                 world.faults.disarm()
             crashes += len(world.faults.crashes) - seen
+        said = "; ".join([said, *storm.meanwhile_said])
+        storm.meanwhile_said.clear()
         storm.trace.append(f"{index:>3} {op!r}: {said}")
-    found = list(storm.problems)
+        if not isinstance(op, CrashAt | CutPower | Meanwhile):  # arming one writes nothing
+            moment, before = Moment.read(world.table), moment
+            steps += step_violations(before, moment, f"op {index} {op!r}")
+            storm.note_suppressions(moment.suppressed)
+    found = list(storm.problems) + steps
     if not any(p.startswith("! ") for p in found):
         try:
             world.faults.disarm()
             storm.trace.append(f"  - final report: {storm.report()}")
             storm.settle()
             found = list(storm.problems)
+            settled = Moment.read(world.table)
+            steps += step_violations(moment, settled, "settling")
+            storm.note_suppressions(settled.suppressed)
+            found += steps
+            found += told_after_suppression(world.services, storm.sent_before)
             # A platform's shelf level is the store's available plus our holds there: the store's last report came
             # after the settling (PlatformStorm.settle), so the catalogue's level must be it.
             levels = {world.sku: storm.shelf} if world.store is None else None
@@ -986,15 +1138,15 @@ def _start_worker() -> None:
     _OWN = stack.enter_context(emulator())
 
 
-def _play_seed(seed: int) -> tuple[int, Result]:
+def _play_seed(seed: int, mode: str = "mixed") -> tuple[int, Result]:
     assert _OWN is not None
-    return seed, play(generate(seed), _OWN, tally=False)
+    return seed, play(generate(seed, mode=mode), _OWN, tally=False)
 
 
 @contextmanager
-def storm_pool(workers: int) -> Iterator[Callable[[Sequence[int]], list[tuple[int, Result]]]]:
-    """Plays seeds in `workers` processes, each with an emulator of its own; yields `seeds -> [(seed, result)]`
-    (counted in this process's tally). The emulator is in-process and single-threaded, so processes are
+def storm_pool(workers: int) -> Iterator[Callable[..., list[tuple[int, Result]]]]:
+    """Plays seeds in `workers` processes, each with an emulator of its own; yields `(seeds, mode) -> [(seed,
+    result)]` (counted in this process's tally). The emulator is in-process and single-threaded, so processes are
     what let a storm use a second core."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -1002,8 +1154,8 @@ def storm_pool(workers: int) -> Iterator[Callable[[Sequence[int]], list[tuple[in
     context = multiprocessing.get_context("spawn")  # never fork a process that holds the emulator's lock
     with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker) as pool:
 
-        def play_seeds(seeds: Sequence[int]) -> list[tuple[int, Result]]:
-            played = list(pool.map(_play_seed, seeds))
+        def play_seeds(seeds: Sequence[int], mode: str = "mixed") -> list[tuple[int, Result]]:
+            played = list(pool.map(_play_seed, seeds, [mode] * len(seeds)))
             for _, result in played:
                 tally_storm(result)
             return played
@@ -1073,11 +1225,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.reliability.storms", description=main.__doc__)
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--length", type=int, default=LENGTH)
+    parser.add_argument("--mode", choices=sorted(MODES), default="mixed", help="the mix of operations (MODES)")
     parser.add_argument("--shrink", action="store_true", help="shrink a failing storm")
     args = parser.parse_args(argv)
     with emulator() as bench:
-        result = play(generate(args.seed, args.length), bench)
-        print(f"storm seed {args.seed}, {len(result.ops)} ops, {result.crashes} crash(es):")
+        result = play(generate(args.seed, args.length, mode=args.mode), bench)
+        print(f"storm seed {args.seed} ({args.mode}), {len(result.ops)} ops, {result.crashes} crash(es):")
         for line in result.trace:
             print(line)
         print("violations:" if result.failed else "every invariant held")

@@ -10,7 +10,7 @@ import pytest
 
 from chalicelib.tables.reservations import OfferState
 from tests.builders import join_request
-from tests.reliability.invariants import violations
+from tests.reliability.invariants import Moment, step_violations, told_after_suppression, violations
 from tests.reliability.world import World, scan
 
 
@@ -219,3 +219,89 @@ def test_people_told_for_an_earlier_restock_were_not_passed_over_for_it(world: W
     world.settle()
     found = violations(world.services, world.clock.now(), settled=True)
     assert not [line for line in found if line.startswith("1 fair order")], found
+
+
+# --- each step's counter moves (step_violations)
+
+
+def moment(available: int, offerable: int, *rows: tuple[str, str], facts: tuple[dict[str, Any], ...] = ()) -> Moment:
+    """One restock `rs_1`'s counters, with offer rows (token_id, state) and level facts."""
+    return Moment(
+        counters={"rs_1": (available, offerable)},
+        rows={
+            token: {"token_id": token, "restock_id": "rs_1", "state": state}
+            | ({"held_at": 1} if state in (OfferState.HELD, OfferState.CONVERTED) else {})
+            for token, state in rows
+        },
+        level_facts={str(n): {"ts": str(n), "restock_id": "rs_1", **f} for n, f in enumerate(facts)},
+        suppressed=frozenset(),
+    )
+
+
+FELL_BY_ONE = {"kind": "restock_lowered", "level_before": 3, "level_after": 2, "own_sales": 0}
+
+
+def test_a_step_that_moves_the_counters_by_its_rows_passes(world: World) -> None:
+    told(world)
+    before = Moment.read(world.table)
+    [offer, *_] = world.offers(OfferState.OFFERED)
+    world.reserve(str(offer["token_id"]))
+    world.inventory(1)  # a fall of one under the two offers, one of them held now
+    assert step_violations(before, Moment.read(world.table), "tap and fall") == []
+
+
+STEPS: dict[str, tuple[Moment, Moment, str]] = {
+    "a hold granted with no unit left": (
+        moment(0, -1, ("a", OfferState.OFFERED)),
+        moment(-1, -1, ("a", OfferState.HELD)),
+        "4 oversell: hold: 1 hold(s) granted on rs_1 with units_available 0 before the step",
+    ),
+    "a debt with no fall": (
+        moment(0, -1, ("a", OfferState.OFFERED)),
+        moment(-1, -1, ("a", OfferState.HELD)),
+        "4 debt: hold: rs_1 owes 1 unit(s) to holders after no fall, 0 before it",
+    ),
+    "a hold that took two units": (
+        moment(2, 1, ("a", OfferState.OFFERED)),
+        moment(0, 1, ("a", OfferState.HELD)),
+        "4 counters: hold: rs_1 units_available moved -2; its rows moved -1 and the level +0",
+    ),
+    "an offer that promised nothing": (
+        moment(2, 2),
+        moment(2, 2, ("a", OfferState.OFFERED)),
+        "5 counters: hold: rs_1 units_offerable moved +0; its rows moved -1 and the level +0",
+    ),
+    "a lapse that gave back two promises": (
+        moment(2, 1, ("a", OfferState.OFFERED)),
+        moment(2, 3, ("a", OfferState.LAPSED)),
+        "5 counters: hold: rs_1 units_offerable moved +2; its rows moved +1 and the level +0",
+    ),
+    "a fall that left a debt deeper than it took": (
+        moment(1, 1, ("a", OfferState.HELD), ("b", OfferState.HELD)),
+        moment(-2, -2, ("a", OfferState.HELD), ("b", OfferState.HELD), facts=(FELL_BY_ONE,)),
+        "4 debt: hold: rs_1 owes 2 unit(s) to holders after a fall of 1, 0 before it",
+    ),
+}
+
+
+@pytest.mark.parametrize("step", list(STEPS))
+def test_each_wrong_counter_move_is_named(step: str) -> None:
+    before, after, says = STEPS[step]
+    assert says in step_violations(before, after, "hold")
+
+
+def test_a_fall_may_leave_a_debt_as_deep_as_it_took() -> None:
+    before = moment(0, 0, ("a", OfferState.HELD))
+    after = moment(-1, -1, ("a", OfferState.HELD), facts=(FELL_BY_ONE,))
+    assert step_violations(before, after, "fall") == []
+
+
+def test_an_offer_sent_after_its_owners_suppression_row_is_named(world: World) -> None:
+    told(world)
+    [offer, *_] = world.offers(OfferState.OFFERED)
+    key = str(offer["contact_key"])
+    world.table("optout").put_item(Item={"contact": key, "source": "unsubscribe", "at": int(world.clock.now())})
+    sent = set(world.sent_tokens())
+    assert told_after_suppression(world.services, {key: sent}) == []
+    [line] = told_after_suppression(world.services, {key: sent - {str(offer["token_id"])}})
+    assert line.startswith("3 opt-out: offer ") and "after its suppression row was written" in line

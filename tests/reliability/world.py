@@ -67,16 +67,43 @@ class FaultPlan:
         self._calls = 0
         self._dead = False
         self._lock = threading.Lock()
+        # Another invocation's work, run when the step reaches a moment (`meanwhile`): (moment, work, step's thread).
+        self._meanwhile: tuple[str, Callable[[], Any], int] | None = None
+        self._paused = False
 
     # --- named fault points (chalicelib/faults.py)
 
     def __call__(self, point: str) -> None:
         with self._lock:
+            if self._paused:
+                return  # another invocation's work, run meanwhile: the crash and the record are the step's own
             self.points_seen.append(point)
             if point == self._point:
                 self._point = None
                 self.crashes.append(point)
                 raise InjectedCrash(point)
+        self._run_meanwhile(point)
+
+    # --- another invocation at work while the step waits at one moment
+
+    def meanwhile(self, moment: str, work: Callable[[], Any]) -> None:
+        """When the next step reaches `moment` (a named fault point, or "before <Operation>": its first call of that
+        AWS operation from its own thread), `work` runs to its end first, as another Lambda would between two of
+        the step's calls. The step's own thread only: its send threads' order varies from run to run."""
+        with self._lock:
+            self._meanwhile = (moment, work, threading.get_ident())
+
+    def _run_meanwhile(self, moment: str) -> None:
+        with self._lock:
+            armed = self._meanwhile
+            if self._paused or armed is None or armed[0] != moment or armed[2] != threading.get_ident():
+                return
+            self._meanwhile, self._paused = None, True
+        try:
+            armed[1]()
+        finally:
+            with self._lock:
+                self._paused = False
 
     def crash_at(self, point: str) -> None:
         """Crash the first time the named point is reached."""
@@ -95,9 +122,9 @@ class FaultPlan:
             self._cut_at, self._dead = None, False
 
     def disarm(self) -> None:
-        """Forget a crash that was armed but never reached: the step it was meant for is over."""
+        """Forget a crash (or other work meanwhile) armed but never reached: the step it was meant for is over."""
         with self._lock:
-            self._point, self._cut_at, self._dead = None, None, False
+            self._point, self._cut_at, self._dead, self._meanwhile = None, None, False, None
 
     def reset(self) -> None:
         """Forget everything seen, as a plan made anew."""
@@ -109,8 +136,8 @@ class FaultPlan:
 
     @property
     def armed(self) -> bool:
-        """Whether a crash is still waiting to happen."""
-        return self._point is not None or self._cut_at is not None
+        """Whether a crash (or other work meanwhile) is still waiting to happen."""
+        return self._point is not None or self._cut_at is not None or self._meanwhile is not None
 
     @property
     def calls(self) -> int:
@@ -119,7 +146,10 @@ class FaultPlan:
 
     def before_call(self, model: Any, **_: Any) -> None:
         """botocore `before-call` handler."""
+        self._run_meanwhile(f"before {model.name}")
         with self._lock:
+            if self._paused:
+                return  # the calls of work run meanwhile are neither counted for the step nor cut
             self._calls += 1
             if self._cut_at is None:
                 return
@@ -511,9 +541,9 @@ def offer_id(services: Services, link: str) -> str:
     return link if is_link_id(link) else str(services.tokens.read_reserve(link).value)
 
 
-def scan(table: Any) -> Iterator[dict[str, Any]]:
-    """Every item of a table (tests only: the app never scans its hot tables)."""
-    kwargs: dict[str, Any] = {"ConsistentRead": True}
+def scan(table: Any, **options: Any) -> Iterator[dict[str, Any]]:
+    """Every item of a table (tests only: the app never scans its hot tables); `options`: a FilterExpression."""
+    kwargs: dict[str, Any] = {"ConsistentRead": True, **options}
     while True:
         page = table.scan(**kwargs)
         yield from page.get("Items", [])
