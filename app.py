@@ -311,7 +311,7 @@ def sms_feedback(event: dict[str, Any], context: LambdaContext) -> None:
 @app.route("/reserve/{token}", methods=["GET", "HEAD"])
 @app.route("/r/{token}", methods=["GET", "HEAD"])  # the short form: the offer's own random id
 def reserve_page(token: str) -> Response:
-    """A notified shopper opens their link: a page whose form holds one (sent at once by its script). Holds nothing."""
+    """A notified shopper opens their link: a page whose button holds one. Holds nothing."""
     # Imported here, like every service module (wiring.py): only the API function ever loads it.
     from chalicelib.pages import reserve_response
 
@@ -324,7 +324,7 @@ def reserve_page(token: str) -> Response:
 @app.route("/reserve/{token}", methods=["POST"], content_types=RESERVE_TYPES)
 @app.route("/r/{token}", methods=["POST"], content_types=RESERVE_TYPES)
 def reserve(token: str) -> Response:
-    """The link's page sends its form: hold one unit and see the checkout (303), or an honest page."""
+    """The link's page's button: hold one unit and see the checkout (303), or an honest page."""
     from chalicelib.pages import reserve_refused, reserve_response
 
     services = wiring.current()

@@ -268,7 +268,6 @@ def html_page(
     paragraph = f"<p>{body_html}</p>" if body_html else ""
     content = f"{product_card(about)}{paragraph}{extra_html}"
     if "data-local>" in content:
-        # First: a script after one that navigates away (the reserve page's form) may never run.
         scripts = (LOCAL_TIMES, *scripts)
     name = html.escape(shop.name)
     logo = f'<img src="{html.escape(shop.logo_url)}" alt="{name}" height="48">' if _web_url(shop.logo_url) else name
@@ -364,11 +363,9 @@ def text_page(status: int, text: PageText, shop: Shop, lang: str, about: About |
 
 
 # --- Reserve links. Opening one (GET) holds nothing: mail and chat scanners open links before the shopper does.
-# The page holds (or goes on to checkout) through its form, a POST, which one tiny script sends at once, so a
-# person still taps once; a scanner that fetches the page without running it holds nothing.
-
-AUTO_SUBMIT = 'document.getElementById("go").submit();'
-AUTO_SUBMIT_HASH = script_hash(AUTO_SUBMIT)
+# The page holds (or goes on to checkout) only through its form, a POST, and only a press of its button sends it:
+# no script sends it, since a scanner that runs the page's scripts (a sandbox that "detonates" links) would start
+# the shopper's hold at delivery and use up its minutes before they ever look.
 
 # Reserve links: the page for each outcome that is not a redirect to checkout.
 RESERVE_PAGES: dict[str, PageText] = {
@@ -428,7 +425,6 @@ def _reserve_form(
         form,
         lang=lang,
         about=_about(outcome),
-        scripts=(AUTO_SUBMIT,),
         form_action=False,
     )
 

@@ -150,17 +150,28 @@ def confirm_from_inbox(page: Any, stack: RunningStack, address: str) -> None:
 
 
 def scan_then_tap(page: Any, link: Any, scanned: Any) -> None:
-    """A mail scanner opens a reserve link first (GET and HEAD, running no script); `scanned()` checks that held
-    nothing. Then the shopper taps it: the link's page sends its form by script, with no Content-Security-Policy
-    complaint, and the browser lands on the checkout."""
+    """Scanners open a reserve link first: one fetches it (GET and HEAD, running no script), and one opens it in a
+    browser that runs its scripts, as a sandbox that "detonates" links does; `scanned()` checks that held nothing.
+    Then the shopper taps it and presses the page's button (nothing is held before the press), with no
+    Content-Security-Policy complaint, and the browser lands on the checkout."""
     href = link.get_attribute("href")
     for probe in (page.request.get(href, max_redirects=0), page.request.head(href, max_redirects=0)):
         assert probe.status == 200, probe.status
+    scanned()
+    sandbox = page.context.browser.new_context()
+    detonated = sandbox.new_page()
+    detonated.goto(href, wait_until="load")
+    detonated.wait_for_timeout(1000)
+    assert "/checkout" not in detonated.url, detonated.url
+    sandbox.close()
     scanned()
     refused: list[str] = []
     page.on(
         "console", lambda message: refused.append(message.text) if "Content Security Policy" in message.text else None
     )
     link.click()
+    page.locator("form#go button").wait_for()
+    scanned()
+    page.locator("form#go button").click()
     page.wait_for_url("**/checkout?**")
     assert refused == []
