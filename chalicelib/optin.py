@@ -1,15 +1,23 @@
 """Opting back in: a person who opted out asks the shop's support to hear from it again.
 
-A suppressed contact is never messaged (invariant 3), so the shop sends nothing: staff start an opt-in on the
-dashboard and get a link to give the person in the conversation they started (their email to support, say). The
-link opens a page with a button (scanners open links; only the button's POST acts), and only that button lifts
-the opt-out: staff alone can never opt anyone in. Each opt-in is pending in the throttle table under
-`optin#<contact key>` with a nonce the link carries; a newer opt-in, use, or OPTIN_DAYS end it.
+Staff start an opt-in on the dashboard; the shop sends its link to the person's own contact (by the notifier, the
+only function that may send, as every other message), and never shows it to staff: whoever starts one, only the
+owner of the contact can use it. The link opens a page with a button (scanners open links; only the button's POST
+acts), and only that button lifts the opt-out. It is the one message besides a tap's proof message
+(chalicelib/resubscribe.py) a suppressed contact can be sent, and only where that proof may go: after an opt-out
+of the person's own choice (PROOF_SOURCES), never after a hard bounce, a complaint or an invalid number, where
+sending harms the sender (409 `not_their_choice`). Each opt-in is pending in the throttle table under
+`optin#<contact key>` with a nonce the link carries, where its message goes and who started it; a newer opt-in,
+use, or OPTIN_DAYS end it, and the fact of its use names who started it.
 """
 
 from __future__ import annotations
 
+import html
+import json
+import logging
 import secrets
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,21 +25,49 @@ from chalice import Response
 
 from chalicelib import i18n
 from chalicelib.clock import Clock, iso
-from chalicelib.errors import Conflict, RateLimited
+from chalicelib.compose import sms_shop
+from chalicelib.contacts import Contact
+from chalicelib.errors import BadRequest, Conflict, RateLimited
 from chalicelib.links import Links
 from chalicelib.pages import LINK_INCOMPLETE, Shop, button_form, page, text_page, tr
+from chalicelib.resubscribe import DOMAIN, PROOF_SOURCES
+from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent, refused_recipient
+from chalicelib.sms import to_gsm
 from chalicelib.tables.store import Tables
 from chalicelib.tokens import TokenExpired, TokenInvalid, Tokens
+
+log = logging.getLogger(__name__)
 
 OPTIN_DAYS = 7  # how long an opt-in link works
 OPTIN_EVERY_S = 3600  # at most one new link per person an hour
 # The audit partition of person-wide facts of opting back in (a SKU never starts with '@').
 OPTIN_PARTITION = "@optin"
+# The jobs-queue message that owes an opt-in's link to its person.
+OPTIN_KIND = "optin"
 
 
 def optin_key(contact_key: str) -> str:
     """The throttle-table key of a person's pending opt-in."""
     return f"optin#{contact_key}"
+
+
+def optin_message(contact_key: str, nonce: str) -> str:
+    """The jobs-queue message that sends a pending opt-in's link (it names no contact: the pending opt-in does)."""
+    return json.dumps({"kind": OPTIN_KIND, "key": contact_key, "nonce": nonce}, separators=(",", ":"))
+
+
+def optin_message_of(body: str) -> tuple[str, str] | None:
+    """(contact key, nonce) of an opt-in message; None for any other message."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("kind") != OPTIN_KIND:
+        return None
+    key, nonce = data.get("key"), data.get("nonce")
+    if not isinstance(key, str) or not key or not isinstance(nonce, str) or not nonce:
+        raise BadRequest("an optin message needs its key and nonce", code="invalid_job")
+    return key, nonce
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -43,26 +79,54 @@ class OptIns:
     links: Links
     clock: Clock
     shop: Shop
+    send_message: Callable[[str], object]  # puts a message on the jobs queue (the link, for the notifier to send)
 
-    def start(self, contact_key: str) -> dict[str, Any]:
-        """A fresh opt-in link for an opted-out person; Conflict when they are not opted out."""
+    def start(
+        self, contact: Contact, contact_key: str, *, started_by: Mapping[str, str], lang: str | None = None
+    ) -> dict[str, Any]:
+        """Send the person a fresh opt-in link; Conflict when they are not opted out, or opted out by a bounce, a
+        complaint or an invalid number. `started_by` names the staff member (email, sub), kept for the fact of the
+        link's use. The answer never carries the link."""
         opted = self.tables.optout.get(contact_key)
         if opted is None:
             raise Conflict("They are not opted out: there is nothing to opt back into.", code="not_opted_out")
+        source = str(opted.get("source") or "")
+        if source not in PROOF_SOURCES:
+            raise Conflict(
+                f"Their opt-out came from {source.replace('_', ' ') or 'the provider'}, not from them: sending "
+                "there harms the shop's sender, so they cannot be opted back in. They can tap Notify me with "
+                "another contact.",
+                code="not_their_choice",
+            )
         now = self.clock.now()
         nonce = secrets.token_urlsafe(12)
         started = self.tables.throttle.start_optin(
-            optin_key(contact_key), nonce=nonce, now=now, ttl_s=OPTIN_DAYS * 86400, every_s=OPTIN_EVERY_S
+            optin_key(contact_key),
+            nonce=nonce,
+            now=now,
+            ttl_s=OPTIN_DAYS * 86400,
+            every_s=OPTIN_EVERY_S,
+            channel=contact.channel,
+            contact=contact.address,
+            lang=i18n.negotiate(lang),
+            started_by=dict(started_by),
         )
         if not started:
-            raise RateLimited("An opt-in link was made for them within the hour; give them that one.", OPTIN_EVERY_S)
-        self.tables.audit.record(OPTIN_PARTITION, "optin_started", now, contact_key=contact_key)
-        expires = iso(now + OPTIN_DAYS * 86400)[:19] + "Z"
+            raise RateLimited("An opt-in link was sent to them within the hour.", OPTIN_EVERY_S)
+        self.tables.audit.record(
+            OPTIN_PARTITION,
+            "optin_started",
+            now,
+            contact_key=contact_key,
+            channel=contact.channel,
+            started_by=str(started_by.get("email") or ""),
+        )
+        self.send_message(optin_message(contact_key, nonce))
         return {
-            "status": "confirmation_link",
-            "link": self.links.optin(contact_key, nonce),
-            "expires_at": expires,
-            "sms_stop": opted.get("source") == "stop",
+            "status": "link_sent",
+            "channel": contact.channel,
+            "expires_at": iso(now + OPTIN_DAYS * 86400)[:19] + "Z",
+            "sms_stop": contact.channel == SMS and source == "stop",
         }
 
     # --- The person's side: GET /optin/{token} shows a button, POST /optin/{token} opts them back in.
@@ -119,10 +183,20 @@ class OptIns:
         now = self.clock.now()
         # The pending opt-in is used first: a crash before the opt-out goes leaves the person opted out (the safe
         # side), and staff can make them a new link.
-        if not self.tables.throttle.take_optin(optin_key(key), nonce, now):
+        taken = self.tables.throttle.take_optin(optin_key(key), nonce, now)
+        if taken is None:
             return self._expired(lang)
         self.tables.optout.remove(key)
-        self.tables.audit.record(OPTIN_PARTITION, "optin", now, contact_key=key)
+        started_by = taken.get("started_by")
+        by: dict[str, Any] = started_by if isinstance(started_by, dict) else {}
+        self.tables.audit.record(
+            OPTIN_PARTITION,
+            "optin",
+            now,
+            contact_key=key,
+            started_by=str(by.get("email") or ""),
+            started_by_sub=str(by.get("sub") or ""),
+        )
         return self._page(
             200,
             lang,
@@ -135,3 +209,100 @@ class OptIns:
         """A button press sent from another website's page: nothing changes."""
         lang = i18n.negotiate(accept=accept)
         return self._page(403, lang, "Please use the button on the page", "Open the link again.")
+
+
+# --- The notifier's side: the link, sent once to the person's own contact.
+
+
+def optin_email(*, shop: str, to: str, lang: str, link: str, unsubscribe_url: str) -> Notice:
+    """The email that carries a staff-started opt-in's link, in the language staff chose (else English)."""
+    t = i18n.text(DOMAIN, lang)
+    paragraphs = [
+        t("Hello,"),
+        t("You unsubscribed from {shop}'s messages earlier.", shop=shop),
+        t("We were asked to turn them back on for you. If that was you, open this link and press the button:"),
+        link,
+        t("If it was not you, ignore this email: nothing changes, and your messages stay off."),
+    ]
+    safe_link = html.escape(link, quote=True)
+    body_html = (
+        f'<!doctype html><html lang="{html.escape(lang)}"><body style="font-family:sans-serif;line-height:1.5;'
+        'color:#111827">'
+        + "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs[:3])
+        + f'<p><a href="{safe_link}">{html.escape(t("Turn messages back on"))}</a></p>'
+        + f"<p>{html.escape(paragraphs[4])}</p></body></html>"
+    )
+    return Notice(
+        channel=EMAIL,
+        to=to,
+        subject=t("Turn {shop} messages back on?", shop=shop),
+        text="\n\n".join(paragraphs) + "\n",
+        html=body_html,
+        unsubscribe_url=unsubscribe_url,
+    )
+
+
+def optin_sms(*, shop: str, lang: str, link: str) -> str:
+    """The SMS that carries a staff-started opt-in's link: the shop's name first, GSM-7 only."""
+    t = i18n.text(DOMAIN, lang)
+    message = t(
+        "{shop}: we were asked to turn our messages back on for you. If that was you, open {link} and press the "
+        "button. Not you? Ignore this.",
+        shop=sms_shop(shop),
+        link=link,
+    )
+    return to_gsm(message)
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class OptInSender:
+    """Sends a pending opt-in's link (the notifier runs it), exactly once."""
+
+    tables: Tables
+    links: Links
+    senders: Senders
+    clock: Clock
+    shop_name: str
+
+    def handle(self, contact_key: str, nonce: str) -> bool:
+        """Send the link if it is still owed; True when it went."""
+        now = self.clock.now()
+        pending = self.tables.throttle.claim_optin_message(optin_key(contact_key), nonce, now)
+        if pending is None:
+            return False  # a redelivery, or replaced, used or expired meanwhile
+        channel, to = str(pending["channel"]), str(pending["contact"])
+        lang = str(pending.get("lang") or i18n.DEFAULT_LANGUAGE)
+        link = self.links.optin(contact_key, nonce)
+        if channel == SMS:
+            notice = Notice(channel=SMS, to=to, text=optin_sms(shop=self.shop_name, lang=lang, link=link))
+        else:
+            unsubscribe = self.links.unsubscribe(contact_key)
+            notice = optin_email(shop=self.shop_name, to=to, lang=lang, link=link, unsubscribe_url=unsubscribe)
+
+        def still_their_choice() -> None:
+            record = self.tables.optout.get(contact_key)
+            if record is None or record.get("source") not in PROOF_SOURCES:
+                # Lifted meanwhile (nothing to lift), or a bounce or complaint arrived: nothing goes.
+                raise PermissionError("not an opt-out of the person's own choice")
+
+        try:
+            self.senders.send(notice, just_before=still_their_choice)
+        except PermissionError:
+            self._fact("optin_refused", now, contact_key, channel, reason="changed")
+            return False
+        except Exception as error:
+            if refused_recipient(channel, error):
+                # A number opted out at SNS (STOP) or an address SES will not take: it never arrives.
+                self._fact("optin_refused", now, contact_key, channel, reason="provider")
+                return False
+            if maybe_sent(error):
+                log.warning("an opt-in link's answer was lost (%s); not resent", error_code(error))
+                self._fact("optin_link_sent", now, contact_key, channel)
+                return True
+            self.tables.throttle.release_optin_message(optin_key(contact_key), nonce)
+            raise
+        self._fact("optin_link_sent", now, contact_key, channel)
+        return True
+
+    def _fact(self, kind: str, now: float, key: str, channel: str, reason: str = "") -> None:
+        self.tables.audit.record(OPTIN_PARTITION, kind, now, contact_key=key, channel=channel, reason=reason)

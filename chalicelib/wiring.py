@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from chalicelib.manage import ManageService
     from chalicelib.metrics import MetricsFactory
     from chalicelib.notifier import Notifier
-    from chalicelib.optin import OptIns
+    from chalicelib.optin import OptIns, OptInSender
     from chalicelib.optout_service import OptoutService
     from chalicelib.orders import OrdersService
     from chalicelib.owed import OwedJobs
@@ -293,14 +293,20 @@ class Services:
 
     def handle_message(self, body: str) -> bool:
         """A message on the jobs queue that is not a restock job, handled where it belongs: a re-subscribe email or
-        code (chalicelib/resubscribe.py), a place's confirmation email or a switch's code (chalicelib/confirm.py).
+        code (chalicelib/resubscribe.py), an opt-in link staff started (chalicelib/optin.py), a place's confirmation
+        email or a switch's code (chalicelib/confirm.py).
         False for a restock job, which is the notifier's."""
         from chalicelib.confirm import message_of
         from chalicelib.jobs import resubscribe_message_of
+        from chalicelib.optin import optin_message_of
 
         proof = resubscribe_message_of(body)
         if proof is not None:
             self.proofs.handle(proof)
+            return True
+        optin = optin_message_of(body)
+        if optin is not None:
+            self.optin_links.handle(*optin)
             return True
         message = message_of(body)
         if message is not None:
@@ -627,6 +633,20 @@ class Services:
             links=self.links,
             clock=self.clock,
             shop=self.shop,
+            send_message=self.jobs.send_body,
+        )
+
+    @cached_property
+    def optin_links(self) -> OptInSender:
+        """The notifier's side of an opt-in staff started: its link, sent once to the person's own contact."""
+        from chalicelib.optin import OptInSender
+
+        return OptInSender(
+            tables=self.tables,
+            links=self.links,
+            senders=self.senders,
+            clock=self.clock,
+            shop_name=self.settings.shop_name,
         )
 
     def _operations(self) -> Operations:

@@ -110,10 +110,14 @@ class ContactSupport:
         return {"status": "opted_out"}
 
     def opt_in(self, staff: Staff, data: Mapping[str, Any]) -> dict[str, Any]:
-        """A link for the person to lift their own opt-out (nothing is sent to a suppressed contact)."""
+        """Send the person a link that lifts their own opt-out, in `lang` if given; staff never see the link, so
+        only the contact's owner can use it."""
         raw = contact_field(data)
-        _, key = self.desk.contact(raw)
-        answer = self.optins.start(key)
+        lang = data.get("lang")
+        if lang is not None and not isinstance(lang, str):
+            raise BadRequest("`lang` must be a language tag, such as de.", code="invalid_field")
+        contact, key = self.desk.contact(raw)
+        answer = self.optins.start(contact, key, started_by={"email": staff.email, "sub": staff.sub}, lang=lang)
         self.staff_audit.record(staff, "optin", contact_key=key)
         return answer
 

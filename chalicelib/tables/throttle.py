@@ -231,23 +231,28 @@ class ThrottleTable:
 
     # --- Pending opt-ins (chalicelib/optin.py): a staff member started one; only the person's own button ends it.
 
-    def start_optin(self, key: str, *, nonce: str, now: float, ttl_s: int, every_s: int) -> bool:
-        """Record a pending opt-in with a fresh nonce (older links stop working); False when one was started
-        under `every_s` ago."""
-        return self._start_pending({"key": key, "nonce": nonce}, now=now, ttl_s=ttl_s, every_s=every_s)
+    def start_optin(self, key: str, *, nonce: str, now: float, ttl_s: int, every_s: int, **fields: Any) -> bool:
+        """Record a pending opt-in with a fresh nonce (older links stop working), keeping `fields` (where its link
+        goes, who started it); False when one was started under `every_s` ago."""
+        return self._start_pending({**fields, "key": key, "nonce": nonce}, now=now, ttl_s=ttl_s, every_s=every_s)
 
-    def take_optin(self, key: str, nonce: str, now: float) -> bool:
-        """Use a pending opt-in once: True when it was this nonce's and still live (and is now gone)."""
+    # Its link's message is claimed for sending, and given back, as a switch's code is.
+    claim_optin_message = claim_switch_code
+    release_optin_message = release_switch_code
+
+    def take_optin(self, key: str, nonce: str, now: float) -> dict[str, Any] | None:
+        """Use a pending opt-in once: the pending opt-in when it was this nonce's and still live (now gone)."""
         try:
-            self.table.delete_item(
+            result = self.table.delete_item(
                 Key={"key": key},
                 # Single use, and only the newest link staff made, before it expires.
                 ConditionExpression="nonce = :nonce AND expires_at > :now",
                 ExpressionAttributeValues={":nonce": nonce, ":now": int(now)},
+                ReturnValues="ALL_OLD",
             )
         except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return False
-        return True
+            return None
+        return dict(result["Attributes"])
 
     def pending_optin(self, key: str, nonce: str, now: float) -> bool:
         """Whether this nonce's opt-in is still pending and live."""

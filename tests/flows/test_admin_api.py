@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +23,7 @@ from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
 from tests.admin_pool import PASSWORD, Pool, jwks_over_http, staff_pool
 from tests.builders import key_of
+from tests.notices import drain, email_outbox, sms_outbox, verify_sender
 from tests.scenes import Scene, scene
 from tests.support import REGION, app_client
 
@@ -426,7 +428,7 @@ def test_bad_bodies_are_clear_4xx(api: Client, pool: Pool) -> None:
     assert unreadable.status_code == 400
 
 
-def test_opt_in_gives_a_link_only_the_persons_own_button_uses(
+def test_opt_in_texts_the_link_to_the_person_never_to_staff_and_its_use_names_who_started_it(
     api: Client, admin_services: Services, clock: FixedClock, pool: Pool
 ) -> None:
     token = pool.id_token(HELPER)
@@ -434,11 +436,20 @@ def test_opt_in_gives_a_link_only_the_persons_own_button_uses(
     not_out = post(api, "/admin/api/contacts/optin", token, {"contact": "+447400100000"})
     assert (not_out.status_code, json.loads(not_out.body)["error"]) == (409, "not_opted_out")
     post(api, "/admin/api/contacts/optout", token, {"contact": "+447400100000"})
-    answer = json.loads(post(api, "/admin/api/contacts/optin", token, {"contact": "07400 100000"}).body)
-    assert answer["status"] == "confirmation_link" and answer["sms_stop"] is False
-    # Nothing was sent to the suppressed contact (invariant 3): staff hand the link over themselves.
+    started = post(api, "/admin/api/contacts/optin", token, {"contact": "07400 100000", "lang": "de"})
+    assert started.status_code == 200, started.body
+    answer = json.loads(started.body)
+    # A support member could otherwise press the link themselves: it goes to the contact, and only there.
+    assert "link" not in answer and "/optin/" not in started.body.decode()
+    assert (answer["status"], answer["channel"], answer["sms_stop"]) == ("link_sent", "sms", False)
     assert post(api, "/admin/api/contacts/optin", token, {"contact": "+447400100000"}).status_code == 429
-    path = answer["link"].split("127.0.0.1:8000", 1)[1]
+    assert sms_outbox() == [], "the notifier sends it, as every message"
+    drain(admin_services)
+    [(number, text)] = sms_outbox()
+    assert number == "+447400100000" and "wieder einzuschalten" in text
+    found = re.search(r"http://127\.0\.0\.1:8000(/optin/\S+)", text)
+    assert found, text
+    path = found.group(1)
     page = api.http.get(path)
     assert page.status_code == 200 and b"Yes, send me messages again" in page.body
     assert admin_services.tables.optout.get(key) is not None  # opening the link changes nothing
@@ -450,6 +461,37 @@ def test_opt_in_gives_a_link_only_the_persons_own_button_uses(
     assert api.http.post(path[:-3] + "abc", headers=form, body="").status_code == 400
     # One instant on the test clock: the facts' order within it is their keys' random suffix.
     assert sorted(f["action"] for f in staff_facts(admin_services)) == ["optin", "optout"]
+    facts = {f["kind"]: f for f in admin_services.tables.audit.for_sku("@optin")}
+    assert {"optin_started", "optin_link_sent", "optin"} <= set(facts)
+    assert facts["optin"]["started_by"] == HELPER and facts["optin"]["contact_key"] == key
+
+
+def test_opt_in_emails_the_link_to_an_address(
+    api: Client, admin_services: Services, clock: FixedClock, pool: Pool
+) -> None:
+    verify_sender(admin_services)
+    token = pool.id_token(OWNER)
+    post(api, "/admin/api/contacts/optout", token, {"contact": "ada@example.com"})
+    answer = json.loads(post(api, "/admin/api/contacts/optin", token, {"contact": "ada@example.com"}).body)
+    assert answer["status"] == "link_sent" and "link" not in answer
+    drain(admin_services)
+    [email] = email_outbox()
+    assert "ada@example.com" in email.destinations["ToAddresses"]
+    assert re.search(r'href="http://127\.0\.0\.1:8000/optin/[^"]+"', str(email.body)), email.body
+
+
+@pytest.mark.parametrize("source", ["bounce", "complaint", "invalid_number"])
+def test_opt_in_is_refused_when_the_opt_out_was_not_the_persons_choice(
+    api: Client, admin_services: Services, clock: FixedClock, pool: Pool, source: str
+) -> None:
+    key = key_of(admin_services, "+447400100000")
+    admin_services.tables.optout.add(key, source, clock.now())
+    answer = post(api, "/admin/api/contacts/optin", pool.id_token(OWNER), {"contact": "+447400100000"})
+    assert answer.status_code == 409
+    body = json.loads(answer.body)
+    assert body["error"] == "not_their_choice" and body["message"]
+    drain(admin_services)
+    assert sms_outbox() == [] and admin_services.tables.optout.get(key) is not None
 
 
 def test_a_stage_without_a_staff_pool_has_no_dashboard_to_sign_in_to(services: Services) -> None:

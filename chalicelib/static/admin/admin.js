@@ -514,18 +514,18 @@ function showSupport(body) {
   input.setAttribute("aria-describedby", "support-hint");
   const explain = el("button", { type: "submit" }, "Explain");
   const optOut = el("button", { type: "button", onclick: act("optout", "contacts/optout", () => say("Opted out: nothing more will be sent to them.")) }, "Opt out");
-  // Nothing is ever sent to an opted-out contact: staff get a link to hand over, and only the person's own press of
-  // its button lifts the opt-out.
+  // The link goes to the person's own contact and never to staff: only the owner of the contact can press its button,
+  // which alone lifts the opt-out.
   const optIn = el("button", {
     type: "button",
     onclick: act("optin", "contacts/optin", (data) => {
+      const where = data.channel === "sms" ? "by SMS" : "by email";
       result.replaceChildren(
-        el("h3", {}, "Opt-in link"),
-        el("p", {}, `Give this link to the person; pressing its button opts them back in. It works once, until ${show(data.expires_at)}.`),
-        el("p", {}, el("code", { class: "optin-link" }, show(data.link))),
-        ...(data.sms_stop ? [el("p", { class: "hint" }, "They replied STOP to a text: they must also text START to the shop's number before texts reach them again.")] : []),
+        el("h3", {}, "Opt-in link sent"),
+        el("p", {}, `An opt-in link was sent to them ${where}; pressing its button opts them back in. It works once, until ${show(data.expires_at)}.`),
+        ...(data.sms_stop ? [el("p", { class: "hint" }, "They replied STOP to a text: the link reaches them only once they text START to the shop's number.")] : []),
       );
-      say("Opt-in link made: nothing was sent to them.");
+      say(`Opt-in link sent ${where}.`);
     }),
   }, "Opt in…");
   const exportButton = el("button", {
