@@ -425,7 +425,12 @@ def change_my_requests(token: str) -> Response:
     """A form on the shopper's page: leave a list, switch channel, or stop everything (CSRF-checked)."""
     request = _request()
     return wiring.current().self_service.manage_action(
-        token, _body(request), request.headers.get("content-type", ""), dict(request.headers), _accept_language()
+        token,
+        _body(request),
+        request.headers.get("content-type", ""),
+        dict(request.headers),
+        _accept_language(),
+        source=_source_ip(),
     )
 
 

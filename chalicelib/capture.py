@@ -13,11 +13,19 @@ from typing import Any
 from chalicelib.clock import Clock
 from chalicelib.config import Settings
 from chalicelib.confirm import MAX_CONFIRMATIONS, RESEND_AFTER_S, confirm_message
-from chalicelib.contacts import Contact, check_sms_number, contact_key, normalise_contact, sms_prefix
+from chalicelib.contacts import Contact, check_sms_number, contact_key, normalise_contact
 from chalicelib.errors import BadRequest, Busy, Conflict, Discontinued, DomainError, RateLimited, UnknownSku
 from chalicelib.i18n import DEFAULT_LANGUAGE, negotiate
 from chalicelib.owed import OwedJobs
 from chalicelib.senders import EMAIL
+from chalicelib.sms_caps import (
+    SmsCaps,
+    add_caps,
+    sms_caps,
+    source_key,
+    source_rate_key,
+    taps_refused,
+)
 from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
 from chalicelib.tables.catalog import WaitingShard, shard_cap, shard_for
 from chalicelib.tables.requests import new_joined_ts
@@ -41,26 +49,6 @@ class NotifyMe:
     contact: Contact
     name: str
     lang: str = DEFAULT_LANGUAGE  # the shopper's language (chalicelib/i18n.py), for everything they are sent
-
-
-def places_key(e164: str, hash_key: str, now: float, window_days: int) -> tuple[str, int]:
-    """The throttle key counting the places a number took in the current window, and when it expires."""
-    window_s = window_days * 86400
-    window = int(now // window_s)
-    number = contact_key(f"sms:{e164}", hash_key)
-    return f"places#{number}#{window}", (window + 1) * window_s + 60
-
-
-@dataclass(frozen=True)
-class SmsCaps:
-    """The throttle counters an SMS tap is charged to (SMS pumping): keys are keyed hashes, never a number."""
-
-    number_key: str  # taps by this number this hour
-    prefix_key: str  # taps by numbers of this block (the number less its last 4 digits) this hour
-    places_key: str  # new places this number took in this window
-    hour_expires: int
-    places_expires: int
-    retry_after: int  # seconds to the end of the hour
 
 
 @dataclass(frozen=True)
@@ -173,8 +161,7 @@ class CaptureService:
     on_suppressed: SuppressedTap | None = None  # a tap for a suppressed contact (opting back in)
 
     def _rate_key(self, source: str, now: float) -> tuple[str, int, int]:
-        minute = int(now // 60)
-        return f"tap#{source}#{minute}", (minute + 1) * 60 + 60, int((minute + 1) * 60 - now) or 1
+        return source_rate_key(source, now)
 
     def _charge(self, source: str, now: float) -> None:
         key, expires, retry_after = self._rate_key(source, now)
@@ -185,52 +172,15 @@ class CaptureService:
         """The counters an SMS tap is charged to; None for email. Each costs the same whatever the list's length."""
         if contact.channel != "sms":
             return None
-        hour = int(now // 3600)
-        number = contact_key(f"sms:{contact.address}", self.hash_key)
-        prefix = contact_key(f"prefix:{sms_prefix(contact.address)}", self.hash_key)
-        places, places_expires = places_key(contact.address, self.hash_key, now, self.settings.request_ttl_days)
-        return SmsCaps(
-            number_key=f"tapn#{number}#{hour}",
-            prefix_key=f"tapp#{prefix}#{hour}",
-            places_key=places,
-            hour_expires=(hour + 1) * 3600 + 60,
-            places_expires=places_expires,
-            retry_after=int((hour + 1) * 3600 - now) or 1,
-        )
+        return sms_caps(contact.address, self.hash_key, now, self.settings.request_ttl_days)
 
     def _cap_items(self, tx: Tx, caps: SmsCaps | None, *, taps: bool, place: bool) -> Tx:
         """Add an SMS tap's counters to `tx`: the taps this hour (number and prefix), and one new place."""
-        if caps is None:
-            return tx
-        limits = self.settings
-        throttle = self.tables.throttle
-        if taps:
-            tx.add(
-                "number taps", throttle.charge_item(caps.number_key, limits.taps_per_number_per_hour, caps.hour_expires)
-            )
-            tx.add(
-                "prefix taps", throttle.charge_item(caps.prefix_key, limits.taps_per_prefix_per_hour, caps.hour_expires)
-            )
-        if place:
-            tx.add("places", throttle.charge_item(caps.places_key, limits.places_per_number, caps.places_expires))
-        return tx
+        return add_caps(tx, self.tables.throttle, caps, self.settings, taps=taps, place=place)
 
     def _taps_refused(self, cancelled: TransactionCancelled, caps: SmsCaps | None) -> None:
         """Raise RateLimited when the transaction failed on a tap counter of the number or its block."""
-        if caps is None:
-            return
-        if cancelled.failed("number taps"):
-            raise RateLimited(
-                "Too many requests for this number this hour; try again later.",
-                caps.retry_after,
-                code="number_rate_limited",
-            )
-        if cancelled.failed("prefix taps"):
-            raise RateLimited(
-                "Too many requests for numbers like this one this hour; try again later, or choose email.",
-                caps.retry_after,
-                code="prefix_rate_limited",
-            )
+        taps_refused(cancelled, caps)
 
     def _charge_taps(self, caps: SmsCaps | None) -> None:
         """Count a tap the transaction did not commit against its number and block (a repeat, an opt-out)."""
@@ -270,7 +220,7 @@ class CaptureService:
         `source` is the caller's IP address. It is kept only as a keyed hash (in the rate limit's key and the
         audit), like a contact: enough to count taps from one address, nothing to read it back from.
         """
-        source = contact_key(f"ip:{source}", self.hash_key)
+        source = source_key(source, self.hash_key)
         tap = parse_notify_me(data, self.settings.default_phone_region, accept_language)
         if tap.contact.channel == "sms":
             # SMS pumping: only mobile numbers, only in the countries the shop sells to (README "Limits").

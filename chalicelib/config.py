@@ -46,6 +46,9 @@ class Settings:
     places_per_number: int = 20  # new SMS places one number may take (all SKUs) per REQUEST_TTL_DAYS
     taps_per_number_per_hour: int = 10
     taps_per_prefix_per_hour: int = 30  # a prefix is the E.164 number less its last 4 digits
+    # SMS that are not restock notices (switch and re-subscribe codes) the whole shop sends per UTC day: codes are
+    # bounded only by requests, notices by units in stock (chalicelib/sms_caps.py).
+    non_notice_sms_per_day: int = 200
     max_waiting_per_sku: int = 10_000  # places waiting on one SKU's list at once
     # Offers on one restock that may lapse unused with no sale in between before it stops re-offering its units.
     reoffer_lapse_limit: int = 20
@@ -386,6 +389,7 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         places_per_number=_int(env, "PLACES_PER_NUMBER", 20, minimum=1),
         taps_per_number_per_hour=_int(env, "TAPS_PER_NUMBER_PER_HOUR", 10, minimum=1),
         taps_per_prefix_per_hour=_int(env, "TAPS_PER_PREFIX_PER_HOUR", 30, minimum=1),
+        non_notice_sms_per_day=_int(env, "NON_NOTICE_SMS_PER_DAY", 200, minimum=1),
         max_waiting_per_sku=_int(env, "MAX_WAITING_PER_SKU", 10_000, minimum=1),
         reoffer_lapse_limit=_int(env, "REOFFER_LAPSE_LIMIT", 20, minimum=1),
         secret_refs=refs,

@@ -27,11 +27,12 @@ from chalicelib.confirm import (
     switch_key,
 )
 from chalicelib.contacts import CHANNELS, check_sms_number, contact_key, mask, normalise_contact
-from chalicelib.errors import BadRequest, DomainError
+from chalicelib.errors import BadRequest, Conflict, DomainError
 from chalicelib.leaving import Exit, QueueExits
 from chalicelib.line import PlaceInLine, read_place
 from chalicelib.link_ids import is_link_id
 from chalicelib.manage_ids import ManageIds
+from chalicelib.sms_caps import SmsSends, places_key
 from chalicelib.tables.base import TransactionCancelled, TxItem, transact
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.requests import ACTIVE_STATES, Request, RequestState
@@ -101,6 +102,18 @@ class FormGuard:
             raise FormRefused("This form is not from your page. Open your link again and retry.")
 
 
+CONFIRM_FIRST = (
+    "Please confirm your email address first: press the button in the email we sent you, then you can change how we "
+    "tell you."
+)
+
+
+class NotConfirmed(Conflict):
+    """A switch asked for before the person confirmed their email address (double opt-in)."""
+
+    code = "not_confirmed"
+
+
 @dataclass(frozen=True)
 class Place:
     """One product a shopper waits for, as their page shows it."""
@@ -116,6 +129,7 @@ class Place:
     hold_expires_at: int | None = None
     offer_token: str | None = None  # the live offer or hold's row id (its reserve link goes on to checkout)
     lang: str = "en"  # the language the shopper tapped in
+    unconfirmed: bool = False  # an email place whose address has not confirmed it yet (double opt-in)
 
 
 @dataclass(frozen=True)
@@ -132,6 +146,11 @@ class ManageView:
     def lang(self) -> str | None:
         """The language of the place joined most recently (None when there is none)."""
         return max(self.places, key=lambda p: p.joined_ts).lang if self.places else None
+
+    @property
+    def confirmed(self) -> bool:
+        """Whether the contact proved itself on at least one place (an SMS place needs no confirming)."""
+        return any(not p.unconfirmed for p in self.places)
 
     @property
     def other_channel(self) -> str | None:
@@ -167,6 +186,8 @@ class ManageService:
     codes: CodeKey
     send_message: Callable[[str], object]  # puts a message on the jobs queue (a switch code)
     link_max_age_s: int  # a manage link lives as long as the places it shows
+    # Every code SMS is charged to the caps a tap is, and to the shop's daily ceiling (chalicelib/sms_caps.py).
+    sms_sends: SmsSends
     # SMS pumping guards, as at capture: where SMS may go (None: the default region only), and how many places
     # one number may take in a window (REQUEST_TTL_DAYS long).
     sms_allowed_countries: tuple[str, ...] | None = None
@@ -227,6 +248,7 @@ class ManageService:
                     hold_expires_at=hold_expires,
                     offer_token=request.offer_token,
                     lang=request.lang,
+                    unconfirmed=request.unconfirmed,
                 )
             )
         places.sort(key=lambda p: p.joined_ts)
@@ -253,23 +275,32 @@ class ManageService:
         """Leave one product's list (a held unit stays held until bought or expired)."""
         return self.exits.leave_sku(key, sku, reason="manage")
 
-    def start_switch(self, key: str, raw_contact: str) -> str:
+    def start_switch(self, key: str, raw_contact: str, *, source: str | None = None) -> str:
         """Send a code to the contact to switch to (by the notifier); returns it masked. Nothing moves until the
-        code comes back (`finish_switch`): a link that leaked cannot move someone's places onto another contact."""
+        code comes back (`finish_switch`): a link that leaked cannot move someone's places onto another contact.
+        `source` is the client address asking; a code SMS counts against its caps as a tap does."""
         channel, contact, new_key = self._switch_target(key, raw_contact)
         nonce = new_nonce()
+        now = self.clock.now()
         started = self.tables.throttle.start_switch(
             switch_key(key),
             nonce=nonce,
             channel=channel,
             contact=contact,
             new_key=new_key,
-            now=self.clock.now(),
+            now=now,
             ttl_s=CODE_TTL_S,
             every_s=CODE_RESEND_AFTER_S,
         )
         if not started:
             raise BadRequest("We sent a code a moment ago. Please wait a minute before asking again.", code="code_wait")
+        if channel == "sms":
+            try:
+                self.sms_sends.charge(contact, now, source=source)
+            except DomainError:
+                # No code goes, so none may be waited for: the page offers the switch again.
+                self.tables.throttle.end_switch(switch_key(key), nonce)
+                raise
         self.send_message(code_message(key, nonce))
         return mask(contact)
 
@@ -287,7 +318,9 @@ class ManageService:
         self.tables.throttle.end_switch(switch_key(key), nonce)
         return self.switch(key, str(pending["contact"]), channel=str(pending["channel"]))
 
-    def _switch_target(self, key: str, raw_contact: str, channel: str | None = None) -> tuple[str, str, str]:
+    def _switch_target(
+        self, key: str, raw_contact: str, channel: str | None = None, *, proven: bool = False
+    ) -> tuple[str, str, str]:
         view = self.view(key)
         if view.opted_out:
             raise BadRequest("You have unsubscribed, so there are no notices to switch.", code="opted_out")
@@ -295,6 +328,9 @@ class ManageService:
             raise BadRequest(
                 "You are not waiting for anything, so there is nothing to switch.", code="nothing_to_switch"
             )
+        if not proven and not view.confirmed:
+            # Otherwise an address nobody confirmed is a free door to text any number (SMS pumping).
+            raise NotConfirmed(CONFIRM_FIRST)
         if channel is not None and channel != view.other_channel:
             raise BadRequest("Your notices changed meanwhile. Please start again.", code="nothing_to_switch")
         channel = view.other_channel
@@ -309,12 +345,12 @@ class ManageService:
                 "That contact asked us not to send it messages, so we cannot switch to it.", code="contact_opted_out"
             )
         if channel == "sms":
-            self._check_sms(contact.address, len(view.places))
+            self._check_sms(contact.address, len(view.places), charge=proven)
         return channel, contact.address, new_key
 
     def switch(self, key: str, address: str, *, channel: str) -> SwitchResult:
         """Send every live place's notices to a proven contact of the other kind; places in line are kept."""
-        channel, address, new_key = self._switch_target(key, address, channel)
+        channel, address, new_key = self._switch_target(key, address, channel, proven=True)
         view = self.view(key)
         result = SwitchResult(new_key=new_key, channel=channel, contact=mask(address))
         for place in view.places:
@@ -322,15 +358,19 @@ class ManageService:
             {"moved": result.moved, "merged": result.merged, "unchanged": result.unchanged}[outcome].append(place.sku)
         return result
 
-    def _check_sms(self, e164: str, places: int) -> None:
+    def _check_sms(self, e164: str, places: int, *, charge: bool) -> None:
         """A switch to SMS passes the checks a tap does: a mobile number in an allowed country, and the places it
-        brings counted against the number's cap (so joining by email and switching cannot go round it)."""
-        from chalicelib.capture import places_key
-
+        brings counted against the number's cap (so joining by email and switching cannot go round it). They are
+        counted only once the code proves the number (`charge`): before that the cap is only read, so requests
+        nobody proves cost the number's owner none of their places."""
         check_sms_number(e164, self.sms_allowed_countries or (self.default_region,))
         window_days = max(1, self.link_max_age_s // 86400)
         key, expires = places_key(e164, self.hash_key, self.clock.now(), window_days)
-        if not self.tables.throttle.charge_many(key, places, self.places_per_number, expires):
+        if charge:
+            fits = self.tables.throttle.charge_many(key, places, self.places_per_number, expires)
+        else:
+            fits = self.tables.throttle.count(key) + places <= self.places_per_number
+        if not fits:
             raise BadRequest(
                 f"That number would wait for more than {self.places_per_number} products, the most we keep for one "
                 "number; leave a list you no longer need first, or keep email.",

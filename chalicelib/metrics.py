@@ -20,6 +20,9 @@ CONTINUATIONS = "ContinuationsQueued"
 # 0 whenever the check ran and the rule held; the `notices-over-units` alarm fires on anything above 0.
 NOTICES_OVER_UNITS = "NoticesOverUnits"
 SMS_DELIVERY_FAILURES = "SmsDeliveryFailures"  # SMS SNS accepted and could not deliver (chalicelib/sms_feedback.py)
+# A code SMS refused because the shop sent NON_NOTICE_SMS_PER_DAY of them today (chalicelib/sms_caps.py): real
+# shoppers are being turned away, or someone is pumping SMS through the codes.
+NON_NOTICE_SMS_REFUSED = "NonNoticeSmsRefused"
 
 
 def skip_metric(reason: str) -> str:

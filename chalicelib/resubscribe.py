@@ -49,6 +49,7 @@ from chalicelib.links import Links
 from chalicelib.pages import Shop, button_form, page
 from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent, refused_recipient
 from chalicelib.sms import to_gsm
+from chalicelib.sms_caps import SmsSends
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.optout import resubscribe_code_key, resubscribe_link_key
 from chalicelib.tables.store import Tables
@@ -88,6 +89,9 @@ class ProofRequests:
 
     tables: Tables
     send_message: Callable[[str], object]  # puts a message on the jobs queue
+    # A code SMS also counts against the shop's daily ceiling of codes (its tap was charged to the number's, block's
+    # and address's caps already, chalicelib/capture.py).
+    sms_sends: SmsSends
 
     def ask(self, tap: NotifyMe, key: str, record: dict[str, Any] | None, now: float) -> bool:
         """Record a pending proof and owe its message; True when one is now owed. Nothing when the opt-out was not
@@ -126,6 +130,8 @@ class ProofRequests:
                 self.tables.audit.record_item(tap.sku, "resubscribe_asked", now, contact_key=key, channel=channel),
             )
         )
+        if channel == SMS:
+            tx.join(self.sms_sends.ceiling_item(now))
         try:
             self.tables.run(tx)
         except TransactionCancelled as cancelled:
@@ -133,6 +139,11 @@ class ProofRequests:
                 log.info(
                     "a proof message was asked for within its contact's cap; none sent", extra={"channel": channel}
                 )
+                return False
+            if tx.has("ceiling") and self.sms_sends.ceiling_refused(cancelled, now):
+                # The tap's answer stays the one every tap gets: a 429 here would tell a stranger this number opted
+                # out. The contact may tap again tomorrow.
+                log.warning("the shop's daily ceiling of code SMS is reached; no re-subscribe code sent")
                 return False
             raise
         try:

@@ -20,7 +20,7 @@ from chalicelib.errors import DomainError
 from chalicelib.leaving import GONE, HOLDING, Exit
 from chalicelib.line import PlaceInLine
 from chalicelib.link_ids import is_link_id
-from chalicelib.manage import ACTIONS, FormRefused, ManageService, ManageView, Place, product_name
+from chalicelib.manage import ACTIONS, CONFIRM_FIRST, FormRefused, ManageService, ManageView, Place, product_name
 from chalicelib.optout_service import OptoutService
 from chalicelib.pages import (
     LINK_INCOMPLETE,
@@ -78,6 +78,9 @@ REFUSALS = {
     "invalid_email": "That is not a valid email address.",
     "contact_channel_mismatch": "That does not look like the kind of contact asked for. Please check it.",
     "missing_field": "Please fill in the field.",
+    "not_confirmed": CONFIRM_FIRST,
+    "sms_daily_limit": "We have sent as many codes by SMS today as we send in a day. Please try again tomorrow, "
+    "or keep email.",
 }
 
 
@@ -246,9 +249,16 @@ class SelfService:
         return self._page(200, lang, "Your requests", self._summary(view, lang), self._manage_html(view, done, lang))
 
     def manage_action(
-        self, token: str, raw: bytes | None, content_type: str, headers: Mapping[str, str], accept: str | None = None
+        self,
+        token: str,
+        raw: bytes | None,
+        content_type: str,
+        headers: Mapping[str, str],
+        accept: str | None = None,
+        source: str | None = None,
     ) -> Response:
-        """POST /me/{token}: leave a list, switch channel or stop everything, then back to the page."""
+        """POST /me/{token}: leave a list, switch channel or stop everything, then back to the page. `source` is
+        the client address (a code SMS counts against its caps)."""
         lang = i18n.negotiate(accept=accept)
         key = self._manage_key(token, lang)
         if isinstance(key, Response):
@@ -259,7 +269,7 @@ class SelfService:
             form = self._form(raw, content_type)
             action = form.get("action", "")
             self.manage.check_form(key, action, form.get("form_token", ""))
-            return self._act(key, token, action, form, lang)
+            return self._act(key, token, action, form, lang, source)
         except FormRefused as refused:
             return self._page(refused.status, lang, "Please try that again", self._refusal(refused, lang), back)
         except DomainError as error:
@@ -288,13 +298,15 @@ class SelfService:
             raise FormRefused("Please use the buttons on the page.", code="form_refused") from exc
         return {k: v[-1] for k, v in fields.items()}
 
-    def _act(self, key: str, token: str, action: str, form: dict[str, str], lang: str) -> Response:
+    def _act(
+        self, key: str, token: str, action: str, form: dict[str, str], lang: str, source: str | None = None
+    ) -> Response:
         if action == "leave":
             exit_ = self.manage.leave(key, form.get("sku", "")[:64])
             done = {HOLDING: "holding", GONE: "gone"}.get(exit_.outcome, "left")
             return redirect(f"{token}?done={done}")
         if action == "switch":
-            self.manage.start_switch(key, form.get("contact", "")[:254])
+            self.manage.start_switch(key, form.get("contact", "")[:254], source=source)
             return redirect(f"{token}?done=code_sent")
         if action == "code":
             result = self.manage.finish_switch(key, form.get("code", ""))
@@ -379,7 +391,13 @@ class SelfService:
                 'autocomplete="one-time-code" required maxlength="12"></label>'
                 f"<button type=submit>{html.escape(tr(lang, 'Switch'))}</button></form></section>"
             )
-        if view.places and view.other_channel and not view.opted_out:
+        if view.places and view.other_channel and not view.opted_out and not view.confirmed:
+            # No form that would only be refused: say what unlocks it.
+            parts.append(
+                f"<section><h2>{html.escape(tr(lang, 'Change how we tell you'))}</h2>"
+                f'<p class="note">{html.escape(tr(lang, CONFIRM_FIRST))}</p></section>'
+            )
+        elif view.places and view.other_channel and not view.opted_out:
             email = view.other_channel == "email"
             label = "Send my notices by email instead" if email else "Send my notices by SMS instead"
             kind = 'type="email" autocomplete="email"' if email else 'type="tel" autocomplete="tel"'

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from chalicelib.secrets import Secrets
     from chalicelib.selfservice import SelfService
     from chalicelib.senders import Senders
+    from chalicelib.sms_caps import SmsSends
     from chalicelib.sms_feedback import SmsFeedbackService
     from chalicelib.store_holds import StoreHolds
     from chalicelib.store_webhooks import StoreWebhooks
@@ -244,7 +245,7 @@ class Services:
         """A tap for a suppressed contact: the one proof message that may answer it (opting back in)."""
         from chalicelib.resubscribe import ProofRequests
 
-        return ProofRequests(tables=self.tables, send_message=self.jobs.send_body)
+        return ProofRequests(tables=self.tables, send_message=self.jobs.send_body, sms_sends=self.sms_sends)
 
     @cached_property
     def proofs(self) -> ProofSender:
@@ -584,7 +585,15 @@ class Services:
             link_max_age_s=self.settings.request_ttl_days * 86400,
             sms_allowed_countries=self.settings.sms_allowed_countries,
             places_per_number=self.settings.places_per_number,
+            sms_sends=self.sms_sends,
         )
+
+    @cached_property
+    def sms_sends(self) -> SmsSends:
+        """The caps every code SMS is charged to, whichever request asked for it."""
+        from chalicelib.sms_caps import SmsSends
+
+        return SmsSends(tables=self.tables, settings=self.settings, hash_key=self.hash_key, metrics=self.metrics)
 
     @cached_property
     def self_service(self) -> SelfService:

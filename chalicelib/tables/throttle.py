@@ -80,6 +80,11 @@ class ThrottleTable:
         """Count one request on its own; False when the limit was already reached."""
         return update_alone(self.table, self.charge_item(key, limit, expires_at))
 
+    def count(self, key: str) -> int:
+        """What a counter stands at (0 when nothing was counted), read strongly consistent."""
+        item = self.table.get_item(Key={"key": key}, ConsistentRead=True).get("Item") or {}
+        return int(item.get("n", 0))
+
     def remember_item(self, key: str, expires_at: int) -> TxItem:
         """Transaction item: remember that `key` happened (until `expires_at`); refused if it already had."""
         return {
