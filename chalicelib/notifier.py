@@ -462,6 +462,10 @@ class Notifier:
                 lambda addressees: self._withheld(walk.job.sku, addressees),
                 lead=self.settings.sends_concurrency,
                 reader=reader,
+                # The app's clock, not the process's: a test clock that stands still keeps a walk's reads the same
+                # from run to run (the crash tests cut before the k-th call), and a test that lets time pass sees
+                # the looks made again.
+                clock=self.clock.now,
             )
             try:
                 for from_parked, page in self._pages(walk):

@@ -14,13 +14,14 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from chalicelib.clock import SystemClock
 from chalicelib.config import NOTIFIER_MAX_CONCURRENCY
 from chalicelib.senders import EmailSender, Senders, SmsSender, per_function_rate
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
+from devstack.fake_model import FakeBedrock
 from tests.builders import add_request, add_restock, joined, key_of
 from tests.notices import email_outbox, plenty, selling_the_chair, told, waiting_by_sms
-from tests.support import rebuilt
 
 SKU = "CHAIR-WALNUT"
 
@@ -73,7 +74,8 @@ def at_stage_rates(shop: Services, *, sns: Any = None, sesv2: Any = None) -> Ser
         sms_per_second=per_function_rate(settings.sms_per_second, None, NOTIFIER_MAX_CONCURRENCY),
         email_per_second=per_function_rate(settings.email_per_second, None, NOTIFIER_MAX_CONCURRENCY),
     )
-    return rebuilt(shop, senders=senders)
+    # The wall clock: the notifier ages its looks on the app's clock, and here seconds pass as the rate limit waits.
+    return Services(settings, aws=shop.aws, clock=SystemClock(), model=FakeBedrock(), senders=senders)
 
 
 def withdrawn_as(shop: Services, contact: str) -> list[str]:
@@ -144,7 +146,7 @@ def test_a_retry_after_a_throttle_back_off_never_goes_to_someone_who_opted_out_d
     job = add_restock(shop, SKU, 3, clock.now())
     shop.notifier.handle(job, plenty)
 
-    assert told() == numbers[:2]
+    assert sorted(told()) == sorted(numbers[:2])  # two senders: either may go first
     assert provider.calls == 3, "the retry after the back-off looked again and did not call the provider"
     assert withdrawn_as(shop, last) == ["opted_out"]
 
