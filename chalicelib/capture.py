@@ -27,12 +27,16 @@ from chalicelib.sms_caps import (
     taps_refused,
 )
 from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
-from chalicelib.tables.catalog import WaitingShard, shard_cap, shard_for
+from chalicelib.tables.catalog import WaitingShard, shard_for
 from chalicelib.tables.requests import new_joined_ts
 from chalicelib.tables.store import Tables
 from chalicelib.unknown_skus import UnknownSkus
 
 log = logging.getLogger(__name__)
+
+# Shards a tap tries after its own is at its share of the cap, each after one read of the shards: more than one
+# only when other taps fill the shard it picked at the same moment.
+SHARD_TRIES = 3
 
 SKU_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}$")
 MAX_NAME_LEN = 40
@@ -198,12 +202,9 @@ class CaptureService:
         )
 
     def _full(self, shard: WaitingShard | None) -> bool:
-        """The list is full once the place's shard counts its share of MAX_WAITING_PER_SKU."""
-        return (
-            shard is not None
-            and not shard.discontinued
-            and shard.waiting_count >= shard_cap(self.settings.max_waiting_per_sku)
-        )
+        """The shard a tap tried counts its share of MAX_WAITING_PER_SKU. A refusal reaches the shopper as "the list
+        is full" only after `_join` found every shard at its share, that is the list holding MAX_WAITING_PER_SKU."""
+        return shard is not None and not shard.discontinued and shard.full(self.max_waiting)
 
     def _product_refused(self, old: dict[str, Any] | None) -> DomainError:
         """Why the catalogue refused a new place: discontinued, the list full (an unknown SKU is the caller's)."""
@@ -293,7 +294,7 @@ class CaptureService:
             )
 
         try:
-            self._join(tap.sku, join, now=now)
+            self._join(tap.sku, join, now=now, fields=fields)
         except TransactionCancelled as cancelled:
             return self._refused(cancelled, tap, key, fields, source, now, retry_after, caps)
         return self._queued(tap, joined_ts, ticket, bool(fields["unconfirmed"]))
@@ -318,7 +319,27 @@ class CaptureService:
             # The email stays owed on the place: the sweep sends its message after a minute.
             log.warning("could not queue a confirmation email; the sweep will", exc_info=True)
 
-    def _join(self, sku: str, join: Callable[[bool], Tx], *, now: float) -> None:
+    def _join(self, sku: str, join: Callable[[bool], Tx], *, now: float, fields: dict[str, Any]) -> None:
+        """Write a new place (`_join_shard`), counted on the person's own shard while it has room. When that shard
+        is at its share of the cap, the place goes to a shard with room (`fields["waiting_shard"]`, which the place
+        records, so leaving counts it off the same shard), found with one read of the shards whatever the list's
+        length. The tap is refused as the list being full only when every shard is at its share."""
+        for _ in range(1 + SHARD_TRIES):
+            try:
+                self._join_shard(sku, join, now=now)
+                return
+            except TransactionCancelled as cancelled:
+                old = cancelled.old("product") if cancelled.failed("product") else None
+                if old is None or not self._full(WaitingShard.from_item(old)):
+                    raise
+                room = self.tables.catalog.shard_with_room(sku, self.max_waiting)
+                if room is None:
+                    raise
+                fields["waiting_shard"] = room
+        # Every shard tried filled up under this tap's feet: the list is all but full and filling fast.
+        raise Busy("Many people are joining this list right now; please try again in a few seconds.")
+
+    def _join_shard(self, sku: str, join: Callable[[bool], Tx], *, now: float) -> None:
         """Write a new place. The catalogue's condition also asks that the open restock has no idle units (units
         nobody eligible waited for when the notifier last looked): then the place is written anyway, together
         with a top-up job owed by that restock, and the job is sent, so a late joiner is never left untold
@@ -335,7 +356,7 @@ class CaptureService:
             if cancelled.failed("product") and old is None and self.tables.catalog.open_shards(sku):
                 # A product stored before waiting shards existed gets them at its first tap, then the tap joins
                 # (open_shards is False once they exist, so this happens once).
-                self._join(sku, join, now=now)
+                self._join_shard(sku, join, now=now)
                 return
             shard = WaitingShard.from_item(old) if old else None
             if not shard or not shard.idle_restock_ts or shard.discontinued or self._full(shard):
@@ -456,7 +477,7 @@ class CaptureService:
             )
 
         try:
-            self._join(tap.sku, rejoin, now=now)
+            self._join(tap.sku, rejoin, now=now, fields=fields)
         except TransactionCancelled as cancelled:
             if proof is not None:
                 self._not_proven(cancelled)
@@ -510,7 +531,7 @@ class CaptureService:
             )
 
         try:
-            self._join(tap.sku, join, now=now)
+            self._join(tap.sku, join, now=now, fields=fields)
         except TransactionCancelled as cancelled:
             self._not_proven(cancelled)
             if cancelled.failed("unique"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
+import random
 import threading
 import time
 from collections.abc import Iterator
@@ -36,8 +37,21 @@ def shard_for(contact_key: str) -> int:
 
 
 def shard_cap(max_waiting: int) -> int:
-    """The most places one shard counts: the list is full once any shard is (MAX_WAITING_PER_SKU / N, rounded up)."""
+    """The largest share of MAX_WAITING_PER_SKU one shard counts (MAX_WAITING_PER_SKU / N, rounded up)."""
     return math.ceil(max_waiting / WAITING_SHARDS)
+
+
+def shard_share(max_waiting: int, shard: int) -> int:
+    """The places shard `shard` counts at most. The shares sum to `max_waiting` exactly (the first
+    `max_waiting % N` shards hold one more), so the list can never hold more than the cap, and it is full only once
+    every shard is at its share."""
+    return max_waiting // WAITING_SHARDS + (1 if shard < max_waiting % WAITING_SHARDS else 0)
+
+
+def shard_of_key(key: str) -> int | None:
+    """The shard number in a shard item's key (`<sku>#wNN`), None for any other key."""
+    head, _, number = key.rpartition("#w")
+    return int(number) if head and number.isdigit() else None
 
 
 def is_shard(item: dict[str, Any]) -> bool:
@@ -53,11 +67,18 @@ class WaitingShard:
     discontinued: bool = False
     idle_restock_ts: str | None = None
     idle_restock_id: str | None = None
+    shard: int | None = None  # which of the product's shards (its share of the cap depends on it)
+
+    def full(self, max_waiting: int) -> bool:
+        """Whether this shard counts its whole share of `max_waiting` (by its number; the largest share if unknown)."""
+        share = shard_cap(max_waiting) if self.shard is None else shard_share(max_waiting, self.shard)
+        return self.waiting_count >= share
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Self:
         """The typed shard from a stored item (as a transaction's refusal hands it back)."""
         return cls(
+            shard=shard_of_key(str(item.get("sku") or "")),
             waiting_count=int(item.get("waiting_count") or 0),
             discontinued=bool(item.get("discontinued")),
             idle_restock_ts=str_or_none(item.get("idle_restock_ts")),
@@ -295,6 +316,21 @@ class CatalogTable:
         keys: list[dict[str, Any]] = [{"sku": shard_key(sku, shard)} for shard in range(WAITING_SHARDS)]
         return list(get_all(self.table, keys, consistent=consistent))
 
+    def shard_with_room(self, sku: str, max_waiting: int) -> int | None:
+        """A shard of the product below its share of `max_waiting`, read strongly consistent (one BatchGetItem of
+        WAITING_SHARDS keys, whatever the list's length); None when every shard is at its share, so the list holds
+        `max_waiting`. Among shards with room, one of the emptiest at random, so taps that meet a full shard at the
+        same moment spread out instead of all trying the same one."""
+        room: dict[int, int] = {}
+        for item in self._shard_items(sku):
+            shard = shard_of_key(str(item["sku"]))
+            if shard is not None:
+                room[shard] = shard_share(max_waiting, shard) - int(item.get("waiting_count") or 0)
+        most = max(room.values(), default=0)
+        if most <= 0:
+            return None
+        return random.choice([shard for shard, left in room.items() if left == most])
+
     def waiting(self, sku: str, *, consistent: bool = True) -> int:
         """People waiting for a product: the sum of its shards (exact when strongly consistent)."""
         return sum(int(item.get("waiting_count") or 0) for item in self._shard_items(sku, consistent=consistent))
@@ -354,16 +390,23 @@ class CatalogTable:
 
         With `unless_idle`, it is also refused while the open restock has idle units (the notifier marks every
         shard), so the caller learns of them (the refusal hands back the shard) in the very transaction that
-        writes the place. With `max_waiting`, it is refused once the shard counts its share of that (the list is
-        full).
+        writes the place. With `max_waiting`, it is refused once the shard counts its share of that (`shard_share`;
+        capture then tries a shard with room, and the list is full only when none has).
         """
         # Nobody joins a list for a SKU we do not sell (no ghost queues).
         condition = "attribute_exists(sku) AND (attribute_not_exists(discontinued) OR discontinued = :no)"
         values: dict[str, Any] = {":one": 1, ":no": False}
         if max_waiting is not None:
             # A bounded list: a flood of places on one SKU cannot grow the notices one restock may send.
-            condition += " AND (attribute_not_exists(waiting_count) OR waiting_count < :max)"
-            values[":max"] = shard_cap(int(max_waiting))
+            share = shard_share(int(max_waiting), shard)
+            # A share of none (a cap below WAITING_SHARDS) must refuse even a shard that has never counted.
+            room = (
+                "waiting_count < :max"
+                if share == 0
+                else "(attribute_not_exists(waiting_count) OR waiting_count < :max)"
+            )
+            condition += f" AND {room}"
+            values[":max"] = share
         if unless_idle:
             # Nothing lost (invariant 7): a place joining while units wait for nobody must be told of them.
             condition += " AND attribute_not_exists(idle_restock_ts)"

@@ -1,0 +1,59 @@
+"""MAX_WAITING_PER_SKU over WAITING_SHARDS shards: a tap is refused as "list full" only when the list holds the cap."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+
+import pytest
+
+from chalicelib.errors import Conflict
+from chalicelib.tables.catalog import WAITING_SHARDS, shard_key, shard_share
+from chalicelib.wiring import Services
+from tests.builders import key_of
+
+CAP = 100  # not a multiple of 16: the first four shards hold 7 places, the other twelve 6
+
+
+def test_the_shards_shares_sum_to_the_cap_exactly() -> None:
+    assert WAITING_SHARDS == 16
+    for cap in (1, 15, 16, 17, CAP, 10_000, 50_001):
+        assert sum(shard_share(cap, shard) for shard in range(WAITING_SHARDS)) == cap
+
+
+def test_a_list_fills_to_its_cap_before_any_tap_is_refused(services: Services, chair: str) -> None:
+    capture = dataclasses.replace(
+        services.capture, settings=dataclasses.replace(services.settings, max_waiting_per_sku=CAP)
+    )
+    contacts = [f"shopper{i}@example.com" for i in range(CAP + 1)]
+    # Each tap from its own address, as different shoppers' are (the rate limit is per address).
+    outcomes = [
+        capture.capture(f"198.51.{i // 250}.{i % 250}", {"sku": chair, "channel": "email", "contact": c}).status
+        for i, c in enumerate(contacts[:CAP])
+    ]
+    # Well past 98% of the cap: every tap up to the cap itself took a place, though people's own shards filled
+    # long before (16 shards of 6 or 7 places, spread by a hash of the contact).
+    assert outcomes == ["queued"] * CAP
+    assert services.tables.catalog.waiting(chair) == CAP
+    with pytest.raises(Conflict) as refused:
+        capture.capture("203.0.113.1", {"sku": chair, "channel": "email", "contact": contacts[CAP]})
+    assert refused.value.code == "waiting_list_full"
+    assert services.tables.catalog.waiting(chair) == CAP
+
+    # No shard holds more than its share, and each place records the shard it is counted on.
+    places = list(services.tables.requests.queue(chair))
+    recorded = Counter(p.shard for p in places)
+    for shard in range(WAITING_SHARDS):
+        item = services.tables.catalog.table.get_item(Key={"sku": shard_key(chair, shard)}, ConsistentRead=True)
+        assert int(item["Item"]["waiting_count"]) == recorded[shard] <= shard_share(CAP, shard)
+
+    # Someone already waiting keeps their place on the full list; one leaving makes room for the next newcomer,
+    # on whichever shard had the room.
+    assert capture.capture("198.51.0.0", {"sku": chair, "channel": "email", "contact": contacts[0]}).status == (
+        "already_queued"
+    )
+    services.exits.leave_sku(key_of(services, contacts[1]), chair, reason="manage")
+    assert services.tables.catalog.waiting(chair) == CAP - 1
+    again = capture.capture("203.0.113.2", {"sku": chair, "channel": "email", "contact": contacts[CAP]})
+    assert again.status == "queued"
+    assert services.tables.catalog.waiting(chair) == CAP
