@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test test-unit test-slow test-browser lint format bench package clean cfn-lint policies
+.PHONY: dev test test-unit test-slow test-browser lint format bench bench-quick package clean cfn-lint policies
 
 # pyproject.toml too: the packages the `bisn` command imports are listed there.
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
@@ -49,9 +49,14 @@ test-browser: $(STAMP)
 	$(PY) -m pytest -m browser; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no browser tests" >&2; exit 1; fi; exit $$rc
 
-# In-process on the emulator, no network: a table, then one JSON object as the last line (docs/BENCHMARKS.md).
+# On the emulator, no network: a table, then one JSON object as the last line (docs/BENCHMARKS.md). Each section
+# runs in a process of its own, so none inherits another's heap, and reports its peak memory. QUICK=1 (or
+# `make bench-quick`) runs every section at small sizes, in a few minutes.
 bench: $(STAMP)
-	$(PY) -m bench
+	$(PY) -m bench $(if $(filter 1 yes true,$(QUICK)),--size quick)
+
+bench-quick: $(STAMP)
+	$(PY) -m bench --size quick
 
 # ruff, then mypy on chalicelib/ and app.py (settings in pyproject.toml's [tool.mypy]).
 lint: $(STAMP)
