@@ -13,6 +13,7 @@ figures set to match); the measured operations are the real ones.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import threading
@@ -74,8 +75,9 @@ class Billed:
             self.read_units += half * max(1, math.ceil(size / 4096))
 
 
-def build(s: Stack, people: int) -> tuple[str, float]:
-    """`people` waiting places written fast; (the middle place's contact, the mean stored place's size)."""
+def build(s: Stack, people: int) -> tuple[str, float, int]:
+    """`people` waiting places written fast; (the middle place's contact, the mean stored place's size, the most
+    places any one waiting shard counts)."""
     from collections import Counter
 
     from chalicelib.contacts import contact_key
@@ -116,7 +118,7 @@ def build(s: Stack, people: int) -> tuple[str, float]:
         )
     services.tables.throttle.table.put_item(Item={"key": line_key(SKU), "issued": people, "ttl": int(now) + 91 * 86400})
     middle = people // 2 + 1
-    return f"+4474{middle % 100:02d}0{middle:05d}", sizes / people
+    return f"+4474{middle % 100:02d}0{middle:05d}", sizes / people, max(shards.values())
 
 
 def _measure(billed: Billed, action: Callable[[], Any]) -> dict[str, Any]:
@@ -133,25 +135,34 @@ def _measure(billed: Billed, action: Callable[[], Any]) -> dict[str, Any]:
 def at_size(people: int) -> dict[str, Any]:
     """A new tap, a `/me` view of the middle place, and the count `/me` made before, on a list of `people`."""
     from chalicelib.contacts import contact_key
+    from chalicelib.tables.catalog import WAITING_SHARDS
 
-    # The shop's cap on one list (MAX_WAITING_PER_SKU) raised past the list, so the measured tap joins it.
-    with stack({"MAX_WAITING_PER_SKU": str(people + 100)}) as s:
+    with stack() as s:
         started = time.perf_counter()
-        contact, item_bytes = build(s, people)
+        contact, item_bytes, fullest = build(s, people)
         built_s = time.perf_counter() - started
+        # The list is built as a hash spreads people over the shards, so they are uneven. The shop's cap
+        # (MAX_WAITING_PER_SKU) is each shard's share times the shards (chalicelib/tables/catalog.py, shard_share):
+        # with every share above the fullest shard, the measured tap is the steady-state one whichever shard it
+        # lands on (one transaction, no look for a shard with room).
+        cap = WAITING_SHARDS * (fullest + 1)
+        capture = dataclasses.replace(
+            s.services.capture, settings=dataclasses.replace(s.services.settings, max_waiting_per_sku=cap)
+        )
         billed = Billed(item_bytes)
         # Every table of this thread shares one client (chalicelib/aws.py), already built: watch it.
         billed.register(s.services.tables.requests.table.meta.client.meta)
         key = contact_key(f"sms:{contact}", s.services.hash_key)
         [place] = [p for p in s.services.exits.places(key) if p.sku == SKU]
         body = {"sku": SKU, "channel": "sms", "contact": "+447499099999"}
-        tap = _measure(billed, lambda: s.services.capture.capture("198.51.100.1", body))
+        tap = _measure(billed, lambda: capture.capture("198.51.100.1", body))
         me = _measure(billed, lambda: s.services.manage.view(key))
         before = _measure(billed, lambda: s.services.tables.requests.position(SKU, place.joined_ts))
         view = s.services.manage.view(key)
         shown = view.places[0].place
         return {
             "waiting": people,
+            "max_waiting_per_sku": cap,
             "build_s": round(built_s, 1),
             "tap": tap,
             "me": me,
