@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 import boto3
-import pytest
 from chalice.test import Client
 
 from chalicelib.unknown_skus import DIGEST_CAP
@@ -25,30 +24,11 @@ def stored(services: Services, sku: str = "CHAIR-WALNUT") -> list[dict[str, Any]
     return services.tables.requests.table.scan()["Items"] if sku else []
 
 
-@pytest.mark.parametrize(
-    ("body", "code"),
-    [
-        ("{not json", "invalid_json"),
-        ("", "invalid_body"),
-        ("[1, 2]", "invalid_body"),
-        ('"just a string"', "invalid_body"),
-        (json.dumps({**GOOD, "sku": None}), "missing_field"),
-        (json.dumps({**GOOD, "contact": 447400123456}), "invalid_field"),
-        (json.dumps({**GOOD, "channel": "pigeon"}), "unsupported_channel"),
-        (json.dumps({**GOOD, "contact": "12"}), "invalid_phone"),
-        (json.dumps({**GOOD, "channel": "email", "contact": "ada@"}), "invalid_email"),
-        (json.dumps({**GOOD, "contact": "ada@example.com"}), "contact_channel_mismatch"),
-        (json.dumps({**GOOD, "name": "x" * 500}), "field_too_long"),
-        (json.dumps({**GOOD, "lang": ["de"]}), "invalid_field"),
-        (json.dumps({**GOOD, "lang": 7}), "invalid_field"),
-    ],
-)
-def test_bad_input_gets_400_with_a_code_and_nothing_is_stored(
-    client: Client, services: Services, chair: str, body: str, code: str
-) -> None:
-    response = post(client, body)
+def test_bad_input_gets_400_with_a_code_and_nothing_is_stored(client: Client, services: Services, chair: str) -> None:
+    # One end to end; every kind of bad body is in tests/unit/test_tap_refusals.py.
+    response = post(client, json.dumps({**GOOD, "contact": "12"}))
     assert response.status_code == 400
-    assert response.json_body["error"] == code
+    assert response.json_body["error"] == "invalid_phone"
     assert response.json_body["message"]
     assert stored(services) == []
 
