@@ -15,6 +15,15 @@ What it keeps of the real store (see chalicelib/platforms/woocommerce.py for the
     gives them back. A pending order created over REST holds nothing. Creating an order does not check stock.
   * Payment (`pay_order`) is WC_Order::payment_complete: from pending, on-hold, failed or cancelled to processing,
     with date_paid set, taking stock only if the order had not already.
+  * Reserved stock as ReserveStock (src/Checkout/Helpers/ReserveStock.php) keeps it: a row per order with an
+    `expires`, counted while the order is checkout-draft or pending and `expires` is ahead, never moving
+    stock_quantity; inserted only while stock less others' reservations covers it. `counts` gives what the
+    storefront can still sell (stock less reservations) and what our holds reserve; a lapsed one counts for nothing.
+  * The shipped plugin (integrations/woocommerce/bisn-holds.php): POST /wp-json/wc-bisn/v1/holds makes a hold's
+    checkout-draft order and reserves its unit (409 `woocommerce_product_not_enough_stock` otherwise), `claim`
+    checks a claim link as bisn_verify_claim does (400 altered, 410 ended) and `checkout` is the shop's checkout:
+    it requires the billing name, address, city, postcode, country and email (WC_Checkout's required fields),
+    charges flat-rate shipping, and pays the draft, which keeps its stamp. Product resources carry `bisn_reserved`.
   * One webhook per topic, listed by GET /webhooks (WC_REST_Webhooks_V2_Controller: status active, paused or
     disabled, no failure count). `record_delivery` applies WC_Webhook::log_delivery to a delivery's answer: a 2xx,
     301 or 302 resets the count, and a failure that finds more than 5 recorded (woocommerce_max_webhook_delivery_failures)
@@ -72,6 +81,23 @@ STOCK_REDUCTION_HOOKS = (
     "woocommerce_order_status_on-hold",
 )
 PLUGIN_CHECK_PATH = "/wp-json/wc-bisn/v1/store-check"
+PLUGIN_HOLDS_PATH = "/wp-json/wc-bisn/v1/holds"
+DRAFT = "checkout-draft"
+RESERVING = frozenset({DRAFT, "pending"})  # the statuses ReserveStock::get_query_for_reserved_stock counts
+# WC_Checkout's default required fields (WC_Countries::get_default_address_fields, billing_email, billing_phone
+# optional): the order a checkout makes always has them.
+REQUIRED_BILLING = ("first_name", "last_name", "address_1", "city", "postcode", "country", "email")
+FLAT_RATE = "4.95"  # the one shipping method of the fake's only zone (flat_rate), charged on every order
+# The shopper the fake's own checkout uses when a caller pays without naming one (tests, the local console).
+DEMO_CUSTOMER = {
+    "first_name": "Ada",
+    "last_name": "Lovelace",
+    "address_1": "12 Marchmont Street",
+    "city": "London",
+    "postcode": "WC1N 1AF",
+    "country": "GB",
+    "email": "ada@example.com",
+}
 
 
 class RestError(Exception):
@@ -117,6 +143,11 @@ class Order:
     customer_note: str = ""
     date_paid: float | None = None
     stock_reduced: bool = False
+    reserved_until: float | None = None  # its wc_reserved_stock rows' `expires` (a hold's draft order)
+    billing: dict[str, str] = field(default_factory=dict)
+    shipping: dict[str, str] = field(default_factory=dict)
+    shipping_total: str = "0.00"
+    payment_method: str = ""
 
 
 @dataclass
@@ -221,20 +252,31 @@ class FakeWooCommerce:
             self._faults.extend([(status, dict(headers or {}))] * times)
 
     def timeout_after_next(self, call: str = "*") -> None:
-        """The next call (`call` names it as "POST /orders", or "*" for any) is done, but its answer is lost."""
+        """The next call (`call` names it as "POST /orders", which the plugin's hold route answers to as well, or
+        "*" for any) is done, but its answer is lost."""
         with self._lock:
             self._after_faults.append(call)
 
     def counts(self, sku: str) -> dict[str, int]:
-        """The storefront's stock for a SKU and the units in unpaid orders our holds created."""
+        """What the storefront can still sell of a SKU (its stock less what is reserved), and the units our holds
+        reserve. A reservation past its `expires` no longer counts, as WooCommerce's query ignores it."""
         with self._lock:
             product = self.by_sku(sku)
-            reserved = 0
-            for order in self.orders.values():
-                if order.status not in ("on-hold", "pending") or not _stamped(order):
-                    continue
-                reserved += sum(line["quantity"] for line in order.lines if self._line_product(line) is product)
-            return {"available": product.stock, "reserved": reserved}
+            reserved = self.reserved(product, stamped_only=True)
+            free = product.stock - self.reserved(product) if product.manage_stock else product.stock
+            return {"available": max(free, 0), "reserved": reserved}
+
+    def reserved(self, product: Product, *, stamped_only: bool = False, exclude: int = 0) -> int:
+        """ReserveStock::get_reserved_stock: units in wc_reserved_stock for live checkout-draft and pending orders."""
+        now = self.clock()
+        total = 0
+        for order in self.orders.values():
+            if order.id == exclude or order.status not in RESERVING or (stamped_only and not _stamped(order)):
+                continue
+            if order.reserved_until is None or order.reserved_until <= now:
+                continue
+            total += sum(line["quantity"] for line in order.lines if self._line_product(line) is product)
+        return total
 
     def order_for(self, reservation_id: str) -> Order | None:
         """The order our hold stamped with this reservation id."""
@@ -261,15 +303,104 @@ class FakeWooCommerce:
             product.modified = self.clock()
             return self.webhook_request("product.updated", self.product_json(product))
 
-    def pay_order(self, order_id: int) -> tuple[bytes, dict[str, str]]:
-        """The shopper pays (WC_Order::payment_complete); the order.updated delivery that follows."""
+    def pay_order(self, order_id: int, customer: Mapping[str, str] | None = None) -> tuple[bytes, dict[str, str]]:
+        """The shopper pays (WC_Order::payment_complete); the order.updated delivery that follows. A hold's draft
+        order is first checked out with `customer`'s address and email (DEMO_CUSTOMER when none is named)."""
         with self._lock:
             order = self.orders[order_id]
+            if order.status == DRAFT:
+                return self.checkout(order_id, dict(DEMO_CUSTOMER if customer is None else customer))
             if order.status not in ("pending", "on-hold", "failed", "cancelled"):
                 raise ValueError(f"order {order_id} is {order.status}: payment_complete does nothing")
             order.date_paid = order.date_paid or self.clock()
             self._set_status(order, "processing")
             return self.webhook_request("order.updated", self.order_json(order))
+
+    def claim(self, url: str) -> int:
+        """The shopper opens a claim link: the plugin's bisn_claim_redeem. The draft order it names goes into their
+        cart (the draft is the order block checkout goes on with); RestError 400 for a link that is not ours or was
+        altered, 410 for one past its expiry or a hold that ended."""
+        with self._lock:
+            query = {k: v[-1] for k, v in parse_qs(urlsplit(url).query).items()}
+            try:
+                reservation_id = query["bisn_claim"]
+                order_id, expires = int(query["bisn_order"]), int(query["bisn_expires"])
+            except (KeyError, ValueError) as exc:
+                raise RestError(400, "bisn_claim_invalid", "This link is not complete.") from exc
+            message = f"bisn-claim-v1|{reservation_id}|{order_id}|{expires}".encode()
+            expected = hmac.new(self.webhook_secret.encode(), message, hashlib.sha256).hexdigest()
+            if not any(hmac.compare_digest(expected, sig) for sig in query.get("bisn_sig", "").split(",")):
+                raise RestError(400, "bisn_claim_invalid", "This link is not complete.")
+            order = self.orders.get(order_id)
+            if order is None or reservation_id not in _stamps(order):
+                raise RestError(400, "bisn_claim_invalid", "This link is not complete.")
+            if expires <= self.clock() or order.status != DRAFT or not order.reserved_until:
+                raise RestError(410, "bisn_claim_expired", "This hold has ended.")
+            return order.id
+
+    def checkout(self, order_id: int, customer: Mapping[str, str]) -> tuple[bytes, dict[str, str]]:
+        """The shopper places the claimed cart's order at the checkout and pays (WC_Checkout::process_checkout,
+        then WC_Order::payment_complete): the billing address and email are required (RestError 400 naming the
+        missing ones), shipping is charged, and the draft becomes a processing order keeping its meta. Payment
+        takes the stock and the reservation ends (wc_release_stock_for_order on payment complete)."""
+        with self._lock:
+            order = self.orders.get(order_id)
+            if order is None or order.status != DRAFT:
+                raise RestError(400, "woocommerce_checkout_invalid_order", "This order cannot be checked out.")
+            missing = [name for name in REQUIRED_BILLING if not str(customer.get(name) or "").strip()]
+            if "@" not in str(customer.get("email") or "") and "email" not in missing:
+                missing.append("email")
+            if missing:
+                raise RestError(400, "woocommerce_checkout_required_fields", "Required: " + ", ".join(missing))
+            if not order.reserved_until or order.reserved_until <= self.clock():
+                # The reservation lapsed: the checkout checks stock like anybody else's.
+                for line in order.lines:
+                    product = self._line_product(line)
+                    if product and product.manage_stock and product.stock - self.reserved(product) < line["quantity"]:
+                        raise RestError(409, "woocommerce_product_not_enough_stock", "Not enough stock.")
+            order.billing = {name: str(customer.get(name) or "") for name in REQUIRED_BILLING}
+            order.shipping = {k: v for k, v in order.billing.items() if k != "email"}
+            order.shipping_total = FLAT_RATE
+            order.payment_method = "bacs" if customer.get("payment_method") == "bacs" else "stripe"
+            order.created_via = "store-api"
+            order.date_paid = self.clock()
+            order.reserved_until = None
+            self._set_status(order, "processing")
+            return self.webhook_request("order.updated", self.order_json(order))
+
+    def place_hold(self, request: Mapping[str, Any]) -> tuple[Order, bool]:
+        """The plugin's POST /wc-bisn/v1/holds (bisn_rest_place_hold): a draft order for one unit stamped with the
+        reservation id, its stock reserved until `expires_at` if enough is free (ReserveStock's insert-if-enough);
+        the same draft again for a reservation that has one. (order, created)."""
+        reservation_id = request.get("reservation_id")
+        if not isinstance(reservation_id, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", reservation_id):
+            raise RestError(400, "rest_invalid_param", "Invalid parameter(s): reservation_id")
+        try:
+            product_id, variation_id = int(request["product_id"]), int(request.get("variation_id") or 0)
+            expires = int(request["expires_at"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RestError(400, "rest_invalid_param", "Invalid parameter(s): product_id, expires_at") from exc
+        existing = self.order_for(reservation_id)
+        if existing is not None:
+            return existing, False
+        now = self.clock()
+        if expires <= now:
+            raise RestError(400, "rest_invalid_param", "Invalid parameter(s): expires_at")
+        product = self.products.get(variation_id or product_id)
+        if product is None or product.type == "variable" or (variation_id and product.parent_id != product_id):
+            raise RestError(404, "bisn_invalid_product", "No such product.")
+        if product.status != "publish":
+            raise RestError(409, "woocommerce_product_out_of_stock", "The product is not for sale.")
+        if product.manage_stock and product.backorders == "no" and product.stock - self.reserved(product) < 1:
+            raise RestError(409, "woocommerce_product_not_enough_stock", "Not enough units are available.")
+        if not product.manage_stock and product.stock <= 0:
+            raise RestError(409, "woocommerce_product_out_of_stock", "The product is out of stock.")
+        line = {"product_id": product_id, "variation_id": variation_id, "quantity": 1, "reduced": 0}
+        meta = [{"key": RESERVATION_META_KEY, "value": reservation_id}, {"key": "_bisn_hold_expires", "value": expires}]
+        order = Order(self._next_order_id, DRAFT, [line], meta, "bisn-claim", now, now, reserved_until=float(expires))
+        self._next_order_id += 1
+        self.orders[order.id] = order
+        return order, True
 
     def ping_request(self) -> tuple[bytes, dict[str, str]]:
         """What WC_Webhook::deliver_ping posts when the webhook is saved: a bare form body, unsigned."""
@@ -379,6 +510,9 @@ class FakeWooCommerce:
             "parent_id": product.parent_id,
             "meta_data": [],
         }
+        if self.plugin_installed and product.manage_stock and product.type != "variable":
+            # The plugin's woocommerce_rest_prepare_product_object filters (REST reads and webhook payloads alike).
+            data["bisn_reserved"] = self.reserved(product, stamped_only=True)
         if product.type == "variation":
             name, option = product.attribute or ("", "")
             attributes = [{"id": 0, "name": name, "option": option}]
@@ -442,11 +576,18 @@ class FakeWooCommerce:
             "date_created_gmt": _wc_date(order.created),
             "date_modified": _wc_date(order.modified),
             "date_modified_gmt": _wc_date(order.modified),
-            "total": f"{total:.2f}",
+            "total": f"{total + float(order.shipping_total):.2f}",
+            "shipping_total": order.shipping_total,
             "customer_id": 0,
             "customer_note": order.customer_note,
-            "billing": {"first_name": "", "last_name": "", "email": ""},
-            "payment_method": "",
+            "billing": {"first_name": "", "last_name": "", "email": "", **order.billing},
+            "shipping": {"first_name": "", "last_name": "", **order.shipping},
+            "shipping_lines": (
+                [{"id": order.id * 10 + 9, "method_id": "flat_rate", "total": order.shipping_total}]
+                if order.shipping
+                else []
+            ),
+            "payment_method": order.payment_method,
             "transaction_id": "",
             "date_paid": _wc_date(order.date_paid) if order.date_paid else None,
             "date_paid_gmt": _wc_date(order.date_paid) if order.date_paid else None,
@@ -503,7 +644,9 @@ class FakeWooCommerce:
             except RestError as exc:
                 response = _error(exc)
             call = f"{method} {parts.path.removeprefix(API_PREFIX).rstrip('/')}"
-            if self._after_faults and self._after_faults[0] in ("*", call):
+            # The plugin's hold route creates the hold's order: "POST /orders" names it too.
+            calls = {"*", call} | ({"POST /orders"} if call == f"POST {PLUGIN_HOLDS_PATH}" else set())
+            if self._after_faults and self._after_faults[0] in calls:
                 self._after_faults.pop(0)
                 raise StoreUnavailable("the store could not be reached: TimeoutError")
             return response
@@ -540,6 +683,17 @@ class FakeWooCommerce:
                     "can_reduce_order_stock_filtered": False,
                     "reserved_stock": True,
                 }
+            )
+        if method == "POST" and path.rstrip("/") == PLUGIN_HOLDS_PATH and self.plugin_installed:
+            order, created = self.place_hold(_body(body))
+            return _ok(
+                {
+                    "order_id": order.id,
+                    "status": order.status,
+                    "reservation_id": next(iter(_stamps(order)), ""),
+                    "reserved_until": int(order.reserved_until or 0),
+                },
+                201 if created else 200,
             )
         if not path.startswith(API_PREFIX + "/"):
             raise RestError(404, "rest_no_route", "No route was found matching the URL and request method.")
@@ -710,6 +864,10 @@ def php_json(payload: Any) -> bytes:
 
 def _stamped(order: Order) -> bool:
     return any(m["key"] == RESERVATION_META_KEY for m in order.meta)
+
+
+def _stamps(order: Order) -> list[str]:
+    return [str(m["value"]) for m in order.meta if m["key"] == RESERVATION_META_KEY]
 
 
 def _slug(text: str) -> str:

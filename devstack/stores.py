@@ -4,13 +4,13 @@ catalogue, and the ways the app reaches them.
 In the stack's own process (console, notifier, sweep) the connectors reach the fakes in process, by the host of
 the URL they build; the API process reaches them over HTTP, each fake served on a port of this machine (Shopify's
 `https://<shop>.myshopify.com/admin/...` is sent there). Each served fake also answers its checkout pages (a
-Shopify invoice, a WooCommerce pay-for-order page) by sending the shopper on to the console's checkout for that
-reservation, where paying completes the draft order or pays the order and delivers the store's signed webhook.
+Shopify invoice, a WooCommerce claim link) by sending the shopper on to the console's checkout for that reservation,
+where paying completes the draft order, or checks out the claimed draft order with the demo shopper's address, and
+delivers the store's signed webhook.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import suppress
@@ -167,8 +167,12 @@ class LocalStores:
                 attribute = next((a for a in draft.custom_attributes if a.get("value")), None)
                 reservation_id = attribute["value"] if attribute else None
         else:
-            match = re.fullmatch(r"/checkout/order-pay/(\d+)/?", path)
-            order = self.woocommerce.orders.get(int(match[1])) if match else None
+            # A claim link (the plugin's, on the shop's home URL): its draft order is the hold's.
+            try:
+                order_id = self.woocommerce.claim(f"{self.woocommerce.store_url}{path}")
+            except fake_woocommerce.RestError:
+                return None
+            order = self.woocommerce.orders.get(order_id)
             if order is not None:
                 reservation_id = next(
                     (str(m["value"]) for m in order.meta if m["key"] == fake_woocommerce.RESERVATION_META_KEY), None
@@ -183,7 +187,12 @@ class LocalStores:
 
         def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterator[bytes] | list[bytes]:
             path = str(environ.get("PATH_INFO", ""))
-            is_checkout = "/invoices/" in path if platform == "shopify" else path.startswith("/checkout/order-pay/")
+            if platform == "shopify":
+                is_checkout = "/invoices/" in path
+            else:
+                query = str(environ.get("QUERY_STRING") or "")
+                is_checkout = path in ("", "/") and "bisn_claim=" in query
+                path = f"{path or '/'}?{query}"
             if environ.get("REQUEST_METHOD") == "GET" and is_checkout:
                 target = self.checkout_for(platform, path)
                 if target is None:

@@ -1,34 +1,35 @@
-"""WooCommerce: verify and read its webhooks, read its catalogue and hold a unit as an order, over REST API v3.
+"""WooCommerce: verify and read its webhooks, read its catalogue, and hold a unit in its reserved stock (REST API v3
+and the plugin's routes).
 
-How a hold keeps a unit out of the storefront
-----------------------------------------------
-WooCommerce takes stock out of a product only when an order reaches on-hold, processing or completed:
-`wc_maybe_reduce_stock_levels` is hooked on `woocommerce_order_status_on-hold`, `..._processing`,
-`..._completed` and `woocommerce_payment_complete`, and `wc_maybe_increase_stock_levels` puts it back on
-`..._cancelled` and `..._pending` (includes/wc-stock-functions.php). A *pending* order holds nothing of its own:
-the "Hold stock (minutes)" setting (`woocommerce_hold_stock_minutes`) only acts through the reserved-stock table,
-which core fills when a shopper checks out (`wc_reserve_stock_for_order` on `woocommerce_checkout_order_created`),
-and `wc_cancel_unpaid_orders` cancels only pending orders whose `created_via` is "checkout"
-(includes/wc-order-functions.php). An order created through the REST API has `created_via` "rest-api", so a
-pending one leaves the unit on sale to everybody, and nothing on the store ever expires it.
+How a hold keeps a unit out of the storefront and ends in the normal checkout
+-----------------------------------------------------------------------------
+A held unit must be bought through WooCommerce's own checkout, which collects the address and email, charges
+shipping and tax: an order the REST API makes carries none of that, and the pay-for-order page (form-pay.php)
+asks for none of it either. So the hold lives where WooCommerce's checkout keeps its own: the reserved-stock table.
+`ReserveStock::reserve_stock_for_order($order, $minutes)` (namespace Automattic WooCommerce Checkout Helpers,
+src/Checkout/Helpers/ReserveStock.php) inserts a wc_reserved_stock row for an order only while the stock less
+what others reserve covers it, and every cart and checkout stock check subtracts the rows of checkout-draft and
+pending orders whose `expires` is still ahead (`get_query_for_reserved_stock`), except the shopper's own order.
+stock_quantity does not move until the order is paid (`wc_maybe_reduce_stock_levels` on payment complete and the
+processing, completed and on-hold statuses, includes/wc-stock-functions.php), when the row is let go.
 
-So a hold is an order created with status **on-hold** for one unit: WooCommerce itself reduces the stock (and
-marks the line `_reduced_stock`, so paying later does not reduce it twice), the storefront shows one fewer, and
-cancelling the order returns it. WooCommerce's order-status guide ("Managing orders",
-https://woocommerce.com/document/managing-orders/) describes on-hold as awaiting payment with stock already
-reduced. Our sweep releases the hold when its window ends (cancels the order); the shop's "Hold stock (minutes)"
-does not touch it. A plugin that filters `woocommerce_can_reduce_order_stock` (some payment plugins do, for
-on-hold orders) would stop the hold taking the unit.
+The shipped plugin (integrations/woocommerce/bisn-holds.php) does the PHP side:
+  * POST /wp-json/wc-bisn/v1/holds (a `wc-` namespace, authenticated by our REST key like wc/v3): a checkout-draft
+    order for the unit stamped `_bisn_reservation_id`, its stock reserved until the hold's end; 409 when the unit
+    is not free (ReserveStockException); the same draft again for a reservation that has one.
+  * the claim link we send the shopper to, signed here (HMAC-SHA256 under each webhook secret, over the
+    reservation, the draft and the claim's expiry): the unit goes in their cart with the draft as their checkout's
+    order, and block checkout goes on with the draft, the classic checkout moving the stamp to the order it makes.
+  * `bisn_reserved` on each product and variation resource (so in webhook payloads too): the units live holds
+    reserve, which stock_quantity still counts. A level is stock_quantity less that, what the storefront can sell.
+A hold that ends unbought has its draft cancelled, which takes it out of the reserved-stock query; a draft the
+shopper placed (pending payment, paid) is never touched. The order that is paid carries the stamp, and its
+order.updated webhook converts the hold.
 
-What the shop needs:
+What the shop needs (docs/PLATFORMS.md), each checked at every catalogue sync and on the dashboard (check_store):
   * WooCommerce > Settings > Products > Inventory > "Enable stock management" on (`woocommerce_manage_stock` =
-    "yes"; without it `wc_reduce_stock_levels` returns early and nothing is held), and "Manage stock?" on each
-    product or variation that is watched.
-  * The pay-for-order page (the order's `payment_url`) accepts only pending and failed orders by default
-    (`WC_Order::needs_payment`, filter `woocommerce_valid_order_statuses_for_payment`), and refuses an order
-    whose product is now out of stock (`woocommerce_pay_order_product_in_stock`), which the held last unit is.
-    The shop must let held orders be paid: add "on-hold" for orders carrying `_bisn_reservation_id` to the first
-    filter and accept their own held unit in the second. No setting does this; it is a small site snippet.
+    "yes"), and "Manage stock?" on each product or variation that is watched.
+  * The plugin in wp-content/mu-plugins/.
   * A REST API key (WooCommerce > Settings > Advanced > REST API) with Read/Write access, and webhooks
     (product.created, product.updated, product.deleted, order.created, order.updated) with a secret.
 
@@ -96,8 +97,10 @@ MAX_WAIT_S = 30.0
 UNTRACKED_IN_STOCK = 1_000_000
 PAID_STATUSES = frozenset({"processing", "completed"})  # wc_get_is_paid_statuses()
 UNPAID_STATUSES = frozenset({"pending", "on-hold", "failed", "cancelled", "checkout-draft", "trash"})
-HOLD_STATUS = "on-hold"
-LIVE_HOLD_STATUSES = ("on-hold", "pending", "processing", "completed")
+# A hold is a draft order (the status block checkout gives the order it builds, DraftOrders in WooCommerce Blocks)
+# whose unit sits in wc_reserved_stock; ReserveStock counts only checkout-draft and pending orders' rows.
+DRAFT_STATUS = "checkout-draft"
+RELEASABLE_STATUSES = (DRAFT_STATUS, "on-hold", "pending")
 _PING = re.compile(rb"webhook_id=[0-9]{1,20}")
 # The webhooks docs/PLATFORMS.md has the shop make, each delivering to our /webhooks/woocommerce.
 WEBHOOK_TOPICS = ("product.created", "product.updated", "product.deleted", "order.created", "order.updated")
@@ -110,6 +113,9 @@ STOCK_REDUCTION_HOOKS = (
     "woocommerce_order_status_processing",
     "woocommerce_order_status_on-hold",
 )
+# What the plugin adds to a product or variation resource (REST and webhook payloads alike): the units its live
+# holds reserve, which stock_quantity still counts.
+RESERVED_FIELD = "bisn_reserved"
 # The plugin's own report of the hooks above; a `wc-` namespace, so the REST key authenticates it as it does
 # wc/v3 (WC_REST_Authentication::is_wc_namespace).
 PLUGIN_PREFIX = "/wp-json/wc-bisn/v1"
@@ -414,47 +420,55 @@ class WooCommerceConnector:
     # ------------------------------------------------------------------ holds
 
     def place_hold(self, hold: HoldRequest) -> StoreHold:
-        """One unit as an on-hold order stamped with the reservation id; the same order again on a retry."""
+        """One unit reserved by the plugin in WooCommerce's own reserved-stock table for a draft order stamped with
+        the reservation id; the shopper is sent to a signed claim link that puts it in their cart. Idempotent: the
+        plugin answers with the draft it already made for the reservation."""
         product_id = _numeric(hold.ids.get(PRODUCT_ID))
         variation_id = _numeric(hold.ids.get(VARIATION_ID))
         if product_id is None:
             raise StoreRefused(f"no {PRODUCT_ID} for this SKU")
-        existing = self._find_order(hold.reservation_id, product_id, LIVE_HOLD_STATUSES)
-        if existing is not None:
-            return _store_hold(existing)
-
-        self._check_stock(product_id, variation_id)
-        line: dict[str, Any] = {"product_id": product_id, "quantity": 1}
-        if variation_id is not None:
-            line["variation_id"] = variation_id
-        # Create an order: https://woocommerce.github.io/woocommerce-rest-api-docs/#create-an-order
-        # (status, set_paid, line_items[].product_id/variation_id/quantity, meta_data[].key/value; the answer is
-        # the order resource, whose payment_url is the pay-for-order page).
-        order_body = {
-            "status": HOLD_STATUS,
-            "set_paid": False,
-            "line_items": [line],
-            "meta_data": [{"key": RESERVATION_META_KEY, "value": hold.reservation_id}],
-            "customer_note": "Held for a back-in-stock shopper; cancelled automatically if not paid in time.",
+        body = {
+            "reservation_id": hold.reservation_id,
+            "product_id": product_id,
+            "variation_id": variation_id or 0,
+            "expires_at": int(hold.expires_at),
         }
-        response = self._request("POST", "/orders", {}, order_body)
+        response = self._request("POST", "/holds", {}, body, prefix=PLUGIN_PREFIX)
+        if response.status == 404 and _error_code(response) == "rest_no_route":
+            # Not the item's fault: every hold needs the plugin. Retried, and named by the store check.
+            raise StoreUnavailable("the bisn-holds plugin is not installed on the store (rest_no_route)")
         if response.status not in (200, 201):
-            raise _hold_error(response, "create the hold order")
-        order = _json(response, StoreUnavailable)
-        if not isinstance(order, dict):
-            raise StoreUnavailable("the created order is not an object")
-        # The REST API does not check stock when it creates an order, and on-hold takes the unit even past zero.
-        # A sale between the check above and the order would leave the product oversold: give the unit back.
-        if self._oversold(product_id, variation_id):
-            self._cancel(str(order.get("id")))
-            raise StoreRefused("no unit left to hold")
-        return _store_hold(order)
+            raise _hold_error(response, "reserve the unit")
+        placed = _json(response, StoreUnavailable)
+        order_id = placed.get("order_id") if isinstance(placed, dict) else None
+        if isinstance(order_id, bool) or not isinstance(order_id, int) or order_id <= 0:
+            raise StoreUnavailable("the plugin's answer names no draft order")
+        return StoreHold(ref=str(order_id), checkout_url=self.claim_url(hold.reservation_id, order_id, hold.expires_at))
+
+    def claim_url(self, reservation_id: str, order_id: int, expires_at: int) -> str:
+        """The link that turns the store's hold into the shopper's cart: the store's home URL with the reservation,
+        its draft order, the claim's expiry and an HMAC-SHA256 of the three under each webhook secret (the plugin
+        takes any one it knows, so a secret rotation does not break a link in flight)."""
+        message = claim_message(reservation_id, order_id, expires_at)
+        signatures = [
+            hmac.new(secret.encode("utf-8"), message, hashlib.sha256).hexdigest()
+            for secret in self._webhook_secrets()
+            if secret
+        ]
+        query = {
+            "bisn_claim": reservation_id,
+            "bisn_order": str(order_id),
+            "bisn_expires": str(int(expires_at)),
+            "bisn_sig": ",".join(signatures),
+        }
+        return f"{self._store_url}/?{urlencode(query)}"
 
     def release_hold(self, reservation_id: str, ref: str | None) -> None:
-        """Cancel the hold order so WooCommerce returns its unit; a paid, gone or cancelled order is left as is."""
+        """Cancel the hold's draft order so its reserved stock stops counting; an order the shopper placed (pending
+        payment, paid, or anything past the draft) is never touched, nor an order another reservation stamped."""
         order: dict[str, Any] | None
         if ref is None:
-            order = self._find_order(reservation_id, None, ("on-hold", "pending"))
+            order = self._find_order(reservation_id, None, RELEASABLE_STATUSES)
             if order is None:
                 return
         else:
@@ -472,13 +486,13 @@ class WooCommerceConnector:
             if reservation_id not in _reservation_ids(found):
                 return  # not the order this reservation stamped: never cancel somebody else's order
             order = found
-        if order.get("status") not in ("on-hold", "pending"):
-            return  # paid (processing, completed), or already cancelled, failed, refunded or trashed
-        self._cancel(str(order.get("id")))
+        if _releasable(order):
+            self._cancel(str(order.get("id")))
 
     def _cancel(self, order_id: str) -> None:
-        # Cancelled, not deleted: `wc_maybe_increase_stock_levels` runs on woocommerce_order_status_cancelled and
-        # puts back what the order took; trashing or deleting an order moves no stock.
+        # Cancelled, not deleted: a cancelled order leaves the reserved-stock query (it counts checkout-draft and
+        # pending orders only: ReserveStock::get_query_for_reserved_stock), and a legacy on-hold hold gets its unit
+        # back through wc_maybe_increase_stock_levels on woocommerce_order_status_cancelled.
         # Update an order: https://woocommerce.github.io/woocommerce-rest-api-docs/#update-an-order
         response = self._request("PUT", f"/orders/{quote(order_id)}", {}, {"status": "cancelled"})
         if response.status in (200, 404):
@@ -513,39 +527,6 @@ class WooCommerceConnector:
             if len(orders) < PER_PAGE or (total_pages is not None and page >= total_pages):
                 return None
         return None
-
-    def _product(self, product_id: int, variation_id: int | None) -> dict[str, Any] | None:
-        # Retrieve a product: https://woocommerce.github.io/woocommerce-rest-api-docs/#retrieve-a-product
-        # Retrieve a product variation:
-        # https://woocommerce.github.io/woocommerce-rest-api-docs/#retrieve-a-product-variation
-        path = f"/products/{product_id}" + (f"/variations/{variation_id}" if variation_id is not None else "")
-        response = self._request("GET", path, {})
-        if response.status in (404, 410):
-            return None
-        if response.status != 200:
-            raise _hold_error(response, "read the product")
-        product = _json(response, StoreUnavailable)
-        if not isinstance(product, dict):
-            raise StoreUnavailable("the product is not an object")
-        return product
-
-    def _check_stock(self, product_id: int, variation_id: int | None) -> None:
-        product = self._product(product_id, variation_id)
-        if product is None:
-            raise StoreRefused("the product is gone from the store")
-        if product.get("status", "publish") != "publish" or product.get("purchasable") is False:
-            raise StoreRefused("the product is not for sale")
-        if _manages_stock(product):
-            if _int_or(product.get("stock_quantity"), 0) < 1 and product.get("backorders", "no") == "no":
-                raise StoreRefused("no unit to hold")
-        elif product.get("stock_status") == "outofstock":
-            raise StoreRefused("the product is out of stock")
-
-    def _oversold(self, product_id: int, variation_id: int | None) -> bool:
-        product = self._product(product_id, variation_id)
-        if product is None or not _manages_stock(product):
-            return False
-        return _int_or(product.get("stock_quantity"), 0) < 0 and product.get("backorders", "no") == "no"
 
     # ------------------------------------------------------------------ HTTP
 
@@ -675,7 +656,12 @@ def _level(body: Mapping[str, Any]) -> int:
         quantity = body.get("stock_quantity")
         if quantity is not None and (isinstance(quantity, bool) or not isinstance(quantity, int | float)):
             raise BadRequest("The delivery's stock_quantity must be a number.", code="invalid_field")
-        return max(int(quantity or 0), 0)
+        # Reserved stock never lowers stock_quantity: the plugin adds the units its live holds reserve, so the
+        # level is what the storefront can still sell, as on a platform whose holds take the unit out.
+        reserved = body.get(RESERVED_FIELD, 0)
+        if isinstance(reserved, bool) or not isinstance(reserved, int) or reserved < 0:
+            raise BadRequest(f"The delivery's {RESERVED_FIELD} must be a whole number.", code="invalid_field")
+        return max(int(quantity or 0) - reserved, 0)
     status = body.get("stock_status")
     if status == "instock":
         return UNTRACKED_IN_STOCK
@@ -728,11 +714,17 @@ def _order_report(body: Mapping[str, Any]) -> OrderReport:
     return OrderReport(order_id=str(order_id), reservation_ids=_reservation_ids(body), paid=paid)
 
 
-def _store_hold(order: Mapping[str, Any]) -> StoreHold:
-    url = order.get("payment_url")
-    if not isinstance(url, str) or not url:
-        raise StoreUnavailable("the order has no payment_url")
-    return StoreHold(ref=str(order.get("id")), checkout_url=url)
+def claim_message(reservation_id: str, order_id: int, expires_at: int) -> bytes:
+    """What a claim link's signature covers (the plugin's bisn_claim_message builds the same bytes)."""
+    return f"bisn-claim-v1|{reservation_id}|{int(order_id)}|{int(expires_at)}".encode()
+
+
+def _releasable(order: Mapping[str, Any]) -> bool:
+    status = order.get("status")
+    if status == DRAFT_STATUS:
+        return True  # the shopper has not placed it: only the reservation is ours to end
+    # An on-hold order an earlier version made as the hold itself (created over REST, never through a checkout).
+    return status in ("on-hold", "pending") and order.get("created_via") == "rest-api"
 
 
 def _json(response: HttpResponse, error: type[Exception]) -> Any:

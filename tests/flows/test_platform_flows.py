@@ -118,8 +118,11 @@ def counters(shop: Shop, sku: str) -> tuple[int, int]:
 def report_level(shop: Shop, sku: str) -> None:
     """The platform's own webhook for the level its storefront shows now (our store holds already taken off)."""
     shop.clock.advance(1)
-    level = shop.store.counts(sku)["available"]
-    response = shop.restock(sku, level)
+    if shop.platform == "woocommerce":
+        # Reserved stock leaves stock_quantity as it was: the product as it stands, with what our holds reserve.
+        response = shop.webhook(shop.store.stock_webhook(sku))
+    else:
+        response = shop.restock(sku, shop.store.counts(sku)["available"])
     assert response.status_code in (200, 202), response.body
 
 

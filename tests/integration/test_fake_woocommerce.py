@@ -1,7 +1,8 @@
 """The WooCommerce connector against the in-memory WooCommerce (devstack/fake_woocommerce.py): no network, no AWS.
 
-The fake keeps the store rules the connector relies on (stock taken by an on-hold order and given back when it is
-cancelled, payment moving it to processing without taking stock twice; see the fake's docstring for the sources).
+The fake keeps the store rules the connector relies on (a hold's unit reserved for its draft order and freed when
+the draft is cancelled or its reservation lapses, the checkout taking the stock once; see the fake's docstring for
+the sources).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from chalicelib.errors import InvalidSignature
 from chalicelib.platforms import base
 from chalicelib.platforms.base import HoldRequest, StoreRefused, StoreUnavailable
 from chalicelib.platforms.woocommerce import PER_PAGE, WooCommerceConnector
-from devstack.fake_woocommerce import FakeWooCommerce
+from devstack.fake_woocommerce import DEMO_CUSTOMER, FakeWooCommerce
 
 STOCK = {"WW-THROW-OAT": 2, "WW-CARDI-RUST": 1, "WW-BEANIE-MOSS": 0}
 
@@ -95,8 +96,9 @@ def test_a_hold_takes_one_unit_off_the_storefront(store: FakeWooCommerce) -> Non
     hold = connector(store).place_hold(hold_for(store, "WW-THROW-OAT"))
     assert store.counts("WW-THROW-OAT") == {"available": 1, "reserved": 1}
     order = store.orders[int(hold.ref)]
-    assert order.status == "on-hold" and order.created_via == "rest-api"
-    assert hold.checkout_url.startswith("https://shop.example/checkout/order-pay/")
+    assert order.status == "checkout-draft" and order.created_via == "bisn-claim"
+    assert store.by_sku("WW-THROW-OAT").stock == 2  # reserved, not taken: stock_quantity is unchanged
+    assert hold.checkout_url.startswith("https://shop.example/?bisn_claim=res_1&")
 
 
 def test_a_variation_hold_takes_the_variations_unit(store: FakeWooCommerce) -> None:
@@ -199,12 +201,12 @@ def test_a_stock_change_arrives_as_a_verified_level(store: FakeWooCommerce) -> N
     assert dict(delivery.products[0].ids) == {"woocommerce.product_id": "107", "woocommerce.variation_id": "109"}
 
 
-def test_the_hold_orders_webhooks_carry_the_reservation(store: FakeWooCommerce) -> None:
-    connector(store).place_hold(hold_for(store, "WW-THROW-OAT"))
-    body, headers = store.sent[-1]
-    assert headers["X-WC-Webhook-Topic"] == "order.created"
+def test_the_checked_out_orders_webhook_carries_the_reservation(store: FakeWooCommerce) -> None:
+    hold = connector(store).place_hold(hold_for(store, "WW-THROW-OAT"))
+    body, headers = store.checkout(store.claim(hold.checkout_url), DEMO_CUSTOMER)
+    assert headers["X-WC-Webhook-Topic"] == "order.updated"
     delivery = connector(store).read_webhook(body, headers)
-    assert delivery.orders[0].reservation_ids == ("res_1",) and delivery.orders[0].paid is False
+    assert delivery.orders == (base.OrderReport(order_id=hold.ref, reservation_ids=("res_1",), paid=True),)
 
 
 def test_the_fakes_ping_is_ignored(store: FakeWooCommerce) -> None:

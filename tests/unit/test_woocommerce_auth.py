@@ -21,7 +21,7 @@ import pytest
 from chalicelib.platforms.base import CatalogUnavailable, StoreCredentialsRefused
 from chalicelib.platforms.woocommerce import WooCommerceConnector
 from chalicelib.store_holds import StoreHolds
-from tests.unit.test_woocommerce_contract import HOLD, ORDERS, PRODUCTS, SECRET, Recording, error, ok
+from tests.unit.test_woocommerce_contract import HOLD, HOLDS, ORDERS, PRODUCTS, SECRET, Recording, error, ok
 
 EMPTY_PAGE = ok([], **{"x-wp-total": "0", "x-wp-totalpages": "0"})
 
@@ -81,24 +81,18 @@ def test_a_wrong_secret_is_credentials_refused_without_a_second_try() -> None:
 def test_a_key_refused_both_ways_is_credentials_refused_and_names_no_secret() -> None:
     transport = Recording(
         [
-            ("GET", ORDERS, error(401, "woocommerce_rest_cannot_view")),
-            ("GET", ORDERS, error(401, "woocommerce_rest_cannot_view")),
+            ("POST", HOLDS, error(401, "woocommerce_rest_cannot_create")),
+            ("POST", HOLDS, error(401, "woocommerce_rest_cannot_create")),
         ]
     )
     with pytest.raises(StoreCredentialsRefused) as failed:
         connector(transport).place_hold(HOLD)
     assert "credentials refused" in str(failed.value) and SECRET not in str(failed.value)
-    assert "woocommerce_rest_cannot_view" in str(failed.value)
+    assert "woocommerce_rest_cannot_create" in str(failed.value)
 
 
 def test_a_read_only_key_is_credentials_refused() -> None:
-    transport = Recording(
-        [
-            ("GET", ORDERS, ok([])),
-            ("GET", f"{PRODUCTS}/107/variations/109", ok({"id": 109, "manage_stock": True, "stock_quantity": 2})),
-            ("POST", ORDERS, error(403, "woocommerce_rest_cannot_create")),
-        ]
-    )
+    transport = Recording([("POST", HOLDS, error(403, "woocommerce_rest_cannot_create"))])
     with pytest.raises(StoreCredentialsRefused):
         connector(transport).place_hold(HOLD)
 

@@ -5,16 +5,20 @@ resources. References (WooCommerce REST API v3, https://woocommerce.github.io/wo
   #authentication-over-https - HTTP Basic with consumer key and secret
   #pagination - per_page (at most 100), page, X-WP-Total and X-WP-TotalPages
   #list-all-products, #list-all-product-variations - the catalogue
-  #retrieve-a-product, #retrieve-a-product-variation - the stock check before a hold
-  #list-all-orders (product, status, orderby, order) - finding a hold's order
-  #create-an-order (status, set_paid, line_items, meta_data; payment_url in the answer) - placing a hold
-  #update-an-order (status) - releasing one
+  #list-all-orders (product, status, orderby, order) - finding a hold's draft order
+  #update-an-order (status) - releasing one (a cancelled draft leaves ReserveStock's query, which counts
+    checkout-draft and pending orders only: src/Checkout/Helpers/ReserveStock.php)
   #errors - {"code", "message", "data": {"status"}}
+The plugin's own route (POST /wp-json/wc-bisn/v1/holds, integrations/woocommerce/bisn-holds.php) answers 409
+`woocommerce_product_not_enough_stock` when ReserveStock::reserve_stock_for_order throws (its ReserveStockException
+code), and WordPress answers 404 `rest_no_route` where the plugin is missing.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -22,7 +26,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from chalicelib.platforms.base import CatalogUnavailable, HoldRequest, StoreRefused, StoreUnavailable
+from chalicelib.platforms.base import (
+    CatalogUnavailable,
+    HoldRequest,
+    StoreCredentialsRefused,
+    StoreRefused,
+    StoreUnavailable,
+)
 from chalicelib.platforms.http import HttpResponse
 from chalicelib.platforms.woocommerce import WooCommerceConnector
 
@@ -92,10 +102,13 @@ VARIATION = {
 }
 ORDER = {
     "id": 501,
-    "status": "on-hold",
+    "status": "checkout-draft",
+    "created_via": "bisn-claim",
     "meta_data": [{"id": 1, "key": "_bisn_reservation_id", "value": "res_1"}],
-    "payment_url": f"{STORE}/checkout/order-pay/501/?pay_for_order=true&key=wc_order_abc",
 }
+# The plugin's answer to POST /wp-json/wc-bisn/v1/holds (integrations/woocommerce/bisn-holds.php).
+HOLDS = "/wp-json/wc-bisn/v1/holds"
+PLACED = {"order_id": 501, "status": "checkout-draft", "reservation_id": "res_1", "reserved_until": 2_000_000_000}
 
 
 def test_every_request_authenticates_with_basic_auth_over_the_store_url() -> None:
@@ -165,93 +178,81 @@ def test_an_unreadable_catalogue_page_is_unavailable() -> None:
         list(connector(transport).read_catalog())
 
 
-def test_place_hold_looks_up_checks_stock_then_creates_an_on_hold_order() -> None:
-    transport = Recording(
-        [
-            ("GET", ORDERS, ok([], **{"x-wp-totalpages": "0"})),
-            ("GET", f"{PRODUCTS}/107/variations/109", ok(VARIATION)),
-            ("POST", ORDERS, ok(ORDER, 201)),
-            ("GET", f"{PRODUCTS}/107/variations/109", ok(VARIATION | {"stock_quantity": 1})),
-        ]
-    )
+def test_place_hold_asks_the_plugin_to_reserve_and_sends_the_shopper_to_a_signed_claim() -> None:
+    transport = Recording([("POST", HOLDS, ok(PLACED, 201))])
     hold = connector(transport).place_hold(HOLD)
-    assert (hold.ref, hold.checkout_url) == ("501", ORDER["payment_url"])
-    lookup, _check, create, _recheck = transport.sent
-    assert lookup["query"] == {
-        "product": "107",
-        "status": "on-hold,pending,processing,completed",
-        "orderby": "date",
-        "order": "desc",
-        "per_page": "100",
-        "page": "1",
+    (request,) = transport.sent
+    assert request["json"] == {
+        "reservation_id": "res_1",
+        "product_id": 107,
+        "variation_id": 109,
+        "expires_at": 2_000_000_000,
     }
-    assert create["headers"]["Content-Type"] == "application/json"
-    body = create["json"]
-    assert body["status"] == "on-hold" and body["set_paid"] is False
-    assert body["line_items"] == [{"product_id": 107, "variation_id": 109, "quantity": 1}]
-    assert body["meta_data"] == [{"key": "_bisn_reservation_id", "value": "res_1"}]
+    assert request["headers"]["Authorization"].startswith("Basic ")  # the same key: a `wc-` namespace
+    assert hold.ref == "501"
+    claim = urlsplit(hold.checkout_url)
+    assert f"{claim.scheme}://{claim.netloc}{claim.path}" == f"{STORE}/"
+    query = {k: v[-1] for k, v in parse_qs(claim.query).items()}
+    message = b"bisn-claim-v1|res_1|501|2000000000"
+    assert query == {
+        "bisn_claim": "res_1",
+        "bisn_order": "501",
+        "bisn_expires": "2000000000",
+        "bisn_sig": hmac.new(b"w", message, hashlib.sha256).hexdigest(),
+    }
 
 
-def test_place_hold_for_a_simple_product_sends_no_variation() -> None:
-    simple = HoldRequest("res_2", "WW-THROW-OAT", {"woocommerce.product_id": "101"}, 2_000_000_000)
-    product = VARIATION | {"id": 101}
-    transport = Recording(
-        [
-            ("GET", ORDERS, ok([])),
-            ("GET", f"{PRODUCTS}/101", ok(product)),
-            ("POST", ORDERS, ok(ORDER | {"id": 502}, 201)),
-            ("GET", f"{PRODUCTS}/101", ok(product)),
-        ]
+def test_a_claim_is_signed_under_every_webhook_secret_during_a_rotation() -> None:
+    transport = Recording([("POST", HOLDS, ok(PLACED))])
+    woo = WooCommerceConnector(
+        store_url=STORE,
+        consumer_key=lambda: "ck_key",
+        consumer_secret=lambda: SECRET,
+        webhook_secrets=lambda: ("old", "new"),
+        transport=transport,
     )
-    assert connector(transport).place_hold(simple).ref == "502"
-    assert transport.sent[2]["json"]["line_items"] == [{"product_id": 101, "quantity": 1}]
+    signatures = parse_qs(urlsplit(woo.place_hold(HOLD).checkout_url).query)["bisn_sig"][0].split(",")
+    message = b"bisn-claim-v1|res_1|501|2000000000"
+    assert signatures == [hmac.new(k, message, hashlib.sha256).hexdigest() for k in (b"old", b"new")]
 
 
-def test_place_hold_returns_the_order_a_first_attempt_made() -> None:
-    transport = Recording([("GET", ORDERS, ok([{"id": 499, "meta_data": []}, ORDER]))])
-    assert connector(transport).place_hold(HOLD).ref == "501"
-    assert len(transport.sent) == 1
+def test_place_hold_for_a_simple_product_sends_variation_zero() -> None:
+    transport = Recording([("POST", HOLDS, ok(PLACED))])
+    connector(transport).place_hold(HoldRequest("res_1", "A", {"woocommerce.product_id": "101"}, 2_000_000_000))
+    assert transport.sent[0]["json"]["variation_id"] == 0
 
 
-def test_place_hold_refuses_when_no_unit_is_left() -> None:
-    transport = Recording(
-        [("GET", ORDERS, ok([])), ("GET", f"{PRODUCTS}/107/variations/109", ok(VARIATION | {"stock_quantity": 0}))]
-    )
+def test_place_hold_without_a_product_id_is_refused_without_a_call() -> None:
+    transport = Recording([])
     with pytest.raises(StoreRefused):
-        connector(transport).place_hold(HOLD)
+        connector(transport).place_hold(HoldRequest("res_1", "A", {}, 2_000_000_000))
 
 
-def test_place_hold_gives_the_unit_back_when_a_sale_got_there_first() -> None:
-    transport = Recording(
-        [
-            ("GET", ORDERS, ok([])),
-            ("GET", f"{PRODUCTS}/107/variations/109", ok(VARIATION | {"stock_quantity": 1})),
-            ("POST", ORDERS, ok(ORDER, 201)),
-            ("GET", f"{PRODUCTS}/107/variations/109", ok(VARIATION | {"stock_quantity": -1})),
-            ("PUT", f"{ORDERS}/501", ok(ORDER | {"status": "cancelled"})),
-        ]
-    )
-    with pytest.raises(StoreRefused):
-        connector(transport).place_hold(HOLD)
-    assert transport.sent[-1]["json"] == {"status": "cancelled"}
-
-
-@pytest.mark.parametrize(("status", "raised"), [(400, StoreRefused), (500, StoreUnavailable), (401, StoreUnavailable)])
-def test_place_hold_maps_order_creation_errors(status: int, raised: type[Exception]) -> None:
-    transport = Recording(
-        [
-            ("GET", ORDERS, ok([])),
-            ("GET", f"{PRODUCTS}/107/variations/109", ok(VARIATION)),
-            # A 401 is about the key, never the item (tests/unit/test_woocommerce_auth.py).
-            ("POST", ORDERS, error(status, "woocommerce_rest_authentication_error" if status == 401 else "invalid")),
-        ]
-    )
+@pytest.mark.parametrize(
+    ("status", "code", "raised"),
+    [
+        (409, "woocommerce_product_not_enough_stock", StoreRefused),  # ReserveStockException
+        (404, "bisn_invalid_product", StoreRefused),
+        (404, "rest_no_route", StoreUnavailable),  # the plugin is missing: every hold needs it
+        (500, "internal_server_error", StoreUnavailable),
+        (401, "woocommerce_rest_authentication_error", StoreCredentialsRefused),
+        (403, "woocommerce_rest_cannot_create", StoreCredentialsRefused),
+    ],
+)
+def test_place_hold_maps_the_plugins_answers(status: int, code: str, raised: type[Exception]) -> None:
+    transport = Recording([("POST", HOLDS, error(status, code))])
     with pytest.raises(raised) as failed:
         connector(transport).place_hold(HOLD)
     assert SECRET not in str(failed.value)
 
 
-def test_release_hold_cancels_the_order_by_its_ref() -> None:
+def test_place_hold_needs_a_draft_order_in_the_answer() -> None:
+    transport = Recording([("POST", HOLDS, ok({"status": "checkout-draft"}))])
+    with pytest.raises(StoreUnavailable):
+        connector(transport).place_hold(HOLD)
+
+
+def test_release_hold_cancels_the_draft_by_its_ref() -> None:
     transport = Recording(
         [("GET", f"{ORDERS}/501", ok(ORDER)), ("PUT", f"{ORDERS}/501", ok(ORDER | {"status": "cancelled"}))]
     )
@@ -259,18 +260,28 @@ def test_release_hold_cancels_the_order_by_its_ref() -> None:
     assert transport.sent[1]["method"] == "PUT" and transport.sent[1]["json"] == {"status": "cancelled"}
 
 
-def test_release_hold_without_a_ref_finds_the_order_by_its_stamp() -> None:
+def test_release_hold_without_a_ref_finds_the_draft_by_its_stamp() -> None:
     transport = Recording([("GET", ORDERS, ok([ORDER])), ("PUT", f"{ORDERS}/501", ok(ORDER | {"status": "cancelled"}))])
     connector(transport).release_hold("res_1", None)
-    assert transport.sent[0]["query"]["status"] == "on-hold,pending"
+    assert transport.sent[0]["query"]["status"] == "checkout-draft,on-hold,pending"
     assert "product" not in transport.sent[0]["query"]
 
 
-@pytest.mark.parametrize("status", ["processing", "completed", "cancelled"])
-def test_release_hold_leaves_a_paid_or_finished_order(status: str) -> None:
-    transport = Recording([("GET", f"{ORDERS}/501", ok(ORDER | {"status": status}))])
+@pytest.mark.parametrize("status", ["pending", "on-hold", "processing", "completed", "cancelled"])
+def test_release_hold_never_touches_an_order_the_shopper_placed(status: str) -> None:
+    # Past the draft the order is the shopper's (awaiting a bank transfer, say): our hold's end is not theirs.
+    transport = Recording([("GET", f"{ORDERS}/501", ok(ORDER | {"status": status, "created_via": "store-api"}))])
     connector(transport).release_hold("res_1", "501")
     assert len(transport.sent) == 1
+
+
+def test_release_hold_cancels_an_on_hold_order_an_earlier_version_held_with() -> None:
+    legacy = ORDER | {"status": "on-hold", "created_via": "rest-api"}
+    transport = Recording(
+        [("GET", f"{ORDERS}/501", ok(legacy)), ("PUT", f"{ORDERS}/501", ok(legacy | {"status": "cancelled"}))]
+    )
+    connector(transport).release_hold("res_1", "501")
+    assert len(transport.sent) == 2
 
 
 def test_release_hold_never_cancels_an_order_another_reservation_stamped() -> None:
