@@ -15,6 +15,7 @@ Every key names a keyed hash, never a number or an address.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from chalicelib.config import Settings
@@ -24,6 +25,8 @@ from chalicelib.metrics import NON_NOTICE_SMS_REFUSED, MetricsFactory
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.store import Tables
 from chalicelib.tables.throttle import ThrottleTable
+
+log = logging.getLogger(__name__)
 
 DAY_S = 86400
 
@@ -146,6 +149,7 @@ class SmsSends:
         """True (and counted in the metric) when the transaction failed on the shop-wide ceiling."""
         if not cancelled.failed("ceiling"):
             return False
+        log.warning("a code SMS was refused: the shop sent NON_NOTICE_SMS_PER_DAY of them today")
         buffer = self.metrics.start()
         buffer.count(NON_NOTICE_SMS_REFUSED)
         buffer.flush()

@@ -315,12 +315,45 @@ def test_pinning_twice_changes_nothing(package: Package) -> None:
     assert again == package.template
 
 
-def test_the_api_stage_is_throttled_and_an_optional_waf_rate_limits_notify_me(package: Package) -> None:
+# Every route a request can make us send a message by (a notice's place, a code, a re-subscribe), as app.py
+# declares it: the WAF rule and the tighter throttles must cover each.
+SENDING_ROUTES = ("/notify-me", "/notify-me/code", "/me/{token}", "/m/{token}", "/resubscribe/{link_id}")
+CODE_ROUTES = SENDING_ROUTES[1:]
+
+
+def waf_matches(statement: dict[str, Any], path: str) -> bool:
+    """Whether a WAF scope-down statement (byte matches on the URI path, or an OR of them) matches `path`."""
+    if "OrStatement" in statement:
+        return any(waf_matches(s, path) for s in statement["OrStatement"]["Statements"])
+    match = statement["ByteMatchStatement"]
+    assert match["FieldToMatch"] == {"UriPath": {}}
+    assert match["TextTransformations"] == [{"Priority": 0, "Type": "LOWERCASE"}]
+    wanted, path = match["SearchString"], path.lower()
+    return {
+        "ENDS_WITH": path.endswith,
+        "CONTAINS": lambda text: text in path,
+        "STARTS_WITH": path.startswith,
+        "EXACTLY": lambda text: path == text,
+    }[match["PositionalConstraint"]](wanted)
+
+
+def test_the_api_stage_is_throttled_and_an_optional_waf_rate_limits_every_route_that_sends(package: Package) -> None:
     (api,) = package.resources("AWS::Serverless::Api").values()
-    (settings,) = api["Properties"]["MethodSettings"]
-    assert settings["ThrottlingRateLimit"] == {"Ref": "ApiThrottleRateLimit"}
-    assert settings["ThrottlingBurstLimit"] == {"Ref": "ApiThrottleBurstLimit"}
-    assert (settings["ResourcePath"], settings["HttpMethod"]) == ("/*", "*")
+    stage, *codes = api["Properties"]["MethodSettings"]
+    assert stage["ThrottlingRateLimit"] == {"Ref": "ApiThrottleRateLimit"}
+    assert stage["ThrottlingBurstLimit"] == {"Ref": "ApiThrottleBurstLimit"}
+    assert (stage["ResourcePath"], stage["HttpMethod"]) == ("/*", "*")
+    # The code routes get a tighter throttle of their own, each on a route the API really has.
+    paths = api["Properties"]["DefinitionBody"]["paths"]
+    throttled = set()
+    for setting in codes:
+        path = setting["ResourcePath"][1:].replace("~1", "/")
+        assert setting["HttpMethod"] == "POST" and "post" in paths[path]
+        assert setting["ThrottlingRateLimit"] == {"Ref": "ApiCodeThrottleRateLimit"}
+        assert setting["ThrottlingBurstLimit"] == {"Ref": "ApiCodeThrottleBurstLimit"}
+        throttled.add(path)
+    assert throttled == set(CODE_ROUTES)
+    assert set(SENDING_ROUTES) <= set(paths)
     parameters = package.template["Parameters"]
     assert parameters["EnableWaf"]["Default"] == "false"
     (acl,) = package.resources("AWS::WAFv2::WebACL").values()
@@ -330,8 +363,14 @@ def test_the_api_stage_is_throttled_and_an_optional_waf_rate_limits_notify_me(pa
     rate = rule["Statement"]["RateBasedStatement"]
     assert rule["Action"] == {"Block": {}}
     assert rate["Limit"] == {"Ref": "WafNotifyMeLimit"} and rate["AggregateKeyType"] == "IP"
-    match = rate["ScopeDownStatement"]["ByteMatchStatement"]
-    assert (match["SearchString"], match["PositionalConstraint"]) == ("/notify-me", "ENDS_WITH")
+    scope = rate["ScopeDownStatement"]
+    # WAF sees the path as the client sent it: behind the stage's name on the execute-api host, bare on a domain.
+    for route in SENDING_ROUTES:
+        filled = route.replace("{token}", "AbC_12-xyz").replace("{link_id}", "0f" * 16)
+        for prefix in ("/api", ""):
+            assert waf_matches(scope, prefix + filled), f"the WAF rule does not count {route}"
+    for quiet in ("/widget.js", "/webhooks/inventory", "/admin/api/queue", "/reserve/abc", "/r/abc"):
+        assert not waf_matches(scope, "/api" + quiet), f"{quiet} sends nothing and needs no WAF rule"
     assert "${RestAPI.Stage}" in association["Properties"]["ResourceArn"]["Fn::Sub"]
 
 
