@@ -10,7 +10,6 @@ from typing import Any
 import boto3
 import pytest
 from chalice.test import Client
-from moto import mock_aws
 
 from chalicelib import i18n
 from chalicelib.aws import Aws
@@ -19,7 +18,6 @@ from chalicelib.wiring import Services
 from devstack import moto_patches
 from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
-from devstack.provision import provision
 from infra.stages import stage_env
 from tests.emulator import ProvisionedEmulator
 from tests.reliability import tally
@@ -52,15 +50,6 @@ def provisioned_emulator() -> ProvisionedEmulator:
 def session(provisioned_emulator: ProvisionedEmulator) -> Iterator[boto3.session.Session]:
     """A boto3 session on the emulator as newly provisioned with every resource of infra/template.json."""
     with provisioned_emulator.fresh() as session:
-        yield session
-
-
-@pytest.fixture
-def provisioned_afresh() -> Iterator[boto3.session.Session]:
-    """A boto3 session on an emulator started and provisioned for this test alone, as `session` was once built."""
-    with mock_aws():
-        session = boto3.session.Session(region_name=REGION)
-        provision(session)
         yield session
 
 
