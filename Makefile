@@ -49,6 +49,19 @@ test-browser: $(STAMP)
 	$(PY) -m pytest -m browser; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no browser tests" >&2; exit 1; fi; exit $$rc
 
+# The WooCommerce plugin (integrations/woocommerce/) under plain PHP: `php -l` on every PHP file, then its unit tests
+# against stand-ins for WordPress and WooCommerce (tests/php/run.php, no composer). Installs Debian's php-cli when
+# missing.
+.PHONY: test-php
+test-php:
+	@if ! command -v php >/dev/null 2>&1; then \
+		sudo=""; if [ "$$(id -u)" != 0 ]; then sudo="sudo -n"; fi; \
+		echo "Installing Debian's php-cli for the plugin's tests..."; \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq php-cli; \
+	fi
+	@find integrations tests/php -name '*.php' -print0 | xargs -0 -n1 php -l
+	php tests/php/run.php
+
 # On the emulator, no network: a table, then one JSON object as the last line (docs/BENCHMARKS.md). Each section
 # runs in a process of its own, so none inherits another's heap, and reports its peak memory. QUICK=1 (or
 # `make bench-quick`) runs every section at small sizes, in a few minutes.
