@@ -45,6 +45,14 @@ def test_malformed_numbers_fail_fast(name: str, value: str) -> None:
         settings_from_env({**local(), name: value})
 
 
+def test_the_shops_daily_ceiling_of_code_sms_has_a_default_and_is_validated() -> None:
+    assert settings_from_env(local()).non_notice_sms_per_day == 200
+    assert settings_from_env({**local(), "NON_NOTICE_SMS_PER_DAY": "50"}).non_notice_sms_per_day == 50
+    for bad in ("0", "-1", "many", "1.5"):
+        with pytest.raises(ConfigError, match="NON_NOTICE_SMS_PER_DAY"):
+            settings_from_env({**local(), "NON_NOTICE_SMS_PER_DAY": bad})
+
+
 @pytest.mark.parametrize("stage", ["local", "dev", "prod"])
 def test_every_stage_in_chalice_config_is_complete(stage: str) -> None:
     settings = settings_from_env({**stage_env(stage), "AWS_DEFAULT_REGION": "eu-west-2"})
