@@ -675,7 +675,7 @@ class Services:
     def admin(self) -> AdminApi:
         """The dashboard's JSON API; its token verifier reads the pool's keys once per container."""
         from chalicelib.admin.api import AdminApi
-        from chalicelib.admin.auth import TokenVerifier, urllib_fetch
+        from chalicelib.admin.auth import StaffGroups, TokenVerifier, urllib_fetch
         from chalicelib.admin.dashboard import Dashboard
         from chalicelib.admin.signin import SignIn
 
@@ -693,6 +693,9 @@ class Services:
         )
         return AdminApi(
             verifier=verifier,
+            groups=StaffGroups(cognito=self.aws.cognito_idp, pool_id=settings.admin_user_pool_id)
+            if settings.admin_user_pool_id
+            else None,
             sign_in=SignIn(cognito=self.aws.cognito_idp, client_id=settings.admin_client_id, verifier=verifier),
             dashboard=Dashboard(tables=self.tables),
             contacts=self._contact_support(),

@@ -448,6 +448,14 @@ def _dashboard(stage: Stage) -> list[dict[str, Any]]:
             ],
         },
         {
+            "Sid": "DashboardStaffGroups",
+            "Effect": "Allow",
+            # A staff member's role is read from the groups they are in now, on every request. The pool is made by
+            # the stack, so its id is not known here: any pool of this account and region (pinned at package).
+            "Action": ["cognito-idp:AdminListGroupsForUser"],
+            "Resource": f"arn:aws:cognito-idp:{region}:*:userpool/*",
+        },
+        {
             "Sid": "DashboardAlarms",
             "Effect": "Allow",
             "Action": ["cloudwatch:DescribeAlarms"],

@@ -332,7 +332,10 @@ def entry_points(app_source: str) -> dict[str, list[tuple[str, str]]]:
     """Lambda function name -> the (Services property, method) its handlers call; ("method", "") for a method of
     the services themselves."""
     functions: dict[str, list[tuple[str, str]]] = {}
-    for node in ast.parse(app_source).body:
+    module = ast.parse(app_source).body
+    # Undecorated module-level functions: helpers a handler calls by name (`_staff_json(...)`), read with it.
+    helpers = {n.name: n for n in module if isinstance(n, ast.FunctionDef) and not n.decorator_list}
+    for node in module:
         if not isinstance(node, ast.FunctionDef):
             continue
         function = None
@@ -346,20 +349,46 @@ def entry_points(app_source: str) -> dict[str, list[tuple[str, str]]]:
                 function = str(named[0]) if named else node.name
         if function is None:
             continue
-        aliases = {"wiring.current()"}
-        for inner in ast.walk(node):
-            if isinstance(inner, ast.Assign) and ast.unparse(inner.value) == "wiring.current()":
-                aliases.update(ast.unparse(t) for t in inner.targets)
+        bodies, queue = [], [node]
+        while queue:
+            body = queue.pop()
+            bodies.append(body)
+            for inner in ast.walk(body):
+                name = inner.func.id if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) else ""
+                if name in helpers and helpers[name] not in bodies and helpers[name] not in queue:
+                    queue.append(helpers[name])
         calls = functions.setdefault(function, [])
-        for inner in ast.walk(node):
-            through_services = isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Attribute)
-            if through_services and ast.unparse(inner.value.value) in aliases:
-                calls.append((inner.value.attr, inner.attr))
-            # A method of the services themselves (`services.handle_message(...)`): followed from its own body.
-            direct = isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
-            if direct and ast.unparse(inner.func.value) in aliases:
-                calls.append((inner.func.attr, ""))
+        for body in bodies:
+            calls += _services_calls(body)
     return functions
+
+
+def _services_calls(body: ast.FunctionDef) -> list[tuple[str, str]]:
+    """The (Services property, method) calls of one function's body, through `wiring.current()`, a name it is
+    assigned to, or a name one of its properties is assigned to (`admin = wiring.current().admin`)."""
+    aliases = {"wiring.current()"}
+    properties: dict[str, str] = {}
+    for inner in ast.walk(body):
+        if isinstance(inner, ast.Assign) and ast.unparse(inner.value) == "wiring.current()":
+            aliases.update(ast.unparse(t) for t in inner.targets)
+    for inner in ast.walk(body):
+        if not isinstance(inner, ast.Assign) or not isinstance(inner.value, ast.Attribute):
+            continue
+        if ast.unparse(inner.value.value) in aliases:
+            properties.update((ast.unparse(t), inner.value.attr) for t in inner.targets)
+    calls = []
+    for inner in ast.walk(body):
+        through_services = isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Attribute)
+        if through_services and ast.unparse(inner.value.value) in aliases:
+            calls.append((inner.value.attr, inner.attr))
+        through_property = isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name)
+        if through_property and inner.value.id in properties:
+            calls.append((properties[inner.value.id], inner.attr))
+        # A method of the services themselves (`services.handle_message(...)`): followed from its own body.
+        direct = isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
+        if direct and ast.unparse(inner.func.value) in aliases:
+            calls.append((inner.func.attr, ""))
+    return calls
 
 
 def function_needs(reader: Reader, app_source: str) -> dict[str, Reach]:

@@ -170,6 +170,7 @@ CALLS = {
     "get_parameter": "ssm:GetParameter",
     "SSMProvider": "ssm:GetParameter",
     "put_metric_data": "cloudwatch:PutMetricData",
+    "admin_list_groups_for_user": "cognito-idp:AdminListGroupsForUser",
 }
 TRANSACTION_ITEMS = {
     "Put": "dynamodb:PutItem",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
-from chalicelib.admin.auth import Staff, TokenRefused, TokenVerifier
+from chalicelib.admin.auth import Staff, StaffGroups, TokenRefused, TokenVerifier
 from chalicelib.admin.contacts import ContactSupport, StaffAudit
 from chalicelib.admin.csvs import to_csv
 from chalicelib.admin.dashboard import Dashboard
@@ -67,6 +67,8 @@ class AdminApi:
     """Everything /admin/api does."""
 
     verifier: TokenVerifier
+    # Where a member's role is read on each request (None: from the token's claim alone).
+    groups: StaffGroups | None
     sign_in: SignIn
     dashboard: Dashboard
     contacts: ContactSupport
@@ -79,8 +81,9 @@ class AdminApi:
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Unauthorized("Sign in first: send the id token as `Authorization: Bearer <token>`.")
+        current = self.groups.of if self.groups is not None else None
         try:
-            return self.verifier.staff(token.strip())
+            return self.verifier.staff(token.strip(), current)
         except TokenRefused as exc:
             raise Unauthorized("That sign-in is not valid any more (or never was): sign in again.") from exc
 

@@ -17,6 +17,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
+from chalicelib.errors import Busy
+
 # DER of DigestInfo for SHA-256, the prefix of the hash in the encoded block (RFC 8017 §9.2, note 1).
 SHA256_DIGEST_INFO = bytes.fromhex("3031300d060960864801650304020105000420")
 # Clock skew tolerated between Cognito and this function, in seconds.
@@ -166,15 +170,50 @@ class TokenVerifier:
             raise TokenRefused("expired or not yet valid")
         return claims
 
-    def staff(self, token: str) -> Staff:
-        """The staff member a valid token names, with their highest role; TokenRefused without one."""
+    def staff(self, token: str, current_groups: Callable[[str], list[str]] | None = None) -> Staff:
+        """The staff member a valid token names, with their highest role; TokenRefused without one.
+
+        With `current_groups` the role comes from the groups the user is in now, read from the pool on every
+        request: an id token keeps the `cognito:groups` it was issued with for its whole hour, so a member taken
+        out of a group would otherwise keep its role until the token expires."""
         claims = self.verify(token)
-        groups = claims.get("cognito:groups") or []
+        username = claims.get("cognito:username")
+        if current_groups is not None:
+            if not isinstance(username, str) or not username:
+                raise TokenRefused("no cognito:username to read the groups of")
+            groups: Any = current_groups(username)
+        else:
+            groups = claims.get("cognito:groups") or []
         role = next((r for r in ROLES if isinstance(groups, list) and r in groups), None)
         if role is None:
             raise TokenRefused("in no staff group")
         email = str(claims.get("email") or claims.get("cognito:username") or "")
         return Staff(sub=str(claims.get("sub", "")), email=email, role=role)
+
+
+@dataclass(frozen=True)
+class StaffGroups:
+    """The groups a staff member is in now, read from the pool (AdminListGroupsForUser)."""
+
+    cognito: Any
+    pool_id: str
+
+    def of(self, username: str) -> list[str]:
+        """Every group `username` is in; none for a user the pool no longer has."""
+        names: list[str] = []
+        kwargs: dict[str, Any] = {"UserPoolId": self.pool_id, "Username": username, "Limit": 60}
+        try:
+            while True:
+                answer = self.cognito.admin_list_groups_for_user(**kwargs)
+                names += [str(g.get("GroupName")) for g in answer.get("Groups", [])]
+                if not answer.get("NextToken"):
+                    return names
+                kwargs["NextToken"] = answer["NextToken"]
+        except self.cognito.exceptions.UserNotFoundException:
+            return []
+        except (BotoCoreError, ClientError) as exc:
+            # No role can be known: refuse the request (503, try again) rather than trust the token's claim.
+            raise Busy("Could not check your role just now; please try again.", code="roles_unavailable") from exc
 
 
 def urllib_fetch(url: str) -> bytes:

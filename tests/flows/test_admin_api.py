@@ -216,6 +216,21 @@ def test_another_pools_token_is_refused(api: Client, pool: Pool) -> None:
     _refused(api, bearer(other.id_token(OWNER)))
 
 
+def test_taking_a_member_out_of_a_group_takes_effect_on_their_next_request(api: Client, pool: Pool) -> None:
+    token = pool.id_token(OWNER)
+    assert json.loads(get(api, "/admin/api/me", token).body)["role"] == "owner"
+    # The token still says "owner" for the rest of its hour; the pool says otherwise now.
+    pool.cognito.admin_remove_user_from_group(UserPoolId=pool.pool_id, Username=OWNER, GroupName="owner")
+    pool.cognito.admin_add_user_to_group(UserPoolId=pool.pool_id, Username=OWNER, GroupName="support")
+    assert json.loads(get(api, "/admin/api/me", token).body)["role"] == "support"
+    refused = post(api, "/admin/api/contacts/export", token, {"contact": "+447400100000"})
+    assert (refused.status_code, json.loads(refused.body)["error"]) == (403, "forbidden")
+    pool.cognito.admin_remove_user_from_group(UserPoolId=pool.pool_id, Username=OWNER, GroupName="support")
+    _refused(api, bearer(token))
+    pool.cognito.admin_delete_user(UserPoolId=pool.pool_id, Username=OWNER)
+    _refused(api, bearer(token))
+
+
 def test_a_stage_without_a_staff_pool_refuses_every_token(
     session: Any, clock: FixedClock, env: dict[str, str], pool: Pool
 ) -> None:

@@ -187,3 +187,25 @@ def test_a_stage_without_a_pool_refuses_everything_and_fetches_nothing() -> None
     with pytest.raises(TokenRefused):
         check.verify(token())
     assert fetch.urls == []
+
+
+class _Pool:
+    """A Cognito client whose group listing fails as a throttled or unreachable pool does."""
+
+    class exceptions:  # boto3 names its modelled errors this way
+        class UserNotFoundException(Exception):
+            pass
+
+    def admin_list_groups_for_user(self, **_: Any) -> Any:
+        from botocore.exceptions import ClientError
+
+        raise ClientError({"Error": {"Code": "TooManyRequestsException", "Message": "Rate exceeded"}}, "List")
+
+
+def test_a_role_that_cannot_be_read_now_refuses_the_request_rather_than_trust_the_token() -> None:
+    from chalicelib.admin.auth import StaffGroups
+    from chalicelib.errors import Busy
+
+    with pytest.raises(Busy) as refused:
+        StaffGroups(cognito=_Pool(), pool_id="eu-west-2_AbC123").of("someone")
+    assert (refused.value.status, refused.value.code) == (503, "roles_unavailable")
