@@ -33,6 +33,7 @@ from chalicelib.pages import LINK_INCOMPLETE, Shop, button_form, page, text_page
 from chalicelib.resubscribe import DOMAIN, PROOF_SOURCES
 from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent, refused_recipient
 from chalicelib.sms import to_gsm
+from chalicelib.sms_caps import SmsSends
 from chalicelib.tables.store import Tables
 from chalicelib.tokens import TokenExpired, TokenInvalid, Tokens
 
@@ -80,6 +81,8 @@ class OptIns:
     clock: Clock
     shop: Shop
     send_message: Callable[[str], object]  # puts a message on the jobs queue (the link, for the notifier to send)
+    # A link by SMS counts against the shop's daily ceiling of SMS that are not notices (chalicelib/sms_caps.py).
+    sms_sends: SmsSends | None = None
 
     def start(
         self, contact: Contact, contact_key: str, *, started_by: Mapping[str, str], lang: str | None = None
@@ -113,6 +116,13 @@ class OptIns:
         )
         if not started:
             raise RateLimited("An opt-in link was sent to them within the hour.", OPTIN_EVERY_S)
+        if contact.channel == SMS and self.sms_sends is not None:
+            try:
+                self.sms_sends.charge_ceiling(now)
+            except RateLimited:
+                # No link goes, so none may be pending: staff can start it again tomorrow.
+                self.tables.throttle.take_optin(optin_key(contact_key), nonce, now)
+                raise
         self.tables.audit.record(
             OPTIN_PARTITION,
             "optin_started",

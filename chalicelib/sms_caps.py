@@ -8,7 +8,8 @@ the same budget:
 - per number: TAPS_PER_NUMBER_PER_HOUR (`tapn#<number hash>#<hour>`);
 - per number block (the number less its last 4 digits): TAPS_PER_PREFIX_PER_HOUR (`tapp#<block hash>#<hour>`);
 - per number, new places: PLACES_PER_NUMBER per REQUEST_TTL_DAYS (`places#<number hash>#<window>`);
-- shop-wide: NON_NOTICE_SMS_PER_DAY SMS that are not restock notices (codes) per UTC day (`smsday#<day>`).
+- shop-wide: NON_NOTICE_SMS_PER_DAY SMS that are not restock notices (codes, staff's opt-in links) per UTC day
+  (`smsday#<day>`).
 
 Every key names a keyed hash, never a number or an address.
 """
@@ -172,10 +173,25 @@ class SmsSends:
                 source_refused(cancelled, now)
             taps_refused(cancelled, caps)
             if self.ceiling_refused(cancelled, now):
-                raise RateLimited(
-                    "We have sent as many codes by SMS today as we send in a day. Please try again tomorrow, "
-                    "or keep email.",
-                    day_key(now)[2],
-                    code="sms_daily_limit",
-                ) from None
+                raise past_ceiling(now) from None
             raise
+
+    def charge_ceiling(self, now: float) -> None:
+        """Count one SMS that is not a notice against the shop-wide ceiling alone (a staff member's opt-in link:
+        staff are signed in, so no address or number caps); RateLimited (429) past it."""
+        tx = self.ceiling_item(now)
+        try:
+            self.tables.run(tx)
+        except TransactionCancelled as cancelled:
+            if self.ceiling_refused(cancelled, now):
+                raise past_ceiling(now) from None
+            raise
+
+
+def past_ceiling(now: float) -> RateLimited:
+    """The refusal of an SMS past the shop-wide daily ceiling, with the seconds to midnight UTC."""
+    return RateLimited(
+        "We have sent as many codes by SMS today as we send in a day. Please try again tomorrow, or keep email.",
+        day_key(now)[2],
+        code="sms_daily_limit",
+    )

@@ -643,6 +643,7 @@ class Services:
             clock=self.clock,
             shop=self.shop,
             send_message=self.jobs.send_body,
+            sms_sends=self.sms_sends,
         )
 
     @cached_property

@@ -12,14 +12,15 @@ from urllib.parse import urlencode
 import pytest
 from chalice.test import Client
 
-from chalicelib.contacts import contact_key
+from chalicelib.contacts import contact_key, normalise_contact
 from chalicelib.errors import DomainError, RateLimited
+from chalicelib.optin import optin_message_of
 from chalicelib.sms_caps import places_key
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.flows.test_manage_flow import code_for, form_for, forms
 from tests.notices import drain, sms_outbox
-from tests.support import CHAIR, app_client, queued_messages, rebuilt
+from tests.support import CHAIR, app_client, queued_bodies, queued_messages, rebuilt
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 JSON = {"Content-Type": "application/json"}
@@ -262,3 +263,30 @@ def test_the_places_are_counted_when_the_code_is_entered(client: Client, service
     assert done.status_code == 303 and done.headers["Location"].endswith("?done=switched")
     assert places_counted(services, NUMBER) == 1
     assert [r.channel for r in services.tables.requests.queue(sku)] == ["sms"]
+
+
+def test_a_staff_opt_in_link_by_sms_counts_against_the_daily_ceiling(
+    ceiling_of_two: tuple[Services, Client], sku: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capped, _ = ceiling_of_two
+    keys = people(capped, 2, sku)
+    ask(capped, keys[0], "+447400110001", source="203.0.113.1")
+    ask(capped, keys[1], "+447400220001", source="203.0.113.2")
+    queued_bodies(capped)
+    key = contact_key(NUMBER, capped.hash_key)
+    capped.tables.optout.add(key, "stop", capped.clock.now())
+    capsys.readouterr()
+    with pytest.raises(RateLimited) as refused:
+        capped.optins.start(
+            normalise_contact("sms", NUMBER, "GB"), key, started_by={"email": "staff@example.com", "sub": "s-1"}
+        )
+    assert refused.value.code == "sms_daily_limit"
+    assert emitted(capsys.readouterr().out, "NonNoticeSmsRefused") == 1
+    assert [body for body in queued_bodies(capped) if optin_message_of(body)] == []
+    # An email link is no SMS: it goes whatever the ceiling says.
+    email_key = contact_key("bea@example.com", capped.hash_key)
+    capped.tables.optout.add(email_key, "unsubscribe", capped.clock.now())
+    started = capped.optins.start(
+        normalise_contact("email", "bea@example.com", "GB"), email_key, started_by={"email": "staff@example.com"}
+    )
+    assert started["status"] == "link_sent"
