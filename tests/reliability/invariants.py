@@ -639,8 +639,9 @@ class Moment:
 def step_violations(before: Moment, after: Moment, step: str) -> list[str]:
     """What one step did to the counters, held to DESIGN's counter table: per restock, each counter moved by
     exactly what its rows moved (offers made, holds, lapses, expiries, releases, conversions, offers withdrawn)
-    and what the level moved; the holds granted fit the units_available read before the step (with what the step
-    itself freed or added); and a debt grows only by a fall, by no more than the fall took."""
+    and what the level moved; the offers made and the holds granted fit the units_offerable and units_available
+    read before the step (with what the step itself freed or added); and a debt grows only by a fall, by no more
+    than the fall took."""
     found = []
     moved: Counter[str] = Counter()
     fell: Counter[str] = Counter()
@@ -654,6 +655,8 @@ def step_violations(before: Moment, after: Moment, step: str) -> list[str]:
     kept: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])  # before a, o; after a, o
     holds: Counter[str] = Counter()
     returned: Counter[str] = Counter()
+    offers: Counter[str] = Counter()
+    freed: Counter[str] = Counter()
     for token_id in before.rows.keys() | after.rows.keys():
         old, new = before.rows.get(token_id), after.rows.get(token_id)
         row = new if new is not None else old
@@ -662,9 +665,15 @@ def step_violations(before: Moment, after: Moment, step: str) -> list[str]:
         was, now = _kept(old) if old else (0, 0), _kept(new) if new else (0, 0)
         sums = kept[rid]
         sums[0], sums[1], sums[2], sums[3] = sums[0] + was[0], sums[1] + was[1], sums[2] + now[0], sums[3] + now[1]
-        if new is not None and new.get("held_at") is not None and (old is None or old.get("held_at") is None):
+        # An offer withdrawn in the step it was made in leaves no row: it took and gave back the same promise.
+        if old is None:
+            offers[rid] += 1
+        if (was[1] or old is None) and not now[1]:
+            freed[rid] += 1
+        held = new is not None and new.get("held_at") is not None and (old is None or old.get("held_at") is None)
+        if held:
             holds[rid] += 1
-        if was[0] and not now[0]:
+        if (was[0] or held) and not now[0]:
             returned[rid] += 1
     for rid in before.counters.keys() | after.counters.keys():
         if rid not in after.counters:
@@ -683,6 +692,12 @@ def step_violations(before: Moment, after: Moment, step: str) -> list[str]:
             found.append(
                 f"5 counters: {step}: {rid} units_offerable moved {o1 - o0:+d}; its rows moved {rows_o:+d}"
                 f" and the level {moved[rid]:+d}"
+            )
+        room = max(0, o0) + added[rid] + freed[rid]
+        if offers[rid] > room:
+            found.append(
+                f"5 over-promise: {step}: {offers[rid]} offer(s) made on {rid} with units_offerable {o0} before the"
+                " step" + (f" (+{room - max(0, o0)} freed or added in it)" if room > max(0, o0) else "")
             )
         room = max(0, a0) + added[rid] + returned[rid]
         if holds[rid] > room:

@@ -271,6 +271,11 @@ STEPS: dict[str, tuple[Moment, Moment, str]] = {
         moment(2, 2, ("a", OfferState.OFFERED)),
         "5 counters: hold: rs_1 units_offerable moved +0; its rows moved -1 and the level +0",
     ),
+    "more offers than units in one step": (
+        moment(1, 1, ("a", OfferState.LAPSED)),
+        moment(1, -1, ("a", OfferState.LAPSED), ("b", OfferState.OFFERED), ("c", OfferState.OFFERED)),
+        "5 over-promise: hold: 2 offer(s) made on rs_1 with units_offerable 1 before the step",
+    ),
     "a lapse that gave back two promises": (
         moment(2, 1, ("a", OfferState.OFFERED)),
         moment(2, 3, ("a", OfferState.LAPSED)),
@@ -288,6 +293,12 @@ STEPS: dict[str, tuple[Moment, Moment, str]] = {
 def test_each_wrong_counter_move_is_named(step: str) -> None:
     before, after, says = STEPS[step]
     assert says in step_violations(before, after, "hold")
+
+
+def test_a_promise_given_back_in_a_step_may_be_made_again_in_it() -> None:
+    before = moment(1, 1)
+    after = moment(1, 0, ("a", OfferState.LAPSED), ("b", OfferState.OFFERED))
+    assert step_violations(before, after, "told, lapsed, told another") == []
 
 
 def test_a_fall_may_leave_a_debt_as_deep_as_it_took() -> None:
