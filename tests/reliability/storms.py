@@ -350,13 +350,17 @@ MEANWHILE_CALLS = ("before BatchGetItem", "before TransactWriteItems")
 OFFER_COMMITTED = "notifier.after_offer_committed"
 # "told, lapsed": another walk tells people and their offers run out unused before the step goes on, so they are
 # waiting again, already told about this restock.
-MEANWHILE_WORK = ("pump", "told, lapsed", "optout", "tap", "linktap", "leave", "sweep")
+# "optout, cut short": an unsubscribe whose Lambda died just after writing the suppression row, before taking the
+# person off any list; the person presses again once the step is over (the guards between are the notifier's own).
+MEANWHILE_WORK = ("pump", "told, lapsed", "optout", "optout, cut short", "tap", "linktap", "leave", "sweep")
 # The races mode's draws, most of them aimed at the moments its guards are for (None: any moment, any work).
 RACES_MEANWHILE: tuple[tuple[str, str] | None, ...] = (
     ("before BatchGetItem", "pump"),
     ("before BatchGetItem", "told, lapsed"),
     ("before BatchGetItem", "optout"),
     (OFFER_COMMITTED, "optout"),
+    (OFFER_COMMITTED, "optout, cut short"),
+    ("before BatchGetItem", "optout, cut short"),
     ("before TransactWriteItems", "tap"),
     ("before TransactWriteItems", "linktap"),
     None,
@@ -636,6 +640,7 @@ class Storm:
         self.trace: list[str] = []
         self.problems: list[str] = []  # unexpected exceptions, and refusals that should have been answers
         self.meanwhile_said: list[str] = []  # what work run meanwhile did, for the trace line of the op it waited on
+        self.pressed_again: list[OptOut] = []  # opt-outs cut short meanwhile, finished once the step is over
         # Contact key -> the offers sent up to the moment its suppression row was first seen (told_after_suppression).
         self.sent_before: dict[str, set[str]] = {}
 
@@ -791,6 +796,8 @@ class Storm:
     def _meanwhile(self, op: Meanwhile) -> str:
         if op.what == "told, lapsed":
             played = [Pump(), Sweep(PAST_EVERY_WINDOW_S)]
+        elif op.what == "optout, cut short":
+            played = [op]
         else:
             played = [
                 {
@@ -806,7 +813,7 @@ class Storm:
         def run() -> None:
             for work in played:
                 try:
-                    said = self.play(work)
+                    said = self._suppress_only(op.pick) if work is op else self.play(work)
                 except DomainError as refusal:
                     said = f"refused: {refusal.code}"
                 except Exception as error:
@@ -818,6 +825,20 @@ class Storm:
 
         self.w.faults.meanwhile(op.moment, run)
         return "armed"
+
+    def _suppress_only(self, who: int) -> str:
+        """The first write of an unsubscribe (optout_service.opt_out), and nothing after it: pressed again later."""
+        self.pressed_again.append(OptOut(who))
+        key = self.w.key_of(PEOPLE[who % len(PEOPLE)])
+        return f"newly={self.services.tables.optout.add(key, 'unsubscribe', self.w.clock.now())}, then died"
+
+    def press_again(self) -> list[str]:
+        """Opt-outs cut short during the step, pressed again now that it is over."""
+        said = []
+        while self.pressed_again:
+            op = self.pressed_again.pop(0)
+            said.append(f"{op!r} pressed again: {self._optout(op)}")
+        return said
 
     def note_suppressions(self, suppressed: frozenset[str]) -> None:
         """Remember, for each contact newly seen suppressed, which offers had been sent before."""
@@ -1063,7 +1084,7 @@ def play(ops: Sequence[Op], bench: Emulator, *, tally: bool = True) -> Result:
                 # A crash (or work meanwhile) armed for this op and never reached does not carry over to the next.
                 world.faults.disarm()
             crashes += len(world.faults.crashes) - seen
-        said = "; ".join([said, *storm.meanwhile_said])
+        said = "; ".join([said, *storm.meanwhile_said, *storm.press_again()])
         storm.meanwhile_said.clear()
         storm.trace.append(f"{index:>3} {op!r}: {said}")
         if not isinstance(op, CrashAt | CutPower | Meanwhile):  # arming one writes nothing

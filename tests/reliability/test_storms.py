@@ -276,6 +276,16 @@ def test_an_opt_out_between_an_offer_and_its_message_stops_the_message(bench: Em
     assert people == {bench.current.key_of(PEOPLE[1])}
 
 
+def test_an_opt_out_cut_short_after_its_suppression_row_still_stops_the_message(bench: Emulator) -> None:
+    # The place is still offered with its own token: only the last look at the suppression list holds the message.
+    ops = [Tap(0), Tap(1), Restock(2), Meanwhile("notifier.after_offer_committed", "optout, cut short", 0), Pump()]
+    result = play(ops, bench)
+    assert "newly=True, then died; OptOut(who=0) pressed again" in result.trace[4], result.trace
+    assert not result.violations, result.violations
+    people = {row["contact_key"] for row in Tables.read(bench.current.services).rows if row["token_id"] in sent(bench)}
+    assert people == {bench.current.key_of(PEOPLE[1])}
+
+
 def sent(bench: Emulator) -> set[str]:
     assert bench.current is not None
     return set(bench.current.sent_tokens())
