@@ -622,17 +622,31 @@ class Moment:
     suppressed: frozenset[str]  # contact keys with a suppression row
 
     @classmethod
-    def read(cls, table: Callable[[str], Any]) -> Moment:
-        """Read through `table` (short name -> boto3 Table): the storm's observer, which no fault plan cuts."""
-        restocks = scan(table("restocks"))
-        facts = scan(table("audit"), FilterExpression=Attr("kind").is_in(list(LEVEL_FACTS)))
+    def read(cls, table: Callable[[str], Any], *, since: Moment | None = None, suppressions: bool = True) -> Moment:
+        """Read through `table` (short name -> boto3 Table): the storm's observer, which no fault plan cuts.
+
+        With `since` (the moment before), the level facts are read again only when a counter or a row moved (a level
+        fact that moved nothing, or whose move rows undid, changes no check), and the suppression list only with
+        `suppressions`: a storm reads between every two operations, and each scan costs as much as a small one."""
+        counters = {
+            str(r["restock_id"]): (_int(r.get("units_available")), _int(r.get("units_offerable")))
+            for r in scan(table("restocks"))
+        }
+        rows = {str(r["token_id"]): r for r in scan(table("reservations"))}
+        if since is not None and counters == since.counters and rows == since.rows:
+            level_facts = since.level_facts
+        else:
+            facts = scan(table("audit"), FilterExpression=Attr("kind").is_in(list(LEVEL_FACTS)))
+            level_facts = {str(f["ts"]): f for f in facts}
+        if since is not None and not suppressions:
+            suppressed = since.suppressed
+        else:
+            suppressed = frozenset(str(o["contact"]) for o in scan(table("optout")))
         return cls(
-            counters={
-                str(r["restock_id"]): (_int(r.get("units_available")), _int(r.get("units_offerable"))) for r in restocks
-            },
-            rows={str(r["token_id"]): r for r in scan(table("reservations"))},
-            level_facts={str(f["ts"]): f for f in facts},
-            suppressed=frozenset(str(o["contact"]) for o in scan(table("optout"))),
+            counters=counters,
+            rows=rows,
+            level_facts=level_facts,
+            suppressed=suppressed,
         )
 
 

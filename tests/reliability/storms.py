@@ -1088,7 +1088,8 @@ def play(ops: Sequence[Op], bench: Emulator, *, tally: bool = True) -> Result:
         storm.meanwhile_said.clear()
         storm.trace.append(f"{index:>3} {op!r}: {said}")
         if not isinstance(op, CrashAt | CutPower | Meanwhile):  # arming one writes nothing
-            moment, before = Moment.read(world.table), moment
+            # Only an opt-out writes a suppression row (work done meanwhile notes its own).
+            moment, before = Moment.read(world.table, since=moment, suppressions=isinstance(op, OptOut)), moment
             steps += step_violations(before, moment, f"op {index} {op!r}")
             storm.note_suppressions(moment.suppressed)
     found = list(storm.problems) + steps

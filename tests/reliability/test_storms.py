@@ -62,8 +62,8 @@ FAST: list[tuple[str, range]] = [
     ("mixed", range(0, 25)),
     ("mixed", range(25, 50)),
     ("mixed", range(50, 75)),
-    ("closes", range(0, 12)),
-    ("races", range(0, 13)),
+    ("closes", range(0, 11)),
+    ("races", range(0, 14)),
 ]
 SLOW_BLOCK = 50  # seeds shared out among the processes at once
 # 1,000 more: blocks of SLOW_BLOCK seeds, 16 of the general mix and 2 of each other.
