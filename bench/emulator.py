@@ -94,5 +94,5 @@ def install() -> None:
             return result
 
     transact_write_items._bench_undo = True  # type: ignore[attr-defined]
-    DynamoDBBackend.transact_write_items = transact_write_items
+    DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
     fidelity._snapshot = _save

@@ -223,7 +223,7 @@ def run_section(name: str, size_name: str) -> Outcome:
         stdout=subprocess.PIPE,
         text=True,
     )
-    watched = {"peak": 0.0, "stopped": ""}
+    watched: dict[str, Any] = {"peak": 0.0, "stopped": ""}
 
     def watch() -> None:
         while proc.poll() is None:
