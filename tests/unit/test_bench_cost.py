@@ -100,6 +100,10 @@ def test_the_table_names_every_target() -> None:
         "monthly_cost_usd_without_sms": 2.5,
         "monthly_cost_lines_usd": {"dynamodb": 0.2},
         "prices": "eu-west-2",
+        # Every run reports each section's own process: its peak memory, its time, and why it stopped if it did.
+        "peak_rss_mb_by_section": {"capture": 120.0, "catalogue sync": 619.0},
+        "seconds_by_section": {"capture": 3.5, "catalogue sync": 650.0},
+        "sections_not_finished": {"catalogue sync": "stopped past 3,500 MB"},
     }
     runs = {"runs": 2, "seconds": 40.0, "longest_run_s": 21.0, "calls": 10_204, "calls_by_operation": {}}
     row.update(
@@ -134,6 +138,7 @@ def test_the_table_names_every_target() -> None:
     assert row["catalog_sync_10k_s"] == 40.0 and row["catalog_sync_10k_runs"] == 2
     assert "no build/ (make package)" in text
     assert re.search(r"widget\.js gzipped, level 9 / 6 +9,826 / 9,832 bytes +< 10,240 bytes", text)
+    assert re.search(r"section catalogue sync +619 MB peak, 650 s +< 4,096 MB +stopped past 3,500 MB", text)
     json.dumps(row)
 
 
