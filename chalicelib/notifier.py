@@ -53,7 +53,7 @@ from chalicelib.optout_gate import OPTED_OUT, Addressee, BatchLook, LastLooks
 from chalicelib.owed import OwedJobs
 from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent, refused_recipient, throttled
 from chalicelib.tables.audit import FACTS_PER_TRANSACTION
-from chalicelib.tables.base import TransactionCancelled, Tx, transact
+from chalicelib.tables.base import TransactionCancelled, Tx, get_together, transact
 from chalicelib.tables.catalog import Product
 from chalicelib.tables.optout import PersonLinks
 from chalicelib.tables.requests import Request, RequestState
@@ -785,8 +785,16 @@ class Notifier:
 
     def _withheld(self, sku: str, addressees: Sequence[Addressee]) -> dict[str, str]:
         """The offers among these whose notice must not go now, each with why (read strongly consistent)."""
-        suppressed = self.tables.optout.suppressed_among([a.contact_key for a in addressees])
-        places = self.tables.requests.get_many(sku, [a.joined_ts for a in addressees])
+        optout, requests = self.tables.optout, self.tables.requests
+        # One strongly consistent call for both: an opt-out, leave or switch a moment ago must be seen (invariant 3).
+        suppression, found = get_together(
+            [
+                optout.suppression_read([a.contact_key for a in addressees]),
+                requests.places_read(sku, [a.joined_ts for a in addressees]),
+            ],
+            consistent=True,
+        )
+        suppressed, places = optout.suppressed_in(suppression), requests.places_in(found)
         withheld: dict[str, str] = {}
         for addressee in addressees:
             place = places.get(addressee.joined_ts)

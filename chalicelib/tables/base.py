@@ -187,6 +187,41 @@ def get_all(
             request = page.get("UnprocessedKeys") or {}
 
 
+@dataclass(frozen=True)
+class BatchRead:
+    """Some items of one table, to be read with others in one BatchGetItem (`get_together`)."""
+
+    table: Any
+    keys: Sequence[dict[str, Any]]  # unique, as BatchGetItem requires
+    projection: str | None = None
+
+
+def get_together(reads: Sequence[BatchRead], *, consistent: bool = False) -> list[list[dict[str, Any]]]:
+    """The items of several tables' reads that exist, each read's in a list of its own (in no particular order).
+
+    One BatchGetItem call while the keys fit its limit of 100 (a look the notifier makes per batch of offers);
+    more keys than that are read 100 at a time, table by table. Unprocessed keys are asked for again.
+    """
+    if sum(len(r.keys) for r in reads) > 100 or not reads:
+        return [list(get_all(r.table, r.keys, consistent=consistent, projection=r.projection)) for r in reads]
+    client = reads[0].table.meta.client
+    request: dict[str, Any] = {}
+    for read in reads:
+        if not read.keys:
+            continue
+        batch: dict[str, Any] = {"Keys": list(read.keys), "ConsistentRead": consistent}
+        if read.projection:
+            batch["ProjectionExpression"] = read.projection
+        request[str(read.table.name)] = batch
+    found: dict[str, list[dict[str, Any]]] = {str(r.table.name): [] for r in reads}
+    while request:
+        page = client.batch_get_item(RequestItems=request)
+        for name, items in page.get("Responses", {}).items():
+            found[name].extend(items)
+        request = page.get("UnprocessedKeys") or {}
+    return [found[str(r.table.name)] for r in reads]
+
+
 def count_all(table: Any, **kwargs: Any) -> int:
     """How many items a Query matches, following pagination."""
     total = 0

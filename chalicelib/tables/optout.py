@@ -17,14 +17,14 @@ re-subscribe email's link, `rc#<contact key>` for an SMS code. While its message
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
 
 from chalicelib.clock import iso
-from chalicelib.tables.base import TransactionCancelled, Tx, TxItem, get_all, query_all
+from chalicelib.tables.base import BatchRead, TransactionCancelled, Tx, TxItem, get_all, query_all
 
 # Why a contact is suppressed: an SMS STOP, the unsubscribe link, staff, or SES feedback (a hard bounce or a
 # complaint, chalicelib/feedback.py).
@@ -273,10 +273,19 @@ class OptoutTable:
 
     def suppressed_among(self, contact_keys: list[str]) -> set[str]:
         """Which of these contacts are suppressed, read strongly consistent in batches of 100."""
-        keys = [{"contact": k} for k in dict.fromkeys(contact_keys)]
+        read = self.suppression_read(contact_keys)
         # Strongly consistent: an opt-out written a moment ago must be seen (invariant 3); the last look before a
         # batch's sends exists for exactly that moment.
-        return {str(i["contact"]) for i in get_all(self.table, keys, consistent=True, projection="contact")}
+        return self.suppressed_in(get_all(self.table, read.keys, consistent=True, projection=read.projection))
+
+    def suppression_read(self, contact_keys: list[str]) -> BatchRead:
+        """The read of these contacts' suppression rows, to make alone or with other tables' (`get_together`)."""
+        return BatchRead(self.table, [{"contact": k} for k in dict.fromkeys(contact_keys)], projection="contact")
+
+    @staticmethod
+    def suppressed_in(items: Iterable[dict[str, Any]]) -> set[str]:
+        """The contacts a suppression read found."""
+        return {str(i["contact"]) for i in items}
 
     def left(self, contact_key: str) -> None:
         """The contact's places have all left their lists: the record no longer says they are still to."""

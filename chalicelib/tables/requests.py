@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Self
@@ -12,7 +12,7 @@ from typing import Any, Self
 from boto3.dynamodb.conditions import Attr, Key
 
 from chalicelib.clock import iso
-from chalicelib.tables.base import TxItem, count_all, get_all, int_or_none, present, query_all, str_or_none
+from chalicelib.tables.base import BatchRead, TxItem, count_all, get_all, int_or_none, present, query_all, str_or_none
 from chalicelib.tables.catalog import shard_for
 
 
@@ -238,8 +238,16 @@ class RequestsTable:
 
     def get_many(self, sku: str, joined_ts: list[str]) -> dict[str, Request]:
         """Places of one list by join stamp, read strongly consistent in batches of 100; a place gone is absent."""
-        keys = [{"sku": sku, "joined_ts": ts} for ts in dict.fromkeys(joined_ts)]
-        return {str(i["joined_ts"]): Request.from_item(i) for i in get_all(self.table, keys, consistent=True)}
+        return self.places_in(get_all(self.table, self.places_read(sku, joined_ts).keys, consistent=True))
+
+    def places_read(self, sku: str, joined_ts: list[str]) -> BatchRead:
+        """The read of some places of one list, to make alone or with other tables' (`get_together`)."""
+        return BatchRead(self.table, [{"sku": sku, "joined_ts": ts} for ts in dict.fromkeys(joined_ts)])
+
+    @staticmethod
+    def places_in(items: Iterable[dict[str, Any]]) -> dict[str, Request]:
+        """The places a read found, by join stamp."""
+        return {str(i["joined_ts"]): Request.from_item(i) for i in items}
 
     def _item(self, sku: str, joined_ts: str, *, consistent: bool = True) -> dict[str, Any] | None:
         return self.table.get_item(Key={"sku": sku, "joined_ts": joined_ts}, ConsistentRead=consistent).get("Item")
