@@ -13,7 +13,6 @@ use, or OPTIN_DAYS end it, and the fact of its use names who started it.
 
 from __future__ import annotations
 
-import html
 import json
 import logging
 import secrets
@@ -30,8 +29,8 @@ from chalicelib.contacts import Contact
 from chalicelib.errors import BadRequest, Conflict, RateLimited
 from chalicelib.links import Links
 from chalicelib.pages import LINK_INCOMPLETE, Shop, button_form, page, text_page, tr
-from chalicelib.resubscribe import DOMAIN, PROOF_SOURCES
-from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent, refused_recipient
+from chalicelib.resubscribe import DOMAIN, PROOF_SOURCES, link_email
+from chalicelib.senders import SMS, Notice, Senders, error_code, maybe_sent, refused_recipient
 from chalicelib.sms import to_gsm
 from chalicelib.sms_caps import SmsSends
 from chalicelib.tables.store import Tables
@@ -234,20 +233,12 @@ def optin_email(*, shop: str, to: str, lang: str, link: str, unsubscribe_url: st
         link,
         t("If it was not you, ignore this email: nothing changes, and your messages stay off."),
     ]
-    safe_link = html.escape(link, quote=True)
-    body_html = (
-        f'<!doctype html><html lang="{html.escape(lang)}"><body style="font-family:sans-serif;line-height:1.5;'
-        'color:#111827">'
-        + "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs[:3])
-        + f'<p><a href="{safe_link}">{html.escape(t("Turn messages back on"))}</a></p>'
-        + f"<p>{html.escape(paragraphs[4])}</p></body></html>"
-    )
-    return Notice(
-        channel=EMAIL,
+    return link_email(
+        lang=lang,
         to=to,
         subject=t("Turn {shop} messages back on?", shop=shop),
-        text="\n\n".join(paragraphs) + "\n",
-        html=body_html,
+        paragraphs=paragraphs,
+        button=t("Turn messages back on"),
         unsubscribe_url=unsubscribe_url,
     )
 

@@ -168,20 +168,33 @@ def proof_email(*, shop: str, product: str, to: str, name: str, lang: str, link:
         link,
         t("If it was not you, ignore this email: nothing changes, and your messages stay off."),
     ]
-    text = "\n\n".join(paragraphs) + "\n"
+    return link_email(
+        lang=lang,
+        to=to,
+        subject=t("Turn {shop} messages back on?", shop=shop),
+        paragraphs=paragraphs,
+        button=t("Turn messages back on"),
+        unsubscribe_url=unsubscribe_url,
+    )
+
+
+def link_email(*, lang: str, to: str, subject: str, paragraphs: list[str], button: str, unsubscribe_url: str) -> Notice:
+    """A plain email whose next-to-last paragraph is its link: in the HTML part that paragraph is a `button`-worded
+    link. Re-subscribe proofs and staff-started opt-ins are both this shape (the texts are given translated)."""
+    *before, link, after = paragraphs
     safe_link = html.escape(link, quote=True)
     body_html = (
         f'<!doctype html><html lang="{html.escape(lang)}"><body style="font-family:sans-serif;line-height:1.5;'
         'color:#111827">'
-        + "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs[:4])
-        + f'<p><a href="{safe_link}">{html.escape(t("Turn messages back on"))}</a></p>'
-        + f"<p>{html.escape(paragraphs[5])}</p></body></html>"
+        + "".join(f"<p>{html.escape(p)}</p>" for p in before)
+        + f'<p><a href="{safe_link}">{html.escape(button)}</a></p>'
+        + f"<p>{html.escape(after)}</p></body></html>"
     )
     return Notice(
         channel=EMAIL,
         to=to,
-        subject=t("Turn {shop} messages back on?", shop=shop),
-        text=text,
+        subject=subject,
+        text="\n\n".join(paragraphs) + "\n",
         html=body_html,
         unsubscribe_url=unsubscribe_url,
     )
