@@ -233,14 +233,7 @@ def optin_email(*, shop: str, to: str, lang: str, link: str, unsubscribe_url: st
         link,
         t("If it was not you, ignore this email: nothing changes, and your messages stay off."),
     ]
-    return link_email(
-        lang=lang,
-        to=to,
-        subject=t("Turn {shop} messages back on?", shop=shop),
-        paragraphs=paragraphs,
-        button=t("Turn messages back on"),
-        unsubscribe_url=unsubscribe_url,
-    )
+    return link_email(lang=lang, to=to, shop=shop, paragraphs=paragraphs, unsubscribe_url=unsubscribe_url)
 
 
 def optin_sms(*, shop: str, lang: str, link: str) -> str:

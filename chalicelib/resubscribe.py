@@ -168,19 +168,14 @@ def proof_email(*, shop: str, product: str, to: str, name: str, lang: str, link:
         link,
         t("If it was not you, ignore this email: nothing changes, and your messages stay off."),
     ]
-    return link_email(
-        lang=lang,
-        to=to,
-        subject=t("Turn {shop} messages back on?", shop=shop),
-        paragraphs=paragraphs,
-        button=t("Turn messages back on"),
-        unsubscribe_url=unsubscribe_url,
-    )
+    return link_email(lang=lang, to=to, shop=shop, paragraphs=paragraphs, unsubscribe_url=unsubscribe_url)
 
 
-def link_email(*, lang: str, to: str, subject: str, paragraphs: list[str], button: str, unsubscribe_url: str) -> Notice:
-    """A plain email whose next-to-last paragraph is its link: in the HTML part that paragraph is a `button`-worded
-    link. Re-subscribe proofs and staff-started opt-ins are both this shape (the texts are given translated)."""
+def link_email(*, lang: str, to: str, shop: str, paragraphs: list[str], unsubscribe_url: str) -> Notice:
+    """An email asking to turn the shop's messages back on, whose next-to-last paragraph is its link (a button in the
+    HTML part). Re-subscribe proofs and staff-started opt-ins are both this shape (their paragraphs given translated)."""
+    t = i18n.text(DOMAIN, lang)
+    subject, button = t("Turn {shop} messages back on?", shop=shop), t("Turn messages back on")
     *before, link, after = paragraphs
     safe_link = html.escape(link, quote=True)
     body_html = (
