@@ -790,11 +790,11 @@ class Notifier:
         suppression, found = get_together(
             [
                 optout.suppression_read([a.contact_key for a in addressees]),
-                requests.places_read(sku, [a.joined_ts for a in addressees]),
+                requests.offers_read(sku, [a.joined_ts for a in addressees]),
             ],
             consistent=True,
         )
-        suppressed, places = optout.suppressed_in(suppression), requests.places_in(found)
+        suppressed, places = optout.suppressed_in(suppression), requests.offers_in(found)
         withheld: dict[str, str] = {}
         for addressee in addressees:
             place = places.get(addressee.joined_ts)

@@ -194,6 +194,7 @@ class BatchRead:
     table: Any
     keys: Sequence[dict[str, Any]]  # unique, as BatchGetItem requires
     projection: str | None = None
+    names: Mapping[str, str] | None = None  # the projection's attribute names that are reserved words
 
 
 def get_together(reads: Sequence[BatchRead], *, consistent: bool = False) -> list[list[dict[str, Any]]]:
@@ -203,7 +204,14 @@ def get_together(reads: Sequence[BatchRead], *, consistent: bool = False) -> lis
     more keys than that are read 100 at a time, table by table. Unprocessed keys are asked for again.
     """
     if sum(len(r.keys) for r in reads) > 100 or not reads:
-        return [list(get_all(r.table, r.keys, consistent=consistent, projection=r.projection)) for r in reads]
+        return [
+            [
+                item
+                for start in range(0, len(r.keys), 100)
+                for item in get_together([_part(r, start)], consistent=consistent)[0]
+            ]
+            for r in reads
+        ]
     client = reads[0].table.meta.client
     request: dict[str, Any] = {}
     for read in reads:
@@ -212,6 +220,8 @@ def get_together(reads: Sequence[BatchRead], *, consistent: bool = False) -> lis
         batch: dict[str, Any] = {"Keys": list(read.keys), "ConsistentRead": consistent}
         if read.projection:
             batch["ProjectionExpression"] = read.projection
+        if read.names:
+            batch["ExpressionAttributeNames"] = dict(read.names)
         request[str(read.table.name)] = batch
     found: dict[str, list[dict[str, Any]]] = {str(r.table.name): [] for r in reads}
     while request:
@@ -220,6 +230,10 @@ def get_together(reads: Sequence[BatchRead], *, consistent: bool = False) -> lis
             found[name].extend(items)
         request = page.get("UnprocessedKeys") or {}
     return [found[str(r.table.name)] for r in reads]
+
+
+def _part(read: BatchRead, start: int) -> BatchRead:
+    return BatchRead(read.table, read.keys[start : start + 100], read.projection, read.names)
 
 
 def count_all(table: Any, **kwargs: Any) -> int:

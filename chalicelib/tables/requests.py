@@ -33,6 +33,15 @@ QUEUE_UPPER_BOUND = "U"
 
 
 @dataclass(frozen=True)
+class PlaceOffer:
+    """The offer a place holds (if any), and for whom: what the notifier checks just before a send."""
+
+    state: str
+    offer_token: str | None
+    contact_key: str
+
+
+@dataclass(frozen=True)
 class Request:
     """One place in a SKU's waiting list (never a `U#` uniqueness item), as stored."""
 
@@ -238,16 +247,26 @@ class RequestsTable:
 
     def get_many(self, sku: str, joined_ts: list[str]) -> dict[str, Request]:
         """Places of one list by join stamp, read strongly consistent in batches of 100; a place gone is absent."""
-        return self.places_in(get_all(self.table, self.places_read(sku, joined_ts).keys, consistent=True))
+        keys = [{"sku": sku, "joined_ts": ts} for ts in dict.fromkeys(joined_ts)]
+        return {str(i["joined_ts"]): Request.from_item(i) for i in get_all(self.table, keys, consistent=True)}
 
-    def places_read(self, sku: str, joined_ts: list[str]) -> BatchRead:
-        """The read of some places of one list, to make alone or with other tables' (`get_together`)."""
-        return BatchRead(self.table, [{"sku": sku, "joined_ts": ts} for ts in dict.fromkeys(joined_ts)])
+    def offers_read(self, sku: str, joined_ts: list[str]) -> BatchRead:
+        """The read of which offer some places of one list hold, and for whom, to make with other tables' reads
+        (`get_together`): only those three attributes, so the notifier's last look before a send stays light."""
+        keys = [{"sku": sku, "joined_ts": ts} for ts in dict.fromkeys(joined_ts)]
+        return BatchRead(self.table, keys, "joined_ts, contact_key, offer_token, #state", {"#state": "state"})
 
     @staticmethod
-    def places_in(items: Iterable[dict[str, Any]]) -> dict[str, Request]:
-        """The places a read found, by join stamp."""
-        return {str(i["joined_ts"]): Request.from_item(i) for i in items}
+    def offers_in(items: Iterable[dict[str, Any]]) -> dict[str, PlaceOffer]:
+        """What an `offers_read` found, by join stamp; a place gone is absent."""
+        return {
+            str(i["joined_ts"]): PlaceOffer(
+                state=str(i.get("state") or ""),
+                offer_token=str_or_none(i.get("offer_token")),
+                contact_key=str(i.get("contact_key") or ""),
+            )
+            for i in items
+        }
 
     def _item(self, sku: str, joined_ts: str, *, consistent: bool = True) -> dict[str, Any] | None:
         return self.table.get_item(Key={"sku": sku, "joined_ts": joined_ts}, ConsistentRead=consistent).get("Item")
