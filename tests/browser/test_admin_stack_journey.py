@@ -21,6 +21,7 @@ from typing import Any
 
 import boto3
 import pytest
+from playwright.sync_api import expect
 
 from devstack.staff import DEV_PASSWORD, OWNER_EMAIL, SUPPORT_EMAIL
 from devstack.stage import REGION
@@ -255,7 +256,8 @@ def test_the_owner_reads_demand_a_funnel_and_a_contact_and_redrives_the_dlq(
     delivered_before = delivered_jobs(stack)
     jobs.get_by_role("button", name="Redrive").click()
     page.get_by_role("status").filter(has_text="1 message(s) moved back").wait_for()
-    page.wait_for_function(f"document.querySelector('#queues-table tr[data-queue=\"{DLQ}\"] td').textContent === '0'")
+    # expect() polls from Playwright's own script: the page's policy forbids the eval a wait_for_function needs.
+    expect(jobs.locator("td").first).to_have_text("0")
     assert jobs.get_by_role("button", name="Redrive").is_disabled()
     wait_for(lambda: delivered_jobs(stack) > delivered_before, "the pump to deliver the redriven job")
     depths = get_json(f"{stack.console}/api/status")["jobs"]
