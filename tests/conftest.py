@@ -28,8 +28,9 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.pop("AWS_PROFILE", None)
 os.environ.pop("AWS_ENDPOINT_URL", None)
 os.environ["AWS_DEFAULT_REGION"] = REGION
-# The correctness suite runs on the emulator made faithful, never on the speed patches (devstack/moto_patches/).
-moto_patches.install(fidelity=True, speed=False)
+# The correctness suite runs on the emulator made faithful, with only the speed patches that change how moto
+# moves data, never how it parses or checks an expression (devstack/moto_patches/).
+moto_patches.install(fidelity=True, speed=False, bookkeeping=True)
 # A string the code shows a shopper must be in its domain's template, so it cannot go untranslated.
 i18n.set_strict(True)
 

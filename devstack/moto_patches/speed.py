@@ -1,12 +1,16 @@
 """Speed patches: take out work the embedded emulator does that DynamoDB does not, so its costs look more like
-DynamoDB's. Some change how conditions are evaluated (cached parses, a transaction item's condition checked once),
-so the correctness suite (`make test`) runs without them; `make dev` and `make bench` use them, and
-tests/integration/test_emulator_fastpaths.py installs them to check they answer exactly as moto does.
+DynamoDB's. They come in two groups:
 
-moto spends most of its time on bookkeeping rather than on the data: it re-serialises every attribute value
-of a response against the service model, re-parses the same expression text on every call, checks a
-transaction item's condition twice, and copies an update expression's syntax tree through the pickle
-protocol. On a 1,000-unit restock that bookkeeping, not the app, set the notifier's pace (docs/BENCHMARKS.md).
+- Bookkeeping (BOOKKEEPING): how moto moves data, never how it decides. A scalar attribute value passes through
+  the response serialiser and request parser as the wire form it already is, an update expression's syntax tree
+  is copied node by node rather than through the pickle protocol, and a new item's size is added up once. No
+  condition, update or key is parsed or evaluated differently, so the correctness suite (`make test`) runs with
+  these: they were most of its time in the emulator (about a quarter of a storm's, in the serialiser alone).
+- Parses (PARSES): cached parses of condition and update texts, and a transaction item's condition checked once.
+  They change how a condition is evaluated, so the correctness suite runs without them; `make dev` and
+  `make bench` use them.
+
+tests/integration/test_emulator_fastpaths.py installs every one to check they answer exactly as moto does.
 
 Each fast path here is meant to keep moto's answers exactly as they were and is written against the moto
 version pinned in requirements-dev.txt (PINNED_MOTO in this package's __init__); on any other version none
@@ -29,6 +33,8 @@ _installed: list[str] = []
 _MISSING = object()
 # (owner, attribute, what the owner's own __dict__ held before) for every attribute a fast path replaced.
 _replaced: list[tuple[Any, str, Any]] = []
+# How many entries of _replaced and _installed the bookkeeping group alone accounts for, once it is in.
+_bookkeeping_mark: list[tuple[int, int]] = []
 
 
 def _set(owner: Any, name: str, value: Any) -> None:
@@ -42,27 +48,36 @@ def installed() -> list[str]:
     return list(_installed)
 
 
+def install_bookkeeping() -> None:
+    """Put the bookkeeping fast paths in place, once (idempotent). The caller checks the moto version."""
+    if _bookkeeping_mark:
+        return
+    if _installed:
+        raise RuntimeError("the bookkeeping fast paths go in before the parse ones, or not at all")
+    for fast_path in BOOKKEEPING:
+        fast_path()
+    _bookkeeping_mark.append((len(_replaced), len(_installed)))
+
+
 def install() -> None:
     """Put every fast path in place, once (idempotent). The caller checks the moto version."""
-    if _installed:
+    install_bookkeeping()
+    if len(_installed) > _bookkeeping_mark[0][1]:
         return
-    _attribute_values_pass_through()
-    _transaction_conditions_checked_once()
-    _condition_parses_cached()
-    _update_expressions_parsed_once()
-    _syntax_trees_copied_directly()
-    _item_size_checked_once()
+    for fast_path in PARSES:
+        fast_path()
 
 
 def uninstall() -> None:
-    """Take every fast path out again, newest first, leaving moto (and any fidelity patch) as it was."""
-    while _replaced:
+    """Take the parse fast paths out again, newest first, leaving the bookkeeping group (if it was in) as it was."""
+    replaced, installed_names = _bookkeeping_mark[0] if _bookkeeping_mark else (0, 0)
+    while len(_replaced) > replaced:
         owner, name, before = _replaced.pop()
         if before is _MISSING:
             delattr(owner, name)
         else:
             setattr(owner, name, before)
-    _installed.clear()
+    del _installed[installed_names:]
 
 
 _PLAIN = {"S": str, "N": str, "BOOL": bool, "NULL": bool}
@@ -266,3 +281,9 @@ def _item_size_checked_once() -> None:
 
     _set(Item, "__init__", build)
     _installed.append("item size checked once")
+
+
+# How moto moves data, never how it decides: the correctness suite runs with these.
+BOOKKEEPING = (_attribute_values_pass_through, _syntax_trees_copied_directly, _item_size_checked_once)
+# How moto parses and checks expressions: make dev and make bench only.
+PARSES = (_transaction_conditions_checked_once, _condition_parses_cached, _update_expressions_parsed_once)

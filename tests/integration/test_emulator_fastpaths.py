@@ -1,6 +1,7 @@
 """The emulator's fast paths change how much work it does, never what it answers.
 
-The correctness suite runs without them; this module puts them in for its own tests and takes them out after.
+The correctness suite runs with the bookkeeping ones only; this module puts the parse ones in for its own tests
+and takes them out after.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ TABLE = "bisn-requests"
 
 @pytest.fixture(autouse=True, scope="module")
 def speed_patches() -> Iterator[None]:
-    """The speed patches, in place for this module's tests only."""
+    """Every speed patch, in place for this module's tests only (the bookkeeping ones stay after)."""
     moto_patches.install(fidelity=True, speed=True)
     yield
     moto_patches.uninstall_speed()

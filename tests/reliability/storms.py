@@ -592,8 +592,8 @@ def emulator(platform: str | None = None) -> Iterator[Emulator]:
     from devstack import moto_patches
     from devstack.provision import provision
 
-    # As the correctness suite runs (tests/conftest.py): the fidelity patches only, in every worker process.
-    moto_patches.install(fidelity=True, speed=False)
+    # As the correctness suite runs (tests/conftest.py): fidelity and bookkeeping only, in every worker process.
+    moto_patches.install(fidelity=True, speed=False, bookkeeping=True)
     with mock_aws():
         session = boto3.session.Session(region_name=REGION)
         provision(session)
