@@ -3,7 +3,8 @@ DynamoDB's. They come in two groups:
 
 - Bookkeeping (BOOKKEEPING): how moto moves data, never how it decides. A scalar attribute value passes through
   the response serialiser and request parser as the wire form it already is, an update expression's syntax tree
-  is copied node by node rather than through the pickle protocol, and a new item's size is added up once. No
+  is copied node by node rather than through the pickle protocol, a new item's size is added up once, and a tree
+  pass builds its map of node types to handlers once rather than at every node. No
   condition, update or key is parsed or evaluated differently, so the correctness suite (`make test`) runs with
   these: they were most of its time in the emulator (about a quarter of a storm's, in the serialiser alone).
 - Parses (PARSES): cached parses of condition and update texts, and a transaction item's condition checked once.
@@ -283,7 +284,44 @@ def _item_size_checked_once() -> None:
     _installed.append("item size checked once")
 
 
+def _traversal_maps_built_once() -> None:
+    """Build a tree pass's map of node types to handlers once per pass, not twice per node it visits.
+
+    moto's traverser asks `_processing_map()` for a fresh dict at every node (once to test the node's type, once
+    to pick its handler). The map depends only on the pass object, which is made for one expression and dropped,
+    so the first map built serves the whole walk; the handlers run exactly as before, in the same order.
+    """
+    from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser
+
+    def processing_map(self: Any) -> dict[Any, Any]:
+        built: dict[Any, Any] | None = self.__dict__.get("_built_map")
+        if built is None:
+            built = self.__dict__["_built_map"] = type(self)._processing_map(self)
+        return built
+
+    def nodes_to_be_processed(self: Any) -> tuple[Any, ...]:
+        kinds: tuple[Any, ...] | None = self.__dict__.get("_built_kinds")
+        if kinds is None:
+            kinds = self.__dict__["_built_kinds"] = tuple(processing_map(self))
+        return kinds
+
+    def process(self: Any, node: Any) -> Any:
+        for kind, handler in processing_map(self).items():
+            if isinstance(node, kind):
+                return handler(node)
+        return None
+
+    _set(DepthFirstTraverser, "nodes_to_be_processed", nodes_to_be_processed)
+    _set(DepthFirstTraverser, "process", process)
+    _installed.append("traversal maps built once")
+
+
 # How moto moves data, never how it decides: the correctness suite runs with these.
-BOOKKEEPING = (_attribute_values_pass_through, _syntax_trees_copied_directly, _item_size_checked_once)
+BOOKKEEPING = (
+    _attribute_values_pass_through,
+    _syntax_trees_copied_directly,
+    _item_size_checked_once,
+    _traversal_maps_built_once,
+)
 # How moto parses and checks expressions: make dev and make bench only.
 PARSES = (_transaction_conditions_checked_once, _condition_parses_cached, _update_expressions_parsed_once)

@@ -38,7 +38,7 @@ def error_code(raised: pytest.ExceptionInfo[ClientError]) -> str:
 def test_every_fast_path_is_in_place_on_the_pinned_emulator() -> None:
     # A moto upgrade turns them all off (slower, never wrong): this says it is time to look at them again.
     assert moto.__version__ == moto_patches.PINNED_MOTO
-    assert len(moto_patches.install(fidelity=True, speed=True)) == 6
+    assert len(moto_patches.install(fidelity=True, speed=True)) == 7
 
 
 def test_scalar_values_of_every_kind_come_back_as_written(session: boto3.session.Session) -> None:

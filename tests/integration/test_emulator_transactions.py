@@ -82,4 +82,5 @@ def test_the_correctness_suite_runs_with_the_bookkeeping_patches_only() -> None:
         "attribute values pass through",
         "syntax trees copied directly",
         "item size checked once",
+        "traversal maps built once",
     ]
