@@ -211,7 +211,9 @@ class CaptureService:
         shard = WaitingShard.from_item(old) if old else None
         if shard is not None and self._full(shard):
             return Conflict(
-                "This product's waiting list is full for now; please check back later.", code="waiting_list_full"
+                "This product's waiting list is full for now, so it takes no new places; anyone already on it keeps "
+                "their place. Please check back later.",
+                code="waiting_list_full",
             )
         return Discontinued("This product is no longer sold, so there is no list to join.")
 
@@ -388,11 +390,14 @@ class CaptureService:
         self._charge_taps(caps)
         if cancelled.failed("product"):
             if cancelled.old("product"):
-                # A repeat tap keeps its place even on a full list.
-                if not (
-                    cancelled.failed("unique") and self._full(WaitingShard.from_item(cancelled.old("product") or {}))
-                ):
-                    raise self._product_refused(cancelled.old("product"))
+                refused = self._product_refused(cancelled.old("product"))
+                if cancelled.failed("unique") and isinstance(refused, Conflict):
+                    # A repeat tap keeps its place on a full list, yet is answered as a newcomer is: the answer
+                    # must not tell a stranger that the contact they typed is waiting (invariant 9).
+                    kept = self._repeat(tap, key, fields, cancelled.old("unique") or {}, now, caps)
+                    if kept.status == "queued":
+                        return kept  # a place freed under this tap's feet took its rejoin
+                raise refused
             else:
                 self._record_unknown(tap, key, source, now)
                 raise UnknownSku(f"We do not sell a product with SKU {tap.sku!r}.")

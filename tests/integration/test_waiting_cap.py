@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import Counter
 
 import pytest
+from chalice.test import Client
 
 from chalicelib.errors import Conflict
 from chalicelib.tables.catalog import WAITING_SHARDS, shard_key, shard_share
 from chalicelib.wiring import Services
 from tests.builders import key_of
+
+JSON = {"Content-Type": "application/json"}
 
 CAP = 100  # not a multiple of 16: the first four shards hold 7 places, the other twelve 6
 
@@ -47,13 +51,48 @@ def test_a_list_fills_to_its_cap_before_any_tap_is_refused(services: Services, c
         item = services.tables.catalog.table.get_item(Key={"sku": shard_key(chair, shard)}, ConsistentRead=True)
         assert int(item["Item"]["waiting_count"]) == recorded[shard] <= shard_share(CAP, shard)
 
-    # Someone already waiting keeps their place on the full list; one leaving makes room for the next newcomer,
-    # on whichever shard had the room.
-    assert capture.capture("198.51.0.0", {"sku": chair, "channel": "email", "contact": contacts[0]}).status == (
-        "already_queued"
-    )
+    # Someone already waiting keeps their place on the full list, though their tap is answered as a newcomer's is;
+    # one leaving makes room for the next newcomer, on whichever shard had the room.
+    kept = next(p for p in places if p.contact == contacts[0])
+    with pytest.raises(Conflict) as repeat:
+        capture.capture("198.51.0.0", {"sku": chair, "channel": "email", "contact": contacts[0]})
+    assert repeat.value.code == "waiting_list_full"
+    assert [p.joined_ts for p in services.tables.requests.queue(chair) if p.contact == contacts[0]] == [kept.joined_ts]
     services.exits.leave_sku(key_of(services, contacts[1]), chair, reason="manage")
     assert services.tables.catalog.waiting(chair) == CAP - 1
     again = capture.capture("203.0.113.2", {"sku": chair, "channel": "email", "contact": contacts[CAP]})
     assert again.status == "queued"
     assert services.tables.catalog.waiting(chair) == CAP
+
+
+def fill(services: Services, sku: str) -> None:
+    """Every shard at its share of the cap: the list is full whichever shard a tap lands on."""
+    for shard in range(WAITING_SHARDS):
+        services.tables.catalog.table.update_item(
+            Key={"sku": shard_key(sku, shard)},
+            UpdateExpression="SET waiting_count = :n",
+            ExpressionAttributeValues={":n": shard_share(services.settings.max_waiting_per_sku, shard)},
+        )
+
+
+def test_a_full_list_answers_a_repeat_and_a_newcomer_alike(client: Client, services: Services, chair: str) -> None:
+    # A stranger typing a contact into a full list's form must not learn whether that contact waits: the repeat tap
+    # and the newcomer's get one answer, a 409 that tells both kinds of shopper what it means for them.
+    first = client.http.post(
+        "/notify-me", headers=JSON, body=json.dumps({"sku": chair, "channel": "email", "contact": "ada@example.com"})
+    )
+    assert first.status_code == 202
+    [place] = services.tables.requests.queue(chair)
+    fill(services, chair)
+    answers = [
+        client.http.post("/notify-me", headers=JSON, body=json.dumps({"sku": chair, "channel": "email", "contact": c}))
+        for c in ("ada@example.com", "newcomer@example.com")
+    ]
+    assert [a.status_code for a in answers] == [409, 409]
+    assert answers[0].json_body == answers[1].json_body
+    assert answers[0].json_body["error"] == "waiting_list_full"
+    assert "already on it keeps their place" in answers[0].json_body["message"]
+    # The person who was waiting still waits, in the same place; the newcomer was given none.
+    assert [(p.contact, p.joined_ts) for p in services.tables.requests.queue(chair)] == [
+        ("ada@example.com", place.joined_ts)
+    ]
