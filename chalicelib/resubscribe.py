@@ -7,8 +7,9 @@ ever be sent (the one exception to invariant 3, docs/SHOPPER.md "Opting back in"
 
 - an email address gets a re-subscribe email whose link (`/resubscribe/{id}`, a random 128-bit id, LINK_DAYS)
   opens a page with a button; only the button's POST lifts the opt-out and joins the list, in one transaction;
-- a number gets a six-digit code by SMS (CODE_TTL_S, CODE_ATTEMPTS tries), which the widget sends back to
-  `POST /notify-me/code`; the right code lifts the opt-out and joins the list, in one transaction.
+- a number gets a six-digit code by SMS (CODE_TTL_S, CODE_ATTEMPTS tries, of which one client address may make at
+  most CODE_TRIES_PER_SOURCE in a window), which the widget sends back to `POST /notify-me/code`; the right code
+  lifts the opt-out and joins the list, in one transaction.
 
 A proof message goes only for an opt-out of the person's own choice (PROOF_SOURCES: the unsubscribe link, staff
 on their request, an SMS STOP), never after a hard bounce, a complaint or an invalid number, where sending harms
@@ -64,6 +65,12 @@ PROOF_WINDOW_S = 30 * 86400  # ...and three (ThrottleTable.proof_cap_item) in an
 LINK_DAYS = 7  # how long a re-subscribe email's link works
 CODE_TTL_S = 900  # how long a code works
 CODE_ATTEMPTS = 5  # tries at one code, and tries per number in CODE_TTL_S
+# Tries one client address has at one number in CODE_TTL_S. A code lives CODE_TTL_S, so it spans at most two of
+# these windows: one address makes at most 2 × 2 = 4 tries at it, fewer than CODE_ATTEMPTS, and can never use up
+# the code of the person it typed; they still have a try left from their own phone.
+CODE_TRIES_PER_SOURCE = 2
+# Tries one client address has in an hour at all numbers together, so guessing cannot be spread over many people.
+CODE_TRIES_PER_SOURCE_PER_HOUR = 10
 CODE_PATTERN = re.compile(r"^[0-9 ]{1,12}$")
 LINK_ID = re.compile(r"^[0-9a-f]{32}$")
 
@@ -460,6 +467,20 @@ class Resubscribe:
         contact = normalise_contact(SMS, raw, self.default_region)
         key = contact_key(contact.match, self.hash_key)
         window = int(now // CODE_TTL_S)
+        hour = int(now // 3600)
+        # The address's own tries come first and are spent before the number's: a stranger who guesses runs out of
+        # their own tries while the person's code still stands. Counted whether or not a code was sent, like the
+        # number's.
+        if not self.tables.throttle.charge(
+            f"codesrc#{source_key}#{key}#{window}", CODE_TRIES_PER_SOURCE, (window + 1) * CODE_TTL_S + 60
+        ) or not self.tables.throttle.charge(
+            f"codesrchour#{source_key}#{hour}", CODE_TRIES_PER_SOURCE_PER_HOUR, (hour + 1) * 3600 + 60
+        ):
+            raise RateLimited(
+                "Too many tries from this address; check the SMS and try again later.",
+                int((window + 1) * CODE_TTL_S - now) or 1,
+                code="rate_limited",
+            )
         # Counted per number whether or not a code was ever sent: the answers never say which.
         if not self.tables.throttle.charge(f"codetry#{key}#{window}", CODE_ATTEMPTS, (window + 1) * CODE_TTL_S + 60):
             raise RateLimited(

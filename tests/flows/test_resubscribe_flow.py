@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
+from chalice.local import LambdaEventConverter
 from chalice.test import Client
 
 from chalicelib.contacts import contact_key
@@ -159,7 +160,7 @@ def test_the_sweep_sends_a_message_a_crash_left_owed_once(services: Services, cl
 
 
 def test_a_number_that_replied_stop_gets_a_code_that_resubscribes_it(
-    client: Client, services: Services, chair: str
+    client: Client, services: Services, chair: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     key = opt_out(services, NUMBER, "stop")
     assert tap(client, chair, NUMBER, channel="sms").status_code == 202
@@ -176,6 +177,8 @@ def test_a_number_that_replied_stop_gets_a_code_that_resubscribes_it(
     assert services.tables.optout.get(key) is None
     [place] = services.tables.requests.queue(chair)
     assert place.contact == NUMBER
+    # Another address, whose own tries are not spent (this one made its two: CODE_TRIES_PER_SOURCE).
+    from_address(monkeypatch, "192.0.2.45")
     assert send_code(client, chair, code).status_code == 400, "a code works once"
 
 
@@ -193,8 +196,13 @@ def test_no_code_a_wrong_code_and_an_expired_code_answer_alike(
     assert expired.json_body["error"] == "wrong_code"
 
 
+def from_address(monkeypatch: pytest.MonkeyPatch, address: str) -> None:
+    """Later requests through the test client come from `address` (API Gateway's sourceIp)."""
+    monkeypatch.setattr(LambdaEventConverter, "LOCAL_SOURCE_IP", address)
+
+
 def test_too_many_tries_are_refused_whether_or_not_a_code_was_sent(
-    client: Client, services: Services, chair: str
+    client: Client, services: Services, chair: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     opt_out(services, NUMBER, "unsubscribe")
     tap(client, chair, NUMBER, channel="sms")
@@ -202,9 +210,46 @@ def test_too_many_tries_are_refused_whether_or_not_a_code_was_sent(
     code = texted_code()
     wrong = "000000" if code != "000000" else "111111"
     for number in (NUMBER, "+447400123459"):
-        answers = [send_code(client, chair, wrong, number).status_code for _ in range(6)]
+        answers = []
+        # Guesses from several addresses, two each (CODE_TRIES_PER_SOURCE), till the number's own cap.
+        for i in range(6):
+            from_address(monkeypatch, f"198.51.100.{10 * len(number) + i // 2}")
+            answers.append(send_code(client, chair, wrong, number).status_code)
         assert answers == [400] * 5 + [429], number
+    from_address(monkeypatch, "192.0.2.99")
     assert send_code(client, chair, code).status_code == 429, "the right code after the tries are spent"
+
+
+def test_one_address_runs_out_of_guesses_before_the_persons_code_does(
+    client: Client, services: Services, clock: FixedClock, chair: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = opt_out(services, NUMBER, "stop")
+    tap(client, chair, NUMBER, channel="sms")
+    drain(services)
+    code = texted_code()
+    wrong = "000000" if code != "000000" else "111111"
+    from_address(monkeypatch, "203.0.113.66")
+    # One stranger guessing: two tries in this window, then refused without spending the number's or the code's.
+    answers = [send_code(client, chair, wrong).status_code for _ in range(5)]
+    assert answers == [400, 400, 429, 429, 429]
+    # A window later, still within the code's life: two more at most, so one address makes 4 tries, never the 5
+    # that would use the code up.
+    clock.advance(15 * 60 - clock.now() % (15 * 60))
+    assert [send_code(client, chair, wrong).status_code for _ in range(3)] == [400, 400, 429]
+    # The person, on their own phone, still gets back on the list with the code they were sent.
+    from_address(monkeypatch, "192.0.2.44")
+    done = send_code(client, chair, code)
+    assert done.status_code == 200 and done.json_body == {"status": "resubscribed"}
+    assert services.tables.optout.get(key) is None
+
+
+def test_one_address_cannot_spread_its_guesses_over_many_numbers(
+    client: Client, services: Services, chair: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from_address(monkeypatch, "203.0.113.67")
+    numbers = [f"+4474001234{i:02d}" for i in range(6)]
+    answers = [send_code(client, chair, "123456", n).status_code for n in numbers for _ in range(2)]
+    assert answers == [400] * 10 + [429] * 2
 
 
 def test_a_form_without_script_gets_a_page(client: Client, services: Services, chair: str) -> None:
