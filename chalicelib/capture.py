@@ -13,7 +13,7 @@ from typing import Any
 from chalicelib.clock import Clock
 from chalicelib.config import Settings
 from chalicelib.confirm import MAX_CONFIRMATIONS, RESEND_AFTER_S, confirm_message
-from chalicelib.contacts import Contact, check_sms_number, contact_key, normalise_contact
+from chalicelib.contacts import Contact, check_sms_number, contact_key, match_keys, normalise_contact
 from chalicelib.errors import BadRequest, Busy, Conflict, Discontinued, DomainError, RateLimited, UnknownSku
 from chalicelib.i18n import DEFAULT_LANGUAGE, negotiate
 from chalicelib.owed import OwedJobs
@@ -270,10 +270,26 @@ class CaptureService:
             "waiting_shard": shard_for(key),
         }
 
+    def _not_suppressed(self, tap: NotifyMe) -> Tx:
+        """The opt-out checks of a tap's contact: its mailbox ("optout") and, where the address differs from it, the
+        spelling opt-outs were stored by before mailboxes were matched ("optout legacy"): an opt-out from then still
+        suppresses exactly the address it was made for (invariant 3)."""
+        keys = match_keys(tap.contact, self.hash_key)
+        legacy = (self.tables.optout.not_suppressed_item(k) for k in keys[1:])
+        return Tx().add("optout", self.tables.optout.not_suppressed_item(keys[0])).add("optout legacy", *legacy)
+
+    def _suppressed_by(self, cancelled: TransactionCancelled) -> str | None:
+        """Which opt-out check refused the transaction, if one did."""
+        for part in ("optout", "optout legacy"):
+            if cancelled.failed(part):
+                return part
+        return None
+
     def _capture(self, tap: NotifyMe, source: str, ticket: int, burnt_before: int) -> CaptureOutcome:
         now = self.clock.now()
         caps = self._sms_caps(tap.contact, now)
-        key = contact_key(tap.contact.match, self.hash_key)
+        keys = match_keys(tap.contact, self.hash_key)
+        key = keys[0]
         fields = self._fields(tap, key, now, ticket, burnt_before)
         joined_ts = str(fields["joined_ts"])
         rate_key, rate_expires, retry_after = self._rate_key(source, now)
@@ -290,9 +306,10 @@ class CaptureService:
             return self._cap_items(tx, caps, taps=True, place=True).join(
                 Tx()
                 .add("product", self._join_item(tap.sku, fields, quiet))
-                .add("optout", self.tables.optout.not_suppressed_item(key))
+                .join(self._not_suppressed(tap))
                 .add("unique", unique)
                 .add("request", request)
+                .join(self._legacy_place(tap.sku, keys))
             )
 
         try:
@@ -300,6 +317,11 @@ class CaptureService:
         except TransactionCancelled as cancelled:
             return self._refused(cancelled, tap, key, fields, source, now, retry_after, caps)
         return self._queued(tap, joined_ts, ticket, bool(fields["unconfirmed"]))
+
+    def _legacy_place(self, sku: str, keys: tuple[str, ...]) -> Tx:
+        """A check that the address, spelled as it was typed, holds no place from before taps were matched by
+        mailbox ("legacy place"); an empty group when its spelling is its mailbox already."""
+        return Tx().add("legacy place", *(self.tables.requests.no_place_item(sku, k) for k in keys[1:]))
 
     def _confirms(self, tap: NotifyMe) -> bool:
         return self.settings.email_double_opt_in and tap.contact.channel == EMAIL
@@ -401,12 +423,21 @@ class CaptureService:
             else:
                 self._record_unknown(tap, key, source, now)
                 raise UnknownSku(f"We do not sell a product with SKU {tap.sku!r}.")
-        if cancelled.failed("optout"):
+        suppressed_by = self._suppressed_by(cancelled)
+        if suppressed_by is not None:
             # Opted out: acknowledged with the same answer as any tap; no place, and at most one proof message to
-            # the contact itself (chalicelib/resubscribe.py).
-            return self._suppressed(tap, key, cancelled.old("optout"), now)
+            # the contact itself (chalicelib/resubscribe.py), under the key its opt-out is stored by.
+            keys = match_keys(tap.contact, self.hash_key)
+            suppressed_key = keys[0] if suppressed_by == "optout" else keys[-1]
+            return self._suppressed(tap, suppressed_key, cancelled.old(suppressed_by), now)
         if cancelled.failed("unique"):
             return self._repeat(tap, key, fields, cancelled.old("unique") or {}, now, caps)
+        if cancelled.failed("legacy place"):
+            # The address has a place from before mailboxes were matched: it keeps that place, under the key it was
+            # stored by, so asking again never makes a second one (invariant 2).
+            legacy = match_keys(tap.contact, self.hash_key)[-1]
+            as_stored = {**fields, "contact_key": legacy, "waiting_shard": shard_for(legacy)}
+            return self._repeat(tap, legacy, as_stored, cancelled.old("legacy place") or {}, now, caps)
         if cancelled.failed("places"):
             raise self._too_many_places()
         self._busy_if_conflicted(cancelled)
@@ -472,7 +503,7 @@ class CaptureService:
 
         def rejoin(quiet: bool) -> Tx:
             unique, request = self.tables.requests.rejoin_items(old_ref=ref, **fields, told=told)
-            guard = proof() if proof is not None else Tx().add("optout", self.tables.optout.not_suppressed_item(key))
+            guard = proof() if proof is not None else self._not_suppressed(tap)
             return self._cap_items(Tx(), caps, taps=False, place=True).join(
                 Tx()
                 .add("product", self._join_item(tap.sku, fields, quiet))
@@ -486,8 +517,10 @@ class CaptureService:
         except TransactionCancelled as cancelled:
             if proof is not None:
                 self._not_proven(cancelled)
-            if cancelled.failed("optout"):
-                return self._suppressed(tap, key, cancelled.old("optout"), now)
+            # A proof's own opt-out item was read by _not_proven; only a tap's checks are left to read.
+            suppressed_by = self._suppressed_by(cancelled) if proof is None else None
+            if suppressed_by is not None:
+                return self._suppressed(tap, key, cancelled.old(suppressed_by), now)
             if cancelled.failed("product") and cancelled.old("product") and not cancelled.failed("unique"):
                 raise self._product_refused(cancelled.old("product")) from None
             if cancelled.failed("places") and not cancelled.failed("unique"):

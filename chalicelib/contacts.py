@@ -18,8 +18,11 @@ class Contact:
     """A validated contact: where to send, and the form used to recognise the same person again."""
 
     channel: str
-    address: str  # E.164 for SMS; the normalised address for email
-    match: str  # the form two taps are compared by (email lower-cased whole)
+    address: str  # E.164 for SMS; the normalised address for email, as typed: what we send to
+    match: str  # the form two taps are compared by: for email the mailbox (`mailbox_of`), not the spelling
+    # For email, the form taps were compared by before mailboxes were (the address lower-cased whole), when it
+    # differs from `match`: suppressions and places stored under it before must still count (docs/SECURITY.md).
+    legacy_match: str | None = None
 
 
 def normalise_phone(raw: str, default_region: str) -> str:
@@ -121,6 +124,68 @@ def normalise_email(raw: str) -> str:
     return str(result.ascii_email)
 
 
+# Domains whose mail service delivers `local+anything@domain` to `local@domain`, so one inbox can type as many
+# addresses as it likes. Sources, each the provider's own help page: Gmail "Create task-specific email addresses"
+# (support.google.com/mail/answer/22370, also for googlemail.com); Microsoft "Plus addressing in Exchange Online",
+# on by default for Outlook.com, Hotmail and Live (learn.microsoft.com/exchange/recipients-in-exchange-online/
+# plus-addressing-in-exchange-online); Apple "Use plus addressing in iCloud Mail" (support.apple.com/guide/icloud/
+# mm6b1a490a9d); Fastmail "Plus addressing and subdomain addressing" (fastmail.help/hc/en-us/articles/360058753794);
+# Proton "How to use plus addressing / aliases" (proton.me/support/addresses-and-aliases). A custom domain may route
+# `+` to anyone, so elsewhere the whole local part counts.
+PLUS_ADDRESSING_DOMAINS = frozenset(
+    {
+        "gmail.com",
+        "googlemail.com",
+        "outlook.com",
+        "hotmail.com",
+        "hotmail.co.uk",
+        "hotmail.fr",
+        "hotmail.de",
+        "hotmail.it",
+        "hotmail.es",
+        "live.com",
+        "live.co.uk",
+        "live.fr",
+        "msn.com",
+        "icloud.com",
+        "me.com",
+        "mac.com",
+        "fastmail.com",
+        "fastmail.fm",
+        "proton.me",
+        "protonmail.com",
+        "protonmail.ch",
+        "pm.me",
+    }
+)
+# Gmail ignores dots in the local part, and googlemail.com is the same mailbox as gmail.com (Google's "Dots don't
+# matter in Gmail addresses", support.google.com/mail/answer/7436150). No other provider here promises either.
+GMAIL_DOMAINS = frozenset({"gmail.com", "googlemail.com"})
+
+
+def mailbox_of(address: str) -> str:
+    """The mailbox an ASCII, lower-cased address delivers to, as taps are matched by: its sub-address (`+tag`)
+    dropped where the provider honours plus-addressing, and Gmail's dots and googlemail.com folded away. Only for
+    recognising a person (one place per mailbox, caps); mail still goes to the address as typed."""
+    local, _, domain = address.rpartition("@")
+    if domain not in PLUS_ADDRESSING_DOMAINS:
+        return address
+    base = local.split("+", 1)[0] or local  # "+tag@gmail.com" has no mailbox before the plus: keep it whole
+    if domain in GMAIL_DOMAINS:
+        base = base.replace(".", "") or base
+        domain = "gmail.com"
+    return f"{base}@{domain}"
+
+
+def match_keys(contact: Contact, key: str) -> tuple[str, ...]:
+    """The keyed hashes a contact may be stored under: its mailbox's first, then the one its exact spelling had
+    before mailboxes were matched (only when it differs), so older suppressions and places are still found."""
+    keys = [contact_key(contact.match, key)]
+    if contact.legacy_match is not None:
+        keys.append(contact_key(contact.legacy_match, key))
+    return tuple(keys)
+
+
 def looks_like_email(raw: str) -> bool:
     """True when the text is plainly meant as an email address."""
     return "@" in raw
@@ -146,7 +211,9 @@ def normalise_contact(channel: str, raw: str, default_region: str) -> Contact:
         raise BadRequest("That looks like a phone number; choose SMS instead.", code="contact_channel_mismatch")
     address = normalise_email(text)
     # Lower-cased, not case-folded: the address is ASCII, and lower-casing only merges spellings that differ in case.
-    return Contact(channel, address, address.lower())
+    lowered = address.lower()
+    match = mailbox_of(lowered)
+    return Contact(channel, address, match, lowered if lowered != match else None)
 
 
 def normalise_any(raw: str, default_region: str) -> Contact:

@@ -27,7 +27,7 @@ from enum import StrEnum
 from typing import Any
 
 from chalicelib.clock import Clock
-from chalicelib.contacts import contact_key, normalise_email
+from chalicelib.contacts import match_keys, normalise_contact
 from chalicelib.errors import BadRequest
 from chalicelib.metrics import Metrics, MetricsFactory
 from chalicelib.optout_service import OptoutService
@@ -172,9 +172,15 @@ def parse_message(body: str) -> SesEvent:
 
 def recipient_key(address: str, hash_key: str) -> str:
     """The keyed hash a reported recipient is known by: the same form capture matches email contacts by."""
+    return recipient_keys(address, hash_key)[0]
+
+
+def recipient_keys(address: str, hash_key: str) -> tuple[str, ...]:
+    """Every keyed hash a reported recipient's places and suppressions may be stored under: its mailbox's, and the
+    one its exact spelling had before mailboxes were matched (places from then still carry it)."""
     # A recipient may come as `Name <address>`; the address SES sent to is what counts.
     plain = parseaddr(address)[1] or address
-    return contact_key(normalise_email(plain).lower(), hash_key)
+    return match_keys(normalise_contact("email", plain, ""), hash_key)
 
 
 @dataclass
@@ -224,21 +230,26 @@ class FeedbackService:
             return
         for address in event.recipients:
             try:
-                key = recipient_key(address, self.hash_key)
+                keys = recipient_keys(address, self.hash_key)
             except BadRequest:
                 log.warning("SES %s event for message %s names an unreadable recipient", verdict, event.message_id)
                 metrics.count(DROPPED)
                 report.add("dropped")
                 continue
-            self._recipient(event, verdict, key, metrics, report)
+            self._recipient(event, verdict, keys, metrics, report)
 
-    def _recipient(self, event: SesEvent, verdict: Verdict, key: str, metrics: Metrics, report: FeedbackReport) -> None:
+    def _recipient(
+        self, event: SesEvent, verdict: Verdict, keys: tuple[str, ...], metrics: Metrics, report: FeedbackReport
+    ) -> None:
         now = self.clock.now()
+        key = keys[0]
         source = SUPPRESSES.get(verdict)
         if source is not None:
             # Suppress first, and every time: a redelivery finishes an opt-out a crash interrupted (it walks the
-            # lists again) and changes nothing otherwise; the first source recorded is kept.
-            self.optouts.opt_out(key, source)
+            # lists again) and changes nothing otherwise; the first source recorded is kept. Under every key the
+            # address's places may carry, so a place from before mailboxes were matched leaves its lists too.
+            for each in keys:
+                self.optouts.opt_out(each, source)
         memory = self.tables.throttle.remember_item(
             f"ses#{event.event_type}#{event.message_id}#{key}", int(now) + MEMORY_S
         )

@@ -26,7 +26,7 @@ from chalicelib.confirm import (
     new_nonce,
     switch_key,
 )
-from chalicelib.contacts import CHANNELS, check_sms_number, contact_key, mask, normalise_contact
+from chalicelib.contacts import CHANNELS, check_sms_number, contact_key, mask, match_keys, normalise_contact
 from chalicelib.errors import BadRequest, Conflict, DomainError
 from chalicelib.leaving import Exit, QueueExits
 from chalicelib.line import PlaceInLine, read_place
@@ -339,8 +339,9 @@ class ManageService:
         new_key = contact_key(contact.match, self.hash_key)
         if new_key == key:
             raise BadRequest("That is the contact we already use.", code="same_contact")
-        if self.tables.optout.get(new_key) is not None:
-            # Invariant 3: a suppressed contact is never queued, even by moving a place onto it.
+        if any(self.tables.optout.get(each) is not None for each in match_keys(contact, self.hash_key)):
+            # Invariant 3: a suppressed contact is never queued, even by moving a place onto it (nor by a spelling
+            # whose opt-out was stored before mailboxes were matched).
             raise BadRequest(
                 "That contact asked us not to send it messages, so we cannot switch to it.", code="contact_opted_out"
             )

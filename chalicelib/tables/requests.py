@@ -226,6 +226,19 @@ class RequestsTable:
             },
         )
 
+    def no_place_item(self, sku: str, contact_key: str) -> TxItem:
+        """Transaction item: go on only if this person's uniqueness item for `sku` names no place (none, or only the
+        memory of a place left); the item as stored when it does."""
+        return {
+            "ConditionCheck": {
+                "TableName": self.name,
+                "Key": {"sku": sku, "joined_ts": unique_sk(contact_key)},
+                "ConditionExpression": "attribute_not_exists(#ref)",
+                "ExpressionAttributeNames": {"#ref": "ref"},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+
     def rejoin_items(self, *, old_ref: str, **fields: Any) -> tuple[TxItem, TxItem]:
         """Transaction items that replace a finished place (bought, or left: `old_ref` "") with a new one at the back."""
         items = self.join_items(**fields)
