@@ -58,6 +58,9 @@ class InventoryEvent:
     available: int
     occurred_at: float | None
     location: str | None = None  # one store location's level; the SKU's level is the sum over its locations
+    # A reconciliation's read (chalicelib/reconcile.py): applied only while the level it was compared with (this
+    # location's, with a location) is still the one recorded, so any event recorded since the read began wins.
+    if_seen: tuple[int | None, Decimal | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,17 @@ def is_newer(event_ts: Decimal, level_ts: Decimal | None) -> bool:
     return level_ts is None or event_ts >= level_ts
 
 
+def level_mark(product: Product, location: str | None) -> tuple[int | None, Decimal | None]:
+    """The level recorded for a SKU and the time of the event it came from (one location's, with a location):
+    what a reconciliation compares its read with, and what must still stand when the read is applied."""
+    if location is None:
+        return product.level, product.level_ts
+    mine = product.locations.get(location)
+    if mine is None:
+        return None, None
+    return int(mine["n"]), Decimal(str(mine["ts"]))
+
+
 def restock_id_for(sku: str, webhook_id: str) -> str:
     """The restock id a webhook maps to; a redelivery maps to the same id."""
     return "rs_" + hashlib.sha256(f"{sku}|{webhook_id}".encode()).hexdigest()[:24]
@@ -231,11 +245,19 @@ class DetectService:
                 return outcome
         raise Busy(f"Too many simultaneous updates for {event.sku}; retry shortly.")
 
-    def apply_report(self, delivery_id: str, sent_at: float, report: LevelReport) -> DetectOutcome:
+    def apply_report(
+        self,
+        delivery_id: str,
+        sent_at: float,
+        report: LevelReport,
+        *,
+        if_seen: tuple[int | None, Decimal | None] | None = None,
+    ) -> DetectOutcome:
         """A store platform's level (chalicelib/platforms): find its SKU, then apply it like any other event.
 
         A platform that names only its own inventory item is mapped to the SKU through the catalogue's index; an
-        item no catalogued SKU claims is recorded and ignored (the platform must not retry it).
+        item no catalogued SKU claims is recorded and ignored (the platform must not retry it). `if_seen` is a
+        reconciliation's guard (`InventoryEvent.if_seen`): the read is `stale` unless that level still stands.
         """
         if len(delivery_id) > MAX_WEBHOOK_ID_LEN:
             raise BadRequest(f"The delivery id must be at most {MAX_WEBHOOK_ID_LEN} characters.", code="invalid_header")
@@ -256,7 +278,11 @@ class DetectService:
             occurred_at = None
         available = min(max(report.available, 0), MAX_AVAILABLE)
         event = InventoryEvent(
-            sku=parse_sku(sku), available=available, occurred_at=occurred_at, location=report.location_id
+            sku=parse_sku(sku),
+            available=available,
+            occurred_at=occurred_at,
+            location=report.location_id,
+            if_seen=if_seen,
         )
         return self.apply(delivery_id, sent_at, event)
 
@@ -323,6 +349,10 @@ class DetectService:
         seen = _Seen.of(product)
         if self.tables.throttle.seen(self._memory_key(sku, webhook_id)):
             return self._duplicate(sku, seen, now)
+        if event.if_seen is not None and level_mark(product, event.location) != event.if_seen:
+            # A webhook (or another read) was recorded after this read began: it is at least as new as the read.
+            # The write below is conditional on the level's version, so nothing can slip in between either.
+            return DetectOutcome("no_restock", "stale")
         stamp = _stamp(event_ts)
         # The shelf level: what the store reports, plus our holds it holds (its own level no longer shows them).
         held = product.store_held

@@ -43,9 +43,10 @@ BUDGET_S = 20.0
 # ...and with this much of the Lambda's time left: the longest single step it may be in when it looks (a store
 # call's timeout, chalicelib/platforms/http.py) and the top-up of what it settled must still fit.
 MARGIN_S = 10.0
-# The by-demand ranking's refresh from the waiting shards: a pass at most every quarter hour (the catalogue's own
-# cadence), its place kept for a day in the throttle table.
-ROLL_UP_EVERY_S = 15 * 60
+# The by-demand ranking's refresh from the waiting shards, its place kept for a day in the throttle table. The
+# reconciliation (chalicelib/reconcile.py, every 5 minutes) reads only products the roll-up has counted, so a pass
+# starts every 9 minutes: a new list is counted within 10 (9, plus the sweep's own minute) and read within 15.
+ROLL_UP_EVERY_S = 9 * 60
 ROLL_UP_CURSOR = "cursor#demand-rollup"
 ROLL_UP_CURSOR_KEEP_S = 24 * 3600
 # Rows settled before the deadline have their top-up sent even past it; taking them out of the index (a write

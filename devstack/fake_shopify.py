@@ -2,7 +2,7 @@
 makes, and the webhooks the shop sends, signed as Shopify signs them.
 
 It answers exactly the documents chalicelib/platforms/shopify.py sends, matched by their root field
-(productVariants, draftOrders, draftOrder, draftOrderCreate, draftOrderDelete), with the documented answer shape
+(productVariants, nodes of inventory items, draftOrders, draftOrder, draftOrderCreate, draftOrderDelete), with the documented answer shape
 including extensions.cost, and a leaky cost bucket that throttles (THROTTLED) when drained. Products, variants,
 inventory items and locations are seeded from devstack/demo-catalog.json with deterministic ids.
 
@@ -108,6 +108,18 @@ KNOWN_NAMES = frozenset(
         "ID",
         "DraftOrderInput",
         "DraftOrderDeleteInput",
+        # The reconciliation's level read (chalicelib/platforms/shopify_levels.py).
+        "nodes",
+        "ids",
+        "on",
+        "InventoryItem",
+        "tracked",
+        "inventoryLevels",
+        "location",
+        "quantities",
+        "names",
+        "name",
+        "quantity",
     ]
 )
 
@@ -206,6 +218,8 @@ class FakeShopify:
         self.levels: dict[tuple[int, int], Level] = {}
         self.draft_orders: dict[int, DraftOrder] = {}
         self.requests: list[dict[str, Any]] = []  # every GraphQL request body received, parsed
+        self.level_reads: list[list[str]] = []  # the inventory item ids of each level read (nodes query)
+        self.untracked: set[int] = set()  # inventory items whose quantities Shopify does not track
         self._faults: list[Callable[[], HttpResponse | None]] = []
         self._after_faults: list[str] = []
         self._last_root: str | None = None
@@ -597,6 +611,7 @@ class FakeShopify:
         self._bucket -= requested
         handlers: dict[str, Callable[[dict[str, Any]], tuple[dict[str, Any], float]]] = {
             "productVariants": self._product_variants,
+            "nodes": self._nodes,
             "draftOrders": self._draft_orders,
             "draftOrder": self._draft_order,
             "draftOrderCreate": self._draft_order_create,
@@ -619,6 +634,10 @@ class FakeShopify:
         # Shopify's calculated cost: one per object, connections by their `first`; mutations cost 10.
         if root == "productVariants":
             return 2.0 + 4.0 * float(variables.get("first") or 0)
+        if root == "nodes":
+            # Each inventory item, and its inventoryLevels connection of up to 20 levels with their quantities.
+            ids = variables.get("ids")
+            return 1.0 + 23.0 * (len(ids) if isinstance(ids, list) else 0)
         if root == "draftOrders":
             return 12.0
         if root in ("draftOrderCreate", "draftOrderDelete"):
@@ -683,6 +702,45 @@ class FakeShopify:
             },
         }
         return data, 2.0 + 4.0 * len(page)
+
+    def _nodes(self, variables: dict[str, Any]) -> tuple[dict[str, Any], float]:
+        # nodes(ids:) answers each id in order, null for one that does not exist, and refuses more than 250 ids:
+        # https://shopify.dev/docs/api/admin-graphql/2025-10/queries/nodes, https://shopify.dev/docs/api/usage/limits
+        # An InventoryItem's inventoryLevels list one level per location stocking it, each with
+        # quantities(names: ["available"]): https://shopify.dev/docs/api/admin-graphql/2025-10/objects/InventoryLevel
+        ids = variables.get("ids")
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise _VariableError("ids must be a list of IDs")
+        if len(ids) > 250:
+            raise _VariableError("The input array size of 251 is greater than the maximum allowed of 250.")
+        self._lapse_reservations()
+        items = {v.inventory_item_id for p in self.products.values() for v in p.variants}
+        nodes: list[dict[str, Any] | None] = []
+        actual = 1.0
+        for gid in ids:
+            item = _gid_id(gid, "InventoryItem")
+            if item is None or item not in items:
+                nodes.append(None)
+                continue
+            levels = [(loc, lv) for (i, loc), lv in sorted(self.levels.items()) if i == item][:20]
+            nodes.append(
+                {
+                    "id": gid,
+                    "tracked": item not in self.untracked,
+                    "inventoryLevels": {
+                        "nodes": [
+                            {
+                                "location": {"id": f"gid://shopify/Location/{loc}"},
+                                "quantities": [{"name": "available", "quantity": lv.available}],
+                            }
+                            for loc, lv in levels
+                        ]
+                    },
+                }
+            )
+            actual += 3.0 + len(levels)
+        self.level_reads.append([i for i in ids if isinstance(i, str)])
+        return {"nodes": nodes}, actual
 
     def _draft_orders(self, variables: dict[str, Any]) -> tuple[dict[str, Any], float]:
         query = variables.get("query")

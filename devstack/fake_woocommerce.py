@@ -702,12 +702,13 @@ class FakeWooCommerce:
             items = [p for p in self.products.values() if p.type != "variation"]
             if query.get("status") and query["status"] != "any":
                 items = [p for p in items if p.status == query["status"]]
+            items = _included(items, query)
             return _page([self.product_json(p) for p in items], query)
         if method == "GET" and (match := re.fullmatch(r"/products/(\d+)", route)):
             return _ok(self.product_json(self._product(int(match[1]))))
         if method == "GET" and (match := re.fullmatch(r"/products/(\d+)/variations", route)):
             parent = self._product(int(match[1]))
-            variations = [self.products[v] for v in parent.variations]
+            variations = _included([self.products[v] for v in parent.variations], query)
             return _page([self.product_json(v, as_variation=True) for v in variations], query)
         if method == "GET" and (match := re.fullmatch(r"/products/(\d+)/variations/(\d+)", route)):
             variation = self._product(int(match[2]))
@@ -890,6 +891,20 @@ def _body(body: bytes | None) -> dict[str, Any]:
 
 def _ok(payload: Any, status: int = 200, extra: Mapping[str, str] | None = None) -> HttpResponse:
     return HttpResponse(status, json.dumps(payload).encode(), {"content-type": "application/json", **(extra or {})})
+
+
+def _included(items: list[Product], query: Mapping[str, str]) -> list[Product]:
+    """`include`: a comma-separated list of ids that limits the list to them (WP_REST_Controller's
+    `wp_parse_id_list`; https://woocommerce.github.io/woocommerce-rest-api-docs/#list-all-products and
+    #list-all-product-variations). A variation is never among /products: that endpoint lists the product post type."""
+    raw = query.get("include")
+    if raw is None:
+        return items
+    try:
+        wanted = {int(part) for part in raw.replace(" ", ",").split(",") if part}
+    except ValueError as exc:
+        raise RestError(400, "rest_invalid_param", "Invalid parameter(s): include") from exc
+    return [p for p in items if p.id in wanted]
 
 
 def _page(items: list[dict[str, Any]], query: Mapping[str, str]) -> HttpResponse:

@@ -361,11 +361,11 @@ class CatalogTable:
                 return sorted(items, key=lambda i: i.sku)
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def get_many(self, skus: list[str]) -> dict[str, Product]:
-        """The products among `skus` that exist, read 100 at a time (BatchGetItem, eventually consistent: catalogue
-        sync's comparison, the dashboard's names and prices)."""
+    def get_many(self, skus: list[str], *, consistent: bool = False) -> dict[str, Product]:
+        """The products among `skus` that exist, read 100 at a time (BatchGetItem; eventually consistent for catalogue
+        sync's comparison and the dashboard's names and prices, strongly for the reconciliation's levels)."""
         keys = [{"sku": sku} for sku in dict.fromkeys(skus)]
-        return {str(item["sku"]): Product.from_item(item) for item in get_all(self.table, keys)}
+        return {str(item["sku"]): Product.from_item(item) for item in get_all(self.table, keys, consistent=consistent)}
 
     def synced(self) -> list[tuple[str, bool]]:
         """Every product catalogue sync created and still sells, with no other attribute (SKU, and whether it is
@@ -691,6 +691,23 @@ class CatalogTable:
         kwargs: dict[str, Any] = {
             "IndexName": "by-demand",
             "KeyConditionExpression": Key("demand_key").eq(DEMAND_OUT),
+            "ProjectionExpression": "sku",
+        }
+        while True:
+            page = self.table.query(**kwargs)
+            yield from (str(item["sku"]) for item in page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                return
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def waited_skus(self) -> Iterator[str]:
+        """The SKUs of out-of-stock products somebody waits for (rolled-up `waiting_count` above 0), from GSI
+        by-demand (keys only read): what the reconciliation reads, at a cost that grows with them alone."""
+        from boto3.dynamodb.conditions import Key
+
+        kwargs: dict[str, Any] = {
+            "IndexName": "by-demand",
+            "KeyConditionExpression": Key("demand_key").eq(DEMAND_OUT) & Key("waiting_count").gt(0),
             "ProjectionExpression": "sku",
         }
         while True:

@@ -389,10 +389,10 @@ def test_the_demand_roll_up_runs_a_pass_a_quarter_hour_and_resumes_where_the_dea
     assert services.sweep.run(deadline=deadline_after(6))["demand_rolled_up"] == 1
     first = sum(counts().values())
     assert first == 1
-    # The next run carries on from the last product done, though the quarter hour has not passed.
+    # The next run carries on from the last product done, though ROLL_UP_EVERY_S has not passed.
     assert services.sweep.run()["demand_rolled_up"] == 3 - first
     assert counts() == {"A-LAMP": 1, "B-RUG": 1, "C-VASE": 1}
-    # Then nothing until a quarter hour after that pass began.
+    # Then nothing until ROLL_UP_EVERY_S after that pass began.
     assert services.sweep.run()["demand_rolled_up"] == 0
     clock.advance(ROLL_UP_EVERY_S)
     assert services.sweep.run()["demand_rolled_up"] == 3
