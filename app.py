@@ -263,6 +263,14 @@ def catalog_sync(event: CloudWatchEvent) -> dict[str, object]:
     return wiring.current().catalog_sync.run(remaining_ms=remaining_ms_of(event.context)).as_dict()
 
 
+# chalicelib/reconcile.py RECONCILE_EVERY_MIN (a test holds the two together): the bound docs/PLATFORMS.md promises.
+@app.schedule(Rate(5, unit=Rate.MINUTES))
+def reconcile(event: CloudWatchEvent) -> dict[str, object]:
+    """Every 5 minutes: read the store's level of each SKU somebody waits for; a crossing no webhook reported is a
+    restock, found as a webhook would have found it."""
+    return wiring.current().reconcile.run(remaining_ms=remaining_ms_of(event.context)).as_dict()
+
+
 # The decorator needs the queue name as a literal at import time, before any stage's settings are loaded,
 # so it is read from the environment here. `make package` (infra/pin_stage.py) then binds the trigger to
 # the stack's own JobsQueue, whatever the stage's prefix.

@@ -63,6 +63,7 @@ class Settings:
     service_name: str = "bisn"
     # Where catalogue sync reads the store's product feed ('' = this stage has no feed).
     catalog_url: str = ""
+    stock_feed_url: str = ""  # the generic platform's optional stock levels for the reconciliation (docs/PLATFORMS.md)
     # The SES configuration set every email is sent under; its event destination publishes bounces, complaints
     # and deliveries to the feedback queue ('' = send without one).
     ses_configuration_set: str = ""
@@ -232,9 +233,10 @@ def _accent(env: Mapping[str, str]) -> str:
     return value.lower()
 
 
-def _catalog_url(env: Mapping[str, str]) -> str:
-    """CATALOG_URL: https:// anywhere, http:// only to this machine, file: only in the local stage."""
-    url = env.get("CATALOG_URL", "").strip()
+def _catalog_url(env: Mapping[str, str], name: str = "CATALOG_URL") -> str:
+    """CATALOG_URL (or STOCK_FEED_URL, fetched the same way with the same token): https:// anywhere, http:// only to
+    this machine, file: only in the local stage."""
+    url = env.get(name, "").strip()
     if not url:
         return ""
     parsed = urlparse(url)
@@ -246,7 +248,7 @@ def _catalog_url(env: Mapping[str, str]) -> str:
     if parsed.scheme == "file" and env.get("STAGE", "").strip() == "local":
         return url
     raise ConfigError(
-        f"CATALOG_URL must be an https:// URL (http:// only to this machine, file: only in the local stage), got {url!r}"
+        f"{name} must be an https:// URL (http:// only to this machine, file: only in the local stage), got {url!r}"
     )
 
 
@@ -395,6 +397,7 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         secret_refs=refs,
         secret_values=values,
         catalog_url=_catalog_url(env),
+        stock_feed_url=_catalog_url(env, "STOCK_FEED_URL"),
         ses_configuration_set=env.get("SES_CONFIGURATION_SET", "").strip(),
         sms_two_way=_two_way(env),
         sms_origination_number=_origination(env),

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from chalicelib.platforms.http import Transport
     from chalicelib.platforms.shopify import ShopifyConnector
     from chalicelib.platforms.woocommerce import WooCommerceConnector
+    from chalicelib.reconcile import ReconcileService
     from chalicelib.resubscribe import ProofRequests, ProofSender, Resubscribe
     from chalicelib.secrets import Secrets
     from chalicelib.selfservice import SelfService
@@ -367,6 +368,28 @@ class Services:
             clock=self.clock,
             threshold_changed=self.detector.reconsider,
             store=store,
+        )
+
+    @cached_property
+    def reconcile(self) -> ReconcileService:
+        """The store's levels of the SKUs waited for, read every few minutes and fed to restock detection."""
+        from chalicelib.platforms.levels import LevelReader, StockFeed, feed_fetcher
+        from chalicelib.reconcile import ReconcileService
+
+        reader: LevelReader | None = None
+        platform = self.settings.platform
+        if platform == "shopify" and self.shopify is not None:
+            from chalicelib.platforms.shopify_levels import ShopifyLevels
+
+            reader = ShopifyLevels(self.shopify)
+        elif platform == "woocommerce" and self.woocommerce is not None:
+            from chalicelib.platforms.woocommerce_levels import WooCommerceLevels
+
+            reader = WooCommerceLevels(self.woocommerce)
+        elif platform == "generic" and self.settings.stock_feed_url:
+            reader = StockFeed(self.settings.stock_feed_url, feed_fetcher(self.catalog_token))
+        return ReconcileService(
+            tables=self.tables, detector=self.detector, reader=reader, clock=self.clock, metrics=self.metrics
         )
 
     def catalog_token(self) -> str | None:
