@@ -46,7 +46,7 @@ MARGIN_S = 10.0  # the longest store call (chalicelib/platforms/http.py's timeou
 CURSOR = "cursor#reconcile"
 CURSOR_KEEP_S = 3600
 # Counted when a read opens a restock, i.e. the store's level crossed the threshold and no webhook told us: the
-# `restocks-found-by-reconcile` alarm (infra/template.json) tells the shop its webhooks are being lost.
+# shop's webhooks are being lost.
 RESTOCKS_FOUND_BY_RECONCILE = "RestocksFoundByReconcile"
 
 
