@@ -17,6 +17,7 @@ from chalicelib.contacts import Contact, check_sms_number, contact_key, match_ke
 from chalicelib.errors import BadRequest, Busy, Conflict, Discontinued, DomainError, RateLimited, UnknownSku
 from chalicelib.i18n import DEFAULT_LANGUAGE, negotiate
 from chalicelib.owed import OwedJobs
+from chalicelib.place_caps import add_place_caps, place_caps, place_caps_refused
 from chalicelib.senders import EMAIL
 from chalicelib.sms_caps import (
     SmsCaps,
@@ -293,6 +294,7 @@ class CaptureService:
         fields = self._fields(tap, key, now, ticket, burnt_before)
         joined_ts = str(fields["joined_ts"])
         rate_key, rate_expires, retry_after = self._rate_key(source, now)
+        places = place_caps(tap.contact, source, self.settings, self.hash_key, now)
 
         # The steady-state tap is this one transaction: rate limits, catalogue (with the list's length), opt-out,
         # the uniqueness item and, for SMS, the number's caps are all conditions on it, so nothing is read first
@@ -303,6 +305,8 @@ class CaptureService:
                 "rate",
                 self.tables.throttle.charge_item(rate_key, self.settings.rate_limit_per_minute, rate_expires),
             )
+            # A new place only: a repeat or a refused tap rolls these back with everything else.
+            add_place_caps(tx, self.tables.throttle, places)
             return self._cap_items(tx, caps, taps=True, place=True).join(
                 Tx()
                 .add("product", self._join_item(tap.sku, fields, quiet))
@@ -438,6 +442,7 @@ class CaptureService:
             legacy = match_keys(tap.contact, self.hash_key)[-1]
             as_stored = {**fields, "contact_key": legacy, "waiting_shard": shard_for(legacy)}
             return self._repeat(tap, legacy, as_stored, cancelled.old("legacy place") or {}, now, caps)
+        place_caps_refused(cancelled, place_caps(tap.contact, source, self.settings, self.hash_key, now))
         if cancelled.failed("places"):
             raise self._too_many_places()
         self._busy_if_conflicted(cancelled)

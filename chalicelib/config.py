@@ -49,6 +49,11 @@ class Settings:
     # SMS that are not restock notices (switch and re-subscribe codes) the whole shop sends per UTC day: codes are
     # bounded only by requests, notices by units in stock (chalicelib/sms_caps.py).
     non_notice_sms_per_day: int = 200
+    # New places an hour per email domain (a small one, and a big free-mail one) and per client address: one script
+    # with many inboxes must not take a whole drop (chalicelib/place_caps.py).
+    places_per_domain_per_hour: int = 30
+    places_per_freemail_domain_per_hour: int = 3000
+    places_per_source_per_hour: int = 30
     max_waiting_per_sku: int = 10_000  # places waiting on one SKU's list at once
     # Offers on one restock that may lapse unused with no sale in between before it stops re-offering its units.
     reoffer_lapse_limit: int = 20
@@ -392,6 +397,9 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         taps_per_number_per_hour=_int(env, "TAPS_PER_NUMBER_PER_HOUR", 10, minimum=1),
         taps_per_prefix_per_hour=_int(env, "TAPS_PER_PREFIX_PER_HOUR", 30, minimum=1),
         non_notice_sms_per_day=_int(env, "NON_NOTICE_SMS_PER_DAY", 200, minimum=1),
+        places_per_domain_per_hour=_int(env, "PLACES_PER_DOMAIN_PER_HOUR", 30, minimum=1),
+        places_per_freemail_domain_per_hour=_int(env, "PLACES_PER_FREEMAIL_DOMAIN_PER_HOUR", 3000, minimum=1),
+        places_per_source_per_hour=_int(env, "PLACES_PER_SOURCE_PER_HOUR", 30, minimum=1),
         max_waiting_per_sku=_int(env, "MAX_WAITING_PER_SKU", 10_000, minimum=1),
         reoffer_lapse_limit=_int(env, "REOFFER_LAPSE_LIMIT", 20, minimum=1),
         secret_refs=refs,

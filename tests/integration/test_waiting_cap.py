@@ -26,9 +26,10 @@ def test_the_shards_shares_sum_to_the_cap_exactly() -> None:
 
 
 def test_a_list_fills_to_its_cap_before_any_tap_is_refused(services: Services, chair: str) -> None:
-    capture = dataclasses.replace(
-        services.capture, settings=dataclasses.replace(services.settings, max_waiting_per_sku=CAP)
-    )
+    # Every shopper here is at example.com: the hourly cap on one domain's places is tried on its own
+    # (tests/integration/test_place_caps.py).
+    settings = dataclasses.replace(services.settings, max_waiting_per_sku=CAP, places_per_domain_per_hour=CAP + 1)
+    capture = dataclasses.replace(services.capture, settings=settings)
     contacts = [f"shopper{i}@example.com" for i in range(CAP + 1)]
     # Each tap from its own address, as different shoppers' are (the rate limit is per address).
     outcomes = [

@@ -182,13 +182,17 @@ class Shopper:
     joined_ts: str = ""
 
 
-# The caps against SMS pumping and the re-offer cap, set out of the way of worlds that tap a few numbers many
+# The caps against SMS pumping, the hourly caps on new places per email domain and client address, and the re-offer
+# cap, set out of the way of worlds that tap a few numbers many
 # times or race many taps at once: each is tried on its own (tests/integration/test_sms_pumping.py,
 # tests/integration/test_reoffer_limit.py); the re-offer cap deliberately leaves units unoffered.
 OUT_OF_THE_WAY = {
     "TAPS_PER_NUMBER_PER_HOUR": "100000",
     "TAPS_PER_PREFIX_PER_HOUR": "100000",
     "PLACES_PER_NUMBER": "100000",
+    "PLACES_PER_DOMAIN_PER_HOUR": "100000",
+    "PLACES_PER_FREEMAIL_DOMAIN_PER_HOUR": "100000",
+    "PLACES_PER_SOURCE_PER_HOUR": "100000",
     "REOFFER_LAPSE_LIMIT": "100000",
 }
 
