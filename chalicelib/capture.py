@@ -14,6 +14,7 @@ from chalicelib.clock import Clock
 from chalicelib.config import Settings
 from chalicelib.confirm import MAX_CONFIRMATIONS, RESEND_AFTER_S, confirm_message
 from chalicelib.contacts import Contact, check_sms_number, contact_key, match_keys, normalise_contact
+from chalicelib.email_caps import EmailCaps, EmailSends, only_caps_refused
 from chalicelib.errors import BadRequest, Busy, Conflict, Discontinued, DomainError, RateLimited, UnknownSku
 from chalicelib.i18n import DEFAULT_LANGUAGE, negotiate
 from chalicelib.owed import OwedJobs
@@ -137,6 +138,11 @@ def parse_notify_me(data: Any, default_region: str, accept_language: str | None 
     return NotifyMe(sku=sku, contact=normalise_contact(channel, raw_contact, default_region), name=name, lang=lang)
 
 
+def owes_confirmation(fields: Mapping[str, Any]) -> bool:
+    """Whether a new place with these fields was written owing a confirmation email."""
+    return bool(fields["unconfirmed"]) and bool(fields.get("owes", True))
+
+
 class NotProven(Exception):
     """A proven join (`CaptureService.join_proven`) was refused by its proof: `part` names the item that failed,
     "optout" (the suppression is not one the person may lift, or is gone) or "proof" (used or expired)."""
@@ -147,9 +153,10 @@ class NotProven(Exception):
         self.record = record
 
 
-# Told about a tap for a suppressed contact: (the tap, its contact key, the opt-out record, now). Answers it with a
-# proof message where one may go (chalicelib/resubscribe.py); the tap's HTTP answer is the same either way.
-SuppressedTap = Callable[[NotifyMe, str, dict[str, Any] | None, float], object]
+# Told about a tap for a suppressed contact: (the tap, its contact key, the opt-out record, now, the keyed hash of
+# the client address or None). Answers it with a proof message where one may go (chalicelib/resubscribe.py); the
+# tap's HTTP answer is the same either way.
+SuppressedTap = Callable[[NotifyMe, str, dict[str, Any] | None, float, str | None], object]
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -164,6 +171,8 @@ class CaptureService:
     hash_key: str
     send_message: Callable[[str], object]  # puts a message on the jobs queue (a place's confirmation email)
     on_suppressed: SuppressedTap | None = None  # a tap for a suppressed contact (opting back in)
+    # The caps a confirmation email is charged to (chalicelib/email_caps.py); None sends one for every place.
+    email_sends: EmailSends | None = None
 
     def _rate_key(self, source: str, now: float) -> tuple[str, int, int]:
         return source_rate_key(source, now)
@@ -245,11 +254,20 @@ class CaptureService:
         return outcome
 
     def _fields(
-        self, tap: NotifyMe, key: str, now: float, ticket: int, burnt_before: int, *, proven: bool = False
+        self,
+        tap: NotifyMe,
+        key: str,
+        now: float,
+        ticket: int,
+        burnt_before: int,
+        *,
+        proven: bool = False,
+        owes: bool = True,
     ) -> dict[str, Any]:
         """A new place's fields. Email double opt-in: the place is kept from this tap, told nothing until its address
         confirms it, and goes after EMAIL_CONFIRM_DAYS unconfirmed (its ttl until then; chalicelib/confirm.py). A
-        `proven` contact (it answered a proof message) is confirmed already."""
+        `proven` contact (it answered a proof message) is confirmed already. Without `owes` (an email cap refused its
+        confirmation) an unconfirmed place owes no email until a later tap asks for one."""
         unconfirmed = self.settings.email_double_opt_in and tap.contact.channel == EMAIL and not proven
         days = self.settings.email_confirm_days if unconfirmed else self.settings.request_ttl_days
         ttl = int(now) + days * 86400
@@ -265,6 +283,7 @@ class CaptureService:
             "ttl": ttl,
             "now": now,
             "unconfirmed": unconfirmed,
+            "owes": owes,
             "ticket": ticket,
             "burnt_before": burnt_before,
             # One shard of the product's waiting count, the same for this person at every tap (docs/SCALE.md).
@@ -286,15 +305,29 @@ class CaptureService:
                 return part
         return None
 
-    def _capture(self, tap: NotifyMe, source: str, ticket: int, burnt_before: int) -> CaptureOutcome:
+    def _email_caps(self, tap: NotifyMe, now: float, source: str | None) -> EmailCaps | None:
+        """The counters a confirmation email to `tap`'s address is charged to; None when no caps apply."""
+        if self.email_sends is None or tap.contact.channel != EMAIL:
+            return None
+        return self.email_sends.caps(tap.contact.match, now, source)
+
+    def _email_items(self, email: EmailCaps | None) -> Tx:
+        return self.email_sends.items(email) if self.email_sends is not None and email is not None else Tx()
+
+    def _capture(
+        self, tap: NotifyMe, source: str, ticket: int, burnt_before: int, *, owes: bool = True
+    ) -> CaptureOutcome:
         now = self.clock.now()
         caps = self._sms_caps(tap.contact, now)
         keys = match_keys(tap.contact, self.hash_key)
         key = keys[0]
-        fields = self._fields(tap, key, now, ticket, burnt_before)
+        fields = self._fields(tap, key, now, ticket, burnt_before, owes=owes)
         joined_ts = str(fields["joined_ts"])
         rate_key, rate_expires, retry_after = self._rate_key(source, now)
         places = place_caps(tap.contact, source, self.settings, self.hash_key, now)
+        # Email bombing: a new place's one confirmation is charged to the address's, the client's and the shop's
+        # email caps in the place's own transaction, so only an email that is owed is counted.
+        email = self._email_caps(tap, now, source) if fields["unconfirmed"] and owes else None
 
         # The steady-state tap is this one transaction: rate limits, catalogue (with the list's length), opt-out,
         # the uniqueness item and, for SMS, the number's caps are all conditions on it, so nothing is read first
@@ -307,20 +340,30 @@ class CaptureService:
             )
             # A new place only: a repeat or a refused tap rolls these back with everything else.
             add_place_caps(tx, self.tables.throttle, places)
-            return self._cap_items(tx, caps, taps=True, place=True).join(
-                Tx()
-                .add("product", self._join_item(tap.sku, fields, quiet))
-                .join(self._not_suppressed(tap))
-                .add("unique", unique)
-                .add("request", request)
-                .join(self._legacy_place(tap.sku, keys))
+            return (
+                self._cap_items(tx, caps, taps=True, place=True)
+                .join(
+                    Tx()
+                    .add("product", self._join_item(tap.sku, fields, quiet))
+                    .join(self._not_suppressed(tap))
+                    .add("unique", unique)
+                    .add("request", request)
+                    .join(self._legacy_place(tap.sku, keys))
+                )
+                .join(self._email_items(email))
             )
 
         try:
             self._join(tap.sku, join, now=now, fields=fields)
         except TransactionCancelled as cancelled:
+            if email is not None and self.email_sends is not None and only_caps_refused(cancelled):
+                # Only the email caps refused: the place is kept, owing no email (nothing was written, so the tap is
+                # taken again without them). The answer is the one every tap gets: a refusal here would tell a
+                # stranger that this address took no place for this product before.
+                self.email_sends.refused(cancelled, "confirmation")
+                return self._capture(tap, source, ticket, burnt_before, owes=False)
             return self._refused(cancelled, tap, key, fields, source, now, retry_after, caps)
-        return self._queued(tap, joined_ts, ticket, bool(fields["unconfirmed"]))
+        return self._queued(tap, joined_ts, ticket, owes_confirmation(fields))
 
     def _legacy_place(self, sku: str, keys: tuple[str, ...]) -> Tx:
         """A check that the address, spelled as it was typed, holds no place from before taps were matched by
@@ -333,10 +376,10 @@ class CaptureService:
     def _outcome(self, status: str, tap: NotifyMe, joined_ts: str | None = None) -> CaptureOutcome:
         return CaptureOutcome(status, joined_ts, tap.contact.channel, self._confirms(tap))
 
-    def _queued(self, tap: NotifyMe, joined_ts: str, ticket: int, unconfirmed: bool) -> CaptureOutcome:
-        """A new place (holding `ticket`): an unconfirmed one's confirmation email is owed already; ask the
+    def _queued(self, tap: NotifyMe, joined_ts: str, ticket: int, owes: bool) -> CaptureOutcome:
+        """A new place (holding `ticket`): when it owes a confirmation email (it was written owing one), ask the
         notifier to send it."""
-        if unconfirmed:
+        if owes:
             self._ask_confirmation(tap.sku, joined_ts)
         return CaptureOutcome("queued", joined_ts, tap.contact.channel, self._confirms(tap), ticket)
 
@@ -420,7 +463,7 @@ class CaptureService:
                 if cancelled.failed("unique") and isinstance(refused, Conflict):
                     # A repeat tap keeps its place on a full list, yet is answered as a newcomer is: the answer
                     # must not tell a stranger that the contact they typed is waiting (invariant 9).
-                    kept = self._repeat(tap, key, fields, cancelled.old("unique") or {}, now, caps)
+                    kept = self._repeat(tap, key, fields, cancelled.old("unique") or {}, now, caps, source=source)
                     if kept.status == "queued":
                         return kept  # a place freed under this tap's feet took its rejoin
                 raise refused
@@ -433,15 +476,15 @@ class CaptureService:
             # the contact itself (chalicelib/resubscribe.py), under the key its opt-out is stored by.
             keys = match_keys(tap.contact, self.hash_key)
             suppressed_key = keys[0] if suppressed_by == "optout" else keys[-1]
-            return self._suppressed(tap, suppressed_key, cancelled.old(suppressed_by), now)
+            return self._suppressed(tap, suppressed_key, cancelled.old(suppressed_by), now, source)
         if cancelled.failed("unique"):
-            return self._repeat(tap, key, fields, cancelled.old("unique") or {}, now, caps)
+            return self._repeat(tap, key, fields, cancelled.old("unique") or {}, now, caps, source=source)
         if cancelled.failed("legacy place"):
             # The address has a place from before mailboxes were matched: it keeps that place, under the key it was
             # stored by, so asking again never makes a second one (invariant 2).
             legacy = match_keys(tap.contact, self.hash_key)[-1]
             as_stored = {**fields, "contact_key": legacy, "waiting_shard": shard_for(legacy)}
-            return self._repeat(tap, legacy, as_stored, cancelled.old("legacy place") or {}, now, caps)
+            return self._repeat(tap, legacy, as_stored, cancelled.old("legacy place") or {}, now, caps, source=source)
         place_caps_refused(cancelled, place_caps(tap.contact, source, self.settings, self.hash_key, now))
         if cancelled.failed("places"):
             raise self._too_many_places()
@@ -467,9 +510,11 @@ class CaptureService:
         """The most places one SKU's list holds at once (MAX_WAITING_PER_SKU)."""
         return self.settings.max_waiting_per_sku
 
-    def _suppressed(self, tap: NotifyMe, key: str, record: dict[str, Any] | None, now: float) -> CaptureOutcome:
+    def _suppressed(
+        self, tap: NotifyMe, key: str, record: dict[str, Any] | None, now: float, source: str | None = None
+    ) -> CaptureOutcome:
         if self.on_suppressed is not None:
-            self.on_suppressed(tap, key, record, now)
+            self.on_suppressed(tap, key, record, now, source)
         return self._outcome("acknowledged", tap)
 
     def _repeat(
@@ -481,6 +526,8 @@ class CaptureService:
         now: float,
         caps: SmsCaps | None = None,
         proof: Callable[[], Tx] | None = None,
+        *,
+        source: str | None = None,
     ) -> CaptureOutcome:
         ref = str(unique.get("ref", ""))
         place = self.tables.requests.get(tap.sku, ref) if ref else None
@@ -490,10 +537,7 @@ class CaptureService:
             return self._outcome("already_queued", tap, ref)
         if place is not None and place.live and place.unconfirmed:
             # Still unconfirmed: its deadline stands; one more confirmation email only after a while, capped.
-            owed = self.tables.requests.owe_confirmation(
-                tap.sku, ref, now=now, resend_after_s=RESEND_AFTER_S, cap=MAX_CONFIRMATIONS
-            )
-            if owed:
+            if self._owe_confirmation(tap, ref, now, source):
                 self._ask_confirmation(tap.sku, ref)
             return self._outcome("already_queued", tap, ref)
         full_ttl = int(now) + self.settings.request_ttl_days * 86400
@@ -506,26 +550,37 @@ class CaptureService:
         if ref:
             told = place.last_notified_restock if place else None
 
+        # A place taken again owes a confirmation as a new one does, charged the same way.
+        email = self._email_caps(tap, now, source) if fields["unconfirmed"] and fields["owes"] else None
+
         def rejoin(quiet: bool) -> Tx:
             unique, request = self.tables.requests.rejoin_items(old_ref=ref, **fields, told=told)
             guard = proof() if proof is not None else self._not_suppressed(tap)
-            return self._cap_items(Tx(), caps, taps=False, place=True).join(
-                Tx()
-                .add("product", self._join_item(tap.sku, fields, quiet))
-                .add("unique", unique)
-                .add("request", request)
-                .join(guard)
+            return (
+                self._cap_items(Tx(), caps, taps=False, place=True)
+                .join(
+                    Tx()
+                    .add("product", self._join_item(tap.sku, fields, quiet))
+                    .add("unique", unique)
+                    .add("request", request)
+                    .join(guard)
+                )
+                .join(self._email_items(email))
             )
 
         try:
             self._join(tap.sku, rejoin, now=now, fields=fields)
         except TransactionCancelled as cancelled:
+            if email is not None and self.email_sends is not None and only_caps_refused(cancelled):
+                # As at a first tap: the place is taken again, owing no email, and the answer stays the same.
+                self.email_sends.refused(cancelled, "confirmation")
+                return self._repeat(tap, key, {**fields, "owes": False}, unique, now, caps, proof, source=source)
             if proof is not None:
                 self._not_proven(cancelled)
             # A proof's own opt-out item was read by _not_proven; only a tap's checks are left to read.
             suppressed_by = self._suppressed_by(cancelled) if proof is None else None
             if suppressed_by is not None:
-                return self._suppressed(tap, key, cancelled.old(suppressed_by), now)
+                return self._suppressed(tap, key, cancelled.old(suppressed_by), now, source)
             if cancelled.failed("product") and cancelled.old("product") and not cancelled.failed("unique"):
                 raise self._product_refused(cancelled.old("product")) from None
             if cancelled.failed("places") and not cancelled.failed("unique"):
@@ -536,7 +591,26 @@ class CaptureService:
                 return self._outcome("already_queued", tap, str(current.get("ref", "")))
             self._busy_if_conflicted(cancelled)
             raise
-        return self._queued(tap, fields["joined_ts"], int(fields["ticket"]), bool(fields["unconfirmed"]))
+        return self._queued(tap, fields["joined_ts"], int(fields["ticket"]), owes_confirmation(fields))
+
+    def _owe_confirmation(self, tap: NotifyMe, ref: str, now: float, source: str | None) -> bool:
+        """Owe one more confirmation email for an unconfirmed place (when its own resend rule allows), charged to the
+        email caps in the same transaction; False when the place owes none or a cap refused it (silently: every
+        tap's answer is the same)."""
+        owe = self.tables.requests.owe_confirmation_item(
+            tap.sku, ref, now=now, resend_after_s=RESEND_AFTER_S, cap=MAX_CONFIRMATIONS
+        )
+        tx = Tx().add("owe", owe).join(self._email_items(self._email_caps(tap, now, source)))
+        try:
+            self.tables.run(tx)
+        except TransactionCancelled as cancelled:
+            if cancelled.failed("owe") and not cancelled.failed_other_than("owe"):
+                return False  # the place owes one already, or its own resend rule says not yet
+            if self.email_sends is not None and only_caps_refused(cancelled, "owe"):
+                self.email_sends.refused(cancelled, "confirmation")
+                return False
+            raise
+        return True
 
     # --- Proven joins: a suppressed contact that answered its proof message (chalicelib/resubscribe.py).
 

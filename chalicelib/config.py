@@ -54,6 +54,13 @@ class Settings:
     places_per_domain_per_hour: int = 30
     places_per_freemail_domain_per_hour: int = 3000
     places_per_source_per_hour: int = 30
+    # Emails that are not restock notices (confirmations, re-subscribe emails, codes by email) a stranger can make
+    # us send: per address per UTC day across every product, per client address an hour and a day, and shop-wide
+    # per UTC day (chalicelib/email_caps.py).
+    emails_per_address_per_day: int = 5
+    emails_per_source_per_hour: int = 20
+    emails_per_source_per_day: int = 50
+    non_notice_emails_per_day: int = 2000
     max_waiting_per_sku: int = 10_000  # places waiting on one SKU's list at once
     # Offers on one restock that may lapse unused with no sale in between before it stops re-offering its units.
     reoffer_lapse_limit: int = 20
@@ -400,6 +407,10 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         places_per_domain_per_hour=_int(env, "PLACES_PER_DOMAIN_PER_HOUR", 30, minimum=1),
         places_per_freemail_domain_per_hour=_int(env, "PLACES_PER_FREEMAIL_DOMAIN_PER_HOUR", 3000, minimum=1),
         places_per_source_per_hour=_int(env, "PLACES_PER_SOURCE_PER_HOUR", 30, minimum=1),
+        emails_per_address_per_day=_int(env, "EMAILS_PER_ADDRESS_PER_DAY", 5, minimum=1),
+        emails_per_source_per_hour=_int(env, "EMAILS_PER_SOURCE_PER_HOUR", 20, minimum=1),
+        emails_per_source_per_day=_int(env, "EMAILS_PER_SOURCE_PER_DAY", 50, minimum=1),
+        non_notice_emails_per_day=_int(env, "NON_NOTICE_EMAILS_PER_DAY", 2000, minimum=1),
         max_waiting_per_sku=_int(env, "MAX_WAITING_PER_SKU", 10_000, minimum=1),
         reoffer_lapse_limit=_int(env, "REOFFER_LAPSE_LIMIT", 20, minimum=1),
         secret_refs=refs,

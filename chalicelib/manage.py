@@ -27,12 +27,13 @@ from chalicelib.confirm import (
     switch_key,
 )
 from chalicelib.contacts import CHANNELS, check_sms_number, contact_key, mask, match_keys, normalise_contact
+from chalicelib.email_caps import EmailSends
 from chalicelib.errors import BadRequest, Conflict, DomainError
 from chalicelib.leaving import Exit, QueueExits
 from chalicelib.line import PlaceInLine, read_place
 from chalicelib.link_ids import is_link_id
 from chalicelib.manage_ids import ManageIds
-from chalicelib.sms_caps import SmsSends, places_key
+from chalicelib.sms_caps import SmsSends, places_key, source_key
 from chalicelib.tables.base import TransactionCancelled, TxItem, transact
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.requests import ACTIVE_STATES, Request, RequestState
@@ -188,6 +189,9 @@ class ManageService:
     link_max_age_s: int  # a manage link lives as long as the places it shows
     # Every code SMS is charged to the caps a tap is, and to the shop's daily ceiling (chalicelib/sms_caps.py).
     sms_sends: SmsSends
+    # Every code email is charged to the email caps per address, per client address and shop-wide, with the
+    # confirmation and re-subscribe emails taps ask for (chalicelib/email_caps.py); None leaves it uncapped.
+    email_sends: EmailSends | None = None
     # SMS pumping guards, as at capture: where SMS may go (None: the default region only), and how many places
     # one number may take in a window (REQUEST_TTL_DAYS long).
     sms_allowed_countries: tuple[str, ...] | None = None
@@ -294,13 +298,17 @@ class ManageService:
         )
         if not started:
             raise BadRequest("We sent a code a moment ago. Please wait a minute before asking again.", code="code_wait")
-        if channel == "sms":
-            try:
+        try:
+            if channel == "sms":
                 self.sms_sends.charge(contact, now, source=source)
-            except DomainError:
-                # No code goes, so none may be waited for: the page offers the switch again.
-                self.tables.throttle.end_switch(switch_key(key), nonce)
-                raise
+            elif self.email_sends is not None:
+                source_hash = source_key(source, self.hash_key) if source is not None else None
+                match = normalise_contact(channel, contact, self.default_region).match
+                self.email_sends.charge(match, now, source_hash=source_hash, kind="code")
+        except DomainError:
+            # No code goes, so none may be waited for: the page offers the switch again.
+            self.tables.throttle.end_switch(switch_key(key), nonce)
+            raise
         self.send_message(code_message(key, nonce))
         return mask(contact)
 

@@ -44,6 +44,7 @@ from chalicelib.clock import Clock
 from chalicelib.compose import sms_shop
 from chalicelib.confirm import CodeKey
 from chalicelib.contacts import contact_key, normalise_contact
+from chalicelib.email_caps import EmailSends
 from chalicelib.errors import BadRequest, DomainError, RateLimited
 from chalicelib.jobs import resubscribe_message
 from chalicelib.links import Links
@@ -99,10 +100,16 @@ class ProofRequests:
     # A code SMS also counts against the shop's daily ceiling of codes (its tap was charged to the number's, block's
     # and address's caps already, chalicelib/capture.py).
     sms_sends: SmsSends
+    # A re-subscribe email counts against the email caps per address, per client address and shop-wide
+    # (chalicelib/email_caps.py), with every confirmation email; None leaves only the contact's proof cap.
+    email_sends: EmailSends | None = None
 
-    def ask(self, tap: NotifyMe, key: str, record: dict[str, Any] | None, now: float) -> bool:
+    def ask(
+        self, tap: NotifyMe, key: str, record: dict[str, Any] | None, now: float, client: str | None = None
+    ) -> bool:
         """Record a pending proof and owe its message; True when one is now owed. Nothing when the opt-out was not
-        the person's choice, or the contact's cap is reached."""
+        the person's choice, or the contact's cap (or, for an email, an email cap) is reached. `client` is the
+        keyed hash of the client address that tapped."""
         record = record if record is not None else self.tables.optout.get(key)
         source = str((record or {}).get("source") or "")
         channel = tap.contact.channel
@@ -139,6 +146,8 @@ class ProofRequests:
         )
         if channel == SMS:
             tx.join(self.sms_sends.ceiling_item(now))
+        elif self.email_sends is not None:
+            tx.join(self.email_sends.items(self.email_sends.caps(tap.contact.match, now, client)))
         try:
             self.tables.run(tx)
         except TransactionCancelled as cancelled:
@@ -151,6 +160,10 @@ class ProofRequests:
                 # The tap's answer stays the one every tap gets: a 429 here would tell a stranger this number opted
                 # out. The contact may tap again tomorrow.
                 log.warning("the shop's daily ceiling of code SMS is reached; no re-subscribe code sent")
+                return False
+            if self.email_sends is not None and self.email_sends.refused(cancelled, "re-subscribe") is not None:
+                # As past the SMS ceiling: the tap's answer stays the one every tap gets, so it says nothing about
+                # the address; the contact may tap again tomorrow.
                 return False
             raise
         try:

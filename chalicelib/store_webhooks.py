@@ -5,6 +5,12 @@ and reservation ids; this module hands each to the service that owns it (detecti
 A platform retries every answer that is not a 2xx (Shopify 8 times over 4 hours, WooCommerce until it disables the
 webhook), so what it could never fix — an order that did not come from a hold, an item we do not sell — is
 answered 200 with the reason, and only a delivery it must correct (a bad signature, a malformed body) is a 4xx.
+
+Only the body is signed: the topic and the event id are headers anyone who saw a delivery can change. So a body is
+taken only under its own topic (the connector checks its fields, 400 `topic_mismatch`), a body whose own time is
+older than BODY_MAX_AGE_S is refused (400 `stale_body`), and every catalogue body acted on is remembered,
+by its event id and by its digest (orders convert a hold once, levels are remembered by detection), for longer than that age: a body sent again under a new event id is a duplicate
+while remembered and stale after, so it never acts twice.
 """
 
 from __future__ import annotations
@@ -15,12 +21,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chalicelib.catalog_sync import CatalogSync
+from chalicelib.clock import Clock
 from chalicelib.detect import DetectService
 from chalicelib.errors import BadRequest, Conflict, NotFound
 from chalicelib.orders import Order, OrdersService, parse_order
-from chalicelib.platforms.base import CATALOG, IGNORED, INVENTORY, ORDERS, WebhookDelivery, WebhookReader
+from chalicelib.platforms.base import IGNORED, INVENTORY, ORDERS, WebhookDelivery, WebhookReader
+from chalicelib.tables.throttle import ThrottleTable
 
 log = logging.getLogger(__name__)
+
+# A body whose own time (Shopify `updated_at`, WooCommerce `date_modified_gmt`) is older than this is refused. Both
+# platforms build the body when the change happens (Shopify retries it for 4 hours, WooCommerce sends it from its
+# queue within minutes), so a real delivery is never near it.
+BODY_MAX_AGE_S = 7 * 86400
+# How long a catalogue or order body acted on is remembered: longer than BODY_MAX_AGE_S, so a body is refused as a
+# duplicate until it is old enough to be refused as stale.
+MEMORY_S = BODY_MAX_AGE_S + 86400
 
 
 @dataclass(frozen=True)
@@ -50,6 +66,8 @@ class StoreWebhooks:
     detector: DetectService
     orders: OrdersService
     catalog: CatalogSync
+    memory: ThrottleTable  # the deliveries acted on (keys with a ttl)
+    clock: Clock
 
     def accepts(self, platform: str) -> bool:
         """Whether the stage takes this platform's webhooks."""
@@ -58,14 +76,40 @@ class StoreWebhooks:
     def receive(self, platform: str, raw: bytes | None, headers: Mapping[str, str]) -> StoreWebhookOutcome:
         """One delivery: InvalidSignature (401) before anything is read, BadRequest (400) for a malformed body."""
         delivery = self.readers[platform].read_webhook(raw, headers)
-        if delivery.kind == INVENTORY:
-            return self._levels(delivery)
+        if delivery.kind == IGNORED:
+            return StoreWebhookOutcome("ignored", delivery.topic, delivery.reason)
+        now = self.clock.now()
+        if delivery.body_at is not None and now - delivery.body_at > BODY_MAX_AGE_S:
+            raise BadRequest(
+                f"The body describes the item as it was more than {BODY_MAX_AGE_S // 86400} days ago.",
+                code="stale_body",
+            )
         if delivery.kind == ORDERS:
+            # An order converts a hold once whatever delivers it (OrdersService), so it needs no memory here.
             return self._orders(delivery)
-        if delivery.kind == CATALOG:
-            return self._catalog(delivery)
-        assert delivery.kind == IGNORED, delivery.kind
-        return StoreWebhookOutcome("ignored", delivery.topic, delivery.reason)
+        if delivery.kind == INVENTORY and not delivery.products:
+            # Levels alone are remembered by detection itself, by delivery id, and ordered by their own time.
+            return self._levels(delivery)
+        # The catalogue changes: a product delivery (WooCommerce's carries the product's level too) or a deletion.
+        keys = self._memory_keys(platform, delivery)
+        if any(self.memory.seen(key) for key in keys):
+            if delivery.levels:
+                # Answered as detection answers a level it has seen (docs/WEBHOOKS.md, "duplicate").
+                results = [{"status": "no_restock", "reason": "duplicate"} for _ in delivery.levels]
+                return StoreWebhookOutcome("no_restock", delivery.topic, results=results)
+            return StoreWebhookOutcome("ignored", delivery.topic, "duplicate")
+        outcome = self._levels(delivery) if delivery.kind == INVENTORY else self._catalog(delivery)
+        for key in keys:
+            self.memory.remember(key, int(now) + MEMORY_S)
+        return outcome
+
+    @staticmethod
+    def _memory_keys(platform: str, delivery: WebhookDelivery) -> tuple[str, ...]:
+        """A delivery's event id (a retry's), and its body under its topic (the same body under any event id)."""
+        keys = [f"storehook#{platform}#{delivery.delivery_id}"]
+        if delivery.body_digest:
+            keys.append(f"storebody#{platform}#{delivery.topic}#{delivery.body_digest}")
+        return tuple(keys)
 
     def _levels(self, delivery: WebhookDelivery) -> StoreWebhookOutcome:
         if delivery.products:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from chalicelib.copywriter import Copywriter
     from chalicelib.counters import UnitMoves
     from chalicelib.detect import DetectService
+    from chalicelib.email_caps import EmailSends
     from chalicelib.feedback import FeedbackService
     from chalicelib.holds import HoldsService
     from chalicelib.jobs import JobQueue
@@ -239,6 +240,7 @@ class Services:
             hash_key=self.hash_key,
             send_message=self.jobs.send_body,
             on_suppressed=self.proof_requests.ask,
+            email_sends=self.email_sends,
         )
 
     @cached_property
@@ -246,7 +248,12 @@ class Services:
         """A tap for a suppressed contact: the one proof message that may answer it (opting back in)."""
         from chalicelib.resubscribe import ProofRequests
 
-        return ProofRequests(tables=self.tables, send_message=self.jobs.send_body, sms_sends=self.sms_sends)
+        return ProofRequests(
+            tables=self.tables,
+            send_message=self.jobs.send_body,
+            sms_sends=self.sms_sends,
+            email_sends=self.email_sends,
+        )
 
     @cached_property
     def proofs(self) -> ProofSender:
@@ -485,7 +492,14 @@ class Services:
             readers["shopify"] = self.shopify
         if self.woocommerce is not None:
             readers["woocommerce"] = self.woocommerce
-        return StoreWebhooks(readers=readers, detector=self.detector, orders=self.orders, catalog=self.catalog_sync)
+        return StoreWebhooks(
+            readers=readers,
+            detector=self.detector,
+            orders=self.orders,
+            catalog=self.catalog_sync,
+            memory=self.tables.throttle,
+            clock=self.clock,
+        )
 
     @cached_property
     def moves(self) -> UnitMoves:
@@ -609,7 +623,16 @@ class Services:
             sms_allowed_countries=self.settings.sms_allowed_countries,
             places_per_number=self.settings.places_per_number,
             sms_sends=self.sms_sends,
+            email_sends=self.email_sends,
         )
+
+    @cached_property
+    def email_sends(self) -> EmailSends:
+        """The caps every email a stranger can make us send (confirmations, re-subscribe emails, codes) is charged to,
+        whichever request asked for it."""
+        from chalicelib.email_caps import EmailSends
+
+        return EmailSends(tables=self.tables, settings=self.settings, hash_key=self.hash_key, metrics=self.metrics)
 
     @cached_property
     def sms_sends(self) -> SmsSends:

@@ -12,6 +12,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from chalicelib.errors import BadRequest
+
 GENERIC = "generic"
 SHOPIFY = "shopify"
 WOOCOMMERCE = "woocommerce"
@@ -101,6 +103,10 @@ class WebhookDelivery:
     products: tuple[CatalogEntry, ...] = ()  # CATALOG: entries added or changed
     removed_ids: tuple[str, ...] = ()  # CATALOG: ids (as in CatalogEntry.ids values, prefixed) of deleted products
     reason: str | None = None  # IGNORED: why
+    # Replays (StoreWebhooks): only the body is signed, so headers are whatever a replayer chose. What the guard can
+    # trust is the body itself (its digest) and the time the body gives for its own state, when it gives one.
+    body_digest: str = ""
+    body_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -121,6 +127,23 @@ class StoreHold:
 
     ref: str
     checkout_url: str
+
+
+def check_topic(
+    topic: str,
+    body: Mapping[str, object],
+    *,
+    only: frozenset[str] | None = None,
+    required: frozenset[str] = frozenset(),
+    forbidden: frozenset[str] = frozenset(),
+) -> None:
+    """BadRequest `topic_mismatch` for a body whose fields are not `topic`'s resource: keys outside `only`, a
+    `required` key missing, or a `forbidden` key (one only another topic's resource has) present. A platform signs
+    the body alone, so a body signed for one topic can be sent under another: this refuses it before anything is
+    written."""
+    keys = set(body)
+    if (only is not None and not keys <= only) or not required <= keys or keys & forbidden:
+        raise BadRequest(f"The body is not a {topic!r} delivery's body.", code="topic_mismatch")
 
 
 class WebhookReader(Protocol):

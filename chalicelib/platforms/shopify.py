@@ -35,6 +35,7 @@ from chalicelib.platforms.base import (
     StoreRefused,
     StoreUnavailable,
     WebhookDelivery,
+    check_topic,
 )
 from chalicelib.platforms.http import HttpResponse, Transport, retry_after_s
 from chalicelib.platforms.shopify_auth import AccessTokens, StaticToken
@@ -281,9 +282,21 @@ class ShopifyConnector:
         sent_at = _parse_time(lowered.get("x-shopify-triggered-at", "")) or time.time()
 
         body = _json_object(data)
+        if topic in TOPIC_SHAPES:
+            check_topic(topic, body, **TOPIC_SHAPES[topic])
+        body_at = _body_time(body)
+        digest = hashlib.sha256(data).hexdigest()
 
         def make(kind: str, **fields: Any) -> WebhookDelivery:
-            return WebhookDelivery(delivery_id=delivery_id, sent_at=sent_at, topic=topic, kind=kind, **fields)
+            return WebhookDelivery(
+                delivery_id=delivery_id,
+                sent_at=sent_at,
+                topic=topic,
+                kind=kind,
+                body_digest=digest,
+                body_at=body_at,
+                **fields,
+            )
 
         if topic == "inventory_levels/update":
             return self._inventory(make, body)
@@ -635,6 +648,29 @@ def reservation_tag(reservation_id: str) -> str:
     if len(tag) <= MAX_TAG_CHARS and _TAG_SAFE.match(reservation_id):
         return tag
     return TAG_PREFIX + hashlib.sha256(reservation_id.encode("utf-8")).hexdigest()[: MAX_TAG_CHARS - len(TAG_PREFIX)]
+
+
+# What each topic's body is, from the example payloads of https://shopify.dev/docs/api/webhooks/2025-10 ("List of
+# topics"): products/delete carries only the product's `id`; products/create and products/update the product with
+# its `title`, `variants` and `updated_at`; inventory_levels/update an item's level at a location with its
+# `updated_at`; an order its `line_items`. A body of one topic is refused under another.
+_PRODUCT_ONLY = frozenset({"variants", "title", "handle", "product_type"})
+_ORDER_ONLY = frozenset({"line_items", "financial_status", "order_number"})
+_LEVEL_ONLY = frozenset({"inventory_item_id"})  # an order has a location_id too
+TOPIC_SHAPES: dict[str, dict[str, frozenset[str]]] = {
+    "products/delete": {"only": frozenset({"id"}), "required": frozenset({"id"})},
+    "products/create": {"required": frozenset({"id", "title", "variants", "updated_at"}), "forbidden": _ORDER_ONLY},
+    "products/update": {"required": frozenset({"id", "title", "variants", "updated_at"}), "forbidden": _ORDER_ONLY},
+    "inventory_levels/update": {"forbidden": _PRODUCT_ONLY | _ORDER_ONLY | {"id"}},
+    "orders/create": {"forbidden": _PRODUCT_ONLY | _LEVEL_ONLY},
+    "orders/paid": {"forbidden": _PRODUCT_ONLY | _LEVEL_ONLY},
+}
+
+
+def _body_time(body: Mapping[str, Any]) -> float | None:
+    """The time the body gives for its own state (`updated_at`), None when it gives none (products/delete)."""
+    value = body.get("updated_at")
+    return _parse_time(value) if isinstance(value, str) else None
 
 
 def _delivery_key(topic: str, event_id: str, webhook_id: str) -> str:

@@ -48,6 +48,7 @@ connector keeps using it. A 401 that remains is StoreCredentialsRefused: the sto
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -76,6 +77,7 @@ from chalicelib.platforms.base import (
     StoreRefused,
     StoreUnavailable,
     WebhookDelivery,
+    check_topic,
 )
 from chalicelib.platforms.http import HttpResponse, Transport, retry_after_s
 from chalicelib.web import json_object
@@ -129,6 +131,21 @@ REENABLE_HINT = (
 KEY_REFUSED = "woocommerce_rest_authentication_error"
 
 log = logging.getLogger(__name__)
+
+
+# What each topic's body is (https://woocommerce.github.io/woocommerce-rest-api-docs/#webhooks; the payload is the
+# REST resource, WC_Webhook::build_payload): product.deleted carries only `{"id": N}`; a product the product
+# resource with its `date_modified_gmt`; an order the order resource with its `line_items`. A body of one topic is
+# refused under another.
+_PRODUCT_ONLY = frozenset({"sku", "stock_quantity", "stock_status", "manage_stock"})
+_ORDER_ONLY = frozenset({"line_items", "order_key", "payment_method"})
+TOPIC_SHAPES: dict[str, dict[str, frozenset[str]]] = {
+    "product.deleted": {"only": frozenset({"id"}), "required": frozenset({"id"})},
+    "product.created": {"required": frozenset({"id", "date_modified_gmt"}), "forbidden": _ORDER_ONLY},
+    "product.updated": {"required": frozenset({"id", "date_modified_gmt"}), "forbidden": _ORDER_ONLY},
+    "order.created": {"forbidden": _PRODUCT_ONLY},
+    "order.updated": {"forbidden": _PRODUCT_ONLY},
+}
 
 
 class WooCommerceConnector:
@@ -200,6 +217,8 @@ class WooCommerceConnector:
         except UnicodeDecodeError as exc:
             raise BadRequest("The body is not UTF-8.", code="invalid_body") from exc
         body = json_object(text)
+        if topic in TOPIC_SHAPES:
+            check_topic(topic, body, **TOPIC_SHAPES[topic])
         # X-WC-Webhook-Delivery-ID is wp_hash(webhook id . time()) (WC_Webhook::get_new_delivery_id): a fresh
         # value for every send, so the same change sent twice (two hooks of one topic firing in separate requests,
         # a delivery queued twice) never shares it. What is stable is the webhook, the resource and its
@@ -211,7 +230,10 @@ class WooCommerceConnector:
         delivery_id = f"woocommerce:{webhook_id or '-'}:{topic}:{body.get('id', '-')}:{stamp}:{digest}"
         sent_at = _gmt(stamp) if isinstance(stamp, str) and stamp != "-" else None
         sent = sent_at if sent_at is not None else time.time()
+        delivery = self._delivery(delivery_id, sent, topic, body)
+        return dataclasses.replace(delivery, body_digest=hashlib.sha256(data).hexdigest(), body_at=sent_at)
 
+    def _delivery(self, delivery_id: str, sent: float, topic: str, body: dict[str, Any]) -> WebhookDelivery:
         if topic in ("product.updated", "product.created"):
             return self._product_delivery(delivery_id, sent, topic, body)
         if topic == "product.deleted":

@@ -44,6 +44,10 @@ class TransactionCancelled(Exception):
             raise KeyError(f"no item named {which!r} in this transaction ({', '.join(self._names)})")
         return self._names[which]
 
+    def has(self, which: str) -> bool:
+        """Whether the transaction held an item named `which` (a part some transactions leave out)."""
+        return which in self._names
+
     def failed(self, which: str) -> bool:
         """True when the item (or any item of the group) named `which` failed its condition."""
         return any(i < len(self.reasons) and self.reasons[i].code == CONDITION_FAILED for i in self._slots(which))

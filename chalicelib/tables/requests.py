@@ -170,13 +170,15 @@ class RequestsTable:
         burnt_before: int = 0,
         waiting_shard: int | None = None,
         lang: str = "en",
+        owes: bool = True,
     ) -> tuple[TxItem, TxItem]:
         """Transaction items for a new place: (the uniqueness item, the request itself).
 
         `told` is the restock this person was already told about at an earlier place for this SKU (one they
         bought from or left): the new place is never told about it again (invariant 6 is per person).
         `unconfirmed`: an email place under double opt-in; it owes one confirmation email from this moment, in
-        the same transaction (the sweep sends any still owed after a minute), and `ttl` is its deadline.
+        the same transaction (the sweep sends any still owed after a minute), and `ttl` is its deadline; with
+        `owes` False (its address is past an email cap, chalicelib/email_caps.py) it owes none until a later tap.
         `ticket` and `burnt_before`: the line's ticket this place took, so its place is read without counting the
         list (chalicelib/line.py). `waiting_shard`: the catalogue shard the same transaction counts the place on,
         so leaving takes it off the same one.
@@ -205,7 +207,9 @@ class RequestsTable:
             if burnt_before:
                 request["burnt_before"] = burnt_before
         if unconfirmed:
-            request.update(unconfirmed=True, confirm_owed_at=int(now), confirm_day=confirm_day(now))
+            request["unconfirmed"] = True
+            if owes:
+                request.update(confirm_owed_at=int(now), confirm_day=confirm_day(now))
         return (
             {
                 "Put": {
@@ -324,20 +328,21 @@ class RequestsTable:
 
     # --- Email double opt-in: the confirmation a place owes, its send, and the confirmation itself.
 
-    def owe_confirmation(self, sku: str, joined_ts: str, *, now: float, resend_after_s: int, cap: int) -> bool:
-        """A repeat tap on an unconfirmed place: owe one more confirmation email, only when none is owed, the
-        last went over `resend_after_s` ago and fewer than `cap` were sent. False otherwise."""
-        try:
-            self.table.update_item(
-                Key={"sku": sku, "joined_ts": joined_ts},
-                UpdateExpression="SET confirm_owed_at = :now, confirm_day = :day",
-                ConditionExpression=(
+    def owe_confirmation_item(self, sku: str, joined_ts: str, *, now: float, resend_after_s: int, cap: int) -> TxItem:
+        """Transaction item: a repeat tap on an unconfirmed place owes one more confirmation email, only when none is
+        owed, the last went over `resend_after_s` ago and fewer than `cap` were sent (refused otherwise)."""
+        return {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"sku": sku, "joined_ts": joined_ts},
+                "UpdateExpression": "SET confirm_owed_at = :now, confirm_day = :day",
+                "ConditionExpression": (
                     "unconfirmed = :yes AND #state = :w AND attribute_not_exists(confirm_owed_at) "
                     "AND (attribute_not_exists(confirm_sends) OR confirm_sends < :cap) "
                     "AND (attribute_not_exists(confirm_sent_at) OR confirm_sent_at <= :before)"
                 ),
-                ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues={
+                "ExpressionAttributeNames": {"#state": "state"},
+                "ExpressionAttributeValues": {
                     ":now": int(now),
                     ":day": confirm_day(now),
                     ":yes": True,
@@ -345,10 +350,8 @@ class RequestsTable:
                     ":cap": cap,
                     ":before": int(now) - resend_after_s,
                 },
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return False
-        return True
+            }
+        }
 
     def claim_confirmation(self, sku: str, joined_ts: str, *, now: float) -> Request | None:
         """Take the owed confirmation email for sending (exactly one sender wins); None when none is owed."""

@@ -97,6 +97,10 @@ class ThrottleTable:
             }
         }
 
+    def remember(self, key: str, expires_at: int) -> None:
+        """Remember that `key` happened (until `expires_at`), whether or not it was remembered already."""
+        self.table.put_item(Item={"key": key, "ttl": expires_at})
+
     def seen(self, key: str) -> bool:
         """Whether `key` is remembered (read strongly consistent: a retry may follow the first delivery at once)."""
         return "Item" in self.table.get_item(

@@ -14,6 +14,7 @@ import hashlib
 import hmac
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -33,6 +34,11 @@ WELL_FORMED_UNKNOWN_RESERVATION = "r_0000000000000000000000"
 def shop(request: pytest.FixtureRequest, session: Any, clock: FixedClock) -> Iterator[Shop]:
     with platform_shop(str(request.param), session, clock) as built:
         yield built
+
+
+def iso_gmt(at: float) -> str:
+    """A body's own time as WooCommerce writes `date_modified_gmt` (Shopify's `updated_at` adds its offset)."""
+    return datetime.fromtimestamp(at, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def answer(response: Any) -> dict[str, Any]:
@@ -77,7 +83,7 @@ def order_request(shop: Shop, reservation_id: str | None, *, paid: bool = True) 
         attributes = [{"name": "gift_note", "value": "none"}]
         if reservation_id is not None:
             attributes.append({"name": "bisn_reservation_id", "value": reservation_id})
-        payload = {
+        payload: dict[str, Any] = {
             "id": 5550009001,
             "financial_status": "paid" if paid else "pending",
             "note_attributes": attributes,
@@ -89,7 +95,7 @@ def order_request(shop: Shop, reservation_id: str | None, *, paid: bool = True) 
     payload = {
         "id": 901,
         "status": "processing" if paid else "on-hold",
-        "date_modified_gmt": "2026-01-01T10:00:00",
+        "date_modified_gmt": iso_gmt(shop.clock.now()),
         "meta_data": meta,
     }
     return shop.store.webhook_request("order.updated", payload)
@@ -202,7 +208,7 @@ def test_a_shopify_item_no_catalogued_sku_claims_is_200_ignored_unknown_item(ses
             "inventory_item_id": 4699999999,
             "location_id": 70010001,
             "available": 5,
-            "updated_at": "2026-01-01T10:00:00+00:00",
+            "updated_at": iso_gmt(clock.now()) + "+00:00",
         }
         body = ignored(shop.webhook(shop.store.webhook_request("inventory_levels/update", payload)))
         assert body["results"] == [{"status": "ignored", "reason": "unknown_item"}]
@@ -352,6 +358,69 @@ def test_a_product_deletion_discontinues_its_skus_and_people_waiting_keep_their_
     # The same deletion again changes nothing more.
     again = shop.webhook(shop.store.webhook_request(topic, {"id": product_id(shop)}))
     assert again.status_code == 200 and {"sku": THROW, "status": "discontinued"} not in answer(again).get("results", [])
+
+
+# --- replays: only the body is signed, so its topic and event id are whatever the sender writes
+
+TOPIC_HEADER = {"shopify": "X-Shopify-Topic", "woocommerce": "X-WC-Webhook-Topic"}
+EVENT_HEADER = {"shopify": "X-Shopify-Event-Id", "woocommerce": "X-WC-Webhook-Delivery-ID"}
+DELETE_TOPIC = {"shopify": "products/delete", "woocommerce": "product.deleted"}
+
+
+def product_update(shop: Shop, *, at: float | None = None) -> tuple[bytes, dict[str, str]]:
+    """The store's own product update delivery for THROW, its body stamped `at` (now by default)."""
+    at = shop.clock.now() if at is None else at
+    if shop.platform == "shopify":
+        body, _ = shop.store.product_webhook(THROW)
+        payload = json.loads(body)
+        payload["updated_at"] = iso_gmt(at) + "+00:00"  # products/update's own `updated_at` (Shopify reference)
+        return shop.store.webhook_request("products/update", payload)
+    product = shop.store.by_sku(THROW)
+    product.modified = at
+    # product.updated's body is GET /products/<id>, with its `date_modified_gmt` (WooCommerce REST API docs).
+    return shop.store.webhook_request("product.updated", shop.store.product_json(product))
+
+
+def test_a_product_update_body_sent_as_a_deletion_is_refused_and_writes_nothing(shop: Shop) -> None:
+    join(shop, THROW, "ada@example.com")
+    body, headers = product_update(shop)
+    before = shop.snapshot()
+    replayed = shop.webhook((body, {**headers, TOPIC_HEADER[shop.platform]: DELETE_TOPIC[shop.platform]}))
+    refused(replayed, 400, "topic_mismatch")
+    assert shop.snapshot() == before
+    entry = shop.services.tables.catalog.get(THROW, consistent=True)
+    assert entry is not None and not entry.discontinued
+
+
+def test_a_deletion_body_sent_as_an_update_is_refused(shop: Shop) -> None:
+    body, headers = shop.store.webhook_request(DELETE_TOPIC[shop.platform], {"id": product_id(shop)})
+    before = shop.snapshot()
+    update = "products/update" if shop.platform == "shopify" else "product.updated"
+    refused(shop.webhook((body, {**headers, TOPIC_HEADER[shop.platform]: update})), 400, "topic_mismatch")
+    assert shop.snapshot() == before
+
+
+def test_a_month_old_product_body_under_a_new_event_id_is_refused(shop: Shop) -> None:
+    body, headers = product_update(shop, at=shop.clock.now() - 30 * 86400)
+    before = shop.snapshot()
+    response = shop.webhook((body, {**headers, EVENT_HEADER[shop.platform]: "a-brand-new-event-id"}))
+    refused(response, 400, "stale_body")
+    assert shop.snapshot() == before
+
+
+def test_a_product_body_sent_again_under_a_new_event_id_is_a_duplicate(shop: Shop) -> None:
+    body, headers = product_update(shop)
+    assert shop.webhook((body, headers)).status_code == 200
+    # Staff archive the product meanwhile; the old body, replayed under a fresh event id, must not undo that.
+    deleted = shop.webhook(shop.store.webhook_request(DELETE_TOPIC[shop.platform], {"id": product_id(shop)}))
+    assert deleted.status_code == 200
+    before = shop.snapshot()
+    again = shop.webhook((body, {**headers, EVENT_HEADER[shop.platform]: "another-new-event-id"}))
+    assert again.status_code == 200, again.body
+    assert "duplicate" in again.body.decode()
+    assert shop.snapshot() == before
+    entry = shop.services.tables.catalog.get(THROW, consistent=True)
+    assert entry is not None and entry.discontinued
 
 
 # --- Shopify: one level per location, summed

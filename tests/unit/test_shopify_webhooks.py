@@ -348,7 +348,11 @@ def test_an_unknown_topic_is_ignored() -> None:
         (b'{"id": "12"}', "orders/create", "invalid_field"),
         (b'{"id": 12, "note_attributes": {"a": 1}}', "orders/create", "invalid_field"),
         (b'{"id": true}', "products/delete", "invalid_field"),
-        (b'{"id": 5, "variants": "none"}', "products/update", "invalid_field"),
+        (
+            b'{"id": 5, "title": "T", "updated_at": "2025-11-04T09:15:02-05:00", "variants": "none"}',
+            "products/update",
+            "invalid_field",
+        ),
         (b'{"inventory_item_id": 1, "location_id": 2, "available": "3"}', "inventory_levels/update", "invalid_field"),
         (
             b'{"inventory_item_id": 1, "location_id": 2, "available": 3, "updated_at": "yesterday"}',

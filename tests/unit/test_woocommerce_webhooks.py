@@ -245,7 +245,15 @@ def test_an_unknown_topic_is_ignored() -> None:
         ("product.deleted", b'{"id": "101"}', "invalid_field"),
         (
             "product.updated",
-            json.dumps({"id": 1, "sku": "A", "manage_stock": True, "stock_quantity": "x"}).encode(),
+            json.dumps(
+                {
+                    "id": 1,
+                    "sku": "A",
+                    "manage_stock": True,
+                    "stock_quantity": "x",
+                    "date_modified_gmt": "2025-11-04T14:15:27",
+                }
+            ).encode(),
             "invalid_field",
         ),
         ("order.updated", b'{"id": 1}', "invalid_field"),
