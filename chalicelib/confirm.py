@@ -53,6 +53,7 @@ from chalicelib.i18n import DEFAULT_LANGUAGE
 from chalicelib.links import Links
 from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent
 from chalicelib.tables.store import Tables
+from chalicelib.tokens import KeySource, current_keys
 
 log = logging.getLogger(__name__)
 
@@ -102,19 +103,35 @@ def switch_key(contact_key: str) -> str:
 
 class CodeKey:
     """Derives a six-digit code from its nonce, so no code is stored; the key is drawn from TOKEN_KEY for one
-    purpose alone (a switch's codes by default), so a code of one purpose is never another's."""
+    purpose alone (a switch's codes by default), so a code of one purpose is never another's.
 
-    def __init__(self, token_key: str, purpose: bytes = b"bisn switch codes v1") -> None:
-        self._key = hmac.new(token_key.encode(), purpose, hashlib.sha256).digest()
+    TOKEN_KEY is read on every use, as links read it (chalicelib/tokens.py): a code is issued under the newest key
+    and matches under any key listed, so during a rotation a code sent by a container that had the old key still
+    works in one that has the new, and a rotation reaches a warm container without a restart."""
 
-    def code(self, nonce: str) -> str:
-        """Six digits."""
-        digest = hmac.new(self._key, nonce.encode(), hashlib.sha256).digest()
+    def __init__(self, token_keys: KeySource, purpose: bytes = b"bisn switch codes v1") -> None:
+        self._source = token_keys
+        self._purpose = purpose
+
+    def _key(self, token_key: str) -> bytes:
+        return hmac.new(token_key.encode(), self._purpose, hashlib.sha256).digest()
+
+    def _code(self, token_key: str, nonce: str) -> str:
+        digest = hmac.new(self._key(token_key), nonce.encode(), hashlib.sha256).digest()
         return f"{int.from_bytes(digest[:8], 'big') % 1_000_000:06d}"
 
+    def code(self, nonce: str) -> str:
+        """Six digits, under the newest key."""
+        return self._code(current_keys(self._source)[0], nonce)
+
     def matches(self, nonce: str, typed: str) -> bool:
-        """Whether the typed code is this nonce's (spaces ignored), in constant time."""
-        return hmac.compare_digest(self.code(nonce), "".join(typed.split()))
+        """Whether the typed code is this nonce's under any listed key (spaces ignored), in constant time."""
+        given = "".join(typed.split())
+        held = False
+        for token_key in current_keys(self._source):
+            # Every key is tried: no early exit whose timing tells which key a code was issued under.
+            held = hmac.compare_digest(self._code(token_key, nonce), given) or held
+        return held
 
 
 def code_sms(shop_name: str, code: str, lang: str = DEFAULT_LANGUAGE) -> str:

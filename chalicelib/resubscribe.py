@@ -55,6 +55,7 @@ from chalicelib.sms_caps import SmsSends
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.optout import resubscribe_code_key, resubscribe_link_key
 from chalicelib.tables.store import Tables
+from chalicelib.tokens import KeySource
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +85,8 @@ def cap_key(contact_key_: str) -> str:
 class ProofCodes(CodeKey):
     """Derives a re-subscribe code from its nonce, with a key of its own (never a switch's)."""
 
-    def __init__(self, token_key: str) -> None:
-        super().__init__(token_key, b"bisn resubscribe codes v1")
+    def __init__(self, token_keys: KeySource) -> None:
+        super().__init__(token_keys, b"bisn resubscribe codes v1")
 
 
 # --- The tap's side (the API function): a tap for a suppressed contact.

@@ -264,7 +264,7 @@ class Services:
             tables=self.tables,
             links=self.links,
             senders=self.senders,
-            codes=ProofCodes(self.secrets.get("TOKEN_KEY")),
+            codes=ProofCodes(self.token_keys),
             clock=self.clock,
             shop_name=self.settings.shop_name,
         )
@@ -277,7 +277,7 @@ class Services:
         return Resubscribe(
             tables=self.tables,
             capture=self.capture,
-            codes=ProofCodes(self.secrets.get("TOKEN_KEY")),
+            codes=ProofCodes(self.token_keys),
             clock=self.clock,
             shop=self.shop,
             hash_key=self.hash_key,
@@ -294,7 +294,7 @@ class Services:
             tables=self.tables,
             links=self.links,
             senders=self.senders,
-            codes=CodeKey(self.secrets.get("TOKEN_KEY")),
+            codes=CodeKey(self.token_keys),
             clock=self.clock,
             shop_name=self.settings.shop_name,
             confirm_days=self.settings.email_confirm_days,
@@ -616,7 +616,7 @@ class Services:
             clock=self.clock,
             hash_key=self.hash_key,
             default_region=self.settings.default_phone_region,
-            codes=CodeKey(self.secrets.get("TOKEN_KEY")),
+            codes=CodeKey(self.token_keys),
             send_message=self.jobs.send_body,
             # The link lives as long as the places it shows: a place lapses after REQUEST_TTL_DAYS untouched.
             link_max_age_s=self.settings.request_ttl_days * 86400,

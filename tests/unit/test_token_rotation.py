@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from chalicelib.confirm import CodeKey
 from chalicelib.manage import FormGuard, FormRefused
+from chalicelib.resubscribe import ProofCodes
 from chalicelib.secrets import split_values
 from chalicelib.tokens import TokenInvalid, Tokens
+from chalicelib.wiring import Services
 
 OLD = "old-token-key-0123456789abcdef"
 NEW = "new-token-key-fedcba9876543210"
@@ -64,3 +67,43 @@ def test_manage_page_form_tokens_follow_the_same_rotation() -> None:
         FormGuard([NEW]).check("person-a", "leave", token, 7200.0)
     fresh = FormGuard([NEW, OLD]).issue("person-a", "leave", 7200.0)
     FormGuard(NEW).check("person-a", "leave", fresh, 7200.0)
+
+
+@pytest.mark.parametrize("codes_for", [CodeKey, ProofCodes], ids=["switch", "resubscribe"])
+def test_codes_are_issued_under_the_newest_key_and_match_under_any_listed(codes_for: type[CodeKey]) -> None:
+    # A code texted by a container that still had only the old key is typed into one that has both, newest first.
+    nonce = "nonce-1"
+    sent_before = codes_for([OLD]).code(nonce)
+    during = codes_for([NEW, OLD])
+    assert during.matches(nonce, sent_before)
+    # New codes are issued under the newest key: a container with only the new key takes them.
+    sent_during = during.code(nonce)
+    assert sent_during == codes_for([NEW]).code(nonce)
+    assert codes_for([NEW]).matches(nonce, sent_during)
+    # Once the old key is dropped, a code issued under it no longer matches (unless both keys give the same digits).
+    if sent_before != sent_during:
+        assert not codes_for([NEW]).matches(nonce, sent_before)
+
+
+def test_a_rotation_reaches_a_warm_containers_codes_without_a_restart() -> None:
+    # The container reads TOKEN_KEY through the secrets cache on every use, as links do.
+    keys = [OLD]
+    codes = CodeKey(lambda: keys)
+    sent = codes.code("nonce-2")
+    keys[:] = [NEW, OLD]
+    assert codes.code("nonce-2") == CodeKey([NEW]).code("nonce-2")
+    assert codes.matches("nonce-2", sent)
+
+
+def test_the_stages_codes_follow_a_rotation_of_token_key(services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    wired = [services.messages.codes, services.manage.codes, services.proofs.codes, services.resubscribe.codes]
+    sent = [codes.code("nonce-3") for codes in wired]
+    current = services.token_keys()
+    read_all = services.secrets.get_all
+    monkeypatch.setattr(
+        services.secrets, "get_all", lambda name: [NEW, *current] if name == "TOKEN_KEY" else read_all(name)
+    )
+    for codes, before in zip(wired, sent, strict=True):
+        # The same objects, built before the rotation: codes sent before it still match, new ones use NEW.
+        assert codes.matches("nonce-3", before)
+        assert codes.code("nonce-3") == type(codes)([NEW]).code("nonce-3")
