@@ -366,9 +366,24 @@ def unsubscribe_page(token: str) -> Response:
     return _no_body_for_head(wiring.current().self_service.unsubscribe_form(token, _accept_language()))
 
 
+def _form_from_another_site() -> Response | None:
+    """The honest 403 page for a form of ours posted from another site's page (nothing is read or written), or
+    None when the post may go on. A mail provider's one-click POST carries no browser headers, so it goes on."""
+    services = wiring.current()
+    if not cross_site(_request().headers, services.page_origin):
+        return None
+    from chalicelib.i18n import negotiate
+    from chalicelib.pages import FORM_CROSS_SITE, text_page
+
+    return text_page(403, FORM_CROSS_SITE, services.shop, negotiate(accept=_accept_language()))
+
+
 @app.route("/unsubscribe/{token}", methods=["POST"], content_types=UNSUBSCRIBE_TYPES)
 def unsubscribe(token: str) -> Response:
     """RFC 8058 one-click (or the page's button): opt out, leave every list, pass live offers on."""
+    refused = _form_from_another_site()
+    if refused is not None:
+        return refused
     request = _request()
     return wiring.current().self_service.unsubscribe(
         token, _body(request), request.headers.get("content-type", ""), _accept_language()
@@ -384,6 +399,10 @@ def confirm_page(token: str) -> Response:
 @app.route("/confirm/{token}", methods=["POST"], content_types=["application/x-www-form-urlencoded"])
 def confirm(token: str) -> Response:
     """The confirmation page's button: the email place may now be told about restocks."""
+    # Without this a script on any page could confirm an address it typed, for every visitor it has.
+    refused = _form_from_another_site()
+    if refused is not None:
+        return refused
     return wiring.current().confirm_pages.confirm(token, _accept_language())
 
 
@@ -431,6 +450,10 @@ def my_requests(token: str) -> Response:
 @app.route("/m/{token}", methods=["POST"], content_types=["application/x-www-form-urlencoded"])
 def change_my_requests(token: str) -> Response:
     """A form on the shopper's page: leave a list, switch channel, or stop everything (CSRF-checked)."""
+    # Refused before the link is looked up: another site's page learns nothing about a link, good or bad.
+    refused = _form_from_another_site()
+    if refused is not None:
+        return refused
     request = _request()
     return wiring.current().self_service.manage_action(
         token,

@@ -399,6 +399,9 @@ RESERVE_EXPIRED_MESSAGES: dict[str, str] = {
 }
 RESERVE_EXPIRED_DEFAULT = "This reservation link is no longer valid. You keep your place in line for next time."
 
+# A form of ours (confirm, unsubscribe) posted from another site's page: nothing changed.
+FORM_CROSS_SITE = PageText("Please try that again", "This form was sent from another website, so we ignored it.")
+
 CROSS_SITE = PageText(
     "Please use the link in your message",
     "This request came from another website, so nothing was reserved. Open the link in your message to hold one.",

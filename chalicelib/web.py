@@ -89,12 +89,20 @@ def house_error(response: Response) -> Response:
 
 
 def cross_site(headers: Mapping[str, str], allowed_origin: str) -> bool:
-    """True when a browser says a form was sent from another site's page: an Origin other than ours, or
-    Sec-Fetch-Site: cross-site. No Origin, or "null" (what a browser sends from a page with Referrer-Policy:
-    no-referrer, as ours are), is not another site."""
+    """True when a browser says a form was sent from another site's page: an Origin other than ours, or, without
+    an Origin, a Referer from another origin, or Sec-Fetch-Site: cross-site.
+
+    Neither header, or `Origin: null`, is not another site: our pages send no Referer (Referrer-Policy:
+    no-referrer, which also makes a browser send `Origin: null` on some form posts), and a mail provider's RFC 8058
+    one-click unsubscribe is a POST from its servers, with no browser headers at all. A browser sends Origin on
+    every cross-origin POST, so a hostile page cannot hide behind an absent one."""
     lowered = {k.lower(): v for k, v in headers.items()}
-    origin = (lowered.get("origin") or "").rstrip("/")
-    if origin and origin != "null" and origin != allowed_origin:
+    origin = (lowered.get("origin") or "").strip().rstrip("/")
+    own = _origin_of(allowed_origin)
+    if origin and origin != "null" and _origin_of(origin) != own:
+        return True
+    referer = (lowered.get("referer") or "").strip()
+    if not origin and referer and _origin_of(referer) != own:
         return True
     return lowered.get("sec-fetch-site", "").lower() == "cross-site"
 
