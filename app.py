@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
     from chalicelib.admin.auth import Staff
+    from chalicelib.challenge import TurnstileCheck
     from chalicelib.nojs import FormAnswers
 
 # Every chalicelib logger writes JSON lines at the stage's POWERTOOLS_LOG_LEVEL (chalicelib/logs.py).
@@ -134,6 +135,9 @@ def notify_me() -> Response:
                 code="cross_site_form",
             )
         data = parse_body(_body(request), content_type, MAX_BODY_BYTES)
+        if settings.turnstile_site_key:
+            # A hot drop's human check, before anything is read or written (chalicelib/challenge.py).
+            _human_check().verify(data, _source_ip())
         outcome = wiring.current().capture.capture(_source_ip(), data, accept_language)
     except DomainError as error:
         if as_page:
@@ -144,6 +148,17 @@ def notify_me() -> Response:
         return _form_answers().accepted(status, data, accept_language, outcome.confirm_email)
     body = {"status": "received", "channel": outcome.channel, "confirm_email": outcome.confirm_email}
     return json_response(status, body, cors)
+
+
+def _human_check() -> TurnstileCheck:
+    from chalicelib.challenge import TurnstileCheck, hostnames
+
+    services = wiring.current()
+    settings = services.settings
+    return TurnstileCheck(
+        secret=lambda: services.secrets.get("TURNSTILE_SECRET"),
+        expected_hostnames=hostnames((*settings.cors_origins, settings.public_base_url)),
+    )
 
 
 def _wants_page(content_type: str, accept: str | None) -> bool:

@@ -54,6 +54,8 @@ class Settings:
     places_per_domain_per_hour: int = 30
     places_per_freemail_domain_per_hour: int = 3000
     places_per_source_per_hour: int = 30
+    # The Cloudflare Turnstile site key of an optional human check on the tap (chalicelib/challenge.py); "" is off.
+    turnstile_site_key: str = ""
     # Emails that are not restock notices (confirmations, re-subscribe emails, codes by email) a stranger can make
     # us send: per address per UTC day across every product, per client address an hour and a day, and shop-wide
     # per UTC day (chalicelib/email_caps.py).
@@ -146,6 +148,7 @@ OPTIONAL_SECRETS = (
     "WOOCOMMERCE_WEBHOOK_SECRET",
     "WOOCOMMERCE_CONSUMER_KEY",
     "WOOCOMMERCE_CONSUMER_SECRET",
+    "TURNSTILE_SECRET",
 )
 PLATFORM_NEEDS = {
     "generic": (),
@@ -355,6 +358,16 @@ def _admin(env: Mapping[str, str], region: str) -> dict[str, str]:
     return {"admin_user_pool_id": pool, "admin_client_id": client, "admin_jwks_url": jwks}
 
 
+def _turnstile(env: Mapping[str, str], secrets: set[str]) -> str:
+    """TURNSTILE_SITE_KEY, with the TURNSTILE_SECRET secret it is verified with; "" (no human check) by default."""
+    site_key = env.get("TURNSTILE_SITE_KEY", "").strip()
+    if site_key and "TURNSTILE_SECRET" not in secrets:
+        raise ConfigError("TURNSTILE_SITE_KEY needs TURNSTILE_SECRET (or TURNSTILE_SECRET_SECRET_ID) to verify with")
+    if site_key and not re.fullmatch(r"[0-9A-Za-z_-]{1,100}", site_key):
+        raise ConfigError("TURNSTILE_SITE_KEY must be a Turnstile site key such as 0x4AAAAAAA...")
+    return site_key
+
+
 def settings_from_env(env: Mapping[str, str]) -> Settings:
     """Build Settings from a mapping of environment variables, failing fast on anything missing."""
     refs: dict[str, str] = {}
@@ -407,6 +420,7 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         places_per_domain_per_hour=_int(env, "PLACES_PER_DOMAIN_PER_HOUR", 30, minimum=1),
         places_per_freemail_domain_per_hour=_int(env, "PLACES_PER_FREEMAIL_DOMAIN_PER_HOUR", 3000, minimum=1),
         places_per_source_per_hour=_int(env, "PLACES_PER_SOURCE_PER_HOUR", 30, minimum=1),
+        turnstile_site_key=_turnstile(env, set(values) | set(refs)),
         emails_per_address_per_day=_int(env, "EMAILS_PER_ADDRESS_PER_DAY", 5, minimum=1),
         emails_per_source_per_hour=_int(env, "EMAILS_PER_SOURCE_PER_HOUR", 20, minimum=1),
         emails_per_source_per_day=_int(env, "EMAILS_PER_SOURCE_PER_DAY", 50, minimum=1),

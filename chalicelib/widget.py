@@ -83,22 +83,26 @@ def phone_example(region: str) -> str:
     return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.INTERNATIONAL)
 
 
-def script_config(accent: str, consent: str, region: str) -> dict[str, object]:
+def script_config(accent: str, consent: str, region: str, turnstile: str = "") -> dict[str, object]:
     """What the served script is told: the shop's look and words, and every language's strings by key."""
     from chalicelib import i18n
 
     strings = {
         lang: {key: i18n.text("widget", lang)(msgid) for key, msgid in STRINGS.items()} for lang in i18n.LANGUAGES
     }
-    return {"accent": accent, "consent": consent, "example": phone_example(region), "strings": strings}
+    config: dict[str, object] = {"accent": accent, "consent": consent, "example": phone_example(region)}
+    if turnstile:
+        # Only with the human check on: the script loads Cloudflare's then, and never otherwise.
+        config["turnstile"] = turnstile
+    return {**config, "strings": strings}
 
 
-def build(accent: str, consent: str, region: str) -> str:
+def build(accent: str, consent: str, region: str, turnstile: str = "") -> str:
     """The script as served: indentation and comments on lines of their own dropped, the configuration written in."""
     source = WIDGET_PATH.read_text(encoding="utf-8")
     source = INDENT.sub("", BLOCK_COMMENT.sub("", LINE_COMMENT.sub("", source)))
     source = SPACING.sub(lambda m: m.group(1) or "", source)
-    config = json.dumps(script_config(accent, consent, region), ensure_ascii=False, separators=(",", ":"))
+    config = json.dumps(script_config(accent, consent, region, turnstile), ensure_ascii=False, separators=(",", ":"))
     # U+2028/2029 end a line inside a JavaScript string in older engines; "</" could close an inline script.
     config = config.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029").replace("</", "<\\/")
     built, count = PLACEHOLDER.subn(lambda _: f"{config};", source, count=1)
@@ -108,10 +112,12 @@ def build(accent: str, consent: str, region: str) -> str:
 
 
 @lru_cache(maxsize=4)
-def _built(accent: str, consent: str, region: str) -> str:
-    return build(accent, consent, region)
+def _built(accent: str, consent: str, region: str, turnstile: str) -> str:
+    return build(accent, consent, region, turnstile)
 
 
 def widget_source(settings: Settings) -> str:
     """The widget's JavaScript for this shop, built once per Lambda instance."""
-    return _built(settings.shop_accent, settings.widget_consent, settings.default_phone_region)
+    return _built(
+        settings.shop_accent, settings.widget_consent, settings.default_phone_region, settings.turnstile_site_key
+    )

@@ -147,7 +147,13 @@
     var nameError = el("p", { "class": "bisn-error", id: id + "-name-error" });
     var consent = el("p", { "class": "bisn-consent" }, C.consent || T("consent"));
     var button = el("button", { type: "submit" }, T("submit"));
-    [contactLabel, contact, hint, contactError, fix, nameLabel, name, nameError, button, consent].forEach(function (n) { fieldset.appendChild(n); });
+    // The shop's optional human check for hot drops (TURNSTILE_SITE_KEY): Cloudflare's box, rendered only when on.
+    var human = el("div", { "class": "bisn-human" });
+    var humanId = null;
+    [contactLabel, contact, hint, contactError, fix, nameLabel, name, nameError, human, button, consent].forEach(function (n) { fieldset.appendChild(n); });
+    if (C.turnstile) {
+      withTurnstile(function (turnstile) { humanId = turnstile.render(human, { sitekey: C.turnstile }); });
+    }
     form.appendChild(fieldset);
     // The result: announced, and focused after a tap so a keyboard or screen reader user lands on it.
     var status = el("p", { "class": "bisn-status", role: "status", "aria-live": "polite", tabindex: "-1" });
@@ -234,6 +240,11 @@
       button.disabled = true;
       status.textContent = T("sending");
       var body = { sku: sku, channel: channel, contact: contact.value, name: name.value, lang: lang };
+      if (C.turnstile && window.turnstile && humanId !== null) {
+        body.challenge = window.turnstile.getResponse(humanId) || "";
+        // A token is good once: the next tap gets a fresh one.
+        window.turnstile.reset(humanId);
+      }
       post("/notify-me", body).then(function (result) {
         var answer = result.body;
         root.setAttribute("data-bisn-result", answer.status || answer.error || String(result.status));
@@ -318,6 +329,22 @@
       });
     }
     return true;
+  }
+
+  // Cloudflare's script, loaded once for every widget on the page, and only when the human check is on.
+  var turnstileWaiting = null;
+  function withTurnstile(ready) {
+    if (window.turnstile) { ready(window.turnstile); return; }
+    if (turnstileWaiting) { turnstileWaiting.push(ready); return; }
+    turnstileWaiting = [ready];
+    var script = document.createElement("script");
+    script.src = "https://challenges.cloudflare.com/turnstile/v0/api.js?render=explicit";
+    script.async = true;
+    script.onload = function () {
+      turnstileWaiting.forEach(function (each) { each(window.turnstile); });
+      turnstileWaiting = [];
+    };
+    document.head.appendChild(script);
   }
 
   function post(path, body) {
