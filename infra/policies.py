@@ -31,7 +31,7 @@ POLICY_DIR = ROOT / ".chalice" / "policies"
 
 DEPLOY_REGION = "eu-west-2"
 LOCAL_STAGES = ("local",)  # run on the emulator only; never packaged
-FUNCTIONS = ("api_handler", "notifier", "sweep", "catalog_sync", "feedback", "sms_feedback")
+FUNCTIONS = ("api_handler", "notifier", "sweep", "catalog_sync", "reconcile", "feedback", "sms_feedback")
 
 # The copy model: Claude Haiku 4.5 through the global cross-region inference profile.
 BEDROCK_PROFILE = "global.anthropic.claude-haiku-4-5-20251001-v1:0"
@@ -98,7 +98,8 @@ NEEDS: dict[str, Needs] = {
             "catalog": TableAccess((GET, BATCH_GET, UPDATE, SCAN, CHECK), ("by-store-item", "by-demand")),
             # QUERY: the dashboard's pages of a waiting list and a period's joins, each a bounded page. A shopper's
             # path never queries the table: a place in line is read from the line's figures (chalicelib/line.py).
-            "requests": TableAccess((GET, QUERY, PUT, UPDATE, DELETE), ("by-contact",)),
+            # CHECK: a tap under a mailbox's new key makes sure its old key holds no place (chalicelib/contacts.py).
+            "requests": TableAccess((GET, QUERY, PUT, UPDATE, DELETE, CHECK), ("by-contact",)),
             # QUERY: a SKU's restocks (the dashboard's "explain"); by-opened: the restocks of a period.
             "restocks": TableAccess((GET, QUERY, PUT, UPDATE), ("by-opened",)),
             "reservations": TableAccess((GET, UPDATE)),
@@ -115,7 +116,8 @@ NEEDS: dict[str, Needs] = {
         secrets=("WEBHOOK_SECRET", "TOKEN_KEY", "CONTACT_HASH_KEY"),
         # No staff alerts: a tap on an unknown SKU is only counted here; the sweep sends the digest.
         # The platform dialects the stage accepts, and the store a reserve link places its hold on.
-        optional_secrets=PLATFORM_SECRETS,
+        # TURNSTILE_SECRET: the tap's optional human check (chalicelib/challenge.py), granted where a stage names it.
+        optional_secrets=(*PLATFORM_SECRETS, "TURNSTILE_SECRET"),
         dashboard=True,
     ),
     "notifier": Needs(
@@ -178,6 +180,21 @@ NEEDS: dict[str, Needs] = {
         },
         queue=PRODUCE,
         optional_secrets=("CATALOG_TOKEN", *PLATFORM_API_SECRETS),  # the feed's token, or the platform's API keys
+    ),
+    # The store's level of each SKU somebody waits for, read in bulk and fed to restock detection.
+    "reconcile": Needs(
+        tables={
+            # by-demand: the out-of-stock SKUs somebody waits for; BATCH_GET: their platform ids and recorded levels;
+            # by-store-item: a level the platform names by its inventory item, mapped to its SKU as a webhook's is.
+            "catalog": TableAccess((GET, BATCH_GET, UPDATE), ("by-demand", "by-store-item")),
+            # A crossing opens a restock and queues its job, as a webhook's does.
+            "restocks": TableAccess((GET, PUT, UPDATE)),
+            # GET, UPDATE: where the last run stopped; PUT: each level read remembered once, as a webhook's id is.
+            "throttle": TableAccess((GET, PUT, UPDATE)),
+            "audit": TableAccess((PUT,)),
+        },
+        queue=PRODUCE,
+        optional_secrets=("CATALOG_TOKEN", *PLATFORM_API_SECRETS),  # the stock feed's token, or the platform's keys
     ),
     # SES bounces, complaints and deliveries: a hard bounce or a complaint opts the address out everywhere.
     "feedback": Needs(

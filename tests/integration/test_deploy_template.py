@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from chalicelib.config import NOTIFIER_MAX_CONCURRENCY
+from chalicelib.reconcile import RECONCILE_EVERY_MIN
 from infra import policies
 from infra.pin_stage import ANY_ACCOUNT, PackageError, own_account, pin
 from infra.policies import DEPLOY_REGION, FUNCTIONS
@@ -28,6 +29,7 @@ LOGICAL = {
     "notifier": "Notifier",
     "sweep": "Sweep",
     "catalog_sync": "CatalogSync",
+    "reconcile": "Reconcile",
     "feedback": "Feedback",
     "sms_feedback": "SmsFeedback",
 }
@@ -173,9 +175,13 @@ def test_the_notifier_consumes_the_stacks_own_queue_one_job_at_a_time(package: P
     assert event["Properties"]["BatchSize"] == 1
     # At most this many jobs at once: the account's send rates are divided by it (chalicelib/senders.py).
     assert event["Properties"]["ScalingConfig"] == {"MaximumConcurrency": NOTIFIER_MAX_CONCURRENCY}
-    schedules = {name: package.function(name)["Events"] for name in ("sweep", "catalog_sync")}
+    schedules = {name: package.function(name)["Events"] for name in ("sweep", "catalog_sync", "reconcile")}
     assert [e["Properties"]["Schedule"] for e in schedules["sweep"].values()] == ["rate(1 minute)"]
     assert [e["Properties"]["Schedule"] for e in schedules["catalog_sync"].values()] == ["rate(15 minutes)"]
+    # The period the reconciliation's bound is derived from (chalicelib/reconcile.py, docs/PLATFORMS.md).
+    assert [e["Properties"]["Schedule"] for e in schedules["reconcile"].values()] == [
+        f"rate({RECONCILE_EVERY_MIN} minutes)"
+    ]
 
 
 def test_a_job_outlives_six_notifier_timeouts_and_dead_letters_stay_two_weeks(package: Package) -> None:
