@@ -9,12 +9,15 @@ exactly as it treats a delivery. Connectors make no AWS call here either.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlencode, urlparse, urlunparse
 
 from chalicelib.platforms.base import LevelReport, StoreUnavailable
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,16 @@ class StockFeed:
         for start in range(0, len(wanted), FEED_CHUNK):
             chunk = wanted[start : start + FEED_CHUNK]
             body = self._fetch(self.chunk_url(chunk))
-            reports.extend(parse_stock_feed(body, set(chunk)))
+            read = parse_stock_feed(body, set(chunk))
+            if read.skipped:
+                # A skipped entry's SKU is never reconciled, so the shop must hear of it, but one bad entry must
+                # not stop the levels of the others.
+                logger.warning(
+                    "the stock feed has %d entries that are not {sku, available}: %s",
+                    len(read.skipped),
+                    "; ".join(read.skipped[:5]),
+                )
+            reports.extend(read.reports)
         return reports
 
     def chunk_url(self, skus: Sequence[str]) -> str:
@@ -73,9 +85,18 @@ class StockFeed:
         return urlunparse(parts._replace(query=f"{parts.query}&{query}" if parts.query else query))
 
 
-def parse_stock_feed(body: bytes, wanted: set[str]) -> list[LevelReport]:
+@dataclass(frozen=True)
+class FeedLevels:
+    """A stock feed's answer: the levels of the SKUs asked for, and why each malformed entry was skipped."""
+
+    reports: list[LevelReport]
+    skipped: list[str]
+
+
+def parse_stock_feed(body: bytes, wanted: set[str]) -> FeedLevels:
     """The levels of the wanted SKUs in a stock feed's body (pure). An entry that is not a SKU and a whole number of
-    units is skipped; a body that is not the feed's shape at all is StoreUnavailable."""
+    units is skipped and named in `skipped` (an entry for a SKU not asked for is neither read nor malformed); a body
+    that is not the feed's shape at all is StoreUnavailable."""
     if len(body) > MAX_FEED_BYTES:
         raise StoreUnavailable("the stock feed is larger than any answer for 100 SKUs")
     try:
@@ -86,16 +107,23 @@ def parse_stock_feed(body: bytes, wanted: set[str]) -> list[LevelReport]:
     if not isinstance(levels, list):
         raise StoreUnavailable('the stock feed has no "levels" list')
     found: dict[str, int] = {}
-    for entry in levels:
+    skipped: list[str] = []
+    for index, entry in enumerate(levels):
         if not isinstance(entry, dict):
+            skipped.append(f"entry {index} is not an object")
             continue
         sku, available = entry.get("sku"), entry.get("available")
-        if not isinstance(sku, str) or sku not in wanted:
+        if not isinstance(sku, str) or not sku:
+            skipped.append(f"entry {index} has no sku")
+            continue
+        if sku not in wanted:
             continue
         if isinstance(available, bool) or not isinstance(available, int) or available < 0:
+            skipped.append(f"{sku[:64]!r}: available is not a whole number of units")
             continue
         found[sku] = min(available, MAX_FEED_LEVEL)
-    return [LevelReport(available=n, occurred_at=None, sku=sku) for sku, n in sorted(found.items())]
+    reports = [LevelReport(available=n, occurred_at=None, sku=sku) for sku, n in sorted(found.items())]
+    return FeedLevels(reports, skipped)
 
 
 def feed_fetcher(token: Callable[[], str | None]) -> Callable[[str], bytes]:
