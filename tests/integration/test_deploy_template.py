@@ -328,9 +328,11 @@ CODE_ROUTES = SENDING_ROUTES[1:]
 
 
 def waf_matches(statement: dict[str, Any], path: str) -> bool:
-    """Whether a WAF scope-down statement (byte matches on the URI path, or an OR of them) matches `path`."""
+    """Whether a WAF scope-down statement (byte matches on the URI path, or an OR or NOT of them) matches `path`."""
     if "OrStatement" in statement:
         return any(waf_matches(s, path) for s in statement["OrStatement"]["Statements"])
+    if "NotStatement" in statement:
+        return not waf_matches(statement["NotStatement"]["Statement"], path)
     match = statement["ByteMatchStatement"]
     assert match["FieldToMatch"] == {"UriPath": {}}
     assert match["TextTransformations"] == [{"Priority": 0, "Type": "LOWERCASE"}]
@@ -341,6 +343,17 @@ def waf_matches(statement: dict[str, Any], path: str) -> bool:
         "STARTS_WITH": path.startswith,
         "EXACTLY": lambda text: path == text,
     }[match["PositionalConstraint"]](wanted)
+
+
+def waf_rules(package: Package) -> dict[str, dict[str, Any]]:
+    """The web ACL's rules by name."""
+    (acl,) = package.resources("AWS::WAFv2::WebACL").values()
+    return {rule["Name"]: rule for rule in acl["Properties"]["Rules"]}
+
+
+def filled(route: str) -> str:
+    """A route of app.py with each {parameter} filled as a client would."""
+    return route.replace("{token}", "AbC_12-xyz").replace("{link_id}", "0f" * 16).replace("{sku}", "WW-1")
 
 
 def test_the_api_stage_is_throttled_and_an_optional_waf_rate_limits_every_route_that_sends(package: Package) -> None:
@@ -361,23 +374,71 @@ def test_the_api_stage_is_throttled_and_an_optional_waf_rate_limits_every_route_
     assert throttled == set(CODE_ROUTES)
     assert set(SENDING_ROUTES) <= set(paths)
     parameters = package.template["Parameters"]
-    assert parameters["EnableWaf"]["Default"] == "false"
+    assert parameters["EnableWaf"]["Default"] == "true"
     (acl,) = package.resources("AWS::WAFv2::WebACL").values()
     (association,) = package.resources("AWS::WAFv2::WebACLAssociation").values()
     assert acl["Condition"] == association["Condition"] == "WafEnabled"
-    (rule,) = acl["Properties"]["Rules"]
+    rule = waf_rules(package)["notify-me-rate"]
     rate = rule["Statement"]["RateBasedStatement"]
-    assert rule["Action"] == {"Block": {}}
     assert rate["Limit"] == {"Ref": "WafNotifyMeLimit"} and rate["AggregateKeyType"] == "IP"
     scope = rate["ScopeDownStatement"]
     # WAF sees the path as the client sent it: behind the stage's name on the execute-api host, bare on a domain.
     for route in SENDING_ROUTES:
-        filled = route.replace("{token}", "AbC_12-xyz").replace("{link_id}", "0f" * 16)
         for prefix in ("/api", ""):
-            assert waf_matches(scope, prefix + filled), f"the WAF rule does not count {route}"
+            assert waf_matches(scope, prefix + filled(route)), f"the WAF rule does not count {route}"
     for quiet in ("/widget.js", "/webhooks/inventory", "/admin/api/queue", "/reserve/abc", "/r/abc"):
         assert not waf_matches(scope, "/api" + quiet), f"{quiet} sends nothing and needs no WAF rule"
     assert "${RestAPI.Stage}" in association["Properties"]["ResourceArn"]["Fn::Sub"]
+
+
+# Each per-address rule's parameter, its default and its window in seconds (docs/DEPLOY.md, docs/SECURITY.md).
+RATE_RULES = {
+    "notify-me-rate": ("WafNotifyMeLimit", 100, 300),
+    "page-rate": ("WafPageLimit", 300, 60),
+    "webhook-rate": ("WafWebhookLimit", 1500, 60),
+}
+
+
+def test_every_route_a_client_can_call_has_a_per_address_rate_rule_answering_429(package: Package) -> None:
+    parameters = package.template["Parameters"]
+    assert parameters["EnableWaf"]["Default"] == "true", "per-address limits are on unless a stage turns them off"
+    (acl,) = package.resources("AWS::WAFv2::WebACL").values()
+    rules = waf_rules(package)
+    assert set(rules) == set(RATE_RULES)
+    bodies = acl["Properties"]["CustomResponseBodies"]
+    for name, (parameter, default, window) in RATE_RULES.items():
+        rate = rules[name]["Statement"]["RateBasedStatement"]
+        assert rate["Limit"] == {"Ref": parameter} and parameters[parameter]["Default"] == default
+        # WAF's own bounds: a limit of at least 10, a window of 60, 120, 300 or 600 seconds.
+        assert parameters[parameter]["MinValue"] >= 10 and rate["EvaluationWindowSec"] in (60, 120, 300, 600)
+        assert (rate["AggregateKeyType"], rate["EvaluationWindowSec"]) == ("IP", window)
+        response = rules[name]["Action"]["Block"]["CustomResponse"]
+        assert response["ResponseCode"] == 429
+        assert {"Name": "Retry-After", "Value": "60"} in response["ResponseHeaders"]
+        assert response["CustomResponseBodyKey"] in bodies
+    assert "rate_limited" in bodies["rate-limited-json"]["Content"]
+
+    def limits(path: str) -> set[str]:
+        return {
+            name
+            for name, rule in rules.items()
+            if waf_matches(rule["Statement"]["RateBasedStatement"]["ScopeDownStatement"], path)
+        }
+
+    paths = package.template["Resources"]["RestAPI"]["Properties"]["DefinitionBody"]["paths"]
+    shopper = ("/r/", "/reserve/", "/m/", "/me/", "/notify-me", "/confirm/", "/unsubscribe/", "/optin/", "/resubscribe/")
+    assert {prefix for prefix in shopper if any(path.startswith(prefix) for path in paths)} == set(shopper)
+    for route in paths:
+        for prefix in ("/api", ""):
+            path = prefix + filled(route)
+            counted = limits(path)
+            if route.startswith("/webhooks/"):
+                assert counted == {"webhook-rate"}, route
+            else:
+                # Reserve links, the manage page and every tap are held by the generous page rule at least.
+                assert "page-rate" in counted and "webhook-rate" not in counted, route
+            if route in SENDING_ROUTES:
+                assert "notify-me-rate" in counted, route
 
 
 def test_the_dashboard_api_is_behind_the_stacks_own_cognito_pool(package: Package) -> None:
