@@ -426,7 +426,17 @@ def test_every_route_a_client_can_call_has_a_per_address_rate_rule_answering_429
         }
 
     paths = package.template["Resources"]["RestAPI"]["Properties"]["DefinitionBody"]["paths"]
-    shopper = ("/r/", "/reserve/", "/m/", "/me/", "/notify-me", "/confirm/", "/unsubscribe/", "/optin/", "/resubscribe/")
+    shopper = (
+        "/r/",
+        "/reserve/",
+        "/m/",
+        "/me/",
+        "/notify-me",
+        "/confirm/",
+        "/unsubscribe/",
+        "/optin/",
+        "/resubscribe/",
+    )
     assert {prefix for prefix in shopper if any(path.startswith(prefix) for path in paths)} == set(shopper)
     for route in paths:
         for prefix in ("/api", ""):
