@@ -88,6 +88,9 @@ class ShopifyLevels:
         counted = self.connector.location_ids
         try:
             nodes = data["nodes"]
+            if not isinstance(nodes, list):
+                # Iterating a mapping would read its keys and report nothing, hiding the wrong answer.
+                raise TypeError("nodes is not a list")
             reports = []
             for node in nodes:
                 if not isinstance(node, dict) or not node.get("id"):
