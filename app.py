@@ -278,7 +278,10 @@ def catalog_sync(event: CloudWatchEvent) -> dict[str, object]:
     return wiring.current().catalog_sync.run(remaining_ms=remaining_ms_of(event.context)).as_dict()
 
 
-# chalicelib/reconcile.py RECONCILE_EVERY_MIN (a test holds the two together): the bound docs/PLATFORMS.md promises.
+# Must equal chalicelib/reconcile.py RECONCILE_EVERY_MIN, the period docs/PLATFORMS.md derives its 15-minute bound
+# from. A literal: importing chalicelib.reconcile here would load detection on every cold start
+# (tests/unit/test_cold_start.py). tests/integration/test_deploy_template.py packages the app and asserts the
+# schedule Chalice makes of this decorator is rate(RECONCILE_EVERY_MIN minutes).
 @app.schedule(Rate(5, unit=Rate.MINUTES))
 def reconcile(event: CloudWatchEvent) -> dict[str, object]:
     """Every 5 minutes: read the store's level of each SKU somebody waits for; a crossing no webhook reported is a
