@@ -100,6 +100,7 @@ PAGE = f"""<!doctype html>
   </form>
   <form id="challenge-form" method="post" action="#" hidden>
     <p id="challenge-text"></p>
+    <p id="challenge-key" hidden>Key: <code id="challenge-secret"></code></p>
     <label for="challenge-answer" id="challenge-label">Answer</label>
     <input id="challenge-answer" name="answer" required>
     <button type="submit">Continue</button>

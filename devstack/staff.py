@@ -22,6 +22,8 @@ def staff_pool(session: Any, prefix: str, emulator_url: str) -> dict[str, str]:
         PoolName=f"{prefix}-staff",
         UsernameAttributes=["email"],
         AutoVerifiedAttributes=["email"],
+        # Deployed pools require an authenticator (the template's AdminMfa, ON by default); here the dev accounts
+        # sign in with their printed password alone, and one can still add an authenticator to try that step.
         MfaConfiguration="OPTIONAL",
         AdminCreateUserConfig={"AllowAdminCreateUserOnly": True},
     )["UserPool"]["Id"]

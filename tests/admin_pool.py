@@ -54,15 +54,20 @@ class Pool:
         return str(answer["AuthenticationResult"]["IdToken"])
 
 
-def staff_pool(cognito: Any, name: str = "bisn-staff") -> Pool:
-    """The template's pool: email usernames, MFA optional (software tokens), an app client without a secret
-    allowing USER_PASSWORD_AUTH and REFRESH_TOKEN_AUTH, and the groups owner and support."""
+def staff_pool(cognito: Any, name: str = "bisn-staff", mfa: str = "OPTIONAL") -> Pool:
+    """The template's pool: email usernames, MFA `mfa` (software tokens; the template's AdminMfa, ON by default),
+    an app client without a secret allowing USER_PASSWORD_AUTH and REFRESH_TOKEN_AUTH, and the groups owner and
+    support."""
     pool_id = cognito.create_user_pool(
         PoolName=name,
         UsernameAttributes=["email"],
-        MfaConfiguration="OPTIONAL",
+        MfaConfiguration=mfa,
         AdminCreateUserConfig={"AllowAdminCreateUserOnly": True},
     )["UserPool"]["Id"]
+    if mfa != "OFF":
+        cognito.set_user_pool_mfa_config(
+            UserPoolId=pool_id, SoftwareTokenMfaConfiguration={"Enabled": True}, MfaConfiguration=mfa
+        )
     client_id = cognito.create_user_pool_client(
         UserPoolId=pool_id,
         ClientName="dashboard",

@@ -472,7 +472,10 @@ def test_the_dashboard_api_is_behind_the_stacks_own_cognito_pool(package: Packag
     assert admin and admin <= guarded
     assert not any(path.startswith(("/admin/api/session", "/notify-me", "/reserve")) for path, _ in guarded)
     pool = package.template["Resources"]["AdminUserPool"]["Properties"]
-    assert (pool["MfaConfiguration"], pool["EnabledMfas"]) == ("OPTIONAL", ["SOFTWARE_TOKEN_MFA"])
+    # MFA is required unless a stage overrides AdminMfa: Cognito itself then issues no token on a password alone.
+    assert (pool["MfaConfiguration"], pool["EnabledMfas"]) == ({"Ref": "AdminMfa"}, ["SOFTWARE_TOKEN_MFA"])
+    mfa = package.template["Parameters"]["AdminMfa"]
+    assert (mfa["Default"], mfa["AllowedValues"]) == ("ON", ["ON", "OPTIONAL"])
     client = package.template["Resources"]["AdminUserPoolClient"]["Properties"]
     assert client["GenerateSecret"] is False
     assert set(client["ExplicitAuthFlows"]) == {"ALLOW_USER_PASSWORD_AUTH", "ALLOW_REFRESH_TOKEN_AUTH"}

@@ -709,6 +709,8 @@ let pending = null;  // {email, session, challenge} while Cognito asks for more
 const CHALLENGES = {
   NEW_PASSWORD_REQUIRED: { text: "Choose a new password to finish signing in.", label: "New password", type: "password", autocomplete: "new-password", inputmode: "text" },
   SOFTWARE_TOKEN_MFA: { text: "Enter the six-digit code from your authenticator app.", label: "Code from your authenticator app", type: "text", autocomplete: "one-time-code", inputmode: "numeric" },
+  // A pool with MFA on gives no token to a member without an authenticator: the key is added here, once.
+  MFA_SETUP: { text: "Staff sign in with an authenticator app. Add this key to yours (as a time-based key), then enter the six-digit code it shows.", label: "Code from your authenticator app", type: "text", autocomplete: "one-time-code", inputmode: "numeric" },
 };
 
 function showSignIn(message) {
@@ -732,6 +734,9 @@ function showChallenge(email, reply) {
   pending = { email, session: reply.session, challenge: reply.challenge };
   $("challenge-text").textContent = kind.text;
   $("challenge-label").textContent = kind.label;
+  // Grouped in fours so it can be read off and typed into a phone.
+  $("challenge-secret").textContent = reply.secret ? reply.secret.match(/.{1,4}/g).join(" ") : "";
+  $("challenge-key").hidden = !reply.secret;
   const answerInput = $("challenge-answer");
   answerInput.value = "";
   answerInput.type = kind.type;
