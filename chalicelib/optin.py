@@ -84,22 +84,33 @@ class OptIns:
     sms_sends: SmsSends | None = None
 
     def start(
-        self, contact: Contact, contact_key: str, *, started_by: Mapping[str, str], lang: str | None = None
+        self,
+        contact: Contact,
+        contact_key: str,
+        *,
+        started_by: Mapping[str, str],
+        lang: str | None = None,
+        also: tuple[str, ...] = (),
     ) -> dict[str, Any]:
         """Send the person a fresh opt-in link; Conflict when they are not opted out, or opted out by a bounce, a
         complaint or an invalid number. `started_by` names the staff member (email, sub), kept for the fact of the
-        link's use. The answer never carries the link."""
-        opted = self.tables.optout.get(contact_key)
+        link's use. `also` are the contact's other keys (an email's spelling from before mailboxes were matched):
+        their opt-outs are checked and lifted with `contact_key`'s, so none is left to suppress the address. The
+        answer never carries the link."""
+        records = {key: self.tables.optout.get(key) for key in (contact_key, *also)}
+        opted = records[contact_key]
         if opted is None:
             raise Conflict("They are not opted out: there is nothing to opt back into.", code="not_opted_out")
+        for record in (r for r in records.values() if r is not None):
+            source = str(record.get("source") or "")
+            if source not in PROOF_SOURCES:
+                raise Conflict(
+                    f"Their opt-out came from {source.replace('_', ' ') or 'the provider'}, not from them: sending "
+                    "there harms the shop's sender, so they cannot be opted back in. They can tap Notify me with "
+                    "another contact.",
+                    code="not_their_choice",
+                )
         source = str(opted.get("source") or "")
-        if source not in PROOF_SOURCES:
-            raise Conflict(
-                f"Their opt-out came from {source.replace('_', ' ') or 'the provider'}, not from them: sending "
-                "there harms the shop's sender, so they cannot be opted back in. They can tap Notify me with "
-                "another contact.",
-                code="not_their_choice",
-            )
         now = self.clock.now()
         nonce = secrets.token_urlsafe(12)
         started = self.tables.throttle.start_optin(
@@ -112,6 +123,7 @@ class OptIns:
             contact=contact.address,
             lang=i18n.negotiate(lang),
             started_by=dict(started_by),
+            also=[key for key in also if records[key] is not None],
         )
         if not started:
             raise RateLimited("An opt-in link was sent to them within the hour.", OPTIN_EVERY_S)
@@ -196,6 +208,8 @@ class OptIns:
         if taken is None:
             return self._expired(lang)
         self.tables.optout.remove(key)
+        for older in taken.get("also") or []:
+            self.tables.optout.remove(str(older))
         started_by = taken.get("started_by")
         by: dict[str, Any] = started_by if isinstance(started_by, dict) else {}
         self.tables.audit.record(

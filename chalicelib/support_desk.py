@@ -20,7 +20,7 @@ from botocore.exceptions import ClientError
 
 from chalicelib.clock import Clock, iso, parse_iso
 from chalicelib.config import Settings
-from chalicelib.contacts import Contact, contact_key, mask, normalise_any
+from chalicelib.contacts import Contact, mask, match_keys, normalise_any
 from chalicelib.errors import DomainError
 from chalicelib.leaving import ERASED, LEFT, RELEASED, QueueExits
 from chalicelib.line import PlaceInLine, read_place
@@ -212,27 +212,52 @@ class SupportDesk:
 
     def contact(self, raw: str) -> tuple[Contact, str]:
         """A contact as staff typed it, normalised as capture does, with its keyed hash; BadRequest if unreadable."""
+        contact, keys = self.contact_keys(raw)
+        return contact, keys[0]
+
+    def contact_keys(self, raw: str) -> tuple[Contact, tuple[str, ...]]:
+        """A contact as staff typed it with every keyed hash its data may be stored under: its mailbox's first, then,
+        for an email whose spelling differs from its mailbox, the address lower-cased whole, which places and
+        opt-outs stored before mailboxes were matched still carry (an erasure or export that missed them would
+        leave a person's data behind)."""
         contact = normalise_any(raw, self.settings.default_phone_region)
-        return contact, contact_key(contact.match, self.hash_key)
+        return contact, match_keys(contact, self.hash_key)
+
+    def places(self, keys: tuple[str, ...]) -> list[Request]:
+        """Every request one person has under any of their keys (any state), oldest SKU first."""
+        return sorted((p for key in keys for p in self.exits.places(key)), key=lambda r: (r.sku, r.joined_ts))
+
+    def facts(self, keys: tuple[str, ...]) -> list[dict[str, Any]]:
+        """Every audit fact naming one person under any of their keys, in time order."""
+        return sorted(
+            (f for key in keys for f in self.tables.audit.for_contact(key)), key=lambda f: (str(f["ts"]), str(f["sku"]))
+        )
+
+    def opt_outs(self, keys: tuple[str, ...]) -> list[dict[str, Any]]:
+        """The opt-out records stored under any of one person's keys, the mailbox's first."""
+        return [record for record in map(self.tables.optout.get, keys) if record is not None]
+
+    def _place(self, sku: str, key: str) -> Request | None:
+        unique = self.tables.requests.get_unique(sku, key)
+        request = self.tables.requests.get(sku, str(unique["ref"])) if unique and unique.get("ref") else None
+        return request if request is not None and request.contact_key == key else None
 
     # --- explain
 
     def explain(self, sku: str, raw_contact: str, *, lookback_days: int = 30) -> Explanation:
         """Their place, and every restock since they joined (and `lookback_days` before), told or why not."""
-        contact, key = self.contact(raw_contact)
+        contact, keys = self.contact_keys(raw_contact)
         product = self.product(sku)
-        unique = self.tables.requests.get_unique(sku, key)
-        request = self.tables.requests.get(sku, str(unique["ref"])) if unique and unique.get("ref") else None
-        if request is not None and request.contact_key != key:
-            request = None
+        found = [(key, request) for key in keys if (request := self._place(sku, key)) is not None]
+        key, request = found[0] if found else (keys[0], None)
         state = str(request.state) if request else None
         # Two reads, whatever the list's length: never a count of everyone ahead.
         place = read_place(self.tables, request) if request and request.live else None
-        facts = [f for f in self.tables.audit.for_contact(key) if f.get("sku") == sku]
+        facts = [f for f in self.facts(keys) if f.get("sku") == sku]
         joins = [request.joined_ts] if request else []
         joins += [str(f[k]) for f in facts for k in ("request_joined_ts", "joined_ts") if f.get(k)]
         first_join = min(joins) if joins else None
-        opted = self.tables.optout.get(key)
+        opted = next(iter(self.opt_outs(keys)), None)
         start = first_join or iso(self.clock.now())
         since = iso(_at(start) - lookback_days * 86400)
         verdicts = [
@@ -387,30 +412,35 @@ class SupportDesk:
     # --- opt-outs
 
     def optout_add(self, raw_contact: str) -> OptOutResult:
-        """Suppress a contact on their request (source 'admin') and take them off every list."""
-        _, key = self.contact(raw_contact)
-        return self.optouts.opt_out(key, "admin")
+        """Suppress a contact on their request (source 'admin') and take them off every list, under every key its
+        places may carry, so a place from before mailboxes were matched leaves its list too."""
+        _, keys = self.contact_keys(raw_contact)
+        results = [self.optouts.opt_out(key, "admin") for key in keys]
+        return OptOutResult(newly=any(r.newly for r in results), exits=[e for r in results for e in r.exits])
 
     # --- export and forget
 
     def export(self, raw_contact: str) -> dict[str, Any]:
         """Everything held about one person, as JSON-ready data."""
-        contact, key = self.contact(raw_contact)
-        places = self.exits.places(key)
-        facts = self.tables.audit.for_contact(key)
+        contact, keys = self.contact_keys(raw_contact)
+        places = self.places(keys)
+        facts = self.facts(keys)
         skus = sorted({p.sku for p in places} | {str(f["sku"]) for f in facts})
-        uniques = [u for u in (self.tables.requests.get_unique(s, key) for s in skus) if u]
+        uniques = [u for u in (self.tables.requests.get_unique(s, k) for s in skus for k in keys) if u]
         tokens = {p.offer_token for p in places if p.offer_token}
         tokens |= {str(f["token_id"]) for f in facts if f.get("token_id")}
-        offers = [r.to_item() for r in map(self.tables.reservations.get, sorted(tokens)) if r and r.contact_key == key]
-        opted = self.tables.optout.get(key)
+        offers = [r.to_item() for r in map(self.tables.reservations.get, sorted(tokens)) if r and r.contact_key in keys]
+        opted = self.opt_outs(keys)
         return plain(
             {
                 "contact": contact.address,
                 "channel": contact.channel,
-                "contact_key": key,
+                "contact_key": keys[0],
+                # The mailbox's key, then the spelling's from before mailboxes were matched, where they differ.
+                "contact_keys": list(keys),
                 "exported_at": iso(self.clock.now()),
-                "opt_out": opted,
+                "opt_out": opted[0] if opted else None,
+                "opt_outs": opted,
                 "requests": [p.to_item() for p in places],
                 "uniqueness_items": uniques,
                 "offers_and_holds": offers,
@@ -424,8 +454,8 @@ class SupportDesk:
 
         Refused while they hold a unit: the hold belongs to a purchase in progress. Run it again after.
         """
-        _, key = self.contact(raw_contact)
-        places = self.exits.places(key)
+        _, keys = self.contact_keys(raw_contact)
+        places = self.places(keys)
         holds = [p for p in places if p.state == RequestState.RESERVED]
         if holds:
             ends = max(_int(self._hold_end(p)) or 0 for p in holds)
@@ -433,23 +463,26 @@ class SupportDesk:
                 f"They hold a unit until {_short(ends) if ends else 'the hold ends'}; nothing was erased. "
                 "Run forget again after that (the hold ends on its own within the hold window)."
             )
-        skus = sorted({p.sku for p in places} | {str(f["sku"]) for f in self.tables.audit.for_contact(key)})
-        uniques = [sku for sku in skus if self.tables.requests.get_unique(sku, key)]
-        exits = self.exits.leave_all(key, reason="forget", erase_finished=True)
+        skus = sorted({p.sku for p in places} | {str(f["sku"]) for f in self.facts(keys)})
+        uniques = [(sku, key) for sku in skus for key in keys if self.tables.requests.get_unique(sku, key)]
+        exits = [e for key in keys for e in self.exits.leave_all(key, reason="forget", erase_finished=True)]
         # Uniqueness items hold only the keyed hash, but they are still this person's: none stay behind,
         # including any whose place was already tidied away.
         for sku in skus:
-            self.tables.requests.drop_unique(sku, key, only_ref=None)
+            for key in keys:
+                self.tables.requests.drop_unique(sku, key, only_ref=None)
         # Last, so the facts the leaving itself wrote are anonymised too. The facts stay (counts and other
         # people's explanations read them); they expire with every fact after AUDIT_RETENTION_DAYS.
-        anonymised = self.tables.audit.anonymise_contact(key)
-        remaining = len(self.exits.places(key)) + sum(1 for sku in skus if self.tables.requests.get_unique(sku, key))
+        anonymised = sum(self.tables.audit.anonymise_contact(key) for key in keys)
+        remaining = len(self.places(keys)) + sum(
+            1 for sku in skus for key in keys if self.tables.requests.get_unique(sku, key)
+        )
         return ForgetReport(
-            contact_key=key,
+            contact_key=keys[0],
             requests_erased=sum(1 for e in exits if e.outcome in (LEFT, RELEASED, ERASED)),
             uniqueness_items_erased=len(uniques),
             offers_released=sum(1 for e in exits if e.outcome == RELEASED),
-            kept_optout=self.tables.optout.get(key) is not None,
+            kept_optout=bool(self.opt_outs(keys)),
             remaining=remaining,
             audit_facts_anonymised=anonymised,
         )

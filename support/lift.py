@@ -20,9 +20,11 @@ class OptoutRemoval:
 
 
 def optout_remove(desk: SupportDesk, raw_contact: str) -> OptoutRemoval:
-    """Lift a suppression; says whether SNS still blocks the number (only the shopper can undo a STOP)."""
-    contact, key = desk.contact(raw_contact)
-    removed = desk.tables.optout.remove(key)
+    """Lift a suppression under every key the contact's opt-outs may be stored by (one from before mailboxes were
+    matched would otherwise still suppress the address); says whether SNS still blocks the number (only the
+    shopper can undo a STOP)."""
+    contact, keys = desk.contact_keys(raw_contact)
+    removed = any([desk.tables.optout.remove(key) for key in keys])
     still = None
     if contact.channel == "sms":
         answer = desk.sns.check_if_phone_number_is_opted_out(phoneNumber=contact.address)

@@ -73,11 +73,12 @@ class ContactSupport:
     def explain(self, staff: Staff, data: Mapping[str, Any]) -> dict[str, Any]:
         """Every place they have and every decision about them, per product, as `bisn explain` tells it."""
         raw = contact_field(data)
-        contact, key = self.desk.contact(raw)
-        places = self.desk.exits.places(key)
-        skus = sorted({p.sku for p in places} | {str(f["sku"]) for f in self.desk.tables.audit.for_contact(key)})
+        contact, keys = self.desk.contact_keys(raw)
+        key = keys[0]
+        places = self.desk.places(keys)
+        skus = sorted({p.sku for p in places} | {str(f["sku"]) for f in self.desk.facts(keys)})
         skus = [sku for sku in skus if not sku.startswith("@")]
-        opted = self.desk.tables.optout.get(key)
+        opted = self.desk.opt_outs(keys)
         rows: list[dict[str, Any]] = []
         decisions: list[dict[str, Any]] = []
         for sku in skus:
@@ -96,7 +97,7 @@ class ContactSupport:
         self.staff_audit.record(staff, "explain", contact_key=key)
         return {
             "contact": mask(contact.address),
-            "opted_out": opted is not None,
+            "opted_out": bool(opted),
             "places": rows,
             "decisions": sorted(decisions, key=lambda d: str(d["at"])),
         }
@@ -116,8 +117,14 @@ class ContactSupport:
         lang = data.get("lang")
         if lang is not None and not isinstance(lang, str):
             raise BadRequest("`lang` must be a language tag, such as de.", code="invalid_field")
-        contact, key = self.desk.contact(raw)
-        answer = self.optins.start(contact, key, started_by={"email": staff.email, "sub": staff.sub}, lang=lang)
+        contact, keys = self.desk.contact_keys(raw)
+        # The link is made for a key that holds an opt-out (the mailbox's, else the older spelling's), and lifts
+        # every one the contact has, so nothing stored before mailboxes were matched keeps suppressing it.
+        key = next((k for k in keys if self.desk.tables.optout.get(k) is not None), keys[0])
+        also = tuple(k for k in keys if k != key)
+        answer = self.optins.start(
+            contact, key, started_by={"email": staff.email, "sub": staff.sub}, lang=lang, also=also
+        )
         self.staff_audit.record(staff, "optin", contact_key=key)
         return answer
 

@@ -22,7 +22,7 @@ from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
 from tests.admin_pool import PASSWORD, Pool, jwks_over_http, staff_pool
-from tests.builders import key_of
+from tests.builders import join_request, key_of
 from tests.notices import drain, email_outbox, sms_outbox, verify_sender
 from tests.scenes import Scene, scene
 from tests.support import REGION, app_client
@@ -517,3 +517,47 @@ def test_a_stage_without_a_staff_pool_has_no_dashboard_to_sign_in_to(services: S
         assert answer.status_code == 404
         assert json.loads(answer.body)["error"] == "no_dashboard"
         assert client.http.get("/admin/api/me").status_code == 401
+
+
+# An address typed as the shopper gives it, whose places and opt-outs from before email taps were matched by mailbox
+# are stored under the address lower-cased whole, not under its mailbox (adalovelace@gmail.com).
+TYPED = "Ada.Lovelace+shop@gmail.com"
+OLD_SPELLING = "ada.lovelace+shop@gmail.com"
+
+
+def test_the_dashboard_finds_exports_and_forgets_a_place_stored_before_mailbox_matching(
+    api: Client, admin_services: Services, clock: FixedClock, pool: Pool
+) -> None:
+    admin_services.tables.catalog.upsert("LAMP", {"name": "Brass lamp"})
+    old = join_request(admin_services, "LAMP", OLD_SPELLING, clock.now())
+    token = pool.id_token(OWNER)
+    explained = json.loads(post(api, "/admin/api/contacts/explain", token, {"contact": TYPED}).body)
+    assert explained["places"] == [{"sku": "LAMP", "state": "waiting", "position": 1}]
+    exported = json.loads(post(api, "/admin/api/contacts/export", token, {"contact": TYPED}).body)
+    assert [r["joined_ts"] for r in exported["data"]["requests"]] == [old.joined_ts]
+    done = post(api, "/admin/api/contacts/forget", token, {"contact": TYPED, "confirm": True})
+    assert json.loads(done.body) == {"status": "forgotten"}
+    assert admin_services.exits.places(old.contact_key) == []
+    assert admin_services.tables.requests.get_unique("LAMP", old.contact_key) is None
+
+
+@pytest.mark.parametrize("mailbox_too", [False, True])
+def test_opting_back_in_from_the_dashboard_lifts_an_opt_out_stored_before_mailbox_matching(
+    api: Client, admin_services: Services, clock: FixedClock, pool: Pool, mailbox_too: bool
+) -> None:
+    verify_sender(admin_services)
+    old_key = key_of(admin_services, OLD_SPELLING)
+    mailbox = key_of(admin_services, "adalovelace@gmail.com")
+    admin_services.tables.optout.add(old_key, "unsubscribe", clock.now())
+    if mailbox_too:
+        admin_services.tables.optout.add(mailbox, "admin", clock.now())
+    started = post(api, "/admin/api/contacts/optin", pool.id_token(OWNER), {"contact": TYPED})
+    assert started.status_code == 200, started.body
+    drain(admin_services)
+    [email] = email_outbox()
+    found = re.search(r'href="http://127\.0\.0\.1:8000(/optin/[^"]+)"', str(email.body))
+    assert found, email.body
+    form = {"Content-Type": "application/x-www-form-urlencoded", "Origin": "http://127.0.0.1:8000"}
+    assert api.http.post(found.group(1), headers=form, body="").status_code == 200
+    assert admin_services.tables.optout.get(old_key) is None
+    assert admin_services.tables.optout.get(mailbox) is None

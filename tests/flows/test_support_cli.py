@@ -27,6 +27,7 @@ from devstack.fake_model import FakeBedrock
 from infra.stages import stage_env
 from support import cli as support_cli
 from support.cli import cli
+from tests.builders import join_request
 from tests.scenes import scene
 from tests.support import CHAIR, REGION
 
@@ -90,6 +91,19 @@ def test_forget_asks_first_then_erases(services: Services, clock: FixedClock) ->
     assert "Erased 1 request(s) and 1 uniqueness item(s)" in out
     assert "Took their keyed hash off 1 audit fact(s)" in out  # the fact their leaving wrote
     assert services.tables.requests.get(s.sku, s.requests[0].joined_ts) is None
+
+
+def test_a_tagged_gmail_place_stored_before_mailbox_matching_is_exported_and_forgotten(
+    services: Services, clock: FixedClock, chair: str
+) -> None:
+    # Stored, as every email place was before mailboxes were matched, under the address lower-cased whole.
+    old = join_request(services, chair, "ada.lovelace+shop@gmail.com", clock.now())
+    data = json.loads(ok(services, "export", "Ada.Lovelace+shop@gmail.com"))
+    assert [r["joined_ts"] for r in data["requests"]] == [old.joined_ts]
+    out = ok(services, "forget", "Ada.Lovelace+shop@gmail.com", "--yes")
+    assert "Erased 1 request(s) and 1 uniqueness item(s)" in out
+    assert services.tables.requests.get(chair, old.joined_ts) is None
+    assert json.loads(ok(services, "export", "Ada.Lovelace+shop@gmail.com"))["requests"] == []
 
 
 def test_forget_while_holding_is_refused_clearly(services: Services, clock: FixedClock) -> None:

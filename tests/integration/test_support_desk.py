@@ -8,6 +8,7 @@ from typing import Any
 import boto3
 import pytest
 
+from chalicelib.contacts import contact_key
 from chalicelib.jobs import Job
 from chalicelib.support_desk import (
     ALREADY_NOTIFIED,
@@ -333,3 +334,48 @@ def test_dlq_redrive_moves_dead_letters_back(services: Services) -> None:
     assert (report.method, report.waiting_before, report.moved) == ("receive-and-resend", 12, 12)
     assert sorted(j.to_json() for j in queued_jobs(services)) == sorted(bodies)
     assert sqs.receive_message(QueueUrl=dlq).get("Messages", []) == []
+
+
+# Places and opt-outs stored before email taps were matched by mailbox carry the address lower-cased whole.
+OLD_SPELLING = "ada.lovelace+shop@gmail.com"
+TYPED = "Ada.Lovelace+shop@gmail.com"
+
+
+def test_a_place_stored_before_mailbox_matching_is_explained_exported_and_forgotten(
+    session: boto3.session.Session, services: Services, clock: FixedClock, chair: str
+) -> None:
+    old = join_request(services, chair, OLD_SPELLING, clock.now())
+    assert old.contact_key == contact_key(OLD_SPELLING, services.hash_key)
+    services.tables.optout.add(contact_key("adalovelace@gmail.com", services.hash_key), "unsubscribe", clock.now())
+    desk = desk_for(services)
+
+    found = desk.explain(chair, TYPED)
+    assert (found.state, found.joined_ts, found.contact_key) == ("waiting", old.joined_ts, old.contact_key)
+    assert found.opted_out is not None and found.opted_out["source"] == "unsubscribe"
+
+    data = desk.export(TYPED)
+    assert [r["joined_ts"] for r in data["requests"]] == [old.joined_ts]
+    assert [u["ref"] for u in data["uniqueness_items"]] == [old.joined_ts]
+    assert data["contact_keys"] == [contact_key("adalovelace@gmail.com", services.hash_key), old.contact_key]
+    assert [o["source"] for o in data["opt_outs"]] == ["unsubscribe"]
+
+    report = desk.forget(TYPED)
+    assert (report.requests_erased, report.uniqueness_items_erased, report.remaining) == (1, 1, 0)
+    assert report.kept_optout
+    assert OLD_SPELLING not in everything_stored(session)
+    assert services.tables.requests.get_unique(chair, old.contact_key) is None
+    assert services.tables.audit.for_contact(old.contact_key) == []
+    assert desk.export(TYPED)["requests"] == []
+
+
+def test_opting_out_and_lifting_by_hand_act_under_both_keys(services: Services, clock: FixedClock, chair: str) -> None:
+    old = join_request(services, chair, OLD_SPELLING, clock.now())
+    mailbox = contact_key("adalovelace@gmail.com", services.hash_key)
+    result = desk_for(services).optout_add(TYPED)
+    assert result.newly and [e.sku for e in result.left] == [chair]
+    assert [p for p in services.exits.places(old.contact_key) if p.live] == []
+    assert services.tables.optout.get(mailbox) is not None
+    assert services.tables.optout.get(old.contact_key) is not None
+    assert optout_remove(desk_for(services), TYPED).removed
+    assert services.tables.optout.get(mailbox) is None
+    assert services.tables.optout.get(old.contact_key) is None
