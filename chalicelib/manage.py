@@ -360,10 +360,13 @@ class ManageService:
     def switch(self, key: str, address: str, *, channel: str) -> SwitchResult:
         """Send every live place's notices to a proven contact of the other kind; places in line are kept."""
         channel, address, new_key = self._switch_target(key, address, channel, proven=True)
+        # The keys the new contact's opt-outs may be stored under besides its own (an email's spelling from before
+        # mailboxes were matched): each move checks them too, in its transaction.
+        older = match_keys(normalise_contact(channel, address, self.default_region), self.hash_key)[1:]
         view = self.view(key)
         result = SwitchResult(new_key=new_key, channel=channel, contact=mask(address))
         for place in view.places:
-            outcome = self._switch_one(key, place, address, new_key, channel)
+            outcome = self._switch_one(key, place, address, new_key, channel, older)
             {"moved": result.moved, "merged": result.merged, "unchanged": result.unchanged}[outcome].append(place.sku)
         return result
 
@@ -386,7 +389,9 @@ class ManageService:
                 code="too_many_places",
             )
 
-    def _switch_one(self, key: str, place: Place, address: str, new_key: str, channel: str) -> str:
+    def _switch_one(
+        self, key: str, place: Place, address: str, new_key: str, channel: str, older: tuple[str, ...] = ()
+    ) -> str:
         now = self.clock.now()
         for _ in range(3):
             request = self.tables.requests.get(place.sku, place.joined_ts)
@@ -398,10 +403,10 @@ class ManageService:
             other_live = other is not None and other.live
             try:
                 if not other_live:
-                    self._move(request, key, address, new_key, channel, ttl, theirs, now)
+                    self._move(request, key, address, new_key, channel, ttl, theirs, now, older)
                     return "moved"
                 assert other is not None
-                return self._merge(request, other, key, address, new_key, channel, ttl, now)
+                return self._merge(request, other, key, address, new_key, channel, ttl, now, older)
             except TransactionCancelled:
                 continue  # the place moved (offered, clicked) or the other contact joined meanwhile: look again
         return "unchanged"
@@ -415,10 +420,14 @@ class ManageService:
         channel: str,
         now: float,
         theirs: dict[str, Any] | None = None,
+        older: tuple[str, ...] = (),
     ) -> list[TxItem]:
         sku, joined_ts = request.sku, request.joined_ts
         told = (theirs or {}).get("told_restock")
+        # Invariant 3, in the move's own transaction: no place moves onto a contact suppressed under its older key.
+        suppressions = [self.tables.optout.not_suppressed_item(each) for each in older]
         return [
+            *suppressions,
             self.tables.requests.switch_contact_item(
                 sku, joined_ts, old_key=key, contact=address, contact_key=new_key, channel=channel, now=now, told=told
             ),
@@ -440,9 +449,10 @@ class ManageService:
         ttl: int,
         theirs: dict[str, Any] | None,
         now: float,
+        older: tuple[str, ...] = (),
     ) -> None:
         sku, joined_ts = request.sku, request.joined_ts
-        items = self._switch_items(request, key, address, new_key, channel, now, theirs)
+        items = self._switch_items(request, key, address, new_key, channel, now, theirs, older)
         items.append(self.tables.requests.claim_unique_item(sku, new_key, joined_ts, ttl, replacing=theirs))
         transact(self.tables.client, items)
 
@@ -456,6 +466,7 @@ class ManageService:
         channel: str,
         ttl: int,
         now: float,
+        older: tuple[str, ...] = (),
     ) -> str:
         """Both contacts wait for this SKU: keep one place (the one with a live offer, else the earlier)."""
         sku = request.sku
@@ -466,7 +477,7 @@ class ManageService:
         keep_mine = (not mine_waiting) or (theirs_waiting and request.joined_ts < other.joined_ts)
         if keep_mine:
             # This place moves onto the new contact; the new contact's later place is given up.
-            items = self._switch_items(request, key, address, new_key, channel, now)
+            items = self._switch_items(request, key, address, new_key, channel, now, older=older)
             items += [
                 self.tables.requests.claim_unique_item(
                     sku, new_key, request.joined_ts, ttl, replacing={"ref": other.joined_ts}

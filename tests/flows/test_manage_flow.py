@@ -351,3 +351,25 @@ def test_signing_out_everywhere_refuses_every_older_link(client: Client, service
     fresh = f"/me/{services.manage.link_token(s.requests[0].contact_key)}"
     assert client.http.get(fresh).status_code == 200
     assert services.tables.requests.get(s.sku, s.requests[0].joined_ts) is not None
+
+
+def test_a_switch_is_refused_by_an_opt_out_under_the_old_key_that_lands_after_the_pages_read(
+    services: Services, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = scene(services, clock, units=1, people=1)
+    typed = "Ada.Lovelace+shop@gmail.com"
+    # Opt-outs stored before mailboxes were matched carry the address lower-cased whole.
+    old_key = contact_key("ada.lovelace+shop@gmail.com", services.hash_key)
+    read = services.tables.optout.get
+
+    def opted_out_right_after_the_read(key: str) -> dict[str, Any] | None:
+        found = read(key)
+        if key == old_key:
+            services.tables.optout.add(old_key, "unsubscribe", clock.now())
+        return found
+
+    monkeypatch.setattr(services.tables.optout, "get", opted_out_right_after_the_read)
+    result = services.manage.switch(s.requests[0].contact_key, typed, channel="email")
+    assert (result.moved, result.merged) == ([], [])
+    place = services.tables.requests.get(s.sku, s.requests[0].joined_ts)
+    assert place is not None and (place.channel, place.contact_key) == ("sms", s.requests[0].contact_key)
