@@ -43,7 +43,7 @@ from chalicelib.capture import CaptureService, NotifyMe, NotProven, parse_lang, 
 from chalicelib.clock import Clock
 from chalicelib.compose import sms_shop
 from chalicelib.confirm import CodeKey
-from chalicelib.contacts import contact_key, normalise_contact
+from chalicelib.contacts import contact_key, match_keys, normalise_contact
 from chalicelib.email_caps import EmailSends
 from chalicelib.errors import BadRequest, DomainError, RateLimited
 from chalicelib.jobs import resubscribe_message
@@ -52,7 +52,7 @@ from chalicelib.pages import Shop, button_form, page
 from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent, refused_recipient
 from chalicelib.sms import to_gsm
 from chalicelib.sms_caps import SmsSends
-from chalicelib.tables.base import TransactionCancelled, Tx
+from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
 from chalicelib.tables.optout import resubscribe_code_key, resubscribe_link_key
 from chalicelib.tables.store import Tables
 from chalicelib.tokens import KeySource
@@ -319,16 +319,34 @@ class Resubscribe:
     rate_limit_per_minute: int
 
     def _proof_tx(
-        self, key: str, proof_key: str, sku: str, channel: str, now: float, *, lift: bool, nonce: str | None
+        self,
+        key: str,
+        proof_key: str,
+        sku: str,
+        channel: str,
+        now: float,
+        *,
+        lift: bool,
+        nonce: str | None,
+        others: tuple[str, ...] = (),
     ) -> Callable[[], Tx]:
         optout = self.tables.optout
         # Lifted already (staff's opt-in link, another proof): the place still must find no suppression.
         guard = optout.lift_item(key, PROOF_SOURCES) if lift else optout.not_suppressed_item(key)
 
+        def older() -> list[TxItem]:
+            # The contact's other keys (an email's mailbox and its spelling from before mailboxes were matched): an
+            # opt-out under one is lifted with the proven one, or it would go on suppressing the address; one that
+            # is not the person's choice refuses the proof, and none may appear meanwhile.
+            return [
+                optout.lift_item(other, PROOF_SOURCES) if optout.get(other) else optout.not_suppressed_item(other)
+                for other in others
+            ]
+
         def build() -> Tx:
             return (
                 Tx()
-                .add("optout", guard)
+                .add("optout", guard, *older())
                 .add("proof", optout.use_proof_item(proof_key, now, nonce=nonce))
                 .add("fact", self.tables.audit.record_item(sku, "resubscribed", now, contact_key=key, channel=channel))
             )
@@ -338,8 +356,11 @@ class Resubscribe:
     def _join(self, tap: NotifyMe, key: str, proof_key: str, now: float, nonce: str | None) -> str | None:
         """Lift and join; the outcome's status, or None when the proof does not stand (used, expired, or the opt-out
         is not one the person may lift)."""
+        others = tuple(k for k in match_keys(tap.contact, self.hash_key) if k != key)
         for lift in (True, False):
-            proof = self._proof_tx(key, proof_key, tap.sku, tap.contact.channel, now, lift=lift, nonce=nonce)
+            proof = self._proof_tx(
+                key, proof_key, tap.sku, tap.contact.channel, now, lift=lift, nonce=nonce, others=others
+            )
             try:
                 return self.capture.join_proven(tap, proof).status
             except NotProven as refused:

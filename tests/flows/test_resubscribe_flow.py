@@ -326,3 +326,32 @@ def test_the_notifier_entry_point_sends_it_and_no_log_line_names_the_contact(
     assert any("within its contact's cap" in r.getMessage() for r in caplog.records), "the capped tap was logged"
     written = "\n".join(r.getMessage() + json.dumps(getattr(r, "__dict__", {}), default=str) for r in caplog.records)
     assert "ada@" not in written.lower() and "7400123458" not in written
+
+
+@pytest.mark.parametrize("mailbox_too", [False, True], ids=["old_key_only", "both_keys"])
+def test_an_address_opted_out_before_mailbox_matching_opts_back_in_and_is_suppressed_under_neither_key(
+    client: Client, services: Services, chair: str, mailbox_too: bool
+) -> None:
+    verify_sender(services)
+    typed = "Ada.Lovelace+shop@gmail.com"
+    # Stored under the address lower-cased whole, as every opt-out was before mailboxes were matched; the mailbox may
+    # have opted out since as well.
+    old_key = opt_out(services, "ada.lovelace+shop@gmail.com", "unsubscribe")
+    mailbox = contact_key("adalovelace@gmail.com", services.hash_key)
+    if mailbox_too:
+        opt_out(services, "adalovelace@gmail.com", "admin")
+    assert tap(client, chair, typed).status_code == 202
+    assert list(services.tables.requests.queue(chair)) == []
+    drain(services)
+    [email] = email_outbox()
+    assert typed in email.destinations["ToAddresses"]
+    done = client.http.post(resubscribe_path(email), headers=FORM, body="")
+    assert done.status_code == 200, done.body
+    assert services.tables.optout.get(old_key) is None
+    assert services.tables.optout.get(mailbox) is None
+    [place] = services.tables.requests.queue(chair)
+    assert (place.contact, place.contact_key) == (typed, mailbox)
+    # Asking again finds the place, not an opt-out: no second proof message.
+    assert tap(client, chair, typed).status_code == 202
+    drain(services)
+    assert len(email_outbox()) == 1
