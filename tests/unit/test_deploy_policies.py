@@ -41,6 +41,7 @@ TABLES_PER_FUNCTION = {
     "notifier": {"catalog", "requests", "optout", "restocks", "reservations", "throttle", "audit"},
     "sweep": {"catalog", "reservations", "restocks", "requests", "optout", "throttle", "audit"},
     "catalog_sync": {"catalog", "restocks", "throttle", "audit"},
+    "reconcile": {"catalog", "restocks", "throttle", "audit"},
     # A hard bounce or a complaint opts the address out and takes it off every list, as the sweep's STOP sync does.
     "feedback": {"catalog", "requests", "restocks", "reservations", "optout", "throttle", "audit"},
     # A number that can never take an SMS is opted out and leaves every list, as a hard bounce does.
@@ -138,7 +139,8 @@ def test_each_function_reads_only_its_own_secrets(stage: str) -> None:
             arn.split(":secret:", 1)[1].removeprefix(f"{prefix(stage)}/").removesuffix("-??????") for arn in granted
         }
         expected = set(SECRETS_PER_FUNCTION.get(function, set()))
-        if function == "catalog_sync" and "CATALOG_TOKEN_SECRET_ID" in stage_env(stage, CONFIG):
+        # The generic stock feed is fetched with the catalogue's token (chalicelib/reconcile.py).
+        if function in ("catalog_sync", "reconcile") and "CATALOG_TOKEN_SECRET_ID" in stage_env(stage, CONFIG):
             expected.add(stage_env(stage, CONFIG)["CATALOG_TOKEN_SECRET_ID"].split("/", 1)[1])
         assert names == expected, function
 
