@@ -51,6 +51,14 @@ SKU = "CHAIR-WALNUT"
 
 
 @pytest.fixture
+def env(env: dict[str, str]) -> dict[str, str]:
+    """The local stage's settings with send rates no test here waits on: these tests are about what the walk reads,
+    writes and sends, and at the stage's 10 SMS a second a 300-unit restock would spend 30 s asleep. The rates
+    themselves are tested in tests/unit/test_senders.py and, at the stage's own figures, test_last_look.py."""
+    return {**env, "SMS_PER_SECOND": "1000", "EMAIL_PER_SECOND": "1000"}
+
+
+@pytest.fixture
 def shop(services: Services) -> Services:
     """A shop selling the chair, with its From address verified in SES."""
     return selling_the_chair(services, SKU)
