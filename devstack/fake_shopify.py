@@ -6,6 +6,11 @@ It answers exactly the documents chalicelib/platforms/shopify.py sends, matched 
 including extensions.cost, and a leaky cost bucket that throttles (THROTTLED) when drained. Products, variants,
 inventory items and locations are seeded from devstack/demo-catalog.json with deterministic ids.
 
+Every document is first validated against Shopify's published Admin API schema of the connector's API_VERSION
+(tests/fixtures/shopify/admin_<version>.graphql.gz, loaded by support/shopify_schema.py), and its variables against
+the document's own definitions: a field, argument or input field Shopify does not have is refused here as Shopify
+refuses it, with the errors in the answer and no data.
+
 Access tokens: the static token of an admin-created app (`access_token`), and tokens the client credentials grant
 issues to a Dev Dashboard app (`client_id`, `client_secret`) at POST /admin/oauth/access_token. Those expire after
 `token_lifetime_s` (Shopify answers expires_in 86399), and the Admin API answers 401 to an expired or unknown one:
@@ -32,6 +37,7 @@ produces the orders/create webhook.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import itertools
@@ -47,8 +53,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
+from graphql import GraphQLError, OperationDefinitionNode, parse, validate
+from graphql.execution.values import get_variable_values
+
 from chalicelib.platforms.base import StoreUnavailable
 from chalicelib.platforms.http import HttpResponse
+from chalicelib.platforms.shopify import API_VERSION
+from support.shopify_schema import load_schema
 
 DEMO_CATALOG = Path(__file__).with_name("demo-catalog.json")
 SHOP_DOMAIN = "walnut-and-wool.myshopify.com"
@@ -62,66 +73,6 @@ INVALID_TOKEN = "[API] Invalid API key or access token (unrecognized login or wr
 WEBHOOK_SECRET = "local-fake-shopify-secret"
 SUPPORTED_VERSIONS = ("2025-04", "2025-07", "2025-10", "2026-01")
 WEBHOOK_VERSION = "2025-10"
-
-# Names the connector's documents may use; anything else is an unknown field, as Shopify would report it.
-KNOWN_NAMES = frozenset(
-    [
-        "query",
-        "mutation",
-        "shop",
-        "currencyCode",
-        "productVariants",
-        "first",
-        "after",
-        "query",
-        "pageInfo",
-        "hasNextPage",
-        "endCursor",
-        "nodes",
-        "id",
-        "sku",
-        "title",
-        "price",
-        "image",
-        "url",
-        "inventoryItem",
-        "product",
-        "handle",
-        "status",
-        "onlineStoreUrl",
-        "featuredMedia",
-        "preview",
-        "draftOrders",
-        "invoiceUrl",
-        "tags",
-        "createdAt",
-        "draftOrder",
-        "draftOrderCreate",
-        "input",
-        "draftOrderDelete",
-        "deletedId",
-        "userErrors",
-        "field",
-        "message",
-        "Int",
-        "String",
-        "ID",
-        "DraftOrderInput",
-        "DraftOrderDeleteInput",
-        # The reconciliation's level read (chalicelib/platforms/shopify_levels.py).
-        "nodes",
-        "ids",
-        "on",
-        "InventoryItem",
-        "tracked",
-        "inventoryLevels",
-        "location",
-        "quantities",
-        "names",
-        "name",
-        "quantity",
-    ]
-)
 
 _PRICES = ("128.00", "34.00", "72.00", "24.00", "145.00")
 
@@ -577,18 +528,11 @@ class FakeShopify:
             self.issued.clear()
 
     def _graphql(self, query: str, variables: dict[str, Any]) -> HttpResponse:
+        refused = _refused(query, variables)
+        if refused:
+            return _json(200, {"errors": refused})
         text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', query)
         text = re.sub(r"^\s*(query|mutation)\s+[_A-Za-z][_0-9A-Za-z]*", r"\1", text)  # the operation's own name
-        unknown = sorted({w for w in re.findall(r"[_A-Za-z][_0-9A-Za-z]*", text)} - KNOWN_NAMES)
-        if unknown:
-            return _json(
-                200,
-                {
-                    "errors": [
-                        {"message": f"Field '{unknown[0]}' doesn't exist", "extensions": {"code": "undefinedField"}}
-                    ]
-                },
-            )
         root = _root_field(text)
         self._last_root = root
         requested = self._requested_cost(root, variables)
@@ -916,6 +860,38 @@ def _oauth_error(code: str, description: str) -> HttpResponse:
 def _user_error(root: str, field_path: list[str], message: str) -> dict[str, Any]:
     empty = {"draftOrderCreate": {"draftOrder": None}, "draftOrderDelete": {"deletedId": None}}[root]
     return {root: {**empty, "userErrors": [{"field": field_path, "message": message}]}}
+
+
+@functools.lru_cache(maxsize=64)
+def _checked_document(query: str) -> tuple[OperationDefinitionNode | None, tuple[dict[str, Any], ...]]:
+    """The document's one operation, or Shopify's schema's errors for it. Cached: the connector sends a handful of
+    documents many times over, and validating one walks the whole selection against some 2,900 types."""
+    try:
+        document = parse(query)
+    except GraphQLError as exc:
+        return None, (dict(exc.formatted),)
+    errors = validate(load_schema(API_VERSION), document)
+    if errors:
+        return None, tuple(dict(e.formatted) for e in errors)
+    operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
+    if len(operations) != 1:
+        # The connector never sends operationName, and Shopify needs it to choose among several operations.
+        return None, ({"message": "An operation name is required when a document has several operations."},)
+    return operations[0], ()
+
+
+def _refused(query: str, variables: dict[str, Any]) -> list[dict[str, Any]]:
+    """Shopify's errors for a document or variables it would refuse before running anything; [] when it runs.
+
+    Variables are coerced against the operation's definitions as Shopify does: a required one missing, one of the
+    wrong type, or an input object field the input type does not have is an INVALID_VARIABLE error."""
+    operation, errors = _checked_document(query)
+    if operation is None:
+        return list(errors)
+    coerced = get_variable_values(load_schema(API_VERSION), operation.variable_definitions or (), variables)
+    if isinstance(coerced, list):
+        return [{**e.formatted, "extensions": {"code": "INVALID_VARIABLE"}} for e in coerced]
+    return []
 
 
 def _root_field(query: str) -> str | None:
