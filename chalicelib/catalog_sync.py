@@ -62,6 +62,7 @@ from chalicelib.capture import parse_sku
 from chalicelib.clock import Clock, Deadline
 from chalicelib.errors import BadRequest
 from chalicelib.feed_stream import FeedSyntaxError, feed_entries
+from chalicelib.metrics import STORE_CREDENTIALS_REFUSED, MetricsFactory
 from chalicelib.platforms.base import CatalogEntry, Catalogue, CatalogUnavailable
 from chalicelib.tables.base import error_code
 from chalicelib.tables.catalog import CatalogTable
@@ -101,7 +102,12 @@ LINKS = ("product_url", "image_url", "price", "currency")
 
 
 class FeedError(Exception):
-    """The feed as a whole could not be read or understood; nothing is changed."""
+    """The feed as a whole could not be read or understood; nothing is changed. `credentials_refused`: a platform's
+    catalogue, refused because the store refuses our credentials."""
+
+    def __init__(self, message: str, *, credentials_refused: bool = False) -> None:
+        super().__init__(message)
+        self.credentials_refused = credentials_refused
 
 
 @dataclass(frozen=True)
@@ -450,6 +456,9 @@ class CatalogSync:
     store: Catalogue | None = None  # the platform's own catalogue (PLATFORM shopify or woocommerce), read instead
     batch_size: int = BATCH
     writers: int = WRITERS
+    # Where refused store credentials are counted (STORE_CREDENTIALS_REFUSED); None counts nothing (a feed's stage
+    # has no store credentials, and the bench and the sync's own tests read no platform).
+    metrics: MetricsFactory | None = None
 
     def run(self, *, remaining_ms: Callable[[], int] | None = None, deadline: Deadline | None = None) -> SyncReport:
         """One run; the report says what changed and what was skipped. Never raises for a bad feed.
@@ -486,8 +495,16 @@ class CatalogSync:
             logger.error("store check: %s", problem)
         if checks.get("credentials") == "refused":
             report.error = report.store_problems[0] if report.store_problems else "credentials refused"
+            self._count_refused()
             return True
         return False
+
+    def _count_refused(self) -> None:
+        if self.metrics is None:
+            return
+        buffer = self.metrics.start()
+        buffer.count(STORE_CREDENTIALS_REFUSED)
+        buffer.flush()
 
     def _flush(
         self,
@@ -555,6 +572,8 @@ class CatalogSync:
         except FeedError as error:
             report.error = str(error)
             logger.error("catalogue sync stopped, the feed could not be read: %s", report.error)
+            if error.credentials_refused:
+                self._count_refused()
             # What was applied stays applied (each product is written whole); the next run reads from here.
             resume_at = batch_at if batch else max(start, index + 1)
             if resume_at != start:
@@ -589,7 +608,10 @@ class CatalogSync:
                     except BadRequest as error:
                         yield entry.sku or None, error
             except CatalogUnavailable as error:
-                raise FeedError(f"the store's catalogue could not be read: {error}") from error
+                raise FeedError(
+                    f"the store's catalogue could not be read: {error}",
+                    credentials_refused=error.credentials_refused,
+                ) from error
             return
         assert self.reader is not None
         for raw in _entries_of(self.reader.chunks()):

@@ -27,6 +27,11 @@ NON_NOTICE_SMS_REFUSED = "NonNoticeSmsRefused"
 # address, per client address or shop-wide (chalicelib/email_caps.py): someone is using the shop to flood inboxes,
 # or real shoppers are asking for more than the caps allow.
 NON_NOTICE_EMAIL_REFUSED = "NonNoticeEmailRefused"
+# A store (Shopify, WooCommerce) answered and refused our API credentials (chalicelib/platforms/base.py
+# StoreCredentialsRefused): at a store hold's placing or release, a catalogue sync or its store check, or a
+# reconciliation. The store is up and nothing the app retries will help until the shop fixes its key or app, so it is
+# counted apart from a store that is down and has an alarm of its own.
+STORE_CREDENTIALS_REFUSED = "StoreCredentialsRefused"
 
 
 def skip_metric(reason: str) -> str:

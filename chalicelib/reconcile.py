@@ -28,7 +28,7 @@ from decimal import Decimal
 from chalicelib.clock import Clock, Deadline
 from chalicelib.detect import MAX_AVAILABLE, DetectService, level_mark
 from chalicelib.errors import Busy
-from chalicelib.metrics import MetricsFactory
+from chalicelib.metrics import STORE_CREDENTIALS_REFUSED, MetricsFactory
 from chalicelib.platforms.base import LevelReport, StoreCredentialsRefused, StoreUnavailable
 from chalicelib.platforms.levels import LevelReader, StockQuery
 from chalicelib.tables.catalog import Product
@@ -141,14 +141,17 @@ class ReconcileService:
                     break
                 self._reconcile(chunk, summary)
                 last = chunk[-1]
+        except StoreCredentialsRefused as exc:
+            summary.store_unavailable = 1
+            logger.error("reconciliation stopped: the store refused our credentials: %s", exc)
+            metrics.count(STORE_CREDENTIALS_REFUSED)
         except StoreUnavailable as exc:
             summary.store_unavailable = 1
-            level = logging.ERROR if isinstance(exc, StoreCredentialsRefused) else logging.WARNING
-            logger.log(level, "reconciliation stopped: the store could not be read: %s", exc)
+            logger.warning("reconciliation stopped: the store could not be read: %s", exc)
         finally:
             if summary.restocks:
                 metrics.count(RESTOCKS_FOUND_BY_RECONCILE, summary.restocks)
-                metrics.flush()
+            metrics.flush()
         # Carry on after the last SKU done only when cut short; an outage or a finished pass starts over next time.
         resume = last if summary.out_of_time and last is not None else None
         self.tables.throttle.save_cursor(CURSOR, {"after": resume}, int(now) + CURSOR_KEEP_S)

@@ -18,6 +18,7 @@ from chalicelib.clock import Clock
 from chalicelib.counters import DONE, STORE_RETRY_S, UnitMoves
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.logs import offer_ref
+from chalicelib.metrics import STORE_CREDENTIALS_REFUSED, MetricsFactory
 from chalicelib.platforms.base import (
     HoldRequest,
     Store,
@@ -58,6 +59,7 @@ class StoreHolds:
     store: Store
     moves: UnitMoves
     clock: Clock
+    metrics: MetricsFactory
     faults: FaultHook = no_faults
 
     def request(self, row: Offer, product: Product) -> HoldRequest:
@@ -82,6 +84,7 @@ class StoreHolds:
             # Refused credentials are the shop's to fix, not a store that is down: said as an error, retried alike.
             if isinstance(exc, StoreCredentialsRefused):
                 log.error("store hold for %s not placed: %s", offer_ref(row.token_id), exc)
+                self._count_refused()
             else:
                 log.warning("store hold for %s not placed yet: %s", offer_ref(row.token_id), exc)
             self.tables.reservations.store_retry_at(
@@ -117,9 +120,16 @@ class StoreHolds:
         except StoreUnavailable as exc:
             if isinstance(exc, StoreCredentialsRefused):
                 log.error("store hold for %s not released: %s", offer_ref(row.token_id), exc)
+                self._count_refused()
             else:
                 log.warning("store hold for %s not released yet: %s", offer_ref(row.token_id), exc)
             return False
         self.faults("store.after_release")
         self.moves.store_released(row)
         return True
+
+    def _count_refused(self) -> None:
+        # Flushed at once: a tap's or a sweep's invocation has no other buffer of its own to carry it.
+        buffer = self.metrics.start()
+        buffer.count(STORE_CREDENTIALS_REFUSED)
+        buffer.flush()

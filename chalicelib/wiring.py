@@ -375,6 +375,7 @@ class Services:
             clock=self.clock,
             threshold_changed=self.detector.reconsider,
             store=store,
+            metrics=self.metrics,
         )
 
     @cached_property
@@ -480,7 +481,14 @@ class Services:
         """Holds on the store itself, placed and released exactly once."""
         from chalicelib.store_holds import StoreHolds
 
-        return StoreHolds(tables=self.tables, store=self.store, moves=self.moves, clock=self.clock, faults=self.faults)
+        return StoreHolds(
+            tables=self.tables,
+            store=self.store,
+            moves=self.moves,
+            clock=self.clock,
+            metrics=self.metrics,
+            faults=self.faults,
+        )
 
     @cached_property
     def store_webhooks(self) -> StoreWebhooks:

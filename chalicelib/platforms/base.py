@@ -45,7 +45,12 @@ class StoreRefused(Exception):
 
 
 class CatalogUnavailable(Exception):
-    """The catalogue as a whole could not be read; catalogue sync changes nothing."""
+    """The catalogue as a whole could not be read; catalogue sync changes nothing. `credentials_refused` says the
+    store answered and refused our credentials (StoreCredentialsRefused), which is counted and alarmed apart."""
+
+    def __init__(self, message: str, *, credentials_refused: bool = False) -> None:
+        super().__init__(message)
+        self.credentials_refused = credentials_refused
 
 
 @dataclass(frozen=True)

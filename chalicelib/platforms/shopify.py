@@ -420,7 +420,10 @@ class ShopifyConnector:
                 self._sleep(throttled.wait_s)
                 continue
             except StoreUnavailable as exc:
-                raise CatalogUnavailable(f"Shopify's catalogue could not be read: {exc}") from None
+                raise CatalogUnavailable(
+                    f"Shopify's catalogue could not be read: {exc}",
+                    credentials_refused=isinstance(exc, StoreCredentialsRefused),
+                ) from None
             try:
                 currency = _currency(data)
                 connection = data["productVariants"]

@@ -300,7 +300,10 @@ class WooCommerceConnector:
                 elif kind == "variable":
                     yield from self._variations(product)
         except StoreUnavailable as exc:
-            raise CatalogUnavailable(f"the WooCommerce catalogue could not be read: {exc}") from exc
+            raise CatalogUnavailable(
+                f"the WooCommerce catalogue could not be read: {exc}",
+                credentials_refused=isinstance(exc, StoreCredentialsRefused),
+            ) from exc
 
     def _variations(self, parent: dict[str, Any]) -> Iterator[CatalogEntry]:
         parent_id = parent.get("id")

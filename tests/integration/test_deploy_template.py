@@ -241,6 +241,19 @@ def test_alarms_watch_dead_letters_over_promising_api_errors_and_the_sweep(packa
         assert found["TreatMissingData"] == "notBreaching"
 
 
+def test_refused_store_credentials_have_an_alarm_of_their_own(package: Package) -> None:
+    # Counted wherever a store answers 401 (tests/flows/test_store_credentials_refused.py): a key the shop must fix,
+    # alarmed apart from a store that is down, at its first refusal in a five-minute window.
+    refused = alarm(package, "StoreCredentialsRefused")
+    assert refused["Namespace"] == "BackInStock"
+    assert refused["Dimensions"] == [{"Name": "service", "Value": {"Ref": "NamePrefix"}}]
+    assert (refused["Statistic"], refused["Period"], refused["EvaluationPeriods"]) == ("Sum", 300, 1)
+    assert (refused["ComparisonOperator"], refused["Threshold"]) == ("GreaterThanThreshold", 0)
+    assert refused["TreatMissingData"] == "notBreaching"
+    assert refused["AlarmActions"] == [TOPIC] and refused["OKActions"] == [TOPIC]
+    assert refused["AlarmName"] == {"Fn::Sub": "${NamePrefix}-store-credentials-refused"}
+
+
 def test_ses_feedback_reaches_its_own_queue_and_function(package: Package) -> None:
     resources = package.template["Resources"]
     destination = resources["FeedbackEventDestination"]["Properties"]

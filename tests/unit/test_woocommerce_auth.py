@@ -14,10 +14,12 @@ Sources:
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
 
+from chalicelib.metrics import STORE_CREDENTIALS_REFUSED, MetricsFactory
 from chalicelib.platforms.base import CatalogUnavailable, StoreCredentialsRefused
 from chalicelib.platforms.woocommerce import WooCommerceConnector
 from chalicelib.store_holds import StoreHolds
@@ -104,7 +106,9 @@ def test_keys_never_go_into_a_plain_http_query() -> None:
     assert len(transport.sent) == 1 and "consumer_key" not in transport.sent[0]["query"]
 
 
-def test_a_refused_key_is_logged_as_an_error_not_as_a_store_down(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_refused_key_is_logged_as_an_error_not_as_a_store_down(
+    caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
     class Refusing:
         name = "woocommerce"
         holds_on_store = True
@@ -112,7 +116,8 @@ def test_a_refused_key_is_logged_as_an_error_not_as_a_store_down(caplog: pytest.
         def release_hold(self, reservation_id: str, ref: str | None) -> None:
             raise StoreCredentialsRefused("credentials refused: WooCommerce refused our REST API key")
 
-    holds = StoreHolds(tables=None, store=Refusing(), moves=None, clock=None)  # type: ignore[arg-type]
+    metrics = MetricsFactory("BackInStockTest")
+    holds = StoreHolds(tables=None, store=Refusing(), moves=None, clock=None, metrics=metrics)  # type: ignore[arg-type]
 
     class Row:
         token_id = "tok_1"
@@ -123,3 +128,5 @@ def test_a_refused_key_is_logged_as_an_error_not_as_a_store_down(caplog: pytest.
     (record,) = caplog.records
     assert record.levelno == logging.ERROR and "credentials refused" in record.getMessage()
     assert "not released yet" not in record.getMessage()
+    (document,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert document[STORE_CREDENTIALS_REFUSED] == [1.0]
