@@ -24,6 +24,17 @@ wrong secret; the fake uses RFC 6749 section 5.2's invalid_client.
 Webhooks: a delivery carries X-Shopify-Event-Id, the same on every delivery of one event (a retry, or a second
 subscription to the topic), and X-Shopify-Webhook-Id for the delivery itself: `redeliver` sends one again with the
 same event id and a new webhook id. https://shopify.dev/docs/apps/build/webhooks/ignore-duplicates
+Each change's delivery is returned to the caller; after `queue_webhooks(post)` it is also queued, as Shopify sends
+webhooks from its own queue, and `deliver(order=, repeat=, drop=, seed=)` posts the queue (devstack/webhook_outbox.py):
+  * late and out of order ("reversed", "shuffled"): Shopify does not guarantee ordering within a topic or across
+    topics for one resource (https://shopify.dev/docs/apps/build/webhooks, *Ordering*); bodies carry `updated_at`
+    and X-Shopify-Triggered-At to order them by;
+  * repeated: every send of one event has its body, signature, X-Shopify-Event-Id and X-Shopify-Triggered-At, and a
+    new X-Shopify-Webhook-Id (ignore-duplicates, above);
+  * retried: a delivery no send of which was answered 2xx stays queued for the next `deliver`, until 8 retries are
+    spent (https://shopify.dev/changelog/updates-to-webhook-retry-mechanism);
+  * lost (`drop`): the reason Shopify recommends reconciliation jobs (https://shopify.dev/docs/apps/build/webhooks).
+`delete_product` sends products/delete, whose body is the product's `id` alone.
 
 The draftOrders tag search shows a new draft order only `search_lag_s` after it was created (0 by default):
 Shopify does not say how soon its search shows a new object, and the connector must be safe whatever it is.
@@ -59,6 +70,7 @@ from graphql.execution.values import get_variable_values
 from chalicelib.platforms.base import StoreUnavailable
 from chalicelib.platforms.http import HttpResponse
 from chalicelib.platforms.shopify import API_VERSION
+from devstack.webhook_outbox import Delivery, Post, SendOrder, Sent, WebhookOutbox
 from support.shopify_schema import load_schema
 
 DEMO_CATALOG = Path(__file__).with_name("demo-catalog.json")
@@ -73,6 +85,9 @@ INVALID_TOKEN = "[API] Invalid API key or access token (unrecognized login or wr
 WEBHOOK_SECRET = "local-fake-shopify-secret"
 SUPPORTED_VERSIONS = ("2025-04", "2025-07", "2025-10", "2026-01")
 WEBHOOK_VERSION = "2025-10"
+# A delivery not answered 2xx is tried again 8 times over 4 hours, then given up:
+# https://shopify.dev/changelog/updates-to-webhook-retry-mechanism
+WEBHOOK_RETRIES = 8
 
 _PRICES = ("128.00", "34.00", "72.00", "24.00", "145.00")
 
@@ -176,6 +191,8 @@ class FakeShopify:
         self._last_root: str | None = None
         self._ids = itertools.count(1)
         self._draft_ids = itertools.count(1_110_000_001)
+        # None: each change's delivery is only returned, for the caller to post; see queue_webhooks.
+        self.outbox: WebhookOutbox | None = None
         self._order_ids = itertools.count(5_550_000_001)
         if catalog_path is not None:
             for product in json.loads(catalog_path.read_text())["products"]:
@@ -295,7 +312,38 @@ class FakeShopify:
             "X-Shopify-Triggered-At": _iso(self._now(), micros=True),
             "X-Shopify-API-Version": WEBHOOK_VERSION,
         }
+        if self.outbox is not None:
+            self.outbox.queue(body, headers)
         return body, headers
+
+    def queue_webhooks(self, post: Post) -> WebhookOutbox:
+        """From now on every delivery the shop produces is also queued, and posted by `deliver` through `post`
+        (devstack/webhook_outbox.py): late, in any order, repeated. The methods still return each delivery; a
+        caller using the outbox posts only through it."""
+        self.outbox = WebhookOutbox(post=post, again=self._again, settle=self._settle)
+        return self.outbox
+
+    def deliver(
+        self,
+        *,
+        order: SendOrder = "fifo",
+        repeat: int = 1,
+        drop: Callable[[Delivery], bool] | None = None,
+        seed: int = 0,
+    ) -> list[Sent]:
+        """Post the queued deliveries (WebhookOutbox.deliver). A repeat is a retry or a second subscription's copy:
+        the same body, signature, X-Shopify-Event-Id and X-Shopify-Triggered-At, a new X-Shopify-Webhook-Id. One no
+        send of which was answered 2xx stays queued for the next call, until WEBHOOK_RETRIES retries are spent."""
+        if self.outbox is None:
+            raise RuntimeError("queue_webhooks first: deliveries are returned to the caller, not queued")
+        return self.outbox.deliver(order=order, repeat=repeat, drop=drop, seed=seed)
+
+    def _again(self, delivery: Delivery) -> dict[str, str]:
+        return self.redeliver((delivery.body, delivery.headers))[1]
+
+    @staticmethod
+    def _settle(delivery: Delivery, status: int | None) -> bool:
+        return (status is not None and 200 <= status < 300) or delivery.sends > WEBHOOK_RETRIES
 
     @staticmethod
     def redeliver(request: tuple[bytes, Mapping[str, str]]) -> tuple[bytes, dict[str, str]]:
@@ -392,6 +440,13 @@ class FakeShopify:
             "category": None,
         }
         return self.webhook_request(topic, payload)
+
+    def delete_product(self, sku: str) -> tuple[bytes, dict[str, str]]:
+        """The shop deletes the product selling this SKU; the products/delete it sends, whose body is the product's
+        `id` alone (https://shopify.dev/docs/api/webhooks?reference=toml#list-products/delete)."""
+        with self._lock:
+            product = self.products.pop(self.variant(sku).product_id)
+            return self.webhook_request("products/delete", {"id": product.id})
 
     def complete_draft_order(self, ref: str, *, financial_status: str = "paid") -> tuple[bytes, dict[str, str]]:
         """The shopper pays: the draft order becomes an order, the reserved unit is sold; the orders/create sent."""

@@ -32,6 +32,14 @@ What it keeps of the real store (see chalicelib/platforms/woocommerce.py for the
     takes stock), and the plugin's GET /wp-json/wc-bisn/v1/store-check (`plugin_installed`, `unhooked`).
   * Webhooks signed as WC_Webhook::deliver does: the JSON body as PHP's json_encode writes it, base64 HMAC-SHA256
     of it in X-WC-Webhook-Signature, and the other X-WC-Webhook-* headers.
+  * Asynchronous delivery: WooCommerce hands each delivery to Action Scheduler (wc_deliver_webhook_async, the
+    woocommerce_webhook_deliver_async filter, true by default), sent on a later request in no promised order. Each
+    change's delivery is returned to the caller; after `queue_webhooks(post)` it is also queued, and
+    `deliver(order=, repeat=, drop=, seed=)` posts the queue (devstack/webhook_outbox.py), each answer applied as
+    `record_delivery` does. Never retried: a `repeat` is the store firing one change twice (a topic with several
+    hooks, https://github.com/woocommerce/woocommerce/issues/24729 and pull 25183), the same body under a new
+    X-WC-Webhook-Delivery-ID (wp_hash of the webhook id and the second it is sent). `delete_product` sends
+    product.deleted, whose body is the id alone.
 
 Never shipped to Lambda.
 """
@@ -54,6 +62,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from chalicelib.platforms.base import StoreUnavailable
 from chalicelib.platforms.http import HttpResponse
+from devstack.webhook_outbox import Delivery, Post, SendOrder, Sent, WebhookOutbox
 
 CATALOG_PATH = Path(__file__).with_name("demo-catalog.json")
 API_PREFIX = "/wp-json/wc/v3"
@@ -199,6 +208,9 @@ class FakeWooCommerce:
             webhook_id + i: Webhook(webhook_id + i, topic, "https://api.example/webhooks/woocommerce", modified=clock())
             for i, topic in enumerate(WEBHOOK_TOPICS)
         }
+        # None: each change's delivery is only returned (and kept in `sent`), for the caller to post; see
+        # queue_webhooks.
+        self.outbox: WebhookOutbox | None = None
         self._lock = threading.RLock()
         self._seed(catalog_path, stock or {})
 
@@ -360,6 +372,8 @@ class FakeWooCommerce:
                         raise RestError(409, "woocommerce_product_not_enough_stock", "Not enough stock.")
             order.billing = {name: str(customer.get(name) or "") for name in REQUIRED_BILLING}
             order.shipping = {k: v for k, v in order.billing.items() if k != "email"}
+            if str(customer.get("phone") or "").strip():  # billing_phone: optional at WC_Checkout
+                order.billing["phone"] = str(customer["phone"]).strip()
             order.shipping_total = FLAT_RATE
             order.payment_method = "bacs" if customer.get("payment_method") == "bacs" else "stripe"
             order.created_via = "store-api"
@@ -435,7 +449,53 @@ class FakeWooCommerce:
         # callers that post it themselves.
         if hook is None or hook.status == "active":
             self.sent.append((body, headers))
+            if self.outbox is not None:
+                self.outbox.queue(body, headers)
         return body, headers
+
+    def queue_webhooks(self, post: Post) -> WebhookOutbox:
+        """From now on every delivery an active webhook produces is also queued, and posted by `deliver` through
+        `post` (devstack/webhook_outbox.py): late, in any order, repeated. The methods still return each delivery;
+        a caller using the outbox posts only through it."""
+        self.outbox = WebhookOutbox(post=post, again=self._again, settle=self._settle)
+        return self.outbox
+
+    def deliver(
+        self,
+        *,
+        order: SendOrder = "fifo",
+        repeat: int = 1,
+        drop: Callable[[Delivery], bool] | None = None,
+        seed: int = 0,
+    ) -> list[Sent]:
+        """Post the queued deliveries (WebhookOutbox.deliver), each answer applied to its webhook as
+        `record_delivery` does. WooCommerce never retries: a repeat is the store firing the same change again (a
+        topic with several hooks, https://github.com/woocommerce/woocommerce/issues/24729), the same body and
+        signature under a new X-WC-Webhook-Delivery-ID, and every delivery leaves the outbox after its sends."""
+        if self.outbox is None:
+            raise RuntimeError("queue_webhooks first: deliveries are returned to the caller, not queued")
+        return self.outbox.deliver(order=order, repeat=repeat, drop=drop, seed=seed)
+
+    def _again(self, delivery: Delivery) -> dict[str, str]:
+        # wp_hash( webhook id . time() ): the second firing runs in a later second, so its delivery id differs.
+        headers = dict(delivery.headers)
+        hook_id = headers.get("X-WC-Webhook-ID", "")
+        headers["X-WC-Webhook-Delivery-ID"] = hashlib.md5(
+            f"{hook_id}{int(self.clock()) + delivery.sends}".encode()
+        ).hexdigest()
+        return headers
+
+    def _settle(self, delivery: Delivery, status: int | None) -> bool:
+        self.record_delivery(delivery.headers, status)
+        return True
+
+    def delete_product(self, sku: str) -> tuple[bytes, dict[str, str]]:
+        """The shop deletes (permanently) the product or variation with this SKU; the product.deleted delivery, whose
+        body is the product's id alone (WC_Webhook::build_payload for a deleted resource: `array( 'id' => $id )`)."""
+        with self._lock:
+            product = self.by_sku(sku)
+            del self.products[product.id]
+            return self.webhook_request("product.deleted", {"id": product.id})
 
     def webhook_for(self, topic: str) -> Webhook | None:
         """The webhook subscribed to a topic, if the shop made one."""
