@@ -322,6 +322,8 @@ class Stack:
         self.services = services
         # The fake Shopify and WooCommerce (devstack/stores.py), and where the API process learns the platform.
         self.stores = stores
+        if stores is not None:
+            stores.deliver = self.deliver_order_webhook
         self.shared_platform = shared_platform
         if shared_platform is not None:
             shared_platform.write(services.settings.platform)
@@ -508,6 +510,14 @@ class Stack:
         path = PLATFORM_WEBHOOK.format(platform=self.platform)
         answer = self.api.request("POST", path, body.decode("utf-8"), headers)
         return webhook_id, json.loads(body), answer
+
+    def deliver_order_webhook(self, request: tuple[bytes, dict[str, str]]) -> int:
+        """An order webhook the fake WooCommerce sends by itself (its own checkout took the order), to its route;
+        the API's status."""
+        body, headers = request
+        with self.lock:
+            answer = self.api.request("POST", PLATFORM_WEBHOOK.format(platform="woocommerce"), body.decode(), headers)
+        return answer.status
 
     def store_counts(self, sku: str) -> dict[str, int]:
         """The active store's own available and reserved units of a SKU (Conflict on generic: no store of ours)."""

@@ -3,10 +3,12 @@ catalogue, and the ways the app reaches them.
 
 In the stack's own process (console, notifier, sweep) the connectors reach the fakes in process, by the host of
 the URL they build; the API process reaches them over HTTP, each fake served on a port of this machine (Shopify's
-`https://<shop>.myshopify.com/admin/...` is sent there). Each served fake also answers its checkout pages (a
-Shopify invoice, a WooCommerce claim link) by sending the shopper on to the console's checkout for that reservation,
-where paying completes the draft order, or checks out the claimed draft order with the demo shopper's address, and
-delivers the store's signed webhook.
+`https://<shop>.myshopify.com/admin/...` is sent there). Each served fake also answers its checkout pages. A
+Shopify invoice sends the shopper on to the console's checkout for that reservation, where paying completes the
+draft order and delivers the store's signed webhook. A WooCommerce claim link lands on the fake shop's own checkout
+(devstack/woo_checkout.py), where the shopper types their address and email and places the order; the fake then
+delivers its order webhook to the app through `deliver` (the stack connects it). The console's own shortcut,
+`pay`, checks a WooCommerce draft out with the demo shopper's address.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 from chalicelib.config import Settings
 from chalicelib.errors import UnknownSku
 from chalicelib.platforms.http import HttpResponse, Transport, UrllibTransport
-from devstack import fake_shopify, fake_woocommerce
+from devstack import fake_shopify
 from devstack.fake_shopify import FakeShopify
 from devstack.fake_woocommerce import FakeWooCommerce
+from devstack.woo_checkout import Deliver, WooCheckout
 
 PLATFORMS = ("generic", "shopify", "woocommerce")
 STORE_PLATFORMS = ("shopify", "woocommerce")
@@ -99,6 +102,9 @@ class LocalStores:
             **{k: v for k, v in woo.items() if v},
         )
         self._lock = threading.RLock()
+        # Where a store's own checkout sends the order webhook it produces: the app's API, once the stack is up.
+        self.deliver: Deliver | None = None
+        self.woo_checkout = WooCheckout(self.woocommerce, self._lock, lambda: self.deliver, settings.shop_name)
 
     # --- reaching them
 
@@ -158,43 +164,29 @@ class LocalStores:
 
     # --- served over HTTP
 
-    def checkout_for(self, platform: str, path: str) -> str | None:
-        """The console's checkout for the hold whose store checkout page has this path, or None."""
-        reservation_id: str | None = None
-        if platform == "shopify":
-            draft = self.shopify.draft_for_invoice(path)
-            if draft is not None:
-                attribute = next((a for a in draft.custom_attributes if a.get("value")), None)
-                reservation_id = attribute["value"] if attribute else None
-        else:
-            # A claim link (the plugin's, on the shop's home URL): its draft order is the hold's.
-            try:
-                order_id = self.woocommerce.claim(f"{self.woocommerce.store_url}{path}")
-            except fake_woocommerce.RestError:
-                return None
-            order = self.woocommerce.orders.get(order_id)
-            if order is not None:
-                reservation_id = next(
-                    (str(m["value"]) for m in order.meta if m["key"] == fake_woocommerce.RESERVATION_META_KEY), None
-                )
-        if not reservation_id:
+    def checkout_for(self, path: str) -> str | None:
+        """The console's checkout for the hold whose Shopify invoice has this path, or None."""
+        draft = self.shopify.draft_for_invoice(path)
+        attribute = next((a for a in draft.custom_attributes if a.get("value")), None) if draft else None
+        if attribute is None:
             return None
-        return f"{self.console_base}/checkout?{urlencode({'reservation': reservation_id, 'store': platform})}"
+        query = urlencode({"reservation": attribute["value"], "store": "shopify"})
+        return f"{self.console_base}/checkout?{query}"
 
     def site(self, platform: str) -> Callable[[dict[str, Any], Callable[..., Any]], Iterator[bytes] | list[bytes]]:
-        """A fake as a WSGI app: its API, and its checkout pages sending the shopper on to the console's checkout."""
+        """A fake as a WSGI app: its API and its checkout pages (Shopify's invoice sending the shopper on to the
+        console's checkout; WooCommerce's claim link, checkout and order received, devstack/woo_checkout.py)."""
         api = self.store(platform).wsgi_app
 
         def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterator[bytes] | list[bytes]:
             path = str(environ.get("PATH_INFO", ""))
-            if platform == "shopify":
-                is_checkout = "/invoices/" in path
-            else:
-                query = str(environ.get("QUERY_STRING") or "")
-                is_checkout = path in ("", "/") and "bisn_claim=" in query
-                path = f"{path or '/'}?{query}"
-            if environ.get("REQUEST_METHOD") == "GET" and is_checkout:
-                target = self.checkout_for(platform, path)
+            method = str(environ.get("REQUEST_METHOD", "GET"))
+            if platform == "woocommerce":
+                if self.woo_checkout.handles(method, path, str(environ.get("QUERY_STRING") or "")):
+                    return self.woo_checkout(environ, start_response)
+                return api(environ, start_response)
+            if method == "GET" and "/invoices/" in path:
+                target = self.checkout_for(path)
                 if target is None:
                     start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
                     return [b"This store has no such checkout.\n"]

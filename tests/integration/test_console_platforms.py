@@ -172,16 +172,25 @@ def test_on_a_store_platform_restock_hold_and_payment_go_through_the_store(
     assert store_counts(console, THROW) == {"available": 0, "reserved": 1}
     assert the_offer(console, THROW)["state"] == "held"
 
-    # The store's checkout page sends the shopper on to the console's checkout for that reservation.
+    # The store's checkout page: Shopify's invoice sends the shopper on to the console's checkout for that
+    # reservation; WooCommerce's claim link puts the held draft in their session and lands on the shop's checkout.
     assert stack.stores is not None
     checkout = urlsplit(held.headers["Location"])
-    page = WsgiClient(stack.stores.site(platform)).get(checkout.path, query_string=checkout.query)
-    assert page.status_code == 302
-    target = urlsplit(page.headers["Location"])
-    assert f"{target.scheme}://{target.netloc}{target.path}" == f"{ORIGIN}/checkout"
-    assert parse_qs(target.query)["reservation"] == [offer["reservation_id"]]
+    site = WsgiClient(stack.stores.site(platform))
+    page = site.get(checkout.path, query_string=checkout.query)
+    if platform == "shopify":
+        assert page.status_code == 302
+        target = urlsplit(page.headers["Location"])
+        assert f"{target.scheme}://{target.netloc}{target.path}" == f"{ORIGIN}/checkout"
+        assert parse_qs(target.query)["reservation"] == [offer["reservation_id"]]
+    else:
+        assert page.status_code == 303
+        assert page.headers["Location"] == f"{stack.stores.woocommerce.store_url}/checkout/"
+        form = site.get("/checkout/").get_data(as_text=True)
+        assert f"SKU {THROW}" in form
+        assert "name='billing_address_1'" in form
 
-    # Paying completes the store's order; its signed order webhook converts the hold.
+    # The console's shortcut pays: the store completes its order; its signed order webhook converts the hold.
     paid = post(console, "/api/orders", {"reservation_id": offer["reservation_id"]}).get_json()
     assert paid["api"]["status"] == 200, paid
     assert paid["api"]["body"]["status"] == "orders"
@@ -219,3 +228,88 @@ def test_store_counts_of_an_unknown_sku_are_404_and_paying_without_a_hold_is_ref
     refused = post(console, "/api/orders", {"reservation_id": the_offer(console, THROW)["reservation_id"]})
     assert refused.status_code == 409
     assert refused.get_json()["error"] == "no_store_hold"
+
+
+ADDRESS = {
+    "billing_first_name": "Grace",
+    "billing_last_name": "Hopper",
+    "billing_country": "IE",
+    "billing_address_1": "4 Harbour Row",
+    "billing_city": "Cobh",
+    "billing_postcode": "P24 X998",
+    "billing_phone": "+353 21 481 1000",
+    "billing_email": "grace@example.org",
+}
+
+
+def test_on_woocommerce_the_shop_checkout_asks_for_the_address_then_pays_and_converts(
+    console: FlaskClient, api: Client, stack: Stack
+) -> None:
+    switch(console, "woocommerce")
+    tap(api, THROW, "email", "ada@example.com")
+    post(console, "/api/restock", {"sku": THROW, "available": 1})
+    post(console, "/api/run/notifier")
+    offer = the_offer(console, THROW)
+    held = tap_link(api, stack.services.tokens.reserve(offer["reservation_id"]))
+    assert stack.stores is not None
+    woo = stack.stores.woocommerce
+    order = woo.order_for(offer["reservation_id"])
+    assert order is not None and order.status == "checkout-draft"
+    site = WsgiClient(stack.stores.site("woocommerce"))
+    claim = urlsplit(held.headers["Location"])
+    assert site.get(claim.path, query_string=claim.query).status_code == 303
+
+    # Only a name and an email: WC_Checkout's notices for each missing address field; what was typed stays.
+    partial = {k: ADDRESS[k] for k in ("billing_first_name", "billing_last_name", "billing_email")}
+    refused = site.post("/checkout/", data=partial)
+    page = refused.get_data(as_text=True)
+    assert refused.status_code == 200
+    for label in ("Street address", "Town / City", "Postcode / ZIP", "Country / Region"):
+        assert f"Billing {label} is a required field." in page
+    assert "Billing First name is a required field." not in page
+    assert "value='Grace'" in page and "value='grace@example.org'" in page
+    assert (
+        "id='billing_city' name='billing_city' autocomplete='address-level2' aria-required='true' aria-invalid" in page
+    )
+    assert order.status == "checkout-draft" and order.date_paid is None
+    assert the_offer(console, THROW)["state"] == "held"
+
+    # The whole address: the draft is paid with it, the order webhook reaches the app and the hold converts.
+    placed = site.post("/checkout/", data=ADDRESS)
+    assert placed.status_code == 303
+    received = urlsplit(placed.headers["Location"])
+    assert received.path == f"/checkout/order-received/{order.id}/"
+    thanks = site.get(received.path, query_string=received.query).get_data(as_text=True)
+    assert "Thank you. Your order has been received." in thanks
+    assert f"<strong id='order-number'>{order.id}</strong>" in thanks
+    paid = woo.orders[order.id]  # the same order, read again now that the checkout has changed it
+    assert paid.status == "processing" and paid.date_paid is not None
+    assert paid.billing == {
+        "first_name": "Grace",
+        "last_name": "Hopper",
+        "address_1": "4 Harbour Row",
+        "city": "Cobh",
+        "postcode": "P24 X998",
+        "country": "IE",
+        "email": "grace@example.org",
+        "phone": "+353 21 481 1000",
+    }
+    assert the_offer(console, THROW)["state"] == "converted"
+    assert store_counts(console, THROW) == {"available": 0, "reserved": 0}
+    hook = woo.webhook_for("order.updated")
+    assert hook is not None and hook.failure_count == 0  # the app's answer to the delivery was recorded
+
+    # The cart is empty now: the checkout says so, and posting again pays nothing twice.
+    again = site.post("/checkout/", data=ADDRESS).get_data(as_text=True)
+    assert "Your cart is currently empty." in again
+    # A key that is not the order's shows nothing of it.
+    assert site.get(received.path, query_string="key=wc_order_wrong").status_code == 404
+
+
+def test_a_claim_link_that_was_altered_or_has_ended_gets_the_plugins_page(console: FlaskClient, stack: Stack) -> None:
+    assert stack.stores is not None
+    site = WsgiClient(stack.stores.site("woocommerce"))
+    answer = site.get("/", query_string="bisn_claim=r1&bisn_order=501&bisn_expires=9999999999&bisn_sig=00")
+    assert answer.status_code == 400
+    assert "This link is not complete." in answer.get_data(as_text=True)
+    assert site.get("/checkout/").get_data(as_text=True).count("Your cart is currently empty.") == 1
