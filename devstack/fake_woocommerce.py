@@ -374,8 +374,6 @@ class FakeWooCommerce:
             order.shipping = {k: v for k, v in order.billing.items() if k != "email"}
             if str(customer.get("phone") or "").strip():  # billing_phone: optional at WC_Checkout
                 order.billing["phone"] = str(customer["phone"]).strip()
-            if str(customer.get("phone") or "").strip():  # billing_phone: optional at WC_Checkout
-                order.billing["phone"] = str(customer["phone"]).strip()
             order.shipping_total = FLAT_RATE
             order.payment_method = "bacs" if customer.get("payment_method") == "bacs" else "stripe"
             order.created_via = "store-api"
