@@ -13,6 +13,7 @@ from chalice.test import Client
 
 from chalicelib.aws import Aws
 from chalicelib.config import settings_from_env
+from chalicelib.platforms.woocommerce import WooCommerceConnector
 from chalicelib.tables.reservations import Offer
 from chalicelib.wiring import Services
 from devstack import fake_shopify
@@ -132,3 +133,15 @@ def join(shop: Shop, sku: str, email: str) -> None:
     )
     assert response.status_code == 202, response.body
     confirm_by_email(shop.client, shop.services, email)
+
+
+def woocommerce_connector(store: FakeWooCommerce) -> WooCommerceConnector:
+    """The WooCommerce connector talking straight to `store` (its own keys and secret), never sleeping on a retry."""
+    return WooCommerceConnector(
+        store_url=store.store_url,
+        consumer_key=lambda: store.consumer_key,
+        consumer_secret=lambda: store.consumer_secret,
+        webhook_secrets=lambda: (store.webhook_secret,),
+        transport=store.transport(),
+        sleep=lambda s: None,
+    )

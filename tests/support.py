@@ -5,6 +5,7 @@ Restocks, places and offers are written by tests/builders.py; stage settings com
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -169,3 +170,17 @@ def stored(services: Any) -> dict[str, list[str]]:
         name: sorted(repr(sorted(item.items())) for page in pages.paginate(TableName=name) for item in page["Items"])
         for name in dynamodb.meta.client.list_tables()["TableNames"]
     }
+
+
+def emitted(out: str, metric: str) -> int:
+    """How much of `metric` the EMF documents printed in `out` count."""
+    total = 0
+    for line in out.splitlines():
+        try:
+            document = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(document, dict) and "_aws" in document:
+            value = document.get(metric, 0)
+            total += int(sum(value) if isinstance(value, list) else value)
+    return total

@@ -9,7 +9,6 @@ The stores are devstack's fakes, with metrics enabled so the EMF documents the f
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -22,7 +21,7 @@ from chalicelib.tables.reservations import OfferState, StoreState
 from devstack.clocks import FixedClock
 from tests.notices import drain
 from tests.platforms import THROW, Shop, join, platform_shop
-from tests.support import tap_link
+from tests.support import emitted, tap_link
 
 
 @pytest.fixture(params=["shopify", "woocommerce"])
@@ -38,20 +37,6 @@ def refuse_credentials(shop: Shop) -> None:
         shop.store.access_token = "shpat_rotated_elsewhere"
     else:
         shop.store.consumer_secret = "cs_rotated_elsewhere"
-
-
-def emitted(out: str, metric: str) -> int:
-    """How much of `metric` the EMF documents printed in `out` count."""
-    total = 0
-    for line in out.splitlines():
-        try:
-            document = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(document, dict) and "_aws" in document:
-            value = document.get(metric, 0)
-            total += int(sum(value) if isinstance(value, list) else value)
-    return total
 
 
 def offered(shop: Shop) -> None:

@@ -20,7 +20,7 @@ from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.flows.test_manage_flow import code_for, form_for, forms
 from tests.notices import drain, sms_outbox
-from tests.support import CHAIR, app_client, queued_bodies, queued_messages, rebuilt
+from tests.support import CHAIR, app_client, emitted, queued_bodies, queued_messages, rebuilt
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 JSON = {"Content-Type": "application/json"}
@@ -65,20 +65,6 @@ def codes_queued(services: Services) -> int:
 def sku(services: Services) -> str:
     services.tables.catalog.upsert("CHAIR-WALNUT", dict(CHAIR))
     return "CHAIR-WALNUT"
-
-
-def emitted(out: str, metric: str) -> int:
-    """How much of `metric` the EMF documents printed in `out` count."""
-    total = 0
-    for line in out.splitlines():
-        try:
-            document = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(document, dict) and "_aws" in document:
-            value = document.get(metric, 0)
-            total += int(sum(value) if isinstance(value, list) else value)
-    return total
 
 
 # --- 1. A switch only from a confirmed place.

@@ -17,8 +17,8 @@ import pytest
 
 from chalicelib.platforms import base
 from chalicelib.platforms.base import HoldRequest, StoreRefused, StoreUnavailable
-from chalicelib.platforms.woocommerce import WooCommerceConnector
 from devstack.fake_woocommerce import DEMO_CUSTOMER, FakeWooCommerce, RestError
+from tests.platforms import woocommerce_connector as connector
 
 NOW = 1_800_000_000.0
 WINDOW = 30 * 60
@@ -40,17 +40,6 @@ def clock() -> Clock:
 @pytest.fixture
 def store(clock: Clock) -> FakeWooCommerce:
     return FakeWooCommerce(store_url="https://shop.example", stock={"WW-THROW-OAT": 1, "WW-CARDI-RUST": 2}, clock=clock)
-
-
-def connector(store: FakeWooCommerce) -> WooCommerceConnector:
-    return WooCommerceConnector(
-        store_url=store.store_url,
-        consumer_key=lambda: store.consumer_key,
-        consumer_secret=lambda: store.consumer_secret,
-        webhook_secrets=lambda: (store.webhook_secret,),
-        transport=store.transport(),
-        sleep=lambda s: None,
-    )
 
 
 def hold(store: FakeWooCommerce, sku: str = "WW-THROW-OAT", reservation_id: str = "res_1") -> base.StoreHold:

@@ -26,6 +26,7 @@ from chalicelib.platforms.levels import StockQuery
 from chalicelib.platforms.woocommerce import PER_PAGE, UNTRACKED_IN_STOCK, WooCommerceConnector
 from chalicelib.platforms.woocommerce_levels import WooCommerceLevels
 from devstack.fake_woocommerce import FakeWooCommerce, Product
+from tests.platforms import woocommerce_connector as connector
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "woocommerce"
 STOCK = {"WW-THROW-OAT": 2, "WW-CARDI-RUST": 1, "WW-CARDI-RUST-L": 4, "WW-BEANIE-MOSS-CHARCOAL": 3}
@@ -35,17 +36,6 @@ API = "/wp-json/wc/v3"
 @pytest.fixture
 def store() -> FakeWooCommerce:
     return FakeWooCommerce(store_url="https://shop.example", stock=STOCK)
-
-
-def connector(store: FakeWooCommerce) -> WooCommerceConnector:
-    return WooCommerceConnector(
-        store_url=store.store_url,
-        consumer_key=lambda: store.consumer_key,
-        consumer_secret=lambda: store.consumer_secret,
-        webhook_secrets=lambda: (store.webhook_secret,),
-        transport=store.transport(),
-        sleep=lambda s: None,
-    )
 
 
 def query(store: FakeWooCommerce, sku: str) -> StockQuery:
