@@ -349,11 +349,10 @@ OWN_LINK_EXPIRED = PageText(
     EXPIRED_TITLE,
     "For your privacy, this link only works for a while. Use the link in your most recent message.",
 )
-# A shopper's own link signed before they signed out everywhere.
+# A shopper's own link issued before they switched off their links.
 SIGNED_OUT = PageText(
-    "This link was signed out",
-    "This link to your requests was switched off when you chose to sign out everywhere. "
-    "Use the link in the next message we send you.",
+    "This link was switched off",
+    "This link to your requests was switched off at your request. Use the link in the next message we send you.",
 )
 
 

@@ -41,6 +41,15 @@ from chalicelib.tokens import TokenExpired, TokenInvalid, TokenRevoked, Tokens
 from chalicelib.web import cross_site
 
 MAX_FORM_BYTES = 4096
+# Switching off one's links is not unsubscribing, and its words must never read as such in any language: a shopper
+# who thinks they left would keep receiving messages (tests/unit/test_glossary.py keeps the two apart).
+SWITCH_OFF_HEADING = "Someone else has this link?"
+SWITCH_OFF_WARNING = (
+    "This switches off every link to this page we have sent you. You stay on your lists, and our next message "
+    "brings a new link."
+)
+SWITCH_OFF_BUTTON = "Switch off my links to this page"
+SWITCHED_OFF_TITLE = "Your old links are switched off"
 SIGNED_OUT_DONE = (
     "Every link to this page we sent you so far no longer works. Your places in line are kept; "
     "the next message we send you carries a new link."
@@ -313,7 +322,7 @@ class SelfService:
             return redirect(f"{self.manage.link_token(result.new_key)}?done=switched")
         if action == "signout":
             self.manage.sign_out(key)
-            return self._page(200, lang, "You are signed out everywhere", tr(lang, SIGNED_OUT_DONE))
+            return self._page(200, lang, SWITCHED_OFF_TITLE, tr(lang, SIGNED_OUT_DONE))
         assert action in ACTIONS  # check_form refused anything else
         self.optouts.opt_out(key, "unsubscribe")
         return redirect(f"{token}?done=stopped")
@@ -416,11 +425,14 @@ class SelfService:
                 f"<button type=submit>{html.escape(tr(lang, 'Unsubscribe and leave every list'))}</button></form>"
                 "</section>"
             )
-        warning = tr(lang, "If someone else may have this link, this stops every link to this page we have sent you.")
-        parts.append(
-            f'<section><h2>{html.escape(tr(lang, "Sign out everywhere"))}</h2><form method="post" action="">'
-            f"{self._hidden(key, 'signout')}<p>{html.escape(warning)}</p>"
-            f'<button type=submit class="quiet">{html.escape(tr(lang, "Sign out everywhere"))}</button></form>'
-            "</section>"
-        )
+        if view.places:
+            # Only a page that shows places has anything a stranger holding its link could see or change; with none,
+            # switching the links off would protect nothing, so the page does not offer it.
+            parts.append(
+                f"<section><h2>{html.escape(tr(lang, SWITCH_OFF_HEADING))}</h2>"
+                f'<form method="post" action="">{self._hidden(key, "signout")}'
+                f"<p>{html.escape(tr(lang, SWITCH_OFF_WARNING))}</p>"
+                f'<button type=submit class="quiet">{html.escape(tr(lang, SWITCH_OFF_BUTTON))}</button></form>'
+                "</section>"
+            )
         return "".join(parts)

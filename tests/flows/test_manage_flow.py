@@ -134,7 +134,9 @@ def test_stop_everything_from_the_page(client: Client, services: Services, clock
     assert services.tables.optout.get(s.requests[0].contact_key)["source"] == "unsubscribe"
     page = client.http.get(url).body.decode()
     assert "You have unsubscribed" in page
-    assert [f["action"] for f in forms(client.http.get(url).body)] == ["signout"]
+    # Nothing is left on the page for a stranger with its link to see or change, so it offers no switching off.
+    assert [f["action"] for f in forms(client.http.get(url).body)] == []
+    assert "Switch off my links" not in page
 
 
 def unchanged(s: Scene) -> tuple[Any, ...]:
@@ -342,10 +344,12 @@ def test_a_switch_needs_the_code_and_wrong_codes_are_capped(
 def test_signing_out_everywhere_refuses_every_older_link(client: Client, services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=1)
     url = me(services, s.requests[0])
-    response = post(client, url, form_for(client.http.get(url).body, "signout"))
-    assert response.status_code == 200 and "signed out everywhere" in response.body.decode()
+    page = client.http.get(url).body.decode()
+    assert "Switch off my links to this page" in page and "Sign out" not in page
+    response = post(client, url, form_for(page.encode(), "signout"))
+    assert response.status_code == 200 and "Your old links are switched off" in response.body.decode()
     old = client.http.get(url)
-    assert old.status_code == 410 and "signed out" in old.body.decode()
+    assert old.status_code == 410 and "This link was switched off" in old.body.decode()
     assert post(client, url, {"action": "stop"}).status_code == 410
     # The next message carries a link at the new version, which works.
     fresh = f"/me/{services.manage.link_token(s.requests[0].contact_key)}"
