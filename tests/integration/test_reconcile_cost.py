@@ -2,7 +2,7 @@
 catalogue (chalicelib/reconcile.py, docs/PLATFORMS.md "No missed restock", docs/SCALE.md).
 
 Items are counted as DynamoDB bills a read: every item a Query or Scan reads (ScannedCount, before any filter), every
-item a GetItem, BatchGetItem or TransactGetItems returns. The store is the Shopify fake with 200 products.
+item a GetItem, BatchGetItem or TransactGetItems returns. The store is the Shopify fake with 60 products.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from chalicelib.sweep import ROLL_UP_EVERY_S
 from devstack.clocks import FixedClock
 from tests.platforms import Shop, join, platform_shop
 
-CATALOGUE = 200
-SOLD_OUT = 100  # of the catalogue, out of stock with nobody waiting: in by-demand, at a waiting count of 0
+CATALOGUE = 60
+SOLD_OUT = 30  # of the catalogue, out of stock with nobody waiting: in by-demand, at a waiting count of 0
 
 
 class ItemsRead:
