@@ -21,7 +21,20 @@ from chalicelib.leaving import GONE, HOLDING
 
 # The columns of each list's CSV (the JSON list they come from is named beside them).
 CSV_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "demand": ("skus", ("sku", "name", "waiting", "new_in_period", "restock_hint")),
+    "demand": (
+        "skus",
+        (
+            "sku",
+            "name",
+            "waiting",
+            "unconfirmed",
+            "new_in_period",
+            "threshold",
+            "notify_from",
+            "restock_hint",
+            "advice",
+        ),
+    ),
     "demand_daily": ("daily", ("date", "new")),
     "restocks": (
         "restocks",
@@ -43,7 +56,7 @@ CSV_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "by_channel": ("by_channel", ("channel", "notified", "bought", "rate")),
     "restock": ("funnel", ("stage", "count")),
-    "waiting": ("entries", ("position", "contact", "channel", "state", "joined_at", "action")),
+    "waiting": ("entries", ("position", "contact", "channel", "state", "unconfirmed", "joined_at", "action")),
     "queues": ("queues", ("name", "dlq_depth")),
     "alarms": ("alarms", ("name", "state")),
 }
@@ -105,7 +118,10 @@ class AdminApi:
 
     def demand(self, params: Mapping[str, str]) -> dict[str, Any]:
         """GET /admin/api/demand."""
-        return self.dashboard.demand(period_of(params, self._today()))
+        settings = self.contacts.desk.settings
+        return self.dashboard.demand(
+            period_of(params, self._today()), now=self.clock.now(), confirm_days=settings.email_confirm_days
+        )
 
     def restocks(self, params: Mapping[str, str]) -> dict[str, Any]:
         """GET /admin/api/restocks."""

@@ -76,6 +76,8 @@ class ContactSupport:
         contact, keys = self.desk.contact_keys(raw)
         key = keys[0]
         places = self.desk.places(keys)
+        # Passed over at every restock until the address confirms (the notifier's SkipReason.UNCONFIRMED).
+        unconfirmed = {p.sku for p in places if p.live and p.unconfirmed}
         skus = sorted({p.sku for p in places} | {str(f["sku"]) for f in self.desk.facts(keys)})
         skus = [sku for sku in skus if not sku.startswith("@")]
         opted = self.desk.opt_outs(keys)
@@ -84,7 +86,14 @@ class ContactSupport:
         for sku in skus:
             explanation = self.desk.explain(sku, raw)
             if explanation.state is not None:
-                rows.append({"sku": sku, "state": explanation.state, "position": _position(explanation.place)})
+                rows.append(
+                    {
+                        "sku": sku,
+                        "state": explanation.state,
+                        "position": _position(explanation.place),
+                        "unconfirmed": sku in unconfirmed,
+                    }
+                )
             for verdict in explanation.restocks:
                 decisions.append(
                     {

@@ -1,8 +1,8 @@
 """What the dashboard shows: demand, restocks and their funnel, and a SKU's waiting list (contacts masked).
 
 Every figure comes from an index or a tally, never a table scan (docs/ADMIN.md, "What a page view costs"):
-demand from the catalogue's sparse index by-demand and each listed SKU's joins in the period (one range Query of
-its list's sort key); restocks from the restocks' sparse index by-opened (one Query per month) with the funnel
+demand from the catalogue's sparse index by-demand and each listed SKU's joins in the period and in the days an
+unconfirmed place can last (range Queries of its list's sort key); restocks from the restocks' sparse index by-opened (one Query per month) with the funnel
 tallied on each restock as it happens (chalicelib/counters.py); a waiting list a page at a time.
 """
 
@@ -27,6 +27,60 @@ WAITING_PAGE = 50  # places on one page of a waiting list
 FUNNEL = ("notified", "held", "bought")
 # A person can be taken off a list by staff while waiting or offered (the offer passes on); a holder keeps the unit.
 REMOVABLE = (RequestState.WAITING, RequestState.OFFERED)
+
+
+# What the waiting list says of a place its email address has not confirmed yet: the notifier passes it over
+# (SkipReason.UNCONFIRMED, as the support desk explains it), so a unit goes to someone behind it.
+UNCONFIRMED_NOTE = (
+    "Email not confirmed yet: passed over at a restock until the address confirms (the place is kept), "
+    "so people behind it are told first."
+)
+
+
+@dataclass(frozen=True)
+class RestockAdvice:
+    """What stock level tells whom, for an out-of-stock product (the rule is chalicelib/detect.py `decide`).
+
+    Detection opens a restock only when the shelf level crosses from below the threshold to at least it, and the
+    restock has as many units as that level; the shelf level is the store's own plus the units our holds keep on
+    the store (`store_held`). Each unit tells one person, oldest place first, passing over the places whose email
+    address has not confirmed them. So a store level below `notify_from` tells nobody, and `restock_to` tells every
+    confirmed place waiting now.
+    """
+
+    notify_from: int
+    restock_to: int
+    confirmed: int
+    text: str
+
+
+def restock_advice(*, threshold: int, store_held: int, waiting: int, unconfirmed: int) -> RestockAdvice:
+    """The advice for a product out of stock with `waiting` live places, `unconfirmed` of them unconfirmed emails."""
+    confirmed = max(waiting - unconfirmed, 0)
+    notify_from = max(threshold - store_held, 0)
+    restock_to = max(threshold, confirmed) - store_held
+    parts = []
+    if notify_from > 1:
+        parts.append(f"Below {notify_from} units nobody is told (the notify threshold is {threshold}).")
+    if confirmed == 0:
+        parts.append(f"A stock level of {notify_from} or more opens a restock, but nobody waiting has confirmed yet.")
+    elif restock_to == notify_from:
+        everyone = "the 1 confirmed person" if confirmed == 1 else f"all {confirmed} confirmed people"
+        parts.append(f"A stock level of {restock_to} tells {everyone} waiting.")
+    else:
+        # A restock opened at notify_from has `threshold` units: one notice each.
+        first = "the first confirmed person" if threshold == 1 else f"the first {threshold} confirmed people"
+        parts.append(
+            f"A stock level of {notify_from} tells {first} in line, one per unit; "
+            f"{restock_to} tells all {confirmed} confirmed."
+        )
+    if store_held:
+        unit = "1 unit" if store_held == 1 else f"{store_held} units"
+        parts.append(f"These are the store's own levels: the {unit} our holds keep on the store count too.")
+    if unconfirmed:
+        places = "1 unconfirmed email place is" if unconfirmed == 1 else f"{unconfirmed} unconfirmed email places are"
+        parts.append(f"{places} passed over until confirmed.")
+    return RestockAdvice(notify_from=notify_from, restock_to=restock_to, confirmed=confirmed, text=" ".join(parts))
 
 
 def _sold_out_seconds(restock: Restock, tally: RestockTally) -> int | None:
@@ -55,22 +109,49 @@ class Dashboard:
 
     # --- Demand
 
-    def demand(self, period: Period) -> dict[str, Any]:
-        """Most-wanted out-of-stock products, people who joined each list in the period, and joins per day."""
+    def _joins(self, sku: str, period: Period, recent: tuple[str, str]) -> tuple[list[str], int]:
+        """The join stamps of the period, and how many live places are unconfirmed: an unconfirmed place goes when
+        its confirmation days run out, so all of them joined within `recent`. One Query when the two ranges meet
+        (the default period holds `recent`), else one each."""
         start, end = iso(period.start), iso(period.end) + "~"
+        if start <= recent[1] and recent[0] <= end:
+            rows = self.tables.requests.joined_between(sku, min(start, recent[0]), max(end, recent[1]))
+            in_period, in_recent = rows, rows
+        else:
+            in_period = self.tables.requests.joined_between(sku, start, end)
+            in_recent = self.tables.requests.joined_between(sku, *recent)
+        stamps = [stamp for stamp, _ in in_period if start <= stamp <= end]
+        return stamps, sum(1 for stamp, unconfirmed in in_recent if unconfirmed and recent[0] <= stamp)
+
+    def demand(self, period: Period, *, now: float, confirm_days: int) -> dict[str, Any]:
+        """Most-wanted out-of-stock products, people who joined each list in the period, and joins per day; with
+        each product's unconfirmed email places and what stock level would tell whom."""
+        # A day more than the confirmation days: the sweep takes an expired place a little after its ttl.
+        recent = (iso(now - (confirm_days + 1) * 86400), iso(now) + "~")
         daily: Counter[str] = Counter()
         skus = []
         for product in self.tables.catalog.demand(limit=DEMAND_SKUS):
-            joined = self.tables.requests.joined_between(product.sku, start, end)
+            joined, unconfirmed = self._joins(product.sku, period, recent)
             daily.update(stamp[:10] for stamp in joined)
+            # The shards and the Query are read apart: never more unconfirmed than waiting.
+            unconfirmed = min(unconfirmed, product.waiting_count)
+            advice = restock_advice(
+                threshold=product.threshold,
+                store_held=product.store_held,
+                waiting=product.waiting_count,
+                unconfirmed=unconfirmed,
+            )
             skus.append(
                 {
                     "sku": product.sku,
                     "name": product.name or product.sku,
                     "waiting": product.waiting_count,
+                    "unconfirmed": unconfirmed,
                     "new_in_period": len(joined),
-                    # Units that would let everyone in line buy one.
-                    "restock_hint": product.waiting_count,
+                    "threshold": product.threshold,
+                    "notify_from": advice.notify_from,
+                    "restock_hint": advice.restock_to,
+                    "advice": advice.text,
                 }
             )
         return {
@@ -172,6 +253,8 @@ class Dashboard:
                         "contact": mask(request.contact),
                         "channel": request.channel,
                         "state": str(request.state),
+                        "unconfirmed": request.unconfirmed,
+                        "note": UNCONFIRMED_NOTE if request.unconfirmed else None,
                         "joined_at": request.joined_ts.split("#", 1)[0],
                         "action": "remove" if request.state in REMOVABLE else None,
                         "ref": seal({"j": request.joined_ts}),

@@ -486,12 +486,21 @@ class RequestsTable:
         items = query_all(self.table, IndexName="by-contact", KeyConditionExpression=Key("contact_key").eq(contact_key))
         return [Request.from_item(item) for item in items]
 
-    def joined_between(self, sku: str, start_ts: str, end_ts: str) -> list[str]:
-        """The join stamps of places on a SKU's list that joined in [start_ts, end_ts] and are still kept (any
-        state): one Query over that range of the sort key, projecting only the stamp (the dashboard's demand)."""
+    def joined_between(self, sku: str, start_ts: str, end_ts: str) -> list[tuple[str, bool]]:
+        """The places on a SKU's list that joined in [start_ts, end_ts] and are still kept (any state), each as its
+        join stamp and whether it is a live place its email address has not confirmed yet: one Query over that range
+        of the sort key, projecting only those (the dashboard's demand)."""
         condition = Key("sku").eq(sku) & Key("joined_ts").between(start_ts, end_ts)
-        items = query_all(self.table, KeyConditionExpression=condition, ProjectionExpression="joined_ts")
-        return [str(item["joined_ts"]) for item in items]
+        items = query_all(
+            self.table,
+            KeyConditionExpression=condition,
+            ProjectionExpression="joined_ts, unconfirmed, #state",
+            ExpressionAttributeNames={"#state": "state"},
+        )
+        return [
+            (str(item["joined_ts"]), bool(item.get("unconfirmed")) and item.get("state") in ACTIVE_STATES)
+            for item in items
+        ]
 
     # --- Request state moves that ride in the same transaction as an offer/hold row change.
 

@@ -17,12 +17,12 @@ from chalice.test import Client
 
 from chalicelib.aws import Aws
 from chalicelib.config import settings_from_env
-from chalicelib.jobs import Job
+from chalicelib.messages import Job
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
 from tests.admin_pool import PASSWORD, Pool, jwks_over_http, staff_pool
-from tests.builders import join_request, key_of
+from tests.builders import add_request, join_request, joined, key_of
 from tests.notices import drain, email_outbox, sms_outbox, verify_sender
 from tests.scenes import Scene, scene
 from tests.support import REGION, app_client
@@ -252,15 +252,64 @@ def test_demand_lists_the_most_wanted_with_new_joins_per_day(
     token = pool.id_token(HELPER)
     body = json.loads(get(api, "/admin/api/demand", token).body)
     [row] = body["skus"]
-    assert row == {"sku": s.sku, "name": "Walnut dining chair", "waiting": 3, "new_in_period": 3, "restock_hint": 3}
+    advice = "A stock level of 1 tells the first confirmed person in line, one per unit; 3 tells all 3 confirmed."
+    assert row == {
+        "sku": s.sku,
+        "name": "Walnut dining chair",
+        "waiting": 3,
+        "unconfirmed": 0,
+        "new_in_period": 3,
+        "threshold": 1,
+        "notify_from": 1,
+        "restock_hint": 3,
+        "advice": advice,
+    }
     assert len(body["daily"]) == 30 and sum(d["new"] for d in body["daily"]) == 3
     assert body["daily"][-1]["new"] == 3
     csv = get(api, "/admin/api/demand?format=csv", token)
     assert csv.headers["Content-Type"].startswith("text/csv")
     assert csv.body.decode().splitlines() == [
-        "sku,name,waiting,new_in_period,restock_hint",
-        f"{s.sku},Walnut dining chair,3,3,3",
+        "sku,name,waiting,unconfirmed,new_in_period,threshold,notify_from,restock_hint,advice",
+        f'{s.sku},Walnut dining chair,3,0,3,1,1,3,"{advice}"',
     ]
+
+
+def test_demand_counts_unconfirmed_email_places_apart_and_advises_by_the_threshold(
+    api: Client, admin_services: Services, clock: FixedClock, pool: Pool
+) -> None:
+    sku = "LAMP-BRASS"
+    catalog = admin_services.tables.catalog
+    catalog.upsert(sku, {"name": "Brass lamp", "threshold": 2})
+    catalog.sync_product(sku, {"name": "Brass lamp"}, now=clock.now(), created=False, out_of_stock=True)
+    now = clock.now()
+    # Two SMS places, then two email places that never confirmed; one of each joined 40 days ago, before the period.
+    add_request(admin_services, sku, "+447400200000", joined(-40 * 86400, now, "a"), now)
+    add_request(admin_services, sku, "old@example.com", joined(-40 * 86400 + 1, now, "b"), now, unconfirmed=True)
+    add_request(admin_services, sku, "new@example.com", joined(-3600, now, "c"), now, unconfirmed=True)
+    add_request(admin_services, sku, "+447400200001", joined(-60, now, "d"), now)
+    token = pool.id_token(HELPER)
+    [row] = json.loads(get(api, "/admin/api/demand", token).body)["skus"]
+    # The place unconfirmed for 40 days is past any confirmation window: only the recent one is counted.
+    assert (row["waiting"], row["unconfirmed"], row["new_in_period"]) == (4, 1, 2)
+    assert (row["threshold"], row["notify_from"], row["restock_hint"]) == (2, 2, 3)
+    assert row["advice"] == (
+        "Below 2 units nobody is told (the notify threshold is 2). A stock level of 2 tells the first 2 confirmed "
+        "people in line, one per unit; 3 tells all 3 confirmed. 1 unconfirmed email place is passed over until "
+        "confirmed."
+    )
+    # A period of long ago is read apart from the recent days, and still counts today's unconfirmed place.
+    old = json.loads(get(api, "/admin/api/demand?from=2020-01-01&to=2020-01-31", token).body)
+    assert [(r["new_in_period"], r["unconfirmed"]) for r in old["skus"]] == [(0, 1)]
+    # The waiting list marks the unconfirmed place and says why people behind it are told first.
+    entries = json.loads(get(api, f"/admin/api/waiting/{sku}", token).body)["entries"]
+    assert [(e["position"], e["unconfirmed"]) for e in entries] == [(1, False), (2, True), (3, True), (4, False)]
+    assert entries[0]["note"] is None
+    assert entries[2]["note"].startswith("Email not confirmed yet: passed over at a restock until the address confirms")
+    lines = get(api, f"/admin/api/waiting/{sku}?format=csv", token).body.decode().splitlines()
+    assert lines[0] == "position,contact,channel,state,unconfirmed,joined_at,action"
+    assert lines[2].split(",")[4] == "True"
+    explained = json.loads(post(api, "/admin/api/contacts/explain", token, {"contact": "new@example.com"}).body)
+    assert explained["places"] == [{"sku": sku, "state": "waiting", "position": 3, "unconfirmed": True}]
 
 
 def test_demand_refuses_a_malformed_period(api: Client, pool: Pool) -> None:
@@ -333,7 +382,7 @@ def test_the_waiting_list_is_masked_paged_and_a_row_can_be_removed(
     [fact] = [f for f in staff_facts(admin_services) if f["action"] == "remove"]
     assert (fact["staff_email"], fact["staff_role"], fact["product"]) == (HELPER, "support", "LAMP")
     assert get(api, "/admin/api/waiting/LAMP?format=csv", token).body.decode().splitlines()[0] == (
-        "position,contact,channel,state,joined_at,action"
+        "position,contact,channel,state,unconfirmed,joined_at,action"
     )
 
 
@@ -387,7 +436,7 @@ def test_explain_tells_every_decision_with_the_contact_masked(
     body = json.loads(answer.body)
     assert "+447400100001" not in answer.body.decode()
     assert body["opted_out"] is False
-    assert body["places"] == [{"sku": s.sku, "state": "waiting", "position": 2}]
+    assert body["places"] == [{"sku": s.sku, "state": "waiting", "position": 2, "unconfirmed": False}]
     [decision] = body["decisions"]
     assert "behind_cap" in decision["what"] and "1 notice(s) went to people ahead" in decision["why"]
     [fact] = [f for f in staff_facts(admin_services) if f["action"] == "explain"]
@@ -532,7 +581,7 @@ def test_the_dashboard_finds_exports_and_forgets_a_place_stored_before_mailbox_m
     old = join_request(admin_services, "LAMP", OLD_SPELLING, clock.now())
     token = pool.id_token(OWNER)
     explained = json.loads(post(api, "/admin/api/contacts/explain", token, {"contact": TYPED}).body)
-    assert explained["places"] == [{"sku": "LAMP", "state": "waiting", "position": 1}]
+    assert explained["places"] == [{"sku": "LAMP", "state": "waiting", "position": 1, "unconfirmed": False}]
     exported = json.loads(post(api, "/admin/api/contacts/export", token, {"contact": TYPED}).body)
     assert [r["joined_ts"] for r in exported["data"]["requests"]] == [old.joined_ts]
     done = post(api, "/admin/api/contacts/forget", token, {"contact": TYPED, "confirm": True})
