@@ -11,6 +11,7 @@ person is found however they write their number or address.
 
 from __future__ import annotations
 
+import difflib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -68,6 +69,11 @@ PASS_NOTES = {
 }
 FOLLOW_UPS = ("hold", "lapse", "just_gone", "expiry", "conversion", "order_on_expired_hold", "leave")
 LEAVE_KINDS = ("leave", "switch")
+# Opting back in after an opt-out: the re-subscribe proof (written on the SKU it joined) and a staff-made opt-in link
+# the person confirmed (written on its own partition, so it belongs to every SKU's story).
+OPT_BACK_IN = {"resubscribed": "the proof sent to their contact came back", "optin": "their own opt-in link"}
+# How close a mistyped SKU must be to a catalogued one to be suggested (difflib's ratio, case ignored).
+SUGGEST_CUTOFF = 0.75
 
 # Error codes an emulator answers with for an operation it does not implement.
 UNIMPLEMENTED_CODES = {
@@ -149,6 +155,9 @@ class QueueRow:
     channel: str
     contact: str
     last_notified_restock: str | None
+    # False for an email place whose address has not confirmed it: every restock passes it over until it does
+    # (SkipReason.UNCONFIRMED), so someone lower in line may be told first.
+    confirmed: bool = True
 
 
 @dataclass(frozen=True)
@@ -264,7 +273,12 @@ class SupportDesk:
             self._verdict(r, facts, first_join, opted, request)
             for r in self.tables.restocks.for_sku(sku, since_ts=since)
         ]
-        history = [self._history_line(f) for f in facts if f.get("kind") in (*LEAVE_KINDS, "optout", "forget")]
+        facts_here = [*facts, *(f for f in self.facts(keys) if f.get("kind") == "optin")]
+        history = [
+            self._history_line(f)
+            for f in sorted(facts_here, key=lambda f: str(f["ts"]))
+            if f.get("kind") in (*LEAVE_KINDS, "optout", "forget", *OPT_BACK_IN)
+        ]
         return Explanation(
             sku=sku,
             product=product.name or sku,
@@ -366,14 +380,38 @@ class SupportDesk:
         when = _short(int(fact.get("at", 0)))
         if fact.get("kind") == "switch":
             return f"{when} switched notices to {fact.get('channel')}"
+        if fact.get("kind") in OPT_BACK_IN:
+            return f"{when} opted back in ({OPT_BACK_IN[str(fact['kind'])]})"
         return f"{when} left the list ({fact.get('reason') or fact.get('kind')})"
 
     def product(self, sku: str) -> Product:
         """The catalogue's product; UnknownProduct when there is none, so a mistyped SKU is not an empty answer."""
         product = self.tables.catalog.get(sku)
         if product is None:
-            raise UnknownProduct(f"no product with SKU {sku}")
+            close = self.similar_skus(sku)
+            raise UnknownProduct(
+                f"no product with SKU {sku}" + (f"; did you mean {' or '.join(close)}?" if close else "")
+            )
         return product
+
+    def similar_skus(self, sku: str) -> list[str]:
+        """Catalogued SKUs a mistyped one may have meant: the same letters in another case first, then close ones.
+        Only on a miss, so reading the whole (small) catalogue costs nothing on a good answer."""
+        known = [p.sku for p in self.tables.catalog.all()]
+        folded = sku.casefold()
+        same = [k for k in known if k.casefold() == folded]
+        if same:
+            return same
+        by_folded = {k.casefold(): k for k in known}
+        return [by_folded[k] for k in difflib.get_close_matches(folded, list(by_folded), n=3, cutoff=SUGGEST_CUTOFF)]
+
+    def explain_all(self, raw_contact: str, *, lookback_days: int = 30) -> list[Explanation]:
+        """`explain` for every product the person has a place on or a fact about (a SKU no longer catalogued is
+        left out: there is no line to stand in)."""
+        _, keys = self.contact_keys(raw_contact)
+        skus = {p.sku for p in self.places(keys)} | {str(f["sku"]) for f in self.facts(keys)}
+        products = self.tables.catalog.get_many(sorted(s for s in skus if not s.startswith("@")))
+        return [self.explain(sku, raw_contact, lookback_days=lookback_days) for sku in sorted(products)]
 
     # --- queue and demand
 
@@ -390,6 +428,7 @@ class SupportDesk:
                     channel=request.channel,
                     contact=mask(request.contact),
                     last_notified_restock=request.last_notified_restock,
+                    confirmed=not request.unconfirmed,
                 )
             )
             progress(1)

@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from devstack.stage import REGION, ROOT
+from support import stack_state
 
 log = logging.getLogger("devstack")
 HOST = "127.0.0.1"
@@ -199,6 +200,22 @@ class LocalStack:
             self.pump = Pump(self.stack, sweep_every_s=self.args.sweep_every)
             self.pump.start()
         self.stack.api_state = "up"
+        # `bisn --stage local` reads the ports from here (support/stack_state.py), however they were chosen.
+        stack_state.write(self.state())
+
+    def cors_origins(self) -> list[str]:
+        """The origins the API answers cross-site taps from (CORS_ORIGINS as the API process got it)."""
+        return [o for o in self.overrides.get("CORS_ORIGINS", "").split(",") if o]
+
+    def state(self) -> stack_state.StackState:
+        """This stack as `bisn` reads it: the runner's process and where each piece listens."""
+        return stack_state.StackState(
+            pid=os.getpid(),
+            moto=self.moto_base,
+            api=self.api_base,
+            console=self.console_base,
+            cors_origins=tuple(self.cors_origins()),
+        )
 
     def _start_emulator(self) -> None:
         from moto.server import ThreadedMotoServer
@@ -352,6 +369,7 @@ class LocalStack:
             self.moto = None
         self.clock_file.unlink(missing_ok=True)
         self.platform_file.unlink(missing_ok=True)
+        stack_state.remove(os.getpid())
         from devstack.demo import WORK_DIR
 
         if self.feed is not None and self.feed.parent == WORK_DIR:
@@ -372,6 +390,9 @@ class LocalStack:
                 f"    Fake WooCommerce (REST API at /wp-json/wc/v3/…):     {self.woocommerce_base}",
                 f"    Shop dashboard (demand, restocks, support):          {self.api_base}/admin",
                 f"      sign in as {OWNER_EMAIL} (owner) or {SUPPORT_EMAIL} (support), password {DEV_PASSWORD}",
+                "  The widget may tap from these origins only (add more with CORS_ORIGINS=…, docs/CONSOLE.md):",
+                *(f"    {origin}" for origin in self.cors_origins()),
+                f"  `bisn` finds this stack through {stack_state.STATE_FILE.relative_to(ROOT)}.",
                 "  Press Ctrl-C to stop.",
                 "",
             ]

@@ -2,8 +2,9 @@
 
 A thin click layer over chalicelib/support_desk.py. It runs against a deployed stage with your own AWS
 credentials (`--stage prod`: names and secrets come from .chalice/config.json and Secrets Manager), or
-against the local emulator (`--stage local`, the default, on http://127.0.0.1:4566; or any
-`--endpoint-url` / AWS_ENDPOINT_URL).
+against the local emulator (`--stage local`, the default: the running `make dev` stack's, read from the state
+file it writes, support/stack_state.py; or any `--endpoint-url` / AWS_ENDPOINT_URL). The endpoint used is
+named on stderr.
 
 Failures of the surroundings (no credentials, the emulator not running, a table missing) are one line on
 stderr and exit code 1 (support/failures.py); long operations report progress on stderr (support/progress.py).
@@ -13,9 +14,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
-from collections.abc import Callable
-from dataclasses import asdict, is_dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, is_dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -24,13 +27,12 @@ from chalicelib.clock import iso
 from chalicelib.config import ConfigError, settings_from_env
 from chalicelib.errors import DomainError
 from chalicelib.line import PlaceInLine
-from chalicelib.support_desk import Explanation, SupportDesk, desk_for
+from chalicelib.support_desk import Explanation, QueueRow, SupportDesk, desk_for
 from infra.stages import UnknownStage, stage_env
-from support import lift
+from support import lift, stack_state
 from support.failures import describe
 from support.progress import Progress
 
-LOCAL_ENDPOINT = f"http://127.0.0.1:{os.environ.get('DEVSTACK_MOTO_PORT', '4566')}"
 LOCAL_REGION = "eu-west-2"
 # How often a long operation reports progress when stderr is not a terminal.
 QUEUE_PROGRESS_EVERY = 1000
@@ -40,9 +42,92 @@ LIVE_FROM = 100
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def endpoint_for(stage: str, endpoint_url: str | None) -> str | None:
-    """The endpoint every AWS client of this run uses: the option, AWS_ENDPOINT_URL, or the emulator's for local."""
-    return endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or (LOCAL_ENDPOINT if stage == "local" else None)
+# A phone number as shoppers write one: digits with spaces, dots, dashes, brackets, a leading +.
+PHONE_SHAPE = re.compile(r"\+?[\d\s().-]+")
+PHONE_WORD = re.compile(r"[+\d\s().-]*\d[\d\s().-]*")
+MIN_PHONE_DIGITS = 6
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where this run's AWS clients go (None: AWS itself), and why there."""
+
+    url: str | None
+    source: str
+
+
+def endpoint_for(stage: str, endpoint_url: str | None, state_file: Path | None = None) -> Endpoint:
+    """The option, AWS_ENDPOINT_URL, or for the local stage the running stack's emulator (its state file), else
+    the default port (DEVSTACK_MOTO_PORT or 4566)."""
+    if endpoint_url:
+        return Endpoint(endpoint_url, "--endpoint-url")
+    if os.environ.get("AWS_ENDPOINT_URL"):
+        return Endpoint(os.environ["AWS_ENDPOINT_URL"], "AWS_ENDPOINT_URL")
+    if stage != "local":
+        return Endpoint(None, f"stage {stage}")
+    running = stack_state.read(state_file) if state_file is not None else stack_state.read()
+    if running is not None:
+        return Endpoint(running.moto, f"the running stack, {_shown(state_file or stack_state.STATE_FILE)}")
+    port = os.environ.get("DEVSTACK_MOTO_PORT")
+    if port:
+        return Endpoint(f"http://127.0.0.1:{port}", "DEVSTACK_MOTO_PORT; no running stack found")
+    return Endpoint("http://127.0.0.1:4566", "the default; no running stack found")
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(os.path.relpath(path))
+    except ValueError:
+        return str(path)
+
+
+def check_contact(raw: str) -> str:
+    """A contact as staff typed it, refused at once (before any AWS call) when it is neither an email address nor
+    something a phone number could be; the desk then reads and normalises it as capture does."""
+    text = raw.strip()
+    digits = sum(ch.isdigit() for ch in text)
+    if "@" in text or (PHONE_SHAPE.fullmatch(text) and digits >= MIN_PHONE_DIGITS):
+        return text
+    raise click.UsageError(f"{raw!r} is not an email or a phone number")
+
+
+class ContactType(click.ParamType):
+    name = "contact"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        try:
+            return check_contact(str(value))
+        except click.UsageError as error:
+            self.fail(error.message, param, ctx)
+
+
+CONTACT = ContactType()
+
+
+def split_contact_and_sku(words: Sequence[str], known_sku: Callable[[str], bool]) -> tuple[str, str | None]:
+    """`explain`'s words, in either order, as (contact, SKU or None): a phone number may come unquoted, in as many
+    words as it was written in. The SKU is the word that cannot be part of a phone number (or, for an all-digit SKU,
+    the first or last word the catalogue knows)."""
+    if not words:
+        raise click.UsageError("name a contact (an email or a phone number), and optionally a SKU")
+    emails = [i for i, w in enumerate(words) if "@" in w]
+    if emails:
+        rest = [w for i, w in enumerate(words) if i != emails[0]]
+        if len(rest) > 1:
+            raise click.UsageError(f"expected CONTACT [SKU], got {len(words)} words: {' '.join(words)}")
+        return check_contact(words[emails[0]]), (rest[0] if rest else None)
+    others = [i for i, w in enumerate(words) if not PHONE_WORD.fullmatch(w)]
+    if not others:
+        for at in (0, len(words) - 1) if len(words) > 1 else ():
+            if known_sku(words[at]):
+                return check_contact(" ".join(w for i, w in enumerate(words) if i != at)), words[at]
+        return check_contact(" ".join(words)), None
+    known = [i for i in others if known_sku(words[i])]
+    at = known[0] if known else (others[0] if others[0] in (0, len(words) - 1) else others[-1])
+    rest = [w for i, w in enumerate(words) if i != at]
+    if not rest:
+        raise click.UsageError(f"{words[at]!r} is not an email or a phone number")
+    return check_contact(" ".join(rest)), words[at]
 
 
 def build_desk(stage: str, endpoint_url: str | None, region: str | None) -> tuple[SupportDesk, bool]:
@@ -52,7 +137,7 @@ def build_desk(stage: str, endpoint_url: str | None, region: str | None) -> tupl
     from chalicelib.aws import Aws
     from chalicelib.wiring import Services
 
-    endpoint = endpoint_for(stage, endpoint_url)
+    endpoint = endpoint_for(stage, endpoint_url).url
     if endpoint:
         # boto3 sends every client to AWS_ENDPOINT_URL; the emulator accepts any credentials.
         os.environ["AWS_ENDPOINT_URL"] = endpoint
@@ -73,7 +158,10 @@ def build_desk(stage: str, endpoint_url: str | None, region: str | None) -> tupl
 def _desk(ctx: click.Context) -> SupportDesk:
     obj = ctx.obj
     if obj.get("desk") is None:
-        obj["endpoint"] = endpoint_for(obj["stage"], obj["endpoint_url"])
+        chosen = endpoint_for(obj["stage"], obj["endpoint_url"])
+        obj["endpoint"] = chosen.url
+        # On stderr, so stdout stays the answer (and --json parses).
+        click.echo(f"Using {chosen.url or 'AWS'} ({chosen.source})", err=True)
         obj["desk"], obj["emulated"] = build_desk(obj["stage"], obj["endpoint_url"], obj["region"])
     return obj["desk"]
 
@@ -149,15 +237,22 @@ def cli(ctx: click.Context, stage: str, endpoint_url: str | None, region: str | 
 
 
 @cli.command()
-@click.argument("sku")
-@click.argument("contact")
+@click.argument("words", nargs=-1, required=True, metavar="CONTACT [SKU]")
 @click.option("--lookback-days", default=30, show_default=True, help="Also show restocks this long before joining.")
 @json_option
 @click.pass_context
-def explain(ctx: click.Context, sku: str, contact: str, lookback_days: int) -> None:
-    """Their place in SKU's line, and each restock: told, or why not."""
-    found = _desk(ctx).explain(sku, contact, lookback_days=lookback_days)
-    _emit(ctx, found, render_explanation(found))
+def explain(ctx: click.Context, words: tuple[str, ...], lookback_days: int) -> None:
+    """Their place in SKU's line, and each restock: told, or why not. Without a SKU, every line they are on or
+    were on. CONTACT and SKU go in either order; a phone number may be typed with spaces, quoted or not."""
+    desk = _desk(ctx)
+    contact, sku = split_contact_and_sku(words, lambda word: desk.tables.catalog.get(word) is not None)
+    if sku is not None:
+        found = desk.explain(sku, contact, lookback_days=lookback_days)
+        _emit(ctx, found, render_explanation(found))
+        return
+    every = desk.explain_all(contact, lookback_days=lookback_days)
+    text = "\n\n".join(map(render_explanation, every)) or "They have no place and no history on any list."
+    _emit(ctx, every, text)
 
 
 def place_figure(place: PlaceInLine) -> str:
@@ -203,13 +298,33 @@ def queue(ctx: click.Context, sku: str, limit: int) -> None:
         rows = _desk(ctx).queue(sku, limit=limit or None, progress=progress)
     finally:
         progress.finish()
-    text = "\n".join(
-        f"{r.position:>4}  {r.joined_ts[:19]}Z  {r.state:<9} {r.channel:<5} {r.contact}"
-        + (f"  last told: {r.last_notified_restock}" if r.last_notified_restock else "")
-        for r in rows
-    )
-    header = f"{'#':>4}  {'joined':<20}  {'state':<9} {'via':<5} contact\n"
-    _emit(ctx, rows, (header + text) if rows else f"Nobody is waiting for {sku}.")
+    _emit(ctx, rows, render_queue(sku, rows))
+
+
+UNCONFIRMED_NOTE = (
+    "Not confirmed yet (email places whose address has not confirmed them): every restock passes them over until "
+    "it does, so someone lower in line can be told first. They keep their place and are told of a later restock "
+    "once confirmed (or of this one, if it still has units then)."
+)
+
+
+def render_queue(sku: str, rows: list[QueueRow]) -> str:
+    """The list in order, the places a restock would tell first; unconfirmed email places apart, below, with their
+    numbers in the list, so a shopper further down being told first is explained."""
+    if not rows:
+        return f"Nobody is waiting for {sku}."
+
+    def line(r: QueueRow) -> str:
+        told = f"  last told: {r.last_notified_restock}" if r.last_notified_restock else ""
+        return f"{r.position:>4}  {r.joined_ts[:19]}Z  {r.state:<9} {r.channel:<5} {r.contact}{told}"
+
+    header = f"{'#':>4}  {'joined':<20}  {'state':<9} {'via':<5} contact"
+    confirmed = [line(r) for r in rows if r.confirmed]
+    pending = [line(r) for r in rows if not r.confirmed]
+    lines = [header, *confirmed] if confirmed else [header, "   (no confirmed places among these)"]
+    if pending:
+        lines += ["", UNCONFIRMED_NOTE, header, *pending]
+    return "\n".join(lines)
 
 
 @cli.command()
@@ -232,7 +347,7 @@ def optout() -> None:
 
 
 @optout.command("add")
-@click.argument("contact")
+@click.argument("contact", type=CONTACT)
 @json_option
 @click.pass_context
 def optout_add(ctx: click.Context, contact: str) -> None:
@@ -247,7 +362,7 @@ def optout_add(ctx: click.Context, contact: str) -> None:
 
 
 @optout.command("remove")
-@click.argument("contact")
+@click.argument("contact", type=CONTACT)
 @json_option
 @click.pass_context
 def optout_remove(ctx: click.Context, contact: str) -> None:
@@ -263,7 +378,7 @@ def optout_remove(ctx: click.Context, contact: str) -> None:
 
 
 @cli.command()
-@click.argument("contact")
+@click.argument("contact", type=CONTACT)
 @json_option
 @click.pass_context
 def export(ctx: click.Context, contact: str) -> None:
@@ -273,7 +388,7 @@ def export(ctx: click.Context, contact: str) -> None:
 
 
 @cli.command()
-@click.argument("contact")
+@click.argument("contact", type=CONTACT)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @json_option
 @click.pass_context

@@ -114,10 +114,87 @@ def test_forget_while_holding_is_refused_clearly(services: Services, clock: Fixe
     assert "nothing was erased" in result.output and "(still_holding)" in result.output
 
 
-def test_a_contact_that_cannot_be_read_is_a_clear_error(services: Services) -> None:
-    result = bisn(services, "explain", "CHAIR-WALNUT", "not a number")
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["explain", "CHAIR-WALNUT", "not a number"],
+        ["explain", "not-a-number", "CHAIR-WALNUT"],
+        ["optout", "add", "Ada Lovelace"],
+        ["export", "12"],
+    ],
+)
+def test_something_that_is_not_a_contact_is_named_as_such(services: Services, chair: str, command: list[str]) -> None:
+    result = bisn(services, *command)
+    assert result.exit_code == 2, result.output
+    assert "is not an email or a phone number" in result.stderr
+
+
+def test_a_number_still_unreadable_as_a_phone_is_the_desks_clear_error(services: Services, chair: str) -> None:
+    result = bisn(services, "explain", "CHAIR-WALNUT", "000000000000000000")
     assert result.exit_code == 1
     assert "Error:" in result.output and "invalid_phone" in result.output
+
+
+def test_explain_takes_contact_and_sku_in_either_order_and_a_phone_in_words(
+    services: Services, clock: FixedClock
+) -> None:
+    s = scene(services, clock, units=1, people=2)
+    services.notifier.handle(Job(s.sku, s.restock.restock_id, s.restock.restock_ts), lambda: 60_000)
+    expected = ok(services, "explain", s.sku, "+447400100001")
+    assert "Place: 2 in line, waiting" in expected
+    assert ok(services, "explain", "+447400100001", s.sku) == expected
+    assert ok(services, "explain", "+44", "7400", "100001", s.sku) == expected  # typed unquoted
+    assert ok(services, "explain", s.sku, "07400", "100001") == expected
+    # Without a SKU: every line they stand in, here the one.
+    assert ok(services, "explain", "07400", "100001") == expected
+    assert json.loads(ok(services, "explain", "07400 100001", "--json"))[0]["sku"] == s.sku
+    assert ok(services, "explain", "+447400100099") == "They have no place and no history on any list.\n"
+
+
+def test_an_unknown_sku_suggests_the_one_meant_whatever_its_case(services: Services, chair: str) -> None:
+    lower = bisn(services, "queue", chair.lower())
+    assert lower.exit_code == 1
+    assert lower.stderr == f"Error: no product with SKU {chair.lower()}; did you mean {chair}? (unknown_sku)\n"
+    typo = bisn(services, "explain", "chair-wanlut", "+447400100000")
+    assert f"did you mean {chair}?" in typo.stderr
+
+
+def test_queue_shows_unconfirmed_email_places_apart_and_says_why(
+    services: Services, clock: FixedClock, chair: str
+) -> None:
+    join_request(services, chair, "+447400100000", clock.now())
+    clock.advance(1)
+    pending = join_request(services, chair, "dee@example.com", clock.now())
+    services.tables.requests.table.update_item(
+        Key={"sku": chair, "joined_ts": pending.joined_ts},
+        UpdateExpression="SET unconfirmed = :yes",
+        ExpressionAttributeValues={":yes": True},
+    )
+    clock.advance(1)
+    join_request(services, chair, "+447400100002", clock.now())
+    out = ok(services, "queue", chair)
+    confirmed, note = out.split("\n\n")
+    assert [line.split()[0] for line in confirmed.splitlines()[1:]] == ["1", "3"]
+    assert note.startswith("Not confirmed yet") and "someone lower in line can be told first" in note
+    assert note.splitlines()[-1].split()[:4] == ["2", pending.joined_ts[:19] + "Z", "waiting", "email"]
+    rows = json.loads(ok(services, "queue", chair, "--json"))
+    assert [(r["position"], r["confirmed"]) for r in rows] == [(1, True), (2, False), (3, True)]
+
+
+def test_explain_shows_an_opt_back_in_after_the_opt_out(services: Services, clock: FixedClock, chair: str) -> None:
+    join_request(services, chair, "dee@example.com", clock.now())
+    clock.advance(60)
+    ok(services, "optout", "add", "dee@example.com")
+    clock.advance(60)
+    desk = desk_for(services)
+    _, key = desk.contact("dee@example.com")
+    services.tables.optout.remove(key)
+    services.tables.audit.record(chair, "resubscribed", clock.now(), contact_key=key, channel="email")
+    out = ok(services, "explain", "dee@example.com", chair)
+    history = [line for line in out.splitlines() if line.startswith("History:")]
+    assert history[0].endswith("left the list (admin)")
+    assert history[1].endswith("opted back in (the proof sent to their contact came back)")
+    assert "Opted out: no" in out
 
 
 def test_dlq_redrive_reports_how_it_moved_them(services: Services) -> None:
@@ -217,8 +294,9 @@ def test_no_credentials_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     result = CliRunner().invoke(cli, ["--stage", "dev", "--region", "eu-west-2", "queue", "CHAIR-WALNUT"])
     assert result.exit_code == 1
-    assert result.stderr.startswith("Error: no AWS credentials: set AWS_PROFILE")
-    assert len(result.stderr.splitlines()) == 1
+    using, error = result.stderr.splitlines()
+    assert using == "Using AWS (stage dev)"
+    assert error.startswith("Error: no AWS credentials: set AWS_PROFILE")
 
 
 def test_the_emulator_not_running_is_one_line_from_the_installed_command(tmp_path: Path) -> None:
@@ -239,6 +317,7 @@ def test_the_emulator_not_running_is_one_line_from_the_installed_command(tmp_pat
     assert done.returncode == 1
     assert done.stdout == ""
     assert done.stderr == (
+        f"Using {closed} (--endpoint-url)\n"
         f"Error: cannot reach AWS at {closed} (EndpointConnectionError): is the emulator running? "
         "Start it with `make dev`\n"
     )
