@@ -113,6 +113,7 @@ PAGE = f"""<!doctype html>
     <div><label for="period-to">To</label><input id="period-to" name="to" type="date" required></div>
     <button type="submit">Show period</button>
   </form>
+  <p class="hint" id="time-zone"></p>
   {_tabs()}
 </section>
 </main>

@@ -32,7 +32,7 @@ REMOVABLE = (RequestState.WAITING, RequestState.OFFERED)
 # What the waiting list says of a place its email address has not confirmed yet: the notifier passes it over
 # (SkipReason.UNCONFIRMED, as the support desk explains it), so a unit goes to someone behind it.
 UNCONFIRMED_NOTE = (
-    "Email not confirmed yet: passed over at a restock until the address confirms (the place is kept), "
+    "An unconfirmed place is passed over at a restock until its email address confirms it (it keeps its position), "
     "so people behind it are told first."
 )
 

@@ -21,6 +21,8 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from chalice.test import Client
 
+from chalicelib.admin.dashboard import UNCONFIRMED_NOTE
+from tests.browser import axe
 from tests.browser.running import SHOTS
 from tests.support import ROOT
 
@@ -35,19 +37,47 @@ SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "hei
 
 # Contract-shaped answers (the admin API contract: GET demand, restocks, restocks/{id}, waiting/{sku}, operations;
 # POST contacts/*, waiting/{sku}/remove, operations/redrive). Names carry markup to prove it is shown as text.
+THROW_ADVICE = (
+    "Below 2 units nobody is told (the notify threshold is 2). A stock level of 2 tells the first 2 confirmed people "
+    "in line, one per unit; 38 tells all 38 confirmed. 4 unconfirmed email places are passed over until confirmed."
+)
 DEMAND = {
     "from": "2026-11-01",
     "to": "2026-12-01",
     "skus": [
-        {"sku": "WW-THROW-OAT", "name": "Oatmeal merino throw", "waiting": 42, "new_in_period": 30, "restock_hint": 42},
+        {
+            "sku": "WW-THROW-OAT",
+            "name": "Oatmeal merino throw",
+            "waiting": 42,
+            "unconfirmed": 4,
+            "new_in_period": 30,
+            "threshold": 2,
+            "notify_from": 2,
+            "restock_hint": 38,
+            "advice": THROW_ADVICE,
+        },
         {
             "sku": "WW-BOARD-WALNUT",
             "name": "Walnut <b>board</b>",
             "waiting": 17,
+            "unconfirmed": 0,
             "new_in_period": 9,
+            "threshold": 1,
+            "notify_from": 1,
             "restock_hint": 17,
+            "advice": "A stock level of 1 tells the first confirmed person in line, one per unit; 17 tells all 17 confirmed.",
         },
-        {"sku": "WW-MUG-ASH", "name": "Ash glaze mug", "waiting": 5, "new_in_period": 5, "restock_hint": 5},
+        {
+            "sku": "WW-MUG-ASH",
+            "name": "Ash glaze mug",
+            "waiting": 5,
+            "unconfirmed": 0,
+            "new_in_period": 5,
+            "threshold": 1,
+            "notify_from": 1,
+            "restock_hint": 5,
+            "advice": "A stock level of 1 tells the first confirmed person in line, one per unit; 5 tells all 5 confirmed.",
+        },
     ],
     "daily": [{"date": f"2026-11-{day:02d}", "new": (day * 7) % 5} for day in range(1, 31)],
 }
@@ -103,15 +133,30 @@ WAITING = {
             "contact": "+44*******456",
             "channel": "sms",
             "state": "waiting",
+            "unconfirmed": False,
+            "note": None,
             "joined_at": "2026-11-02T10:00:00Z",
             "action": "remove",
             "ref": "ref-1",
         },
         {
             "position": 2,
+            "contact": "k***@e***.com",
+            "channel": "email",
+            "state": "waiting",
+            "unconfirmed": True,
+            "note": UNCONFIRMED_NOTE,
+            "joined_at": "2026-11-02T11:00:00Z",
+            "action": "remove",
+            "ref": "ref-3",
+        },
+        {
+            "position": 3,
             "contact": "g***@e***.com",
             "channel": "email",
             "state": "offered",
+            "unconfirmed": False,
+            "note": None,
             "joined_at": "2026-11-03T10:00:00Z",
             "action": None,
             "ref": "ref-2",
@@ -122,10 +167,15 @@ WAITING = {
 EXPLAIN = {
     "contact": "g***@e***.com",
     "opted_out": False,
-    "places": [{"sku": "WW-THROW-OAT", "state": "waiting", "position": 2}],
+    "places": [{"sku": "WW-THROW-OAT", "state": "waiting", "position": 2, "unconfirmed": True}],
     "decisions": [
         {"at": "2026-11-03T10:00:00Z", "what": "joined the list", "why": "tapped Notify me"},
         {"at": "2026-11-20T09:01:00Z", "what": "not told", "why": "<i>all units were already offered</i>"},
+        {
+            "at": "2026-11-20T09:02:00Z",
+            "what": "WW-THROW-OAT restock r-0001 (10 units): other",
+            "why": "skipped: their email address had not confirmed the request yet; later pass at 2026-11-20T10:05:00Z",
+        },
     ],
 }
 
@@ -172,6 +222,7 @@ class AdminApiDouble:
                 "sms_spend": {"month_usd": 12.5, "limit_usd": 50},
             },
             ("POST", "contacts/explain"): lambda: EXPLAIN,
+            ("POST", "contacts/optout"): lambda: {"status": "opted_out"},
             ("POST", "contacts/forget"): lambda: (
                 {"status": "forgotten"} if body.get("confirm") is True else {"error": "confirm_required"}
             ),
@@ -230,7 +281,10 @@ def dashboard(
 ) -> Iterator[tuple[Any, AdminApiDouble, str]]:
     size = request.param
     api = AdminApiDouble()
-    context = browser.new_context(viewport=SIZES[size], accept_downloads=True)
+    # A staff member in New York reading British English: times must follow the browser's zone, not UTC.
+    context = browser.new_context(
+        viewport=SIZES[size], accept_downloads=True, locale="en-GB", timezone_id="America/New_York"
+    )
     tab = context.new_page()
     tab.set_default_timeout(WAIT_MS)
     tab.problems = []
@@ -296,6 +350,17 @@ def test_the_owner_signs_in_reads_demand_and_restocks_explains_a_contact_and_red
     assert "Oatmeal merino throw: 42 waiting" in wanted.locator("svg desc").first.text_content()
     assert page.locator("#demand-table b").count() == 0  # the name's markup is text
     assert page.locator("#demand-waiting").inner_text() == "64"
+    assert page.locator("#demand-unconfirmed").inner_text() == "4"
+    # The advice says what level tells whom, by the threshold, and counts the unconfirmed places apart.
+    throw = page.locator("#demand-table tbody tr").first
+    assert throw.locator("td").nth(2).inner_text() == "4"
+    assert throw.locator("td").last.inner_text() == THROW_ADVICE
+    assert "notify threshold" in page.locator("#demand-rule").inner_text()
+    assert page.locator("#time-zone").inner_text().startswith("Times are shown in your time zone (America/New_York).")
+    # The period's days are UTC days, shown as days (never shifted to New York's evening before).
+    first_day = page.locator("#daily-table tbody tr").first.locator("time")
+    assert (first_day.get_attribute("datetime"), first_day.inner_text()) == ("2026-11-01", "1 Nov 2026")
+    axe.assert_accessible(page, f"dashboard demand ({size})")
     days = page.locator("figure", has=page.locator("#daily-table")).locator("svg rect.column")
     assert days.count() == 30 == page.locator("#daily-table tbody tr").count()
     assert api.last("GET", "demand")["query"].keys() == {"from", "to"}
@@ -315,6 +380,9 @@ def test_the_owner_signs_in_reads_demand_and_restocks_explains_a_contact_and_red
     page.locator("#restocks-table tbody tr").first.wait_for()
     assert page.locator("#restocks-table tbody tr").count() == 2
     assert "1.5 h" in page.locator('#restocks-table tr[data-restock="r-0001"]').inner_text()
+    opened = page.locator('#restocks-table tr[data-restock="r-0001"] time')
+    assert opened.get_attribute("datetime") == "2026-11-20T09:00:00Z"
+    assert opened.inner_text() == "20 Nov 2026, 04:00"  # 09:00 UTC in New York
     assert "not sold out" in page.locator('#restocks-table tr[data-restock="r-0002"]').inner_text()
     page.locator('#restocks-table tr[data-restock="r-0001"]').get_by_role("button", name="Show funnel").click()
     stages = page.locator("#restock-detail svg[role=img] g.stage")
@@ -335,8 +403,19 @@ def test_the_owner_signs_in_reads_demand_and_restocks_explains_a_contact_and_red
     page.get_by_role("button", name="Show waiting list").click()
     rows = page.locator("#waiting-table tbody tr")
     rows.first.wait_for()
-    assert rows.count() == 2
-    assert rows.nth(1).get_by_role("button").count() == 0
+    assert rows.count() == 3
+    assert rows.nth(2).get_by_role("button").count() == 0
+    # The unconfirmed place keeps its number and is marked, with why the offered person behind it was told.
+    assert rows.nth(1).get_attribute("data-unconfirmed") == ""
+    assert rows.nth(0).get_attribute("data-unconfirmed") is None
+    assert rows.nth(1).locator("td").nth(2).inner_text().splitlines() == ["waiting", "email not confirmed"]
+    assert page.locator("#waiting-unconfirmed").inner_text() == (
+        f"1 place shown is marked “email not confirmed”. {UNCONFIRMED_NOTE}"
+    )
+    joined = rows.first.locator("time")
+    assert (joined.get_attribute("datetime"), joined.inner_text()) == ("2026-11-02T10:00:00Z", "2 Nov 2026, 05:00")
+    assert joined.get_attribute("title") == "2026-11-02T10:00:00Z (UTC)"
+    axe.assert_accessible(page, f"dashboard waiting list ({size})")
     rows.first.get_by_role("button", name="Remove").click()
     page.get_by_role("button", name="Yes, remove").click()
     page.get_by_role("status").filter(has_text="was removed").wait_for()
@@ -348,13 +427,30 @@ def test_the_owner_signs_in_reads_demand_and_restocks_explains_a_contact_and_red
     page.get_by_label("Email address or phone number, typed in full").fill(CONTACT)
     page.get_by_role("button", name="Explain").click()
     page.locator("#decisions-table tbody tr").first.wait_for()
-    assert page.locator("#decisions-table tbody tr").count() == 2
+    assert page.locator("#decisions-table tbody tr").count() == 3
+    # Moments in the desk's text are shown in the staff member's zone too, the ISO string kept in the element.
+    later = page.locator('#decisions-table time[datetime="2026-11-20T10:05:00Z"]')
+    assert later.inner_text() == "20 Nov 2026, 05:05"
+    assert "2026-11-20T10:05:00Z" not in page.locator("#decisions-table").inner_text()
+    assert "email not confirmed" in page.locator("#places-table").inner_text()
     assert "<i>all units were already offered</i>" in page.locator("#decisions-table").inner_text()
     assert page.locator("#decisions-table i").count() == 0
     assert page.locator("#explain-heading").inner_text() == "About g***@e***.com"
     assert api.last("POST", "contacts/explain")["body"] == {"contact": CONTACT}
     assert all(CONTACT not in c["path"] and CONTACT not in json.dumps(c["query"]) for c in api.calls)
+    axe.assert_accessible(page, f"dashboard support ({size})")
     shot(page, size, "4-support-explain")
+    # Opting out ends a live offer: nothing is sent until the second press.
+    page.get_by_role("button", name="Opt out…").click()
+    assert not [c for c in api.calls if c["path"] == "contacts/optout"]
+    assert "its unit passes to the next person" in page.locator(".confirm").inner_text()
+    shot(page, size, "4b-support-opt-out-confirm")
+    page.get_by_role("button", name="Cancel").click()
+    assert not [c for c in api.calls if c["path"] == "contacts/optout"]
+    page.get_by_role("button", name="Opt out…").click()
+    page.get_by_role("button", name="Yes, opt them out").click()
+    page.get_by_role("status").filter(has_text="Opted out").wait_for()
+    assert api.last("POST", "contacts/optout")["body"] == {"contact": CONTACT}
     page.get_by_role("button", name="Forget (GDPR)…").click()
     assert not [c for c in api.calls if c["path"] == "contacts/forget"]  # nothing until the second press
     page.get_by_role("button", name="Yes, forget them").click()
@@ -366,7 +462,7 @@ def test_the_owner_signs_in_reads_demand_and_restocks_explains_a_contact_and_red
     jobs = page.locator('#queues-table tr[data-queue="bisn-jobs"]')
     jobs.wait_for()
     assert page.locator('#queues-table tr[data-queue="bisn-feedback"]').get_by_role("button").is_disabled()
-    assert page.locator("#sms-spend").inner_text().startswith("$12.50 of $50.00")
+    assert page.locator("#sms-spend").inner_text().startswith("US$12.50 of US$50.00")  # USD in a British locale
     assert page.locator('#alarms-table tr[data-state="ALARM"]').count() == 1
     shot(page, size, "5-operations")
     jobs.get_by_role("button", name="Redrive").click()

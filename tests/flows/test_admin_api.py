@@ -304,7 +304,7 @@ def test_demand_counts_unconfirmed_email_places_apart_and_advises_by_the_thresho
     entries = json.loads(get(api, f"/admin/api/waiting/{sku}", token).body)["entries"]
     assert [(e["position"], e["unconfirmed"]) for e in entries] == [(1, False), (2, True), (3, True), (4, False)]
     assert entries[0]["note"] is None
-    assert entries[2]["note"].startswith("Email not confirmed yet: passed over at a restock until the address confirms")
+    assert entries[2]["note"].startswith("An unconfirmed place is passed over at a restock until its email address")
     lines = get(api, f"/admin/api/waiting/{sku}?format=csv", token).body.decode().splitlines()
     assert lines[0] == "position,contact,channel,state,unconfirmed,joined_at,action"
     assert lines[2].split(",")[4] == "True"

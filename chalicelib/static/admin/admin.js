@@ -204,7 +204,7 @@ function table(caption, columns, rows, { id, rowAttrs, cellFor, empty: none = "N
   const body = rows.map((row) => el("tr", rowAttrs ? rowAttrs(row) : {},
     columns.map((c, index) => {
       const content = cellFor ? cellFor(c, row) : undefined;
-      const value = content !== undefined ? content : show(row[c.key]);
+      const value = content !== undefined ? content : cellValue(c, row[c.key]);
       return el(index === 0 ? "th" : "td", { scope: index === 0 ? "row" : null, class: c.numeric ? "num" : null }, value);
     })));
   const empty = rows.length ? null : el("tr", {}, el("td", { colspan: columns.length, class: "empty" }, none));
@@ -217,6 +217,16 @@ function show(value) {
     return "—";
   }
   return String(value);
+}
+
+function cellValue(column, value) {
+  if (column.time) {
+    return timeEl(value);
+  }
+  if (column.day) {
+    return dayEl(value);
+  }
+  return column.withTimes ? withTimes(show(value)) : show(value);
 }
 
 function duration(seconds) {
@@ -253,12 +263,46 @@ function percent(rate) {
   return `${Math.round(Number(rate) * 1000) / 10}%`;
 }
 
+// Moments are shown in the staff member's own time zone (the browser's), in their locale's words; the API's ISO
+// string stays in the <time> element's datetime and title, to the second.
+const TIME_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;
+
 function when(iso) {
   if (!iso) {
     return "—";
   }
   const date = new Date(iso);
   return Number.isNaN(date.getTime()) ? String(iso) : date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+}
+
+function timeEl(iso) {
+  if (!iso || Number.isNaN(new Date(iso).getTime())) {
+    return show(iso);
+  }
+  return el("time", { datetime: iso, title: `${iso} (UTC)`, class: "moment" }, when(iso));
+}
+
+// The period's days are UTC days (the API counts joins per UTC day): a day is shown as that day, never shifted.
+function day(iso, style) {
+  const date = new Date(`${iso}T00:00:00Z`);
+  return Number.isNaN(date.getTime()) ? String(iso) : date.toLocaleDateString(undefined, { ...style, timeZone: "UTC" });
+}
+
+function dayEl(iso) {
+  return el("time", { datetime: iso, title: `${iso} (UTC day)` }, day(iso, { dateStyle: "medium" }));
+}
+
+// Text the support desk writes names moments as ISO strings (2026-11-30T08:25:29Z): each becomes a <time>.
+const ISO_MOMENT = /(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z)/;
+
+function withTimes(text) {
+  const parts = String(text).split(ISO_MOMENT);
+  if (parts.length === 1) {
+    return text;
+  }
+  const span = el("span", {});
+  parts.forEach((part, i) => span.append(i % 2 ? timeEl(part) : part));
+  return span;
 }
 
 function figure(caption, drawInto, tableNode, extra) {
@@ -309,11 +353,14 @@ async function showDemand(body) {
   const skus = Array.isArray(data.skus) ? data.skus : [];
   const daily = Array.isArray(data.daily) ? data.daily : [];
   const waiting = skus.reduce((sum, s) => sum + Number(s.waiting || 0), 0);
+  const unconfirmed = skus.reduce((sum, s) => sum + Number(s.unconfirmed || 0), 0);
   const fresh = daily.reduce((sum, d) => sum + Number(d.new || 0), 0);
   const columns = [
     { key: "name", label: "Product" }, { key: "sku", label: "SKU" },
-    { key: "waiting", label: "Waiting now", numeric: true }, { key: "new_in_period", label: "New in period", numeric: true },
-    { key: "restock_hint", label: "Restock to satisfy the line", numeric: true },
+    { key: "waiting", label: "Waiting now", numeric: true },
+    { key: "unconfirmed", label: "Of them, email not confirmed", numeric: true },
+    { key: "new_in_period", label: "New in period", numeric: true },
+    { key: "advice", label: "What a restock tells" },
   ];
   const top = skus.slice(0, CHART_ROWS);
   const wanted = figure(
@@ -322,17 +369,18 @@ async function showDemand(body) {
     table("People waiting, by product", columns, skus, { id: "demand-table" }),
     el("p", { class: "downloads" }, csvLink("Download CSV", "demand?" + periodQuery({ format: "csv" }), `demand-${data.from || period().from}-${data.to || period().to}.csv`)),
   );
-  const dayColumns = [{ key: "date", label: "Date" }, { key: "new", label: "New requests", numeric: true }];
+  const dayColumns = [{ key: "date", label: "Date", day: true }, { key: "new", label: "New requests", numeric: true }];
   const perDay = figure(
     "New requests per day",
-    (box) => columnChart(box, { title: "New requests per day", items: daily.map((d) => ({ label: d.date, value: Number(d.new) })), unit: "new" }),
-    table("New requests per day", dayColumns, daily, { id: "daily-table" }),
+    (box) => columnChart(box, { title: "New requests per day", items: daily.map((d) => ({ label: day(d.date, { day: "numeric", month: "short" }), value: Number(d.new) })), unit: "new" }),
+    table("New requests per day (UTC days)", dayColumns, daily, { id: "daily-table" }),
     el("p", { class: "downloads" }, csvButton("Download CSV", dayColumns, daily, `new-per-day-${period().from}-${period().to}.csv`)),
   );
   body.replaceChildren(
-    el("dl", { class: "stats" }, stat("People waiting now", waiting, "demand-waiting"), stat("New in this period", fresh, "demand-new"),
+    el("dl", { class: "stats" }, stat("People waiting now", waiting, "demand-waiting"),
+      stat("Of them, email not confirmed", unconfirmed, "demand-unconfirmed"), stat("New in this period", fresh, "demand-new"),
       stat("Products with a line", skus.length, "demand-skus")),
-    el("p", { class: "hint" }, "“Restock to satisfy the line” is the number of units that would let everyone waiting now be told."),
+    el("p", { class: "hint", id: "demand-rule" }, "A restock tells people only when the stock level rises from below the product’s notify threshold to at least it; each unit then tells one person, oldest place first. Email places not confirmed yet are passed over until their address confirms, so someone behind them gets the unit."),
     wanted.node, perDay.node,
   );
   wanted.draw();
@@ -342,7 +390,7 @@ async function showDemand(body) {
 // --- Restocks
 
 const RESTOCK_COLUMNS = [
-  { key: "name", label: "Product" }, { key: "opened", label: "Opened" },
+  { key: "name", label: "Product" }, { key: "opened_at", label: "Opened", time: true },
   { key: "units", label: "Units", numeric: true }, { key: "notified", label: "Notified", numeric: true },
   { key: "held", label: "Held", numeric: true }, { key: "bought", label: "Bought", numeric: true },
   { key: "lapsed", label: "Lapsed", numeric: true }, { key: "expired", label: "Expired", numeric: true },
@@ -353,7 +401,7 @@ const RESTOCK_COLUMNS = [
 async function showRestocks(body) {
   const data = await call("GET", "restocks?" + periodQuery());
   const restocks = (Array.isArray(data.restocks) ? data.restocks : []).map((r) => ({
-    ...r, opened: when(r.opened_at), sell_out: duration(r.sold_out_seconds), revenue_text: money(r.revenue, r.currency),
+    ...r, sell_out: duration(r.sold_out_seconds), revenue_text: money(r.revenue, r.currency),
   }));
   const channels = Array.isArray(data.by_channel) ? data.by_channel : [];
   const detail = el("div", { id: "restock-detail", class: "detail", tabindex: "-1" });
@@ -361,7 +409,7 @@ async function showRestocks(body) {
     id: "restocks-table",
     rowAttrs: (r) => ({ "data-restock": r.restock_id }),
     cellFor: (column, r) => (column.key === "funnel"
-      ? el("button", { type: "button", onclick: () => showFunnel(r.restock_id, detail) }, "Show funnel", el("span", { class: "visually-hidden" }, ` for ${r.name || r.sku}, ${r.opened}`))
+      ? el("button", { type: "button", onclick: () => showFunnel(r.restock_id, detail) }, "Show funnel", el("span", { class: "visually-hidden" }, ` for ${r.name || r.sku}, ${when(r.opened_at)}`))
       : undefined),
   });
   const channelColumns = [
@@ -446,13 +494,14 @@ const WAITING_COLUMNS = [
 async function loadWaiting(sku, cursor, result) {
   const path = "waiting/" + encodeURIComponent(sku) + (cursor ? "?cursor=" + encodeURIComponent(cursor) : "");
   const data = await call("GET", path);
-  const entries = (Array.isArray(data.entries) ? data.entries : []).map((e) => ({ ...e, joined: when(e.joined_at) }));
+  const entries = Array.isArray(data.entries) ? data.entries : [];
   let tbody = cursor ? result.querySelector("tbody") : null;
   if (!tbody) {
     const heading = el("h3", { id: "waiting-heading" }, `${data.name || sku} (${data.sku || sku})`);
     const wrap = table(`Waiting list of ${data.name || sku}, in the order people asked`, WAITING_COLUMNS, [], { id: "waiting-table" });
     wrap.querySelector("tbody").replaceChildren();
-    result.replaceChildren(heading, wrap,
+    const note = el("p", { class: "hint", id: "waiting-unconfirmed", hidden: true });
+    result.replaceChildren(heading, note, wrap,
       el("p", { class: "downloads" }, csvLink("Download CSV", "waiting/" + encodeURIComponent(sku) + "?format=csv", `waiting-${sku}.csv`)));
     tbody = result.querySelector("tbody");
   }
@@ -462,6 +511,14 @@ async function loadWaiting(sku, cursor, result) {
   if (!tbody.children.length) {
     tbody.append(el("tr", {}, el("td", { colspan: WAITING_COLUMNS.length, class: "empty" }, "Nobody is waiting.")));
   }
+  // Said once above the list: an unconfirmed place keeps its number, and the units go past it.
+  const passedOver = tbody.querySelectorAll("tr[data-unconfirmed]").length;
+  const note = result.querySelector("#waiting-unconfirmed");
+  const why = entries.find((e) => e.unconfirmed && e.note)?.note || note.dataset.why || "";
+  note.dataset.why = why;
+  note.hidden = passedOver === 0;
+  note.textContent = passedOver === 0 ? ""
+    : `${passedOver === 1 ? "1 place shown is" : `${passedOver} places shown are`} marked “email not confirmed”. ${why}`;
   result.querySelector(".more")?.remove();
   if (data.next) {
     result.append(el("button", { type: "button", class: "more", onclick: () => attempt(() => loadWaiting(sku, data.next, result)) }, "Show more"));
@@ -482,9 +539,12 @@ function waitingRow(sku, entry, result) {
   } else {
     actionCell.append("—");
   }
-  return el("tr", { "data-state": entry.state },
+  const state = entry.unconfirmed
+    ? el("td", {}, show(entry.state), el("span", { class: "note" }, "email not confirmed"))
+    : el("td", {}, show(entry.state));
+  return el("tr", { "data-state": entry.state, "data-unconfirmed": entry.unconfirmed === true, class: entry.unconfirmed ? "unconfirmed" : null },
     el("th", { scope: "row", class: "num" }, show(entry.position)), el("td", {}, show(entry.contact)),
-    el("td", {}, show(entry.channel)), el("td", {}, show(entry.state)), el("td", {}, entry.joined), actionCell);
+    el("td", {}, show(entry.channel)), state, el("td", {}, timeEl(entry.joined_at)), actionCell);
 }
 
 // --- Support
@@ -513,7 +573,18 @@ function showSupport(body) {
     input);
   input.setAttribute("aria-describedby", "support-hint");
   const explain = el("button", { type: "submit" }, "Explain");
-  const optOut = el("button", { type: "button", onclick: act("optout", "contacts/optout", () => say("Opted out: nothing more will be sent to them.")) }, "Opt out");
+  // Opting out takes them off every list and ends a live offer (its unit passes on): asked once more, as Remove is.
+  const optOut = el("button", { type: "button" }, "Opt out…");
+  optOut.addEventListener("click", () => {
+    if (!needContact()) {
+      return;
+    }
+    const typed = contact();
+    confirmStep(optOut, `Opt out ${typed}? Nothing more is sent to them and they leave every waiting list: a notice link they have not used stops working and its unit passes to the next person (a unit they hold now stays theirs until its hold ends).`, "Yes, opt them out", () => attempt(async () => {
+      await call("POST", "contacts/optout", { contact: typed });
+      say("Opted out: nothing more will be sent to them.");
+    }));
+  });
   // The link goes to the person's own contact and never to staff: only the owner of the contact can press its button,
   // which alone lifts the opt-out.
   const optIn = el("button", {
@@ -522,7 +593,7 @@ function showSupport(body) {
       const where = data.channel === "sms" ? "by SMS" : "by email";
       result.replaceChildren(
         el("h3", {}, "Opt-in link sent"),
-        el("p", {}, `An opt-in link was sent to them ${where}; pressing its button opts them back in. It works once, until ${show(data.expires_at)}.`),
+        el("p", {}, `An opt-in link was sent to them ${where}; pressing its button opts them back in. It works once, until `, timeEl(data.expires_at), "."),
         ...(data.sms_stop ? [el("p", { class: "hint" }, "They replied STOP to a text: the link reaches them only once they text START to the shop's number.")] : []),
       );
       say(`Opt-in link sent ${where}.`);
@@ -561,13 +632,19 @@ function showSupport(body) {
 
 function showExplanation(data, result) {
   const places = Array.isArray(data.places) ? data.places : [];
-  const decisions = (Array.isArray(data.decisions) ? data.decisions : []).map((d) => ({ ...d, when: when(d.at) }));
+  const decisions = Array.isArray(data.decisions) ? data.decisions : [];
   const placeColumns = [{ key: "sku", label: "SKU" }, { key: "state", label: "State" }, { key: "position", label: "Place", numeric: true }];
-  const decisionColumns = [{ key: "when", label: "When" }, { key: "what", label: "What" }, { key: "why", label: "Why" }];
+  const decisionColumns = [{ key: "at", label: "When", time: true }, { key: "what", label: "What", withTimes: true }, { key: "why", label: "Why", withTimes: true }];
   result.replaceChildren(
     el("h3", { id: "explain-heading" }, `About ${show(data.contact)}`),
     el("p", { id: "explain-optout" }, data.opted_out ? "Opted out: nothing is sent to them." : "Not opted out."),
-    table("Their places in line", placeColumns, places, { id: "places-table", empty: "In no line now." }),
+    table("Their places in line", placeColumns, places, {
+      id: "places-table", empty: "In no line now.",
+      rowAttrs: (p) => ({ "data-unconfirmed": p.unconfirmed === true }),
+      cellFor: (column, p) => (column.key === "state" && p.unconfirmed
+        ? `${show(p.state)}, email not confirmed: passed over at a restock until the address confirms`
+        : undefined),
+    }),
     el("p", { class: "downloads" }, csvButton("Download CSV", placeColumns, places, "contact-places.csv")),
     table("Every decision about them, oldest first", decisionColumns, decisions, { id: "decisions-table", empty: "No decision about them yet." }),
     el("p", { class: "downloads" }, csvButton("Download CSV", decisionColumns, decisions, "contact-decisions.csv")),
@@ -665,6 +742,7 @@ async function openTab(name, { focus = false, arg } = {}) {
     $("panel-" + tab.dataset.tab).hidden = !chosen;
   }
   $("period").hidden = !USES_PERIOD.has(name);
+  $("time-zone").hidden = !USES_PERIOD.has(name);
   const body = $("body-" + name);
   body.setAttribute("aria-busy", "true");
   say("Loading…");
@@ -806,7 +884,8 @@ function wireSignIn() {
 function start() {
   const today = new Date();
   $("period-to").value = isoDay(today);
-  $("period-from").value = isoDay(new Date(today.getTime() - 30 * DAY_MS));
+  $("period-from").value = isoDay(new Date(today.getTime() - 29 * DAY_MS));
+  $("time-zone").textContent = `Times are shown in your time zone (${TIME_ZONE}). The period’s days, and the requests per day, run midnight to midnight UTC.`;
   wireTabs();
   wireSignIn();
   window.addEventListener("hashchange", () => {
