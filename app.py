@@ -13,7 +13,6 @@ from chalicelib import admin_pages, logs, wiring
 from chalicelib.clock import remaining_ms_of
 from chalicelib.config import NOTIFIER_MAX_CONCURRENCY
 from chalicelib.errors import DomainError, Forbidden, NotFound
-from chalicelib.jobs import Job
 from chalicelib.web import (
     MAX_BODY_BYTES,
     Headers,
@@ -305,9 +304,8 @@ def notifier(event: SQSEvent) -> None:
     for record in event:
         # A malformed body raises too: it is retried, then parked in the DLQ intact for a person to look at.
         with logs.correlated(message_id=str(record.to_dict().get("messageId", ""))):
-            # Confirmation emails, switch codes and re-subscribe messages share the queue with restock jobs.
-            if not services.handle_message(record.body):
-                services.notifier.handle(Job.from_json(record.body), context.get_remaining_time_in_millis)
+            # Restock jobs share the queue with the messages that owe one send each (chalicelib/messages.py).
+            services.handle_message(record.body, context.get_remaining_time_in_millis)
 
 
 FEEDBACK_QUEUE = os.environ.get("NAME_PREFIX", "bisn") + "-ses-feedback"

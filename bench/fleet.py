@@ -105,21 +105,21 @@ def _invocation_services(s: Stack, quota: SesQuota) -> Any:
 
 def _trigger(s: Stack, services: Any, url: str, handled: list[str], failures: list[str]) -> None:
     """One of the trigger's concurrent invocations: take a job, run it against a fresh deadline, until none is left."""
-    from chalicelib.jobs import Job
+    from chalicelib.messages import Job, parse
 
     while True:
         messages = s.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1).get("Messages", [])
         if not messages:
             return
         deadline = time.monotonic() + LAMBDA_TIMEOUT_S
-        job = Job.from_json(messages[0]["Body"])
+        message = parse(messages[0]["Body"])
         try:
-            services.notifier.handle(job, lambda deadline=deadline: int((deadline - time.monotonic()) * 1000))
+            services.message_bus.handle(message, lambda deadline=deadline: int((deadline - time.monotonic()) * 1000))
         except Exception as error:  # the job fails and SQS would hand it out again; counted, not hidden
             failures.append(type(error).__name__)
             continue
         s.sqs.delete_message(QueueUrl=url, ReceiptHandle=messages[0]["ReceiptHandle"])
-        handled.append(job.kind)
+        handled.append(message.kind if isinstance(message, Job) else message.KIND)
 
 
 def two_restocks_at_once(people_per_product: int = PEOPLE_PER_PRODUCT) -> dict[str, Any]:

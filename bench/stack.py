@@ -55,17 +55,14 @@ class Stack:
         return self.services.detector.handle(text.encode(), self.signed(text))
 
     def deliver_jobs(self, remaining_ms: Callable[[], int] | None = None) -> int:
-        """Hand every queued job to the notifier as the SQS trigger would; how many were handled."""
-        from chalicelib.jobs import Job
-
+        """Hand every queued message to its handler as the SQS trigger would; how many were handled."""
         url = self.sqs.get_queue_url(QueueName=self.services.settings.jobs_queue_name)["QueueUrl"]
         handled = 0
         while True:
             messages = self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1).get("Messages", [])
             if not messages:
                 return handled
-            job = Job.from_json(messages[0]["Body"])
-            self.services.notifier.handle(job, remaining_ms or (lambda: PLENTY_MS))
+            self.services.handle_message(messages[0]["Body"], remaining_ms or (lambda: PLENTY_MS))
             self.sqs.delete_message(QueueUrl=url, ReceiptHandle=messages[0]["ReceiptHandle"])
             handled += 1
 

@@ -12,12 +12,13 @@ from typing import Any
 
 from chalicelib.clock import Clock
 from chalicelib.config import Settings
-from chalicelib.confirm import MAX_CONFIRMATIONS, RESEND_AFTER_S, confirm_message
+from chalicelib.confirm import MAX_CONFIRMATIONS, RESEND_AFTER_S
 from chalicelib.contacts import Contact, check_sms_number, contact_key, match_keys, normalise_contact
 from chalicelib.email_caps import EmailCaps, EmailSends, only_caps_refused
 from chalicelib.errors import BadRequest, Busy, Conflict, Discontinued, DomainError, RateLimited, UnknownSku
 from chalicelib.i18n import DEFAULT_LANGUAGE, negotiate
 from chalicelib.owed import OwedJobs
+from chalicelib.messages import ConfirmEmail, Message
 from chalicelib.place_caps import add_place_caps, place_caps, place_caps_refused
 from chalicelib.senders import EMAIL
 from chalicelib.sms_caps import (
@@ -169,7 +170,7 @@ class CaptureService:
     owed: OwedJobs
     clock: Clock
     hash_key: str
-    send_message: Callable[[str], object]  # puts a message on the jobs queue (a place's confirmation email)
+    send_message: Callable[[Message], object]  # puts a message on the jobs queue (a place's confirmation email)
     on_suppressed: SuppressedTap | None = None  # a tap for a suppressed contact (opting back in)
     # The caps a confirmation email is charged to (chalicelib/email_caps.py); None sends one for every place.
     email_sends: EmailSends | None = None
@@ -385,7 +386,7 @@ class CaptureService:
 
     def _ask_confirmation(self, sku: str, joined_ts: str) -> None:
         try:
-            self.send_message(confirm_message(sku, joined_ts))
+            self.send_message(ConfirmEmail(sku, joined_ts))
         except Exception:
             # The email stays owed on the place: the sweep sends its message after a minute.
             log.warning("could not queue a confirmation email; the sweep will", exc_info=True)

@@ -29,12 +29,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import html
-import json
 import logging
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from chalicelib.clock import Clock
 from chalicelib.compose import (
@@ -48,7 +46,6 @@ from chalicelib.compose import (
     window_words,
     words,
 )
-from chalicelib.errors import BadRequest
 from chalicelib.i18n import DEFAULT_LANGUAGE
 from chalicelib.links import Links
 from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent
@@ -57,9 +54,6 @@ from chalicelib.tokens import KeySource, current_keys
 
 log = logging.getLogger(__name__)
 
-CONFIRM_KIND = "confirm"
-CODE_KIND = "code"
-MESSAGE_KINDS = (CONFIRM_KIND, CODE_KIND)
 # One confirmation per place: a repeat tap sends another only after this long, and never more than this many.
 RESEND_AFTER_S = 86400
 MAX_CONFIRMATIONS = 3
@@ -70,30 +64,6 @@ OWED_LOOKBACK_DAYS = 2
 CODE_TTL_S = 900
 CODE_ATTEMPTS = 5
 CODE_RESEND_AFTER_S = 60
-
-
-def confirm_message(sku: str, joined_ts: str) -> str:
-    """The jobs-queue message that asks the notifier to send one place's owed confirmation email."""
-    return json.dumps({"kind": CONFIRM_KIND, "sku": sku, "joined_ts": joined_ts}, separators=(",", ":"))
-
-
-def code_message(contact_key: str, nonce: str) -> str:
-    """The jobs-queue message that asks the notifier to send a channel-switch code."""
-    return json.dumps({"kind": CODE_KIND, "key": contact_key, "nonce": nonce}, separators=(",", ":"))
-
-
-def message_of(body: str) -> dict[str, str] | None:
-    """A confirmation or code message, or None when the body is something else (a restock job)."""
-    try:
-        data: Any = json.loads(body)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(data, dict) or data.get("kind") not in MESSAGE_KINDS:
-        return None
-    fields = ("sku", "joined_ts") if data["kind"] == CONFIRM_KIND else ("key", "nonce")
-    if not all(isinstance(data.get(f), str) and data.get(f) for f in fields):
-        raise BadRequest(f"a {data['kind']} message needs {', '.join(fields)}", code="invalid_job")
-    return {k: str(data[k]) for k in ("kind", *fields)}
 
 
 def switch_key(contact_key: str) -> str:
@@ -182,12 +152,6 @@ class MessageSender:
     clock: Clock
     shop_name: str
     confirm_days: int
-
-    def handle(self, message: dict[str, str]) -> bool:
-        """Send what the message asks for, if still owed; True when something was sent."""
-        if message["kind"] == CONFIRM_KIND:
-            return self.send_confirmation(message["sku"], message["joined_ts"])
-        return self.send_code(message["key"], message["nonce"])
 
     def _send(self, notice: Notice, contact_key: str, give_back: Callable[[], None]) -> bool:
         def still_allowed() -> None:

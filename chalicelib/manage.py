@@ -22,7 +22,6 @@ from chalicelib.confirm import (
     CODE_RESEND_AFTER_S,
     CODE_TTL_S,
     CodeKey,
-    code_message,
     new_nonce,
     switch_key,
 )
@@ -33,6 +32,7 @@ from chalicelib.leaving import Exit, QueueExits
 from chalicelib.line import PlaceInLine, read_place
 from chalicelib.link_ids import is_link_id
 from chalicelib.manage_ids import ManageIds
+from chalicelib.messages import Message, SwitchCode
 from chalicelib.sms_caps import SmsSends, places_key, source_key
 from chalicelib.tables.base import TransactionCancelled, TxItem, transact
 from chalicelib.tables.catalog import CatalogTable
@@ -185,7 +185,7 @@ class ManageService:
     hash_key: str
     default_region: str
     codes: CodeKey
-    send_message: Callable[[str], object]  # puts a message on the jobs queue (a switch code)
+    send_message: Callable[[Message], object]  # puts a message on the jobs queue (a switch code)
     link_max_age_s: int  # a manage link lives as long as the places it shows
     # Every code SMS is charged to the caps a tap is, and to the shop's daily ceiling (chalicelib/sms_caps.py).
     sms_sends: SmsSends
@@ -309,7 +309,7 @@ class ManageService:
             # No code goes, so none may be waited for: the page offers the switch again.
             self.tables.throttle.end_switch(switch_key(key), nonce)
             raise
-        self.send_message(code_message(key, nonce))
+        self.send_message(SwitchCode(key, nonce))
         return mask(contact)
 
     def finish_switch(self, key: str, typed: str) -> SwitchResult:

@@ -30,11 +30,12 @@ from chalicelib.counters import NewOffer, UnitMoves
 from chalicelib.errors import NotFound
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.i18n import DEFAULT_LANGUAGE
-from chalicelib.jobs import Job, JobQueue
+from chalicelib.jobs import JobQueue
 from chalicelib.link_ids import new_link_id
 from chalicelib.links import Links
 from chalicelib.logs import correlated, offer_ref
 from chalicelib.manage_ids import ManageIds
+from chalicelib.messages import Job
 from chalicelib.metrics import (
     CONTINUATIONS,
     NOTICES_OVER_UNITS,

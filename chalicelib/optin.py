@@ -13,7 +13,6 @@ use, or OPTIN_DAYS end it, and the fact of its use names who started it.
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 from collections.abc import Callable, Mapping
@@ -26,8 +25,9 @@ from chalicelib import i18n
 from chalicelib.clock import Clock, iso
 from chalicelib.compose import sms_shop
 from chalicelib.contacts import Contact
-from chalicelib.errors import BadRequest, Conflict, RateLimited
+from chalicelib.errors import Conflict, RateLimited
 from chalicelib.links import Links
+from chalicelib.messages import Message, OptinLink
 from chalicelib.pages import LINK_INCOMPLETE, Shop, button_form, page, text_page, tr
 from chalicelib.resubscribe import DOMAIN, PROOF_SOURCES, link_email
 from chalicelib.senders import SMS, Notice, Senders, error_code, maybe_sent, refused_recipient
@@ -42,32 +42,11 @@ OPTIN_DAYS = 7  # how long an opt-in link works
 OPTIN_EVERY_S = 3600  # at most one new link per person an hour
 # The audit partition of person-wide facts of opting back in (a SKU never starts with '@').
 OPTIN_PARTITION = "@optin"
-# The jobs-queue message that owes an opt-in's link to its person.
-OPTIN_KIND = "optin"
 
 
 def optin_key(contact_key: str) -> str:
     """The throttle-table key of a person's pending opt-in."""
     return f"optin#{contact_key}"
-
-
-def optin_message(contact_key: str, nonce: str) -> str:
-    """The jobs-queue message that sends a pending opt-in's link (it names no contact: the pending opt-in does)."""
-    return json.dumps({"kind": OPTIN_KIND, "key": contact_key, "nonce": nonce}, separators=(",", ":"))
-
-
-def optin_message_of(body: str) -> tuple[str, str] | None:
-    """(contact key, nonce) of an opt-in message; None for any other message."""
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return None
-    if not isinstance(data, dict) or data.get("kind") != OPTIN_KIND:
-        return None
-    key, nonce = data.get("key"), data.get("nonce")
-    if not isinstance(key, str) or not key or not isinstance(nonce, str) or not nonce:
-        raise BadRequest("an optin message needs its key and nonce", code="invalid_job")
-    return key, nonce
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -79,7 +58,7 @@ class OptIns:
     links: Links
     clock: Clock
     shop: Shop
-    send_message: Callable[[str], object]  # puts a message on the jobs queue (the link, for the notifier to send)
+    send_message: Callable[[Message], object]  # puts a message on the jobs queue (the link, for the notifier to send)
     # A link by SMS counts against the shop's daily ceiling of SMS that are not notices (chalicelib/sms_caps.py).
     sms_sends: SmsSends | None = None
 
@@ -142,7 +121,7 @@ class OptIns:
             channel=contact.channel,
             started_by=str(started_by.get("email") or ""),
         )
-        self.send_message(optin_message(contact_key, nonce))
+        self.send_message(OptinLink(contact_key, nonce))
         return {
             "status": "link_sent",
             "channel": contact.channel,

@@ -46,8 +46,8 @@ from chalicelib.confirm import CodeKey
 from chalicelib.contacts import contact_key, match_keys, normalise_contact
 from chalicelib.email_caps import EmailSends
 from chalicelib.errors import BadRequest, DomainError, RateLimited
-from chalicelib.jobs import resubscribe_message
 from chalicelib.links import Links
+from chalicelib.messages import Message, ResubscribeProof
 from chalicelib.pages import Shop, button_form, page
 from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent, refused_recipient
 from chalicelib.sms import to_gsm
@@ -97,7 +97,7 @@ class ProofRequests:
     """Answers a tap for a suppressed contact with a proof message, where one may go (CaptureService.on_suppressed)."""
 
     tables: Tables
-    send_message: Callable[[str], object]  # puts a message on the jobs queue
+    send_message: Callable[[Message], object]  # puts a message on the jobs queue
     # A code SMS also counts against the shop's daily ceiling of codes (its tap was charged to the number's, block's
     # and address's caps already, chalicelib/capture.py).
     sms_sends: SmsSends
@@ -168,7 +168,7 @@ class ProofRequests:
                 return False
             raise
         try:
-            self.send_message(resubscribe_message(proof_key))
+            self.send_message(ResubscribeProof(proof_key))
         except Exception:
             # The message stays owed on the proof: the sweep sends it after a minute.
             log.warning("could not queue a proof message; the sweep will", exc_info=True)

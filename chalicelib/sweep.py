@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from chalicelib.clock import Clock, Deadline
-from chalicelib.confirm import OWED_AFTER_S, OWED_LOOKBACK_DAYS, confirm_message
+from chalicelib.confirm import OWED_AFTER_S, OWED_LOOKBACK_DAYS
 from chalicelib.counters import DONE, UnitMoves
 from chalicelib.faults import FaultHook, no_faults
-from chalicelib.jobs import PROOF_OWED_AFTER_S, PROOF_OWED_LOOKBACK_DAYS, Job, JobQueue, resubscribe_message
+from chalicelib.jobs import PROOF_OWED_AFTER_S, PROOF_OWED_LOOKBACK_DAYS, JobQueue
 from chalicelib.leaving import QueueExits
+from chalicelib.messages import ConfirmEmail, Job, ResubscribeProof
 from chalicelib.store_holds import PLACED, STORE_DOWN, StoreHolds
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.store import Tables
@@ -318,7 +319,7 @@ class SweepService:
         ):
             if deadline.passed():
                 break
-            self.jobs.send_body(confirm_message(sku, joined_ts))
+            self.jobs.send(ConfirmEmail(sku, joined_ts))
             sent += 1
         return sent
 
@@ -331,7 +332,7 @@ class SweepService:
         ):
             if deadline.passed():
                 break
-            self.jobs.send_body(resubscribe_message(key))
+            self.jobs.send(ResubscribeProof(key))
             sent += 1
         return sent
 

@@ -6,6 +6,7 @@ cold start (the sweep's, say) then never compiles and runs the modules only anot
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from chalicelib.leaving import QueueExits
     from chalicelib.links import Links
     from chalicelib.manage import ManageService
+    from chalicelib.messages import MessageBus
     from chalicelib.metrics import MetricsFactory
     from chalicelib.notifier import Notifier
     from chalicelib.optin import OptIns, OptInSender
@@ -238,7 +240,7 @@ class Services:
             owed=self.owed,
             clock=self.clock,
             hash_key=self.hash_key,
-            send_message=self.jobs.send_body,
+            send_message=self.jobs.send,
             on_suppressed=self.proof_requests.ask,
             email_sends=self.email_sends,
         )
@@ -250,7 +252,7 @@ class Services:
 
         return ProofRequests(
             tables=self.tables,
-            send_message=self.jobs.send_body,
+            send_message=self.jobs.send,
             sms_sends=self.sms_sends,
             email_sends=self.email_sends,
         )
@@ -300,28 +302,28 @@ class Services:
             confirm_days=self.settings.email_confirm_days,
         )
 
-    def handle_message(self, body: str) -> bool:
-        """A message on the jobs queue that is not a restock job, handled where it belongs: a re-subscribe email or
-        code (chalicelib/resubscribe.py), an opt-in link staff started (chalicelib/optin.py), a place's confirmation
-        email or a switch's code (chalicelib/confirm.py).
-        False for a restock job, which is the notifier's."""
-        from chalicelib.confirm import message_of
-        from chalicelib.jobs import resubscribe_message_of
-        from chalicelib.optin import optin_message_of
+    @cached_property
+    def message_bus(self) -> MessageBus:
+        """Where each message on the jobs queue goes: a restock job to the notifier, an owed confirmation email or
+        switch code to chalicelib/confirm.py, a re-subscribe email or code to chalicelib/resubscribe.py, an opt-in
+        link staff started to chalicelib/optin.py. Each handler builds its service only when a message needs it."""
+        from chalicelib.messages import ConfirmEmail, Job, MessageBus, OptinLink, ResubscribeProof, SwitchCode
 
-        proof = resubscribe_message_of(body)
-        if proof is not None:
-            self.proofs.handle(proof)
-            return True
-        optin = optin_message_of(body)
-        if optin is not None:
-            self.optin_links.handle(*optin)
-            return True
-        message = message_of(body)
-        if message is not None:
-            self.messages.handle(message)
-            return True
-        return False
+        return MessageBus(
+            handlers={
+                Job: lambda job, remaining_ms: self.notifier.handle(job, remaining_ms),
+                ConfirmEmail: lambda m, _: self.messages.send_confirmation(m.sku, m.joined_ts),
+                SwitchCode: lambda m, _: self.messages.send_code(m.key, m.nonce),
+                ResubscribeProof: lambda m, _: self.proofs.handle(m.key),
+                OptinLink: lambda m, _: self.optin_links.handle(m.key, m.nonce),
+            }
+        )
+
+    def handle_message(self, body: str, remaining_ms: Callable[[], int]) -> object:
+        """One message from the jobs queue, handled where it belongs; BadRequest for a malformed body."""
+        from chalicelib.messages import parse
+
+        return self.message_bus.handle(parse(body), remaining_ms)
 
     @cached_property
     def shop(self) -> Shop:
@@ -625,7 +627,7 @@ class Services:
             hash_key=self.hash_key,
             default_region=self.settings.default_phone_region,
             codes=CodeKey(self.token_keys),
-            send_message=self.jobs.send_body,
+            send_message=self.jobs.send,
             # The link lives as long as the places it shows: a place lapses after REQUEST_TTL_DAYS untouched.
             link_max_age_s=self.settings.request_ttl_days * 86400,
             sms_allowed_countries=self.settings.sms_allowed_countries,
@@ -696,7 +698,7 @@ class Services:
             links=self.links,
             clock=self.clock,
             shop=self.shop,
-            send_message=self.jobs.send_body,
+            send_message=self.jobs.send,
             sms_sends=self.sms_sends,
         )
 

@@ -87,24 +87,20 @@ def queued_bodies(services: Any) -> list[str]:
 
 
 def queued_jobs(services: Any) -> list[Any]:
-    """Every restock job waiting on the notifier's queue, taken off it (confirmation, code and re-subscribe
-    messages, which chalicelib/confirm.py and chalicelib/resubscribe.py send on the same queue, are taken off and
-    left out)."""
-    from chalicelib.confirm import message_of
-    from chalicelib.jobs import Job, resubscribe_message_of
+    """Every restock job waiting on the notifier's queue, taken off it (the messages that owe one send each, on the
+    same queue, are taken off and left out)."""
+    from chalicelib.messages import Job, parse
 
-    return [
-        Job.from_json(body)
-        for body in queued_bodies(services)
-        if message_of(body) is None and resubscribe_message_of(body) is None
-    ]
+    return [message for message in map(parse, queued_bodies(services)) if isinstance(message, Job)]
 
 
-def queued_messages(services: Any) -> list[dict[str, str]]:
-    """Every confirmation or code message waiting on the notifier's queue, taken off it (restock jobs too)."""
-    from chalicelib.confirm import message_of
+def queued_messages(services: Any) -> list[Any]:
+    """Every message waiting on the notifier's queue that owes one send (a confirmation email, a switch code, a
+    re-subscribe message, an opt-in link), taken off it (restock jobs too). Parsed as the notifier parses them
+    (chalicelib/messages.py)."""
+    from chalicelib.messages import Job, parse
 
-    return [m for m in (message_of(body) for body in queued_bodies(services)) if m is not None]
+    return [message for message in map(parse, queued_bodies(services)) if not isinstance(message, Job)]
 
 
 @contextmanager

@@ -8,6 +8,7 @@ from typing import Any
 
 from chalice.test import Client
 
+from chalicelib.messages import ConfirmEmail
 from chalicelib.notifier import SkipReason
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
@@ -36,8 +37,8 @@ def test_the_first_tap_sends_one_confirmation_and_a_repeat_tap_sends_none(
     verify_sender(services)
     assert tap(client, chair, "ada@example.com").json_body["confirm_email"] is True
     [message] = queued_messages(services)
-    assert services.messages.handle(message) is True
-    assert services.messages.handle(message) is False, "a redelivered message sends nothing twice"
+    assert services.message_bus.handle(message, lambda: 60_000) is True
+    assert services.message_bus.handle(message, lambda: 60_000) is False, "a redelivered message sends nothing twice"
     clock.advance(3600)
     tap(client, chair, "Ada@Example.com")
     assert queued_messages(services) == [], "a repeat tap within the window owes no second email"
@@ -96,7 +97,7 @@ def test_the_sweep_sends_a_confirmation_a_tap_left_owed(services: Services, cloc
     clock.advance(120)
     assert services.sweep.run()["confirmations_requeued"] == 1
     [message] = queued_messages(services)
-    assert message == {"kind": "confirm", "sku": chair, "joined_ts": str(unconfirmed.joined_ts)}
+    assert message == ConfirmEmail(chair, str(unconfirmed.joined_ts))
 
 
 def test_a_tap_in_german_gets_its_confirmation_and_its_notice_in_german(

@@ -20,6 +20,7 @@ from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 from chalice.test import Client
 
 from chalicelib import logs
+from chalicelib.messages import to_body
 from chalicelib.senders import EmailSender, Senders, SmsSender
 from chalicelib.webhooks import sign
 from chalicelib.wiring import Services
@@ -110,8 +111,8 @@ def test_no_log_line_names_a_contact(lines: Lines, services: Services, clock: Fi
         # The notifier: a restock for two, one send refused (rolled back, retried), then a top-up.
         job = add_restock(shop, chair, 2, clock.now())
         with pytest.raises(RuntimeError):
-            deliver(client, job.to_json())
-        deliver(client, job.to_json())
+            deliver(client, to_body(job))
+        deliver(client, to_body(job))
         drain(shop)
 
         # Reserve: a tap, a second tap, a forged link; then the order for the hold.
@@ -158,7 +159,7 @@ def test_notifier_lines_carry_the_restock_the_job_and_the_message(
     with app_client(services) as client:
         tap(client, chair, "sms", PHONE_CONTACTS[0])
         job = add_restock(services, chair, 1, clock.now())
-        deliver(client, job.to_json())
+        deliver(client, to_body(job))
 
     [done] = [json.loads(line) for line in lines.app.getvalue().splitlines() if "notifier job done" in line]
     assert done["restock_id"] == job.restock_id and done["sku"] == chair and done["job_kind"] == job.kind

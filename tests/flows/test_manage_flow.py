@@ -13,6 +13,7 @@ from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 
 from chalicelib.confirm import CodeKey, switch_key
 from chalicelib.contacts import contact_key
+from chalicelib.messages import SwitchCode
 from chalicelib.tables.requests import Request
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
@@ -323,10 +324,10 @@ def test_a_switch_needs_the_code_and_wrong_codes_are_capped(
     assert place is not None and place.channel == "sms", "nothing moves before the code is entered"
     # The notifier sends the code to the new contact, once however often its message is delivered.
     [message] = queued_messages(services)
-    assert message["kind"] == "code"
+    assert isinstance(message, SwitchCode)
     verify_sender(services)
-    assert services.messages.handle(message) is True
-    assert services.messages.handle(message) is False
+    assert services.message_bus.handle(message, lambda: 60_000) is True
+    assert services.message_bus.handle(message, lambda: 60_000) is False
     [sent] = email_outbox()
     assert code_for(services, s.requests[0]) in str(sent.body)
     page = client.http.get(url).body

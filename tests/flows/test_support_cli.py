@@ -19,7 +19,7 @@ from click.testing import CliRunner, Result
 
 from chalicelib.aws import Aws
 from chalicelib.config import settings_from_env
-from chalicelib.jobs import Job
+from chalicelib.messages import Job, to_body
 from chalicelib.support_desk import desk_for
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
@@ -199,7 +199,7 @@ def test_explain_shows_an_opt_back_in_after_the_opt_out(services: Services, cloc
 
 def test_dlq_redrive_reports_how_it_moved_them(services: Services) -> None:
     dlq = services.aws.sqs.get_queue_url(QueueName=services.settings.dlq_name)["QueueUrl"]
-    services.aws.sqs.send_message(QueueUrl=dlq, MessageBody=Job("CHAIR", "rs_1", "t#1").to_json())
+    services.aws.sqs.send_message(QueueUrl=dlq, MessageBody=to_body(Job("CHAIR", "rs_1", "t#1")))
     out = ok(services, "dlq", "redrive")
     assert "1 job(s) were dead-lettered." in out
     assert "Method: receive-and-resend" in out
@@ -253,7 +253,7 @@ def test_redrive_counts_its_progress_off_a_terminal(services: Services, monkeypa
     monkeypatch.setattr(support_cli, "REDRIVE_PROGRESS_EVERY", 10)  # a line per 100 jobs otherwise
     dlq = services.aws.sqs.get_queue_url(QueueName=services.settings.dlq_name)["QueueUrl"]
     for batch in range(3):
-        entries = [{"Id": str(i), "MessageBody": Job("CHAIR", f"rs_{batch}_{i}", "t#1").to_json()} for i in range(9)]
+        entries = [{"Id": str(i), "MessageBody": to_body(Job("CHAIR", f"rs_{batch}_{i}", "t#1"))} for i in range(9)]
         services.aws.sqs.send_message_batch(QueueUrl=dlq, Entries=entries)
     result = bisn(services, "dlq", "redrive")
     assert result.exit_code == 0, result.output

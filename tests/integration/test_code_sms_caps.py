@@ -14,7 +14,7 @@ from chalice.test import Client
 
 from chalicelib.contacts import contact_key, normalise_contact
 from chalicelib.errors import DomainError, RateLimited
-from chalicelib.optin import optin_message_of
+from chalicelib.messages import OptinLink, SwitchCode
 from chalicelib.sms_caps import places_key
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
@@ -58,7 +58,7 @@ def refusal(services: Services, key: str, number: str, source: str = "203.0.113.
 
 
 def codes_queued(services: Services) -> int:
-    return sum(1 for m in queued_messages(services) if m["kind"] == "code")
+    return sum(1 for m in queued_messages(services) if isinstance(m, SwitchCode))
 
 
 @pytest.fixture
@@ -268,7 +268,7 @@ def test_a_staff_opt_in_link_by_sms_counts_against_the_daily_ceiling(
         )
     assert refused.value.code == "sms_daily_limit"
     assert emitted(capsys.readouterr().out, "NonNoticeSmsRefused") == 1
-    assert [body for body in queued_bodies(capped) if optin_message_of(body)] == []
+    assert [m for m in queued_messages(capped) if isinstance(m, OptinLink)] == []
     # An email link is no SMS: it goes whatever the ceiling says.
     email_key = contact_key("bea@example.com", capped.hash_key)
     capped.tables.optout.add(email_key, "unsubscribe", capped.clock.now())

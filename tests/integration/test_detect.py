@@ -17,7 +17,8 @@ from chalicelib.clock import iso
 from chalicelib.config import settings_from_env
 from chalicelib.detect import DetectOutcome, restock_id_for
 from chalicelib.errors import InvalidSignature
-from chalicelib.jobs import Job, JobQueue
+from chalicelib.jobs import JobQueue
+from chalicelib.messages import Job
 from chalicelib.owed import ENQUEUE_LEASE_S, OwedJobs
 from chalicelib.tables.base import TransactionCancelled, transact
 from chalicelib.webhooks import sign

@@ -12,7 +12,7 @@ import pytest
 
 from chalicelib.contacts import contact_key
 from chalicelib.errors import Busy, RateLimited
-from chalicelib.jobs import resubscribe_message_of
+from chalicelib.messages import ResubscribeProof, parse
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.integration.test_code_sms_caps import emitted
@@ -46,7 +46,7 @@ def confirmations_queued(services: Services) -> int:
 
 
 def proofs_queued(bodies: list[str]) -> int:
-    return sum(1 for body in bodies if resubscribe_message_of(body) is not None)
+    return sum(1 for body in bodies if isinstance(parse(body), ResubscribeProof))
 
 
 def owing(services: Services, skus: list[str], address: str) -> int:

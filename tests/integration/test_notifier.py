@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from chalicelib.i18n import LANGUAGES
-from chalicelib.jobs import Job
 from chalicelib.link_ids import is_link_id
+from chalicelib.messages import Job
 from chalicelib.metrics import (
     NOTICES_SENT,
     SEND_FAILURES,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from chalicelib.jobs import Job
+from chalicelib.messages import Job
 from chalicelib.metrics import NOTICES_UNDELIVERABLE, SENDS_THROTTLED, skip_metric
 from chalicelib.notifier import (
     MAX_REFUSALS_IN_A_ROW,

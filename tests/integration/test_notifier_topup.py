@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from chalicelib.jobs import Job
+from chalicelib.messages import Job
 from chalicelib.notifier import PARKED_MAX, SendFailed, SkipReason
 from chalicelib.senders import EmailSender, Senders, SmsSender
 from chalicelib.tables.requests import RequestState

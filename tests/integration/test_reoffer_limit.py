@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from chalicelib.jobs import Job
+from chalicelib.messages import Job
 from chalicelib.notifier import Notifier, StopReason
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock

@@ -9,7 +9,7 @@ import boto3
 import pytest
 
 from chalicelib.contacts import contact_key
-from chalicelib.jobs import Job
+from chalicelib.messages import Job, to_body
 from chalicelib.support_desk import (
     ALREADY_NOTIFIED,
     BEHIND_CAP,
@@ -327,12 +327,12 @@ def test_forget_waits_for_a_hold_to_end(services: Services, clock: FixedClock) -
 def test_dlq_redrive_moves_dead_letters_back(services: Services) -> None:
     sqs = services.aws.sqs
     dlq = sqs.get_queue_url(QueueName=services.settings.dlq_name)["QueueUrl"]
-    bodies = [Job("CHAIR", f"rs_{i}", "2026-01-01T00:00:00.000000Z#x", kind="topup").to_json() for i in range(12)]
+    bodies = [to_body(Job("CHAIR", f"rs_{i}", "2026-01-01T00:00:00.000000Z#x", kind="topup")) for i in range(12)]
     for body in bodies:
         sqs.send_message(QueueUrl=dlq, MessageBody=body)
     report = desk_for(services).dlq_redrive(emulated=True)
     assert (report.method, report.waiting_before, report.moved) == ("receive-and-resend", 12, 12)
-    assert sorted(j.to_json() for j in queued_jobs(services)) == sorted(bodies)
+    assert sorted(to_body(j) for j in queued_jobs(services)) == sorted(bodies)
     assert sqs.receive_message(QueueUrl=dlq).get("Messages", []) == []
 
 

@@ -26,7 +26,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from chalicelib.jobs import Job
+from chalicelib.messages import parse
 from chalicelib.notifier import AFTER_UNDELIVERABLE
 from chalicelib.senders import EmailSender, Senders, SmsSender
 from chalicelib.tables.reservations import OfferState
@@ -268,7 +268,7 @@ def deliver_last_time(w: World) -> list[str]:
             return crashed
         message = messages["Messages"][0]
         try:
-            w.services.notifier.handle(Job.from_json(message["Body"]), lambda: 60_000)
+            w.services.notifier.handle(parse(message["Body"]), lambda: 60_000)
         except CRASHES as crash:
             w.faults.restore()
             crashed.append(str(crash))

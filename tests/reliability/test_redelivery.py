@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from chalicelib.jobs import Job
+from chalicelib.messages import Job, parse
 from chalicelib.tables.reservations import OfferState
 from chalicelib.wiring import Services
 from tests.reliability.invariants import Tables, assert_invariants
@@ -32,7 +32,7 @@ def take_job(w: World, kind: str) -> Job:
     for _ in range(20):
         messages = w.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1, VisibilityTimeout=0)
         [message] = messages["Messages"]
-        job = Job.from_json(message["Body"])
+        job = parse(message["Body"])
         w.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
         if job.kind == kind:
             return job

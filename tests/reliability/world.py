@@ -26,8 +26,8 @@ from moto.sns.models import sns_backends
 from chalicelib.aws import Aws
 from chalicelib.config import settings_from_env
 from chalicelib.contacts import contact_key
-from chalicelib.jobs import Job
 from chalicelib.link_ids import is_link_id
+from chalicelib.messages import Job, parse
 from chalicelib.tables.base import query_all
 from chalicelib.webhooks import sign
 from chalicelib.wiring import Services
@@ -465,13 +465,15 @@ class World:
             if not messages.get("Messages"):
                 return handled
             message = messages["Messages"][0]
-            if (services or self.services).handle_message(message["Body"]):
-                # A confirmation email, a switch code or a re-subscribe message, handled by the same function.
+            bus = (services or self.services).message_bus
+            job = parse(message["Body"])
+            if not isinstance(job, Job):
+                # A message that owes one send (chalicelib/messages.py), handled by the same function.
+                bus.handle(job, lambda: PLENTY_MS)
                 sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
                 continue
-            job = Job.from_json(message["Body"])
             try:
-                (services or self.services).notifier.handle(job, remaining_ms or (lambda: PLENTY_MS))
+                bus.handle(job, remaining_ms or (lambda: PLENTY_MS))
             except CRASHES as crash:
                 # The Lambda died: the trigger does not delete the message, so SQS hands it out again.
                 self.faults.restore()

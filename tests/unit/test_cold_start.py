@@ -19,7 +19,6 @@ AT_LOAD = {
     "chalicelib.config",
     "chalicelib.errors",
     "chalicelib.faults",
-    "chalicelib.jobs",
     # The app's log handler is installed as the app loads, so the first invocation's lines are JSON too.
     "chalicelib.logs",
     "chalicelib.web",

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from chalicelib.errors import BadRequest
-from chalicelib.jobs import Job
+from chalicelib.messages import Job, parse, to_body
 from chalicelib.metrics import skip_metric
 from chalicelib.notifier import skip_reason
 from chalicelib.tables.requests import Request
@@ -51,11 +51,11 @@ def test_skip_metrics_are_named_by_reason() -> None:
 
 def test_a_continuation_job_carries_its_cursor_and_count() -> None:
     job = Job("SKU", RESTOCK, "2026-01-01T00:00:00.000000Z#aaaaaaaa", kind="continue", after="2025#01", passed=42)
-    assert Job.from_json(job.to_json()) == job
+    assert parse(to_body(job)) == job
 
 
 def test_a_first_job_body_has_no_cursor() -> None:
-    body = json.loads(Job("SKU", RESTOCK, "ts").to_json())
+    body = json.loads(to_body(Job("SKU", RESTOCK, "ts")))
     assert body == {"kind": "restock", "restock_id": RESTOCK, "restock_ts": "ts", "sku": "SKU"}
 
 
@@ -63,4 +63,4 @@ def test_a_first_job_body_has_no_cursor() -> None:
 def test_a_malformed_cursor_is_refused(cursor: dict[str, object]) -> None:
     body = json.dumps({"sku": "SKU", "restock_id": RESTOCK, "restock_ts": "ts", "kind": "continue", **cursor})
     with pytest.raises(BadRequest):
-        Job.from_json(body)
+        parse(body)

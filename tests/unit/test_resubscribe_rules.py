@@ -6,7 +6,7 @@ import pytest
 
 from chalicelib import i18n
 from chalicelib.errors import BadRequest
-from chalicelib.jobs import resubscribe_message, resubscribe_message_of
+from chalicelib.messages import ResubscribeProof, parse, to_body
 from chalicelib.resubscribe import (
     CODE_ATTEMPTS,
     PROOF_EVERY_S,
@@ -67,12 +67,14 @@ def test_the_email_says_they_unsubscribed_and_carries_the_link_in_both_parts(lan
 
 
 def test_the_queue_message_names_the_proof_and_nothing_else_is_taken_for_one() -> None:
-    assert resubscribe_message_of(resubscribe_message("rs#" + "a" * 32)) == "rs#" + "a" * 32
-    assert resubscribe_message_of('{"kind":"confirm","sku":"A","joined_ts":"t"}') is None
-    assert resubscribe_message_of('{"sku":"A","restock_id":"r","restock_ts":"t"}') is None
-    assert resubscribe_message_of("not json") is None
+    proof = ResubscribeProof("rs#" + "a" * 32)
+    assert parse(to_body(proof)) == proof
+    assert not isinstance(parse('{"kind":"confirm","sku":"A","joined_ts":"t"}'), ResubscribeProof)
+    assert not isinstance(parse('{"sku":"A","restock_id":"r","restock_ts":"t"}'), ResubscribeProof)
     with pytest.raises(BadRequest):
-        resubscribe_message_of('{"kind":"resubscribe"}')
+        parse("not json")
+    with pytest.raises(BadRequest):
+        parse('{"kind":"resubscribe"}')
 
 
 def _charge(services: Services, key: str, now: float) -> bool:
