@@ -63,9 +63,78 @@ def catalog(services: Services, stores: LocalStores | None) -> list[dict[str, An
 
 def products(services: Services) -> list[dict[str, Any]]:
     """Every product in the catalogue, by SKU, with the count its waiting shards hold now (the product item's own
-    figure is the demand ranking's quarter-hourly roll-up)."""
+    figure is the demand ranking's roll-up, which the sweep refreshes at most every 9 minutes)."""
     catalog = services.tables.catalog
     return [{**product(item), "waiting_count": catalog.waiting(item.sku)} for item in catalog.all()]
+
+
+# What the open restock did with a level that opened no new one (detect.py's `adjusted`).
+ADJUSTED = {
+    "topped_up": "it rose, and the new units go to the next people in line",
+    "lowered": "it fell, so fewer units can be offered",
+    "closed": "it fell below the threshold, so the restock is closed and no more offers are made",
+}
+# Why detection answered no_restock or ignored, other than the level's own (no_crossing).
+REASONS = {
+    "stale": "this event is older than the level already recorded, so it changed nothing",
+    "duplicate": "this webhook was handled already; a redelivery changes nothing",
+    "unknown_sku": "the app's catalogue has no such SKU",
+    "unknown_item": "no catalogued SKU claims the store's inventory item",
+}
+
+
+def _units(n: int) -> str:
+    return "1 unit" if n == 1 else f"{n} units"
+
+
+def restock_meaning(services: Services, sku: str, status: int, body: Any) -> dict[str, str] | None:
+    """What a restock sent from the console did, in a sentence, and its tone: `ok` for a restock, `neutral` for a
+    level that opened none (and why: detection's rule, chalicelib/detect.py `decide`). None for a refusal (4xx/5xx),
+    which the console shows as the API's own message."""
+    if status >= 400 or not isinstance(body, dict):
+        return None
+    # A store platform's webhook answers one result per level it carried; the console's restock sends one.
+    results = body.get("results")
+    detail = results[0] if isinstance(results, list) and results and isinstance(results[0], dict) else body
+    outcome, reason = detail.get("status"), detail.get("reason")
+    product = services.tables.catalog.get(sku, consistent=True)
+    if outcome == "restock":
+        open_ts = product.open_restock_ts if product is not None else None
+        restock = services.tables.restocks.get(sku, open_ts) if open_ts else None
+        units = (
+            f"{_units(restock.units_total)}: the notifier tells up to {restock.units_total} people"
+            if restock
+            else ("units: the notifier tells people")
+        )
+        return {
+            "tone": "ok",
+            "text": f"A restock of {units} in line, one per unit, oldest first (an email place not confirmed yet is "
+            "passed over).",
+        }
+    if product is None or reason != "no_crossing":
+        because = REASONS.get(str(reason), f"the API's reason: {reason}")
+        return {"tone": "neutral", "text": f"No restock: {because}."}
+    threshold, held = product.threshold, product.store_held
+    counted = f" (counting the {_units(held)} our holds keep on the store)" if held else ""
+    adjusted = detail.get("adjusted")
+    if adjusted in ADJUSTED:
+        text = f"No new restock: the one already open follows the level: {ADJUSTED[adjusted]}."
+    elif product.level is not None and product.level < threshold:
+        lowest = max(threshold - held, 0)
+        text = (
+            f"No restock: a level of {product.level}{counted} is below this product's notify threshold of "
+            f"{threshold}, so nobody is told. A level of {lowest} or more{' on the store' if held else ''}, rising from "
+            "below it, opens a restock "
+            "that tells one person per unit."
+        )
+    elif product.open_restock_id:
+        text = f"No new restock: one is already open, and the level stays at or above the threshold of {threshold}."
+    else:
+        text = (
+            f"No restock: the level was already at or above the threshold of {threshold}. A restock opens only "
+            f"when the level rises from below {threshold} to {threshold} or more (send 0 first to sell it out)."
+        )
+    return {"tone": "neutral", "text": text}
 
 
 def _offers(services: Services, sku: str) -> list[dict[str, Any]]:

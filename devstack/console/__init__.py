@@ -184,6 +184,7 @@ def create_console(stack: Stack, *, origins: Iterable[str] = ()) -> Flask:
             webhook_id=webhook_id,
             sent=sent,
             api={"status": answer.status, "body": answer.body},
+            meaning=views.restock_meaning(stack.services, sku, answer.status, answer.body),
         )
 
     @app.get("/api/queue/<path:sku>")
@@ -275,7 +276,10 @@ def create_console(stack: Stack, *, origins: Iterable[str] = ()) -> Flask:
 
     @app.get("/controls")
     def controls_page() -> Any:
-        return page("controls", products=views.products(stack.services), tones=TONES)
+        # The tone picker says when the tone changes nothing here: the local stage's stand-in model
+        # (devstack/fake_model.py) and the plain templates write the same copy whatever the tone.
+        copy_mode = stack.services.settings.copy_mode
+        return page("controls", products=views.products(stack.services), tones=TONES, copy_mode=copy_mode)
 
     @app.get("/checkout")
     def checkout_page() -> Any:

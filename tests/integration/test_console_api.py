@@ -354,6 +354,40 @@ def test_a_restock_is_detected_by_the_api(console: FlaskClient, api: Client, thr
     assert console.get(f"/api/queue/{throw}").get_json()["restock"]["units_total"] == 2
 
 
+def test_a_restock_says_what_the_level_did_and_one_below_the_threshold_tells_nobody(
+    console: FlaskClient, api: Client, stack_services: Services
+) -> None:
+    stack_services.tables.catalog.upsert(THROW, {**PRODUCT, "threshold": 3})
+
+    def restock(available: int) -> dict[str, Any]:
+        answer = post(console, "/api/restock", {"sku": THROW, "available": available}).get_json()
+        return {"api": answer["api"]["body"], **answer["meaning"]}
+
+    assert restock(2) == {
+        "api": {"status": "no_restock", "reason": "no_crossing"},
+        "tone": "neutral",
+        "text": "No restock: a level of 2 is below this product's notify threshold of 3, so nobody is told. A level of "
+        "3 or more, rising from below it, opens a restock that tells one person per unit.",
+    }
+    opened = restock(3)
+    assert (opened["api"]["status"], opened["tone"]) == ("restock", "ok")
+    assert opened["text"] == (
+        "A restock of 3 units: the notifier tells up to 3 people in line, one per unit, oldest first (an email place "
+        "not confirmed yet is passed over)."
+    )
+    rose = restock(5)
+    assert (rose["api"]["adjusted"], rose["tone"]) == ("topped_up", "neutral")
+    assert rose["text"] == (
+        "No new restock: the one already open follows the level: it rose, and the new units go to the next people "
+        "in line."
+    )
+    assert (
+        restock(5)["text"] == "No new restock: one is already open, and the level stays at or above the threshold of 3."
+    )
+    closed = restock(1)
+    assert closed["text"].endswith("it fell below the threshold, so the restock is closed and no more offers are made.")
+
+
 @pytest.mark.parametrize(
     ("body", "error"),
     [
@@ -605,6 +639,38 @@ def test_the_controls_offer_the_tones_only(console: FlaskClient) -> None:
     for tone in TONES:
         assert f'<option value="{tone}">' in page
     assert 'name="voice" maxlength' not in page
+
+
+@pytest.mark.parametrize(
+    ("mode", "says"),
+    [
+        ("fake", "COPY_MODE=fake</code>, devstack/fake_model.py): its copy is the same whatever the tone."),
+        ("template", "COPY_MODE=template</code>): the same whatever the tone."),
+        ("bedrock", None),
+    ],
+)
+def test_the_tone_picker_says_when_the_tone_changes_nothing_here(
+    session: boto3.session.Session, env: dict[str, str], stack: Stack, mode: str, says: str | None
+) -> None:
+    settings = settings_from_env({**env, "COPY_MODE": mode})
+    services = Services(settings, aws=Aws(REGION, session=session), clock=stack.clock, model=FakeBedrock())
+    console = create_console(Stack(services, stack.clock, stack.api), origins=[ORIGIN]).test_client()
+    page = " ".join(console.get("/controls").get_data(as_text=True).split())
+    if says is None:
+        assert 'id="voice-hint"' not in page
+    else:
+        assert says in page and 'aria-describedby="voice-hint"' in page
+
+
+def test_the_controls_say_which_clock_each_part_keeps(console: FlaskClient) -> None:
+    page = " ".join(console.get("/controls").get_data(as_text=True).split())
+    # The API follows the stack clock (devstack/api.py --clock-file); only signatures and SQS keep the wall clock.
+    assert "the API keeps the wall clock" not in page
+    assert (
+        "Moves the stack clock forward for the whole stack: the API (joins, offers, holds and their deadlines)" in page
+    )
+    assert "Webhook signatures and the job queue's retry timers keep the wall clock." in page
+    assert "The stock reconciliation (every 5 minutes when deployed) does not run here" in page
 
 
 def test_checkout_for_an_unknown_reservation_says_so(console: FlaskClient) -> None:

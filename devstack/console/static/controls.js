@@ -8,14 +8,15 @@
     notifier: "Notifier (SQS jobs → SMS and email)",
     reserve: "Reserve links (GET page, POST /reserve/{token} holds)",
     orders_webhook: "Orders (POST /webhooks/orders)",
-    sweep: "Sweep (lapses, expiries, top-ups)",
+    sweep: "Sweep (lapses, expiries, top-ups, stale places, owed jobs)",
     unsubscribe: "Unsubscribe links"
   };
 
-  function say(id, text, ok) {
+  // tone: true (it happened), false (refused), or "neutral" (answered, but nothing to celebrate: say why).
+  function say(id, text, tone) {
     var node = document.getElementById(id);
     node.textContent = text;
-    node.className = "result " + (ok ? "ok" : "bad");
+    node.className = "result " + (tone === "neutral" ? "neutral" : tone ? "ok" : "bad");
   }
 
   function apiAnswer(data) {
@@ -38,19 +39,19 @@
       Object.keys(CAPABILITIES).forEach(function (name) {
         list.appendChild(C.el("li", { "class": caps[name] ? "ok" : "missing" }, [
           C.el("span", { "aria-hidden": "true", text: caps[name] ? "✓ " : "… " }),
-          CAPABILITIES[name] + (caps[name] ? "" : " — not available yet")
+          CAPABILITIES[name] + (caps[name] ? "" : " — missing from the app")
         ]));
       });
       document.querySelectorAll("[data-needs]").forEach(function (button) {
         var have = caps[button.getAttribute("data-needs")];
         button.setAttribute("aria-disabled", have ? "false" : "true");
-        button.title = have ? "" : "Not available yet: the app does not have this entry point.";
+        button.title = have ? "" : "Missing: the app does not have this entry point.";
       });
     });
   }
 
   function describeRun(what, data) {
-    if (data.available === false) { return what + ": not available yet. " + (data.message || ""); }
+    if (data.available === false) { return what + ": not available. " + (data.message || ""); }
     var text = what + ": processed " + data.processed;
     if (data.failed) { text += ", " + data.failed + " failed (left on the queue for a retry)"; }
     return text + ".";
@@ -63,7 +64,9 @@
     say("restock-result", "Sending…", true);
     C.api("POST", "/api/restock", { sku: sku, available: available }).then(function (result) {
       if (!result.ok) { say("restock-result", result.data.message || "Failed.", false); return; }
-      say("restock-result", "Sent " + sku + " at " + available + " unit(s). " + apiAnswer(result.data), result.data.api.status < 400);
+      var meaning = result.data.meaning;
+      var text = "Sent " + sku + " at " + available + " unit(s). " + apiAnswer(result.data) + (meaning ? ". " + meaning.text : "");
+      say("restock-result", text, meaning ? (meaning.tone === "ok" ? true : "neutral") : result.data.api.status < 400);
       refreshJobs();
     });
   });
