@@ -63,12 +63,6 @@
         endHold.disabled = false;
         return;
       }
-      if (!data.processed) {
-        // The hold was not due at that moment (or had ended already): nothing changed.
-        done("The sweep ran, but no offer or hold came due.", true);
-        endHold.disabled = false;
-        return;
-      }
       state.setAttribute("data-state", "expired");
       state.textContent = "Your hold has ended, unbought.";
       done("The sweep ran: " + data.processed + " offer(s) or hold(s) came due. The unit goes to the next shopper in line, if anyone waits, once the notifier runs the top-up job the sweep queued.", true);
