@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 logs.configure()
 
 app = Chalice(app_name="bisn")
+log = logging.getLogger("chalicelib.api")
 app.api.binary_types = []
 
 # JSON is the widget's: a cross-site fetch of it is preflighted, and only CORS_ORIGINS pass. The form and text/plain
@@ -111,7 +113,12 @@ def _accept_language() -> str | None:
 
 def _cors() -> Headers:
     origin = _request().headers.get("origin")
-    return cors_headers(origin, wiring.current().settings.cors_origins)
+    headers = cors_headers(origin, wiring.current().settings.cors_origins)
+    if origin and not headers:
+        # The browser will hide our answer from the page, so nobody else sees why the widget fails there: a shop
+        # whose theme's origin is missing from CORS_ORIGINS finds it here. An origin names a site, not a person.
+        log.warning("origin not in CORS_ORIGINS: the browser refuses this answer to the page", extra={"origin": origin})
+    return headers
 
 
 @app.route("/notify-me", methods=["POST"], content_types=FORM_TYPES)

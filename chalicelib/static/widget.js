@@ -356,6 +356,12 @@
       return response.json().catch(function () { return {}; }).then(function (answer) {
         return { status: response.status, body: answer || {} };
       });
+    }, function (error) {
+      // A CORS refusal reaches a script only as this failure; the shop's developer reads why in the console.
+      // The words avoid ": " and ", " (the build's SPACING would close them up).
+      console.error("bisn widget - no answer from " + apiBase + path + " to a page on " + location.origin +
+        ". If the API is up then its CORS_ORIGINS lacks " + location.origin + ".");
+      throw error;
     });
   }
 

@@ -9,7 +9,9 @@ in for the server's answer, per the contract in docs/openapi.yaml). The demo sto
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -340,3 +342,53 @@ def test_each_state_on_the_demo_storefront_is_accessible(storefront: Any, stack:
     shot(page, "widget-storefront-success")
     page.set_viewport_size(PHONE)
     shot(page, "widget-storefront-phone")
+
+
+class NoCorsApi(BaseHTTPRequestHandler):
+    """An API that answers every request without CORS headers, as ours does an origin missing from CORS_ORIGINS."""
+
+    def _answer(self) -> None:
+        body = b'{"status":"received"}'
+        self.send_response(202)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_OPTIONS = do_POST = _answer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def no_cors_api() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), NoCorsApi)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_an_api_that_refuses_the_pages_origin_is_named_in_the_console_not_to_the_shopper(
+    page: Any, shop: Shop, no_cors_api: str
+) -> None:
+    # A real server, not a routed answer: the browser applies CORS to what comes off the network.
+    api = no_cors_api
+    lines: list[str] = []
+    page.on("console", lambda message: lines.append(f"{message.type}: {message.text}"))
+    shop.pages["/p"] = bare_page(script=f' data-bisn-api="{api}"')
+    page.goto(SHOP + "/p")
+    page.wait_for_selector(".bisn[data-bisn-ready]", state="attached")
+    widget = page.locator(".bisn")
+    widget.get_by_role("button", name="Notify me when available").click()
+    widget.locator("input[name=contact]").fill("07400 123456")
+    widget.get_by_role("button", name="Notify me", exact=True).click()
+    widget.locator(".bisn-status", has_text="Sorry, we could not reach the shop").wait_for()
+    mine = [line for line in lines if "bisn widget" in line]
+    assert mine == [
+        f"error: bisn widget - no answer from {api}/notify-me to a page on {SHOP}. If the API is up then its "
+        f"CORS_ORIGINS lacks {SHOP}."
+    ]
+    # The shopper reads the widget's usual words, never the developer's.
+    assert "CORS" not in widget.inner_text()

@@ -70,3 +70,19 @@ def test_the_preflight_answers_only_allowed_origins(client: Client, services: Se
     assert ok.headers["Access-Control-Allow-Origin"] == allowed
     refused = client.http.request("OPTIONS", "/notify-me", headers={"Origin": "https://evil.example"})
     assert "Access-Control-Allow-Origin" not in refused.headers
+
+
+def test_a_refused_origin_is_logged_by_name_and_an_allowed_one_is_not(
+    client: Client, services: Services, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("WARNING", logger="chalicelib")
+    client.http.request("OPTIONS", "/notify-me", headers={"Origin": services.settings.cors_origins[0]})
+    assert [r for r in caplog.records if hasattr(r, "origin")] == []
+    client.http.request("OPTIONS", "/notify-me", headers={"Origin": "https://theme.walnut-and-wool.test"})
+    post(client, TEXT, "application/json", Origin="https://theme.walnut-and-wool.test/")
+    refused = [r for r in caplog.records if hasattr(r, "origin")]
+    assert [(r.levelname, r.origin) for r in refused] == [  # type: ignore[attr-defined]
+        ("WARNING", "https://theme.walnut-and-wool.test"),
+        ("WARNING", "https://theme.walnut-and-wool.test/"),
+    ]
+    assert "CORS_ORIGINS" in refused[0].getMessage()
