@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from chalicelib import i18n
+from chalicelib.colours import DEFAULT_ACCENT, accent_or_default, link_colour, readable_on
 from chalicelib.config import Settings
 from chalicelib.senders import EMAIL, STOP_LINE, Notice
 from chalicelib.sms import GSM_PART, is_gsm, septets, to_gsm
@@ -45,7 +46,6 @@ MANAGE_LABEL = "Manage: {link}"
 OPT_OUT_LABEL = "Stop texts: {link}"
 WINDOW_LINE = "Link valid for {window}."
 SHOP_NAME_LIMIT = 30  # the frame's shop name, shortened beyond this so the product's name keeps its room
-DEFAULT_ACCENT = "#1f2937"
 IMAGE_SIZE = 120  # the product picture's width and height in the email, in CSS pixels
 
 
@@ -191,32 +191,22 @@ def compose_sms(copy_sms: str, facts: Facts, reserve_url: str, manage_url: str, 
 
 # --- The email.
 
-
-def _luminance(colour: str) -> float:
-    """WCAG relative luminance of a '#rrggbb' colour."""
-    channels = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
-    r, g, b = (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b
-
-
-def _contrast(a: str, b: str) -> float:
-    high, low = sorted((_luminance(a), _luminance(b)), reverse=True)
-    return (high + 0.05) / (low + 0.05)
+# The card every email is drawn on, and the text written on it.
+CARD, TEXT = "#ffffff", "#111827"
 
 
 def on_colour(background: str) -> str:
     """The text colour readable on a background: white or near-black, whichever contrasts more."""
-    return max(("#ffffff", "#111827"), key=lambda fg: _contrast(background, fg))
+    return readable_on(background, CARD, TEXT)
 
 
-def link_colour(accent: str) -> str:
-    """The accent for links on the white card when it is readable there (4.5:1), else the body's text colour."""
-    return accent if _contrast(accent, "#ffffff") >= 4.5 else "#111827"
+def _link(accent: str) -> str:
+    """The accent for links on the white card when it is readable there, else the body's text colour."""
+    return link_colour(accent, CARD, TEXT)
 
 
 def _accent(facts: Facts) -> str:
-    accent = facts.brand.accent
-    return accent if re.fullmatch(r"#[0-9a-fA-F]{6}", accent or "") else DEFAULT_ACCENT
+    return accent_or_default(facts.brand.accent or "")
 
 
 def button(href: str, label: str, accent: str) -> str:
@@ -250,7 +240,7 @@ def email_body_html(text: str, lang: str, accent: str = DEFAULT_ACCENT) -> tuple
             drawn = True
             continue
         escaped = html.escape(para).replace("\n", "<br>")
-        anchor = f'<a class="lnk" href="{LINK}" style="color:{link_colour(accent)}">{html.escape(t("this link"))}</a>'
+        anchor = f'<a class="lnk" href="{LINK}" style="color:{_link(accent)}">{html.escape(t("this link"))}</a>'
         parts.append(f'<p class="fg" style="{P_STYLE}">' + escaped.replace(LINK, anchor) + "</p>")
     return "\n".join(parts), drawn
 
@@ -325,7 +315,7 @@ def _product_card(facts: Facts, t: i18n.Text) -> str:
     if href:
         label = html.escape(t("View the product"))
         facts_html.append(
-            f'<p style="{SMALL}"><a class="lnk" href="{href}" style="color:{link_colour(_accent(facts))}">{label}</a></p>'
+            f'<p style="{SMALL}"><a class="lnk" href="{href}" style="color:{_link(_accent(facts))}">{label}</a></p>'
         )
     cells.append(f'<td valign="top" style="padding:0">{"".join(facts_html)}</td>')
     return (

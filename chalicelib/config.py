@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import urlparse
 
+from chalicelib.colours import DEFAULT_ACCENT, is_colour
+
 # Notifier invocations that may run at once: the `MaximumConcurrency` of its SQS trigger (app.py; SQS allows 2 to
 # 1000). The account's send rates are shared out among them (chalicelib/senders.py: `per_function_rate`).
 NOTIFIER_MAX_CONCURRENCY = 2
@@ -114,7 +116,7 @@ class Settings:
     # widget shows under its button ('' = the built-in line in the shopper's language).
     shop_url: str = ""
     shop_logo_url: str = ""
-    shop_accent: str = "#1f2937"
+    shop_accent: str = DEFAULT_ACCENT
     widget_consent: str = ""
 
     def table_name(self, short: str) -> str:
@@ -213,9 +215,6 @@ def _countries(env: Mapping[str, str], default_region: str) -> tuple[str, ...]:
     return countries
 
 
-HEX_COLOUR = re.compile(r"#[0-9a-fA-F]{6}")
-
-
 def _cors_origins(env: Mapping[str, str]) -> tuple[str, ...]:
     """CORS_ORIGINS: the storefront origins, comma-separated; a wildcard is refused."""
     origins = tuple(o.strip().rstrip("/") for o in env.get("CORS_ORIGINS", "").split(",") if o.strip())
@@ -242,8 +241,8 @@ def _public_url(env: Mapping[str, str], name: str) -> str:
 
 
 def _accent(env: Mapping[str, str]) -> str:
-    value = env.get("SHOP_ACCENT", "").strip() or "#1f2937"
-    if not HEX_COLOUR.fullmatch(value):
+    value = env.get("SHOP_ACCENT", "").strip() or DEFAULT_ACCENT
+    if not is_colour(value):
         raise ConfigError(f"SHOP_ACCENT must be a colour written #rrggbb, got {value!r}")
     return value.lower()
 

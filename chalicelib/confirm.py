@@ -35,8 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from chalicelib.clock import Clock
+from chalicelib.colours import DEFAULT_ACCENT
 from chalicelib.compose import (
-    DEFAULT_ACCENT,
     P_STYLE,
     SMALL,
     button,

@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 from chalice import Response
 
 from chalicelib import i18n
+from chalicelib.colours import DEFAULT_ACCENT, accent_or_default, link_colour, readable_on
 from chalicelib.holds import (
     EXPIRED_LINK,
     HOLDING_PAGE,
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from chalicelib.config import Settings
 
 DOMAIN = "pages"
-DEFAULT_ACCENT = "#1f2937"
 
 
 class Html(str):
@@ -83,48 +83,19 @@ class About:
     url: str = ""
 
 
-def _luminance(colour: str) -> float:
-    """WCAG 2.2 relative luminance of a #rrggbb colour."""
-
-    def channel(c: int) -> float:
-        s = c / 255
-        return s / 12.92 if s <= 0.04045 else ((s + 0.055) / 1.055) ** 2.4
-
-    r, g, b = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
-    return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
-
-
-def contrast(a: str, b: str) -> float:
-    """WCAG contrast ratio of two #rrggbb colours (1 to 21)."""
-    la, lb = sorted((_luminance(a), _luminance(b)), reverse=True)
-    return (la + 0.05) / (lb + 0.05)
-
-
 LIGHT_BG, LIGHT_FG = "#ffffff", "#1a1a1a"
 DARK_BG, DARK_FG = "#121212", "#ececec"
 BLACK, WHITE = "#000000", "#ffffff"
-AA = 4.5  # WCAG AA for body text
 
 
 def on_accent(accent: str) -> str:
     """The text colour that reads best on a button of the accent colour (black or white)."""
-    return BLACK if contrast(accent, BLACK) >= contrast(accent, WHITE) else WHITE
-
-
-def link_colour(accent: str, background: str, text: str) -> str:
-    """Links take the accent where it reads on the page's background; else the text colour (still underlined
-    in the accent), so a pale or a dark accent never makes a link unreadable."""
-    return accent if contrast(accent, background) >= AA else text
-
-
-def _valid_accent(accent: str) -> str:
-    ok = len(accent) == 7 and accent.startswith("#") and all(c in "0123456789abcdefABCDEF" for c in accent[1:])
-    return accent.lower() if ok else DEFAULT_ACCENT
+    return readable_on(accent, BLACK, WHITE)
 
 
 def style(accent: str) -> str:
     """The page's one stylesheet, in the shop's accent; mobile first, light and dark."""
-    accent = _valid_accent(accent)
+    accent = accent_or_default(accent)
     light_link = link_colour(accent, LIGHT_BG, LIGHT_FG)
     dark_link = link_colour(accent, DARK_BG, DARK_FG)
     return (

@@ -16,6 +16,8 @@ AT_LOAD = {
     "chalicelib.admin_pages",
     "chalicelib.aws",
     "chalicelib.clock",
+    # The settings check the accent by the same rule the pages and emails draw it with.
+    "chalicelib.colours",
     "chalicelib.config",
     "chalicelib.errors",
     "chalicelib.faults",

@@ -11,14 +11,13 @@ import pytest
 
 from app import RESERVE_STATUS
 from chalicelib import holds
+from chalicelib.colours import contrast, link_colour
 from chalicelib.holds import ReserveOutcome
 from chalicelib.pages import (
     LINK_INCOMPLETE,
     About,
     Shop,
-    contrast,
     img_sources,
-    link_colour,
     on_accent,
     page,
     reserve_response,
