@@ -31,10 +31,12 @@ HOLD_ENDED = "hold_expired"
 
 @dataclass(frozen=True)
 class Order:
-    """A parsed order notice."""
+    """A parsed order notice. `draft_ref` is the store's draft order the order was completed from, when the order
+    was matched to the hold through that draft (Shopify) rather than through the reservation id it carries."""
 
     reservation_id: str
     order_id: str
+    draft_ref: str | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,10 @@ class OrdersService:
             row = self.tables.reservations.get(order.reservation_id)
             if row is None:
                 raise NotFound("No reservation has this id.", code="unknown_reservation")
+            if order.draft_ref is not None and row.store_ref is not None and row.store_ref != order.draft_ref:
+                # A copy of the hold's draft order (its attributes and tag copied with it) is not the one whose
+                # checkout the shopper was sent to: only that one buys the held unit.
+                raise Conflict("The order was completed from another draft order than this hold's.", code="other_draft")
             return self._settle(row, order, self.clock.now())
 
     def _settle(self, row: Offer, order: Order, now: float) -> OrderOutcome:

@@ -11,21 +11,25 @@ taken only under its own topic (the connector checks its fields, 400 `topic_mism
 older than BODY_MAX_AGE_S is refused (400 `stale_body`), and every catalogue body acted on is remembered,
 by its event id and by its digest (orders convert a hold once, levels are remembered by detection), for longer than that age: a body sent again under a new event id is a duplicate
 while remembered and stale after, so it never acts twice.
+
+An order is matched to its hold by the reservation id it carries, or else through the hold's draft order the platform
+says it was completed from (Shopify's draft_orders/update): the order's payment and the draft's link to it are each
+remembered, so whichever of the two arrives second converts the hold (docs/PLATFORMS.md, Shopify §4).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from chalicelib.catalog_sync import CatalogSync
 from chalicelib.clock import Clock
 from chalicelib.detect import DetectService
 from chalicelib.errors import BadRequest, Conflict, NotFound
-from chalicelib.orders import Order, OrdersService, parse_order
-from chalicelib.platforms.base import IGNORED, INVENTORY, ORDERS, WebhookDelivery, WebhookReader
+from chalicelib.orders import MAX_ORDER_ID_LEN, RESERVATION_ID, Order, OrdersService, parse_order
+from chalicelib.platforms.base import IGNORED, INVENTORY, ORDERS, OrderReport, WebhookDelivery, WebhookReader
 from chalicelib.tables.throttle import ThrottleTable
 
 log = logging.getLogger(__name__)
@@ -37,6 +41,8 @@ BODY_MAX_AGE_S = 7 * 86400
 # How long a catalogue or order body acted on is remembered: longer than BODY_MAX_AGE_S, so a body is refused as a
 # duplicate until it is old enough to be refused as stale.
 MEMORY_S = BODY_MAX_AGE_S + 86400
+# A hold's draft order names one hold; a body naming more is read for a few, never enough to outgrow a stored item.
+MAX_LINKED_HOLDS = 5
 
 
 @dataclass(frozen=True)
@@ -85,8 +91,9 @@ class StoreWebhooks:
                 code="stale_body",
             )
         if delivery.kind == ORDERS:
-            # An order converts a hold once whatever delivers it (OrdersService), so it needs no memory here.
-            return self._orders(delivery)
+            # An order converts a hold once whatever delivers it (OrdersService), so it needs no memory of its
+            # deliveries; only of which orders were paid and which draft order each was completed from.
+            return self._orders(platform, delivery)
         if delivery.kind == INVENTORY and not delivery.products:
             # Levels alone are remembered by detection itself, by delivery id, and ordered by their own time.
             return self._levels(delivery)
@@ -124,26 +131,64 @@ class StoreWebhooks:
         status = next((s for s in ("restock", "no_restock") if s in statuses), "ignored")
         return StoreWebhookOutcome(status, delivery.topic, results=results)
 
-    def _orders(self, delivery: WebhookDelivery) -> StoreWebhookOutcome:
+    def _orders(self, platform: str, delivery: WebhookDelivery) -> StoreWebhookOutcome:
         results: list[dict[str, Any]] = []
         for report in delivery.orders:
-            if not report.reservation_ids:
+            if (report.linkable or report.draft_ref is not None) and len(report.order_id) > MAX_ORDER_ID_LEN:
+                # Never remembered under a key no real order id makes (the generic webhook refuses it alike).
+                results.append(
+                    {"order_id": report.order_id[:MAX_ORDER_ID_LEN], "status": "ignored", "reason": "invalid_field"}
+                )
+                continue
+            if report.draft_ref is not None:
+                results.extend(self._completed_draft(platform, report))
+                continue
+            orders = [Order(reservation_id, report.order_id) for reservation_id in report.reservation_ids]
+            if report.linkable:
+                if report.paid:
+                    # Written before the draft link is read, as the link is written before this is read: of an order
+                    # and its completed draft, whichever arrives second finds the other, in any order and concurrently.
+                    self.memory.remember(_paid_key(platform, report.order_id), int(self.clock.now()) + MEMORY_S)
+                # The attribute did not reach the order: the draft order it was completed from may still name the hold.
+                orders = self._linked(platform, report.order_id)
+            if not orders:
                 results.append({"order_id": report.order_id, "status": "ignored", "reason": "not_from_a_hold"})
                 continue
             if not report.paid:
                 # The hold stands while the store waits for payment; the paid order's delivery converts it.
                 results.append({"order_id": report.order_id, "status": "ignored", "reason": "not_paid"})
                 continue
-            for reservation_id in report.reservation_ids:
-                results.append(self._order(Order(reservation_id, report.order_id)))
+            results.extend(self._order(order) for order in orders)
         converted = any(result["status"] in ("converted", "already_converted") for result in results)
         return StoreWebhookOutcome("orders" if converted else "ignored", delivery.topic, results=results)
+
+    def _completed_draft(self, platform: str, report: OrderReport) -> list[dict[str, Any]]:
+        """A hold's draft order completed into `report.order_id`: the link is kept for the order's own deliveries, and
+        the hold converts now if that order was already paid (the order converts it once, whichever comes first)."""
+        reservation_ids = [r for r in report.reservation_ids if RESERVATION_ID.match(r)][:MAX_LINKED_HOLDS]
+        if not reservation_ids:
+            return [{"order_id": report.order_id, "status": "ignored", "reason": "invalid_field"}]
+        link = {"reservation_ids": reservation_ids, "draft_ref": report.draft_ref}
+        # Kept as a small keyed state with a ttl, the kind of item a sync's cursor is.
+        self.memory.save_cursor(_link_key(platform, report.order_id), link, int(self.clock.now()) + MEMORY_S)
+        if not self.memory.seen(_paid_key(platform, report.order_id)):
+            return [{"order_id": report.order_id, "status": "ignored", "reason": "not_paid"}]
+        return [self._order(Order(r, report.order_id, report.draft_ref)) for r in reservation_ids]
+
+    def _linked(self, platform: str, order_id: str) -> list[Order]:
+        """The holds a completed draft order linked to this order (none when no draft of ours became it)."""
+        link = self.memory.cursor(_link_key(platform, order_id))
+        if link is None:
+            return []
+        draft_ref = link.get("draft_ref")
+        draft_ref = draft_ref if isinstance(draft_ref, str) else None
+        return [Order(str(r), order_id, draft_ref) for r in link.get("reservation_ids") or []]
 
     def _order(self, order: Order) -> dict[str, Any]:
         try:
             # The same checks as the generic orders webhook: the id must look like one of ours.
             parsed = parse_order({"reservation_id": order.reservation_id, "order_id": order.order_id})
-            return self.orders.record(parsed).body()
+            return self.orders.record(replace(parsed, draft_ref=order.draft_ref)).body()
         except (BadRequest, NotFound, Conflict) as refused:
             # Not ours to convert (a malformed or unknown id, a link never tapped): said, and never retried.
             return {"order_id": order.order_id, "status": "ignored", "reason": refused.code}
@@ -155,3 +200,13 @@ class StoreWebhooks:
         results += [{"sku": sku, "status": "discontinued"} for sku in report.discontinued]
         results += [{"sku": s.sku, "status": "skipped", "reason": s.reason} for s in report.skipped]
         return StoreWebhookOutcome("catalog", delivery.topic, results=results)
+
+
+def _paid_key(platform: str, order_id: str) -> str:
+    """The memory that a platform's order was paid."""
+    return f"storeorder#{platform}#paid#{order_id}"
+
+
+def _link_key(platform: str, order_id: str) -> str:
+    """The memory of the hold's draft order a platform's order was completed from (the holds it names)."""
+    return f"storeorder#{platform}#draft#{order_id}"

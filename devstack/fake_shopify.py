@@ -42,7 +42,15 @@ Shopify does not say how soon its search shows a new object, and the connector m
 Draft orders: one created with reserveInventoryUntil moves a unit from available to reserved at the first location
 that has one (Shopify documents the reservation but not what happens without stock; here it is refused with a
 userError); deleting it, or the reservation lapsing, gives the unit back; completing it sells the reserved unit and
-produces the orders/create webhook.
+produces two webhooks: orders/create, the order with the draft's custom attributes as its note_attributes, and
+draft_orders/update, the draft order (REST DraftOrder) now `status` "completed" with the `order_id` it became
+(https://shopify.dev/docs/api/webhooks/2025-10?reference=toml#list-of-topics-draft_orders/update,
+https://shopify.dev/docs/api/admin-rest/2025-10/resources/draftorder: order_id is "the ID of the order that's created
+and associated with the draft order after the draft order is completed"). The order names no draft order: neither
+the REST order nor the GraphQL Order object has such a field
+(https://shopify.dev/docs/api/admin-graphql/2025-10/objects/Order; the link is DraftOrder.order). Whether every
+custom attribute reaches the order is Shopify's to keep; `attributes_reach_order=False` models an order without
+them, for the app's safety net.
 """
 
 from __future__ import annotations
@@ -129,6 +137,7 @@ class DraftOrder:
     reserved_at: int | None = None  # the location holding the reserved unit, while it is held
     order_id: int | None = None
     created_at: float = 0.0
+    updated_at: float = 0.0
 
     @property
     def gid(self) -> str:
@@ -194,6 +203,7 @@ class FakeShopify:
         # None: each change's delivery is only returned, for the caller to post; see queue_webhooks.
         self.outbox: WebhookOutbox | None = None
         self._order_ids = itertools.count(5_550_000_001)
+        self._draft_updates: dict[int, tuple[bytes, dict[str, str]]] = {}  # each draft order's last draft_orders/update
         if catalog_path is not None:
             for product in json.loads(catalog_path.read_text())["products"]:
                 self.add_product(str(product["name"]), [str(product["sku"])])
@@ -448,8 +458,11 @@ class FakeShopify:
             product = self.products.pop(self.variant(sku).product_id)
             return self.webhook_request("products/delete", {"id": product.id})
 
-    def complete_draft_order(self, ref: str, *, financial_status: str = "paid") -> tuple[bytes, dict[str, str]]:
-        """The shopper pays: the draft order becomes an order, the reserved unit is sold; the orders/create sent."""
+    def complete_draft_order(
+        self, ref: str, *, financial_status: str = "paid", attributes_reach_order: bool = True
+    ) -> tuple[bytes, dict[str, str]]:
+        """The shopper pays: the draft order becomes an order, the reserved unit is sold; the orders/create sent (and
+        returned) and the draft order's draft_orders/update sent (`draft_order_webhook` returns it)."""
         with self._lock:
             self._lapse_reservations()
             draft = self.draft_orders[_gid_id(ref, "DraftOrder") or 0]
@@ -463,8 +476,54 @@ class FakeShopify:
                 self.levels[(variant.inventory_item_id, next(iter(self.locations)))].available -= 1
             draft.status = "COMPLETED"
             draft.order_id = next(self._order_ids)
+            draft.updated_at = self._now()
             payload = self._order_payload(draft, variant, financial_status)
-        return self.webhook_request("orders/create", payload)
+            if not attributes_reach_order:
+                payload["note_attributes"] = []
+            order = self.webhook_request("orders/create", payload)
+            self._draft_updates[draft.id] = self.webhook_request("draft_orders/update", self._draft_payload(draft))
+        return order
+
+    def draft_order_webhook(self, ref: str) -> tuple[bytes, dict[str, str]]:
+        """The last draft_orders/update this draft order sent (its completion)."""
+        with self._lock:
+            return self._draft_updates[_gid_id(ref, "DraftOrder") or 0]
+
+    def _draft_payload(self, draft: DraftOrder) -> dict[str, Any]:
+        """The draft order as draft_orders/update carries it: the REST DraftOrder's fields (custom attributes as
+        note_attributes, tags as one comma-separated string), the ones a webhook reader needs and their neighbours.
+        https://shopify.dev/docs/api/admin-rest/2025-10/resources/draftorder"""
+        variant = self._variant_by_id(draft.variant_id)
+        product = self.products.get(variant.product_id)
+        return {
+            "id": draft.id,
+            "admin_graphql_api_id": draft.gid,
+            "name": f"#D{draft.id % 1000}",
+            "status": draft.status.lower(),
+            "order_id": draft.order_id,
+            "invoice_url": self._invoice_url(draft),
+            "invoice_sent_at": None,
+            "note": "Held for a shopper on the back-in-stock list.",
+            "note_attributes": [{"name": a["key"], "value": a["value"]} for a in draft.custom_attributes],
+            "tags": ", ".join(draft.tags),
+            "currency": self.currency,
+            "created_at": _iso(draft.created_at, offset=True),
+            "updated_at": _iso(draft.updated_at or draft.created_at, offset=True),
+            "completed_at": _iso(draft.updated_at, offset=True) if draft.status == "COMPLETED" else None,
+            "total_price": variant.price,
+            "line_items": [
+                {
+                    "id": draft.id + 1,
+                    "variant_id": variant.id,
+                    "product_id": variant.product_id,
+                    "title": product.title if product else variant.sku,
+                    "variant_title": None if variant.title == "Default Title" else variant.title,
+                    "sku": variant.sku,
+                    "quantity": 1,
+                    "price": variant.price,
+                }
+            ],
+        }
 
     def _order_payload(self, draft: DraftOrder, variant: Variant, financial_status: str) -> dict[str, Any]:
         product = self.products[variant.product_id]

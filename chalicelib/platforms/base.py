@@ -92,6 +92,12 @@ class OrderReport:
     order_id: str
     reservation_ids: tuple[str, ...] = ()
     paid: bool = True  # False while the platform still waits for payment (the hold stands until it is paid)
+    # Set when the report is not the order but the hold's draft order, completed into `order_id` (Shopify's
+    # draft_orders/update): the platform's own link from our draft to the order, which says nothing of payment.
+    draft_ref: str | None = None
+    # Set on an order without reservation ids on a platform that may yet link it to a hold through such a draft
+    # report: whether it was paid is then remembered for the draft's report to find.
+    linkable: bool = False
 
 
 @dataclass(frozen=True)

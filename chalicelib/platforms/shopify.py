@@ -51,6 +51,7 @@ WEBHOOK_TOPICS = (
     "inventory_levels/update",
     "orders/create",
     "orders/paid",
+    "draft_orders/update",
     "products/create",
     "products/update",
     "products/delete",
@@ -59,7 +60,8 @@ ACCESS_SCOPES = (
     "read_products",  # productVariants (the catalogue) and the products/* topics
     "read_inventory",  # the inventory_levels/update topic
     "read_orders",  # the orders/create and orders/paid topics
-    "write_draft_orders",  # holds: draftOrderCreate, draftOrderDelete, and draftOrders and draftOrder to find them
+    "write_draft_orders",  # holds: draftOrderCreate, draftOrderDelete, draftOrders and draftOrder to find them, and
+    # the draft_orders/update topic (the read scope it needs comes with the write scope)
 )
 
 # A products/update delivery carries every variant and image of the product; orders carry every line. Far larger
@@ -302,6 +304,8 @@ class ShopifyConnector:
             return self._inventory(make, body)
         if topic in ("orders/create", "orders/paid"):
             return make(ORDERS, orders=(_order(body),))
+        if topic == "draft_orders/update":
+            return _draft_order(make, body)
         if topic in ("products/create", "products/update"):
             return self._product(make, body)
         if topic == "products/delete":
@@ -656,17 +660,23 @@ def reservation_tag(reservation_id: str) -> str:
 # What each topic's body is, from the example payloads of https://shopify.dev/docs/api/webhooks/2025-10 ("List of
 # topics"): products/delete carries only the product's `id`; products/create and products/update the product with
 # its `title`, `variants` and `updated_at`; inventory_levels/update an item's level at a location with its
-# `updated_at`; an order its `line_items`. A body of one topic is refused under another.
+# `updated_at`; an order its `line_items`; draft_orders/update the draft order with its `status`, `order_id` and
+# `invoice_url`, and no `financial_status`. A body of one topic is refused under another.
 _PRODUCT_ONLY = frozenset({"variants", "title", "handle", "product_type"})
 _ORDER_ONLY = frozenset({"line_items", "financial_status", "order_number"})
 _LEVEL_ONLY = frozenset({"inventory_item_id"})  # an order has a location_id too
+_DRAFT_ONLY = frozenset({"invoice_url", "order_id"})  # a draft order names its invoice and the order it became
 TOPIC_SHAPES: dict[str, dict[str, frozenset[str]]] = {
     "products/delete": {"only": frozenset({"id"}), "required": frozenset({"id"})},
     "products/create": {"required": frozenset({"id", "title", "variants", "updated_at"}), "forbidden": _ORDER_ONLY},
     "products/update": {"required": frozenset({"id", "title", "variants", "updated_at"}), "forbidden": _ORDER_ONLY},
     "inventory_levels/update": {"forbidden": _PRODUCT_ONLY | _ORDER_ONLY | {"id"}},
-    "orders/create": {"forbidden": _PRODUCT_ONLY | _LEVEL_ONLY},
-    "orders/paid": {"forbidden": _PRODUCT_ONLY | _LEVEL_ONLY},
+    "orders/create": {"forbidden": _PRODUCT_ONLY | _LEVEL_ONLY | _DRAFT_ONLY},
+    "orders/paid": {"forbidden": _PRODUCT_ONLY | _LEVEL_ONLY | _DRAFT_ONLY},
+    "draft_orders/update": {
+        "required": frozenset({"id", "status", "order_id"}),
+        "forbidden": _PRODUCT_ONLY | _LEVEL_ONLY | {"financial_status", "order_number"},
+    },
 }
 
 
@@ -758,6 +768,51 @@ def _order(body: Mapping[str, Any]) -> OrderReport:
     # orders/create and orders/paid: id, financial_status, note_attributes [{name, value}]
     # https://shopify.dev/docs/api/webhooks/2025-10?reference=toml#list-of-topics-orders/create
     order_id = _id(body, "id")
+    status = body.get("financial_status")
+    if status is not None and not isinstance(status, str):
+        raise BadRequest("financial_status must be a string.", code="invalid_field")
+    reservation_ids = _attributed(body)
+    return OrderReport(
+        order_id=order_id,
+        reservation_ids=reservation_ids,
+        paid=status in PAID_STATUSES,
+        linkable=not reservation_ids,  # its draft_orders/update may still name the hold
+    )
+
+
+def _draft_order(make: Callable[..., WebhookDelivery], body: Mapping[str, Any]) -> WebhookDelivery:
+    """A hold's draft order completed into an order: Shopify's own link from the draft to the order.
+
+    The order converts a hold through the reservation id its note_attributes carry, copied from the draft's custom
+    attributes. Shopify documents that link from the draft's side only (the Order object has no field naming its
+    draft order), so a completed draft is read too, and an order whose attributes lost the id is still matched:
+    draft_orders/update carries the REST DraftOrder, with `status` (open, invoice_sent, completed), `order_id` ("the
+    ID of the order that's created and associated with the draft order after the draft order is completed", null
+    before), and the draft's own `note_attributes` and `tags`, which we wrote.
+    https://shopify.dev/docs/api/webhooks/2025-10?reference=toml#list-of-topics-draft_orders/update
+    https://shopify.dev/docs/api/admin-rest/2025-10/resources/draftorder
+    """
+    draft_id = _id(body, "id")
+    status = body.get("status")
+    if not isinstance(status, str):
+        raise BadRequest("status must be a string.", code="invalid_field")
+    if status != "completed" or body.get("order_id") is None:
+        return make(IGNORED, reason="draft_not_completed")
+    order_id = _id(body, "order_id")
+    reservation_ids = _attributed(body) or _tagged(body)
+    if not reservation_ids:
+        return make(IGNORED, reason="not_from_a_hold")
+    report = OrderReport(
+        order_id=order_id,
+        reservation_ids=reservation_ids,
+        paid=False,  # a completed draft says nothing of payment: the order's own paid delivery does
+        draft_ref=f"gid://shopify/DraftOrder/{draft_id}",
+    )
+    return make(ORDERS, orders=(report,))
+
+
+def _attributed(body: Mapping[str, Any]) -> tuple[str, ...]:
+    """The reservation ids a body's note_attributes ([{name, value}]) carry under RESERVATION_ATTRIBUTE."""
     attributes = body.get("note_attributes") or []
     if not isinstance(attributes, list):
         raise BadRequest("note_attributes must be a list.", code="invalid_field")
@@ -769,10 +824,23 @@ def _order(body: Mapping[str, Any]) -> OrderReport:
         value = value.strip() if isinstance(value, str) else ""
         if attribute.get("name") == RESERVATION_ATTRIBUTE and value and value not in reservation_ids:
             reservation_ids.append(value)
-    status = body.get("financial_status")
-    if status is not None and not isinstance(status, str):
-        raise BadRequest("financial_status must be a string.", code="invalid_field")
-    return OrderReport(order_id=order_id, reservation_ids=tuple(reservation_ids), paid=status in PAID_STATUSES)
+    return tuple(reservation_ids)
+
+
+def _tagged(body: Mapping[str, Any]) -> tuple[str, ...]:
+    """The reservation ids a draft order's tags name (`bisn-<id>`, comma-separated in REST bodies). The digest tag of
+    an id that is no safe tag reads back as an id no hold has, so such a hold is found by its attribute only."""
+    tags = body.get("tags")
+    if tags is None:
+        return ()
+    if not isinstance(tags, str):
+        raise BadRequest("tags must be a string.", code="invalid_field")
+    found: list[str] = []
+    for tag in (t.strip() for t in tags.split(",")):
+        reservation_id = tag[len(TAG_PREFIX) :] if tag.startswith(TAG_PREFIX) else ""
+        if reservation_id and reservation_tag(reservation_id) == tag and reservation_id not in found:
+            found.append(reservation_id)
+    return tuple(found)
 
 
 def _parse_time(text: str) -> float | None:

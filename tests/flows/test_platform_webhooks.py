@@ -258,7 +258,14 @@ def test_an_order_with_no_reservation_attribute_is_ignored_not_from_a_hold(shop:
     before = shop.snapshot()
     [result] = results_of(shop.webhook(order_request(shop, None)))
     assert (result["status"], result["reason"]) == ("ignored", "not_from_a_hold")
-    assert shop.snapshot() == before
+    after = shop.snapshot()
+    if shop.platform == "shopify":
+        # Only that it was paid is remembered, for a hold's draft order completed into it arriving later
+        # (tests/flows/test_shopify_draft_link.py).
+        added = [item for item in after["throttle"] if item not in before["throttle"]]
+        assert [item["key"] for item in added] == ["storeorder#shopify#paid#5550009001"]
+        after["throttle"] = before["throttle"]
+    assert after == before
 
 
 def held_offer(shop: Shop) -> Any:

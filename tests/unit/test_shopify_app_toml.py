@@ -38,6 +38,7 @@ SCOPE_OF_TOPIC = {
     "inventory_levels/update": "read_inventory",
     "orders/create": "read_orders",
     "orders/paid": "read_orders",
+    "draft_orders/update": "read_draft_orders",
     "products/create": "read_products",
     "products/update": "read_products",
     "products/delete": "read_products",
