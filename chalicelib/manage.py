@@ -34,7 +34,7 @@ from chalicelib.link_ids import is_link_id
 from chalicelib.manage_ids import ManageIds
 from chalicelib.messages import Message, SwitchCode
 from chalicelib.sms_caps import SmsSends, places_key, source_key
-from chalicelib.tables.base import TransactionCancelled, TxItem, transact
+from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.requests import ACTIVE_STATES, Request, RequestState
 from chalicelib.tables.store import Tables
@@ -421,23 +421,42 @@ class ManageService:
         now: float,
         theirs: dict[str, Any] | None = None,
         older: tuple[str, ...] = (),
-    ) -> list[TxItem]:
+    ) -> Tx:
         sku, joined_ts = request.sku, request.joined_ts
         told = (theirs or {}).get("told_restock")
         # Invariant 3, in the move's own transaction: no place moves onto a contact suppressed under its older key.
         suppressions = [self.tables.optout.not_suppressed_item(each) for each in older]
-        return [
-            *suppressions,
-            self.tables.requests.switch_contact_item(
-                sku, joined_ts, old_key=key, contact=address, contact_key=new_key, channel=channel, now=now, told=told
-            ),
+        return (
+            Tx()
+            .add("optout legacy", *suppressions)
+            .add(
+                "place",
+                self.tables.requests.switch_contact_item(
+                    sku,
+                    joined_ts,
+                    old_key=key,
+                    contact=address,
+                    contact_key=new_key,
+                    channel=channel,
+                    now=now,
+                    told=told,
+                ),
+            )
             # The old contact leaves this place; what it was told about stays remembered for it.
-            self.tables.requests.remove_unique_item(
-                sku, key, joined_ts, told=request.last_notified_restock, ttl=request.ttl
-            ),
-            self.tables.optout.not_suppressed_item(new_key),
-            self.tables.audit.record_item(sku, "switch", now, contact_key=new_key, previous_key=key, channel=channel),
-        ]
+            .add(
+                "old unique",
+                self.tables.requests.remove_unique_item(
+                    sku, key, joined_ts, told=request.last_notified_restock, ttl=request.ttl
+                ),
+            )
+            .add("optout", self.tables.optout.not_suppressed_item(new_key))
+            .add(
+                "fact",
+                self.tables.audit.record_item(
+                    sku, "switch", now, contact_key=new_key, previous_key=key, channel=channel
+                ),
+            )
+        )
 
     def _move(
         self,
@@ -452,9 +471,9 @@ class ManageService:
         older: tuple[str, ...] = (),
     ) -> None:
         sku, joined_ts = request.sku, request.joined_ts
-        items = self._switch_items(request, key, address, new_key, channel, now, theirs, older)
-        items.append(self.tables.requests.claim_unique_item(sku, new_key, joined_ts, ttl, replacing=theirs))
-        transact(self.tables.client, items)
+        tx = self._switch_items(request, key, address, new_key, channel, now, theirs, older)
+        tx.add("new unique", self.tables.requests.claim_unique_item(sku, new_key, joined_ts, ttl, replacing=theirs))
+        self.tables.run(tx)
 
     def _merge(
         self,
@@ -477,27 +496,47 @@ class ManageService:
         keep_mine = (not mine_waiting) or (theirs_waiting and request.joined_ts < other.joined_ts)
         if keep_mine:
             # This place moves onto the new contact; the new contact's later place is given up.
-            items = self._switch_items(request, key, address, new_key, channel, now, older=older)
-            items += [
-                self.tables.requests.claim_unique_item(
-                    sku, new_key, request.joined_ts, ttl, replacing={"ref": other.joined_ts}
-                ),
-                self.tables.requests.remove_item(sku, other.joined_ts, contact_key=new_key, state=RequestState.WAITING),
-                self.tables.catalog.leave_item(sku, other.shard),
-            ]
+            tx = (
+                self._switch_items(request, key, address, new_key, channel, now, older=older)
+                .add(
+                    "new unique",
+                    self.tables.requests.claim_unique_item(
+                        sku, new_key, request.joined_ts, ttl, replacing={"ref": other.joined_ts}
+                    ),
+                )
+                .add(
+                    "other place",
+                    self.tables.requests.remove_item(
+                        sku, other.joined_ts, contact_key=new_key, state=RequestState.WAITING
+                    ),
+                )
+                .add("other shard", self.tables.catalog.leave_item(sku, other.shard))
+            )
         else:
             # The new contact's place is better: this one is given up.
-            items = [
-                self.tables.requests.remove_item(sku, request.joined_ts, contact_key=key, state=RequestState.WAITING),
-                self.tables.requests.remove_unique_item(
-                    sku, key, request.joined_ts, told=request.last_notified_restock, ttl=ttl
-                ),
-                self.tables.catalog.leave_item(sku, request.shard),
-                self.tables.audit.record_item(
-                    sku, "switch", now, contact_key=new_key, previous_key=key, channel=channel
-                ),
-            ]
-        transact(self.tables.client, items)
+            tx = (
+                Tx()
+                .add(
+                    "place",
+                    self.tables.requests.remove_item(
+                        sku, request.joined_ts, contact_key=key, state=RequestState.WAITING
+                    ),
+                )
+                .add(
+                    "old unique",
+                    self.tables.requests.remove_unique_item(
+                        sku, key, request.joined_ts, told=request.last_notified_restock, ttl=ttl
+                    ),
+                )
+                .add("shard", self.tables.catalog.leave_item(sku, request.shard))
+                .add(
+                    "fact",
+                    self.tables.audit.record_item(
+                        sku, "switch", now, contact_key=new_key, previous_key=key, channel=channel
+                    ),
+                )
+            )
+        self.tables.run(tx)
         return "merged"
 
 

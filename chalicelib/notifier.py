@@ -54,7 +54,7 @@ from chalicelib.optout_gate import OPTED_OUT, Addressee, BatchLook, LastLooks
 from chalicelib.owed import OwedJobs
 from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent, refused_recipient, throttled
 from chalicelib.tables.audit import FACTS_PER_TRANSACTION
-from chalicelib.tables.base import TransactionCancelled, Tx, get_together, transact
+from chalicelib.tables.base import TransactionCancelled, Tx, get_together
 from chalicelib.tables.catalog import Product
 from chalicelib.tables.optout import PersonLinks
 from chalicelib.tables.requests import Request, RequestState
@@ -427,9 +427,10 @@ class Notifier:
         """Mark the product as having units nobody eligible waits for; False when the restock has none left."""
         job = walk.job
         try:
-            transact(
-                self.tables.client,
-                self.tables.catalog.idle_items(job.sku, job.restock_ts, job.restock_id, self.tables.restocks),
+            self.tables.run(
+                Tx()
+                .add("restock", self.tables.restocks.has_units_check(job.sku, job.restock_ts))
+                .add("marks", *self.tables.catalog.idle_items(job.sku, job.restock_ts, job.restock_id))
             )
         except TransactionCancelled as cancelled:
             if cancelled.conflicted and not cancelled.failed_other_than():
@@ -444,8 +445,10 @@ class Notifier:
         if product.idle_restock_ts != job.restock_ts:
             return  # not marked as far as we know (the product is cached; a stale mark costs one empty job)
         with contextlib.suppress(TransactionCancelled):
-            transact(
-                self.tables.client, self.tables.catalog.clear_idle_items(job.sku, job.restock_ts, self.tables.restocks)
+            self.tables.run(
+                Tx()
+                .add("restock", self.tables.restocks.no_units_check(job.sku, job.restock_ts))
+                .add("marks", *self.tables.catalog.clear_idle_items(job.sku, job.restock_ts))
             )
 
     def _walk(self, walk: _Walk, remaining_ms: Callable[[], int], reserve_ms: int) -> StopReason:

@@ -9,7 +9,7 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 
 from chalicelib.clock import iso
-from chalicelib.tables.base import TxItem, query_all, transact
+from chalicelib.tables.base import Tx, TxItem, query_all
 
 # Facts written per transaction when many are recorded at once (DynamoDB allows up to 100 items).
 FACTS_PER_TRANSACTION = 25
@@ -63,7 +63,7 @@ class AuditTable:
         for start in range(0, len(rows), FACTS_PER_TRANSACTION):
             # A transaction rather than BatchWriteItem: each put keeps its condition, and the functions' roles
             # keep PutItem as their only write to this table (BatchWriteItem could delete as well).
-            transact(client, [self._put(row) for row in rows[start : start + FACTS_PER_TRANSACTION]])
+            Tx().add("facts", *(self._put(row) for row in rows[start : start + FACTS_PER_TRANSACTION])).run(client)
 
     def _put(self, row: dict[str, Any]) -> TxItem:
         return {"Put": {"TableName": self.name, "Item": row, "ConditionExpression": APPEND_ONLY}}

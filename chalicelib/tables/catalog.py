@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Self
 
-from chalicelib.tables.base import TransactionCancelled, TxItem, get_all, int_or_none, present, str_or_none, transact
+from chalicelib.tables.base import TransactionCancelled, Tx, TxItem, get_all, int_or_none, present, str_or_none
 
 PRODUCT_FIELDS = ("name", "threshold", "hold_window_s", "offer_window_s", "voice", "checkout_url")
 DEFAULTS: dict[str, Any] = {"threshold": 1, "hold_window_s": 900, "offer_window_s": 3600, "voice": "friendly"}
@@ -241,11 +241,11 @@ class CatalogTable:
                     ReturnValues="ALL_NEW",
                 )["Attributes"]
         if "waiting_shards" not in attributes:
-            transact(self.table.meta.client, [*self._shard_writes(attributes), self._shards_made_item(sku)])
+            self._open_shards(attributes)
         elif "discontinued" in settings:
             # The shards carry the flag a tap is refused on: they follow the product's (nobody joins a list for a
             # SKU we do not sell).
-            transact(self.table.meta.client, self._shard_writes(attributes))
+            Tx().add("shards", *self._shard_writes(attributes)).run(self.table.meta.client)
         with self._lock:
             self._cache.pop(sku, None)
         return Product.from_item(attributes)
@@ -257,10 +257,17 @@ class CatalogTable:
         if not item or is_shard(item) or "waiting_shards" in item:
             return False
         try:
-            transact(self.table.meta.client, [*self._shard_writes(item), self._shards_made_item(sku)])
+            self._open_shards(item)
         except TransactionCancelled:
             return False
         return True
+
+    def _open_shards(self, product: dict[str, Any]) -> None:
+        """Write every shard of `product` and record on it that they exist, together."""
+        tx = (
+            Tx().add("shards", *self._shard_writes(product)).add("product", self._shards_made_item(str(product["sku"])))
+        )
+        tx.run(self.table.meta.client)
 
     # --- Waiting shards: a product's waiting count split over WAITING_SHARDS items `<sku>#wNN`, each carrying
     # --- the list's conditions (discontinued, the idle mark of invariant 7, a share of the cap), so a tap's
@@ -519,10 +526,10 @@ class CatalogTable:
     # --- Idle units: the open restock has units to offer and nobody eligible waits. A new place reads the mark
     # --- (capture) and asks the notifier to walk again, so nobody who joins later waits untold (invariant 7).
 
-    def idle_items(self, sku: str, restock_ts: str, restock_id: str, restocks: Any) -> list[TxItem]:
-        """Transaction items: mark `restock_ts` idle, only while it is still the open restock with units to offer."""
+    def idle_items(self, sku: str, restock_ts: str, restock_id: str) -> list[TxItem]:
+        """Transaction items: mark `restock_ts` idle on the product and every shard, only while it is still the open
+        restock (the caller adds the restock's own check that it has units to offer)."""
         return [
-            restocks.has_units_check(sku, restock_ts),
             {
                 "Update": {
                     "TableName": self.name,
@@ -561,16 +568,16 @@ class CatalogTable:
         """Transaction items: the shards' idle marks go with a restock that closes (`level_item(close_restock=)`)."""
         return self._shard_marks(sku, None)
 
-    def clear_idle_items(self, sku: str, restock_ts: str, restocks: Any) -> list[TxItem]:
-        """Transaction items: take the idle mark off, only while the restock has nothing left to offer."""
+    def clear_idle_items(self, sku: str, restock_ts: str) -> list[TxItem]:
+        """Transaction items: take `restock_ts`'s idle mark off the product and every shard (the caller adds the
+        restock's own check that it has nothing left to offer)."""
         return [
-            restocks.no_units_check(sku, restock_ts),
             {
                 "Update": {
                     "TableName": self.name,
                     "Key": {"sku": sku},
                     "UpdateExpression": "REMOVE idle_restock_ts, idle_restock_id",
-                    # Only this restock's mark; a unit freed meanwhile keeps it (the check above refuses).
+                    # Only this restock's mark; a unit freed meanwhile keeps it (the restock's check beside it refuses).
                     "ConditionExpression": "idle_restock_ts = :rts",
                     "ExpressionAttributeValues": {":rts": restock_ts},
                 }
@@ -617,7 +624,7 @@ class CatalogTable:
             old = self.table.get_item(Key={"sku": sku}, ConsistentRead=True).get("Item") or {}
             shards = self._shard_writes({**old, "sku": sku, "discontinued": False})
             unconditional = {**update, "ExpressionAttributeValues": {k: v for k, v in values.items() if k != ":no"}}
-            transact(self.table.meta.client, [{"Update": unconditional}, *shards])
+            Tx().add("product", {"Update": unconditional}).add("shards", *shards).run(self.table.meta.client)
         with self._lock:
             self._cache.pop(sku, None)
 
@@ -675,7 +682,8 @@ class CatalogTable:
         }
         try:
             # With its shards, which are what refuse a tap: no list is joined once the product is not sold.
-            transact(self.table.meta.client, [product, *self._shard_writes({"sku": sku, "discontinued": True})])
+            shards = self._shard_writes({"sku": sku, "discontinued": True})
+            Tx().add("product", product).add("shards", *shards).run(self.table.meta.client)
         except TransactionCancelled:
             return False
         with self._lock:
