@@ -6,8 +6,9 @@ import logging
 import re
 import unicodedata
 import uuid
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from chalicelib.clock import Clock
@@ -17,9 +18,9 @@ from chalicelib.contacts import Contact, check_sms_number, contact_key, match_ke
 from chalicelib.email_caps import EmailCaps, EmailSends, only_caps_refused
 from chalicelib.errors import BadRequest, Busy, Conflict, Discontinued, DomainError, RateLimited, UnknownSku
 from chalicelib.i18n import DEFAULT_LANGUAGE, negotiate
-from chalicelib.owed import OwedJobs
 from chalicelib.messages import ConfirmEmail, Message
-from chalicelib.place_caps import add_place_caps, place_caps, place_caps_refused
+from chalicelib.owed import OwedJobs
+from chalicelib.place_caps import PlaceCaps, add_place_caps, place_caps, place_caps_refused
 from chalicelib.senders import EMAIL
 from chalicelib.sms_caps import (
     SmsCaps,
@@ -139,9 +140,54 @@ def parse_notify_me(data: Any, default_region: str, accept_language: str | None 
     return NotifyMe(sku=sku, contact=normalise_contact(channel, raw_contact, default_region), name=name, lang=lang)
 
 
-def owes_confirmation(fields: Mapping[str, Any]) -> bool:
-    """Whether a new place with these fields was written owing a confirmation email."""
-    return bool(fields["unconfirmed"]) and bool(fields.get("owes", True))
+@dataclass(frozen=True)
+class NewPlace:
+    """A new place as a tap writes it: who, where in line (`joined_ts`, the line's `ticket`), on which waiting shard,
+    and whether it waits for its address to confirm it (`unconfirmed`) owing that confirmation email (`owes`)."""
+
+    sku: str
+    joined_ts: str
+    channel: str
+    contact: str
+    contact_key: str
+    name: str
+    lang: str
+    ttl: int
+    now: float
+    unconfirmed: bool
+    owes: bool
+    ticket: int
+    burnt_before: int
+    # One shard of the product's waiting count, the same for this person at every tap (docs/SCALE.md).
+    waiting_shard: int
+
+    @property
+    def owes_confirmation(self) -> bool:
+        """Whether the place is written owing a confirmation email."""
+        return self.unconfirmed and self.owes
+
+    def under(self, key: str) -> NewPlace:
+        """The same place under another contact key (and that key's shard): the key an older place is stored by."""
+        return replace(self, contact_key=key, waiting_shard=shard_for(key))
+
+
+@dataclass
+class LineTicket:
+    """The SKU line's ticket a tap took (chalicelib/line.py), and whether the new place it made keeps it."""
+
+    number: int
+    burnt_before: int
+    kept: bool = False
+
+    def settle(self, outcome: CaptureOutcome) -> CaptureOutcome:
+        """`outcome`, noting whether it is the new place that holds this ticket (any other hands it back)."""
+        self.kept = outcome.status == "queued" and outcome.ticket == self.number
+        return outcome
+
+
+def _refused_any(cancelled: TransactionCancelled, *names: str) -> bool:
+    """Whether any of the named items the transaction held refused it (a name it did not hold is not refused)."""
+    return any(cancelled.has(name) and cancelled.failed(name) for name in names)
 
 
 class NotProven(Exception):
@@ -207,9 +253,9 @@ class CaptureService:
             self._taps_refused(cancelled, caps)
             raise
 
-    def _join_item(self, sku: str, fields: dict[str, Any], quiet: bool) -> TxItem:
+    def _join_item(self, place: NewPlace, quiet: bool) -> TxItem:
         return self.tables.catalog.join_item(
-            sku, int(fields["waiting_shard"]), unless_idle=quiet, max_waiting=self.max_waiting
+            place.sku, place.waiting_shard, unless_idle=quiet, max_waiting=self.max_waiting
         )
 
     def _full(self, shard: WaitingShard | None) -> bool:
@@ -239,57 +285,51 @@ class CaptureService:
         if tap.contact.channel == "sms":
             # SMS pumping: only mobile numbers, only in the countries the shop sells to (README "Limits").
             check_sms_number(tap.contact.address, self.settings.sms_allowed_countries)
+        with self._line_ticket(tap.sku) as ticket:
+            return ticket.settle(self._capture(tap, source, ticket))
+
+    @contextmanager
+    def _line_ticket(self, sku: str) -> Iterator[LineTicket]:
+        """The line's ticket for a new place, handed back unless a new place keeps it (`LineTicket.settle`)."""
         # The place's ticket first (a plain write no transaction holds), then the clock: tickets then follow the
-        # join stamps (chalicelib/line.py). One that no new place takes is handed back below.
+        # join stamps (chalicelib/line.py).
         line_ttl = int(self.clock.now()) + (self.settings.request_ttl_days + 1) * 86400
-        ticket, burnt_before = self.tables.throttle.take_ticket(tap.sku, line_ttl)
+        ticket = LineTicket(*self.tables.throttle.take_ticket(sku, line_ttl))
         try:
-            outcome = self._capture(tap, source, ticket, burnt_before)
-        except DomainError:
+            yield ticket
+        except (DomainError, NotProven):
             # Refused before anything was written. Any other failure leaves the ticket alone: a place may hold it,
             # and an unused ticket left counted only widens the bounds, never makes them lie.
-            self.tables.throttle.return_ticket(tap.sku, ticket)
+            self.tables.throttle.return_ticket(sku, ticket.number)
             raise
-        if outcome.status != "queued" or outcome.ticket != ticket:
-            self.tables.throttle.return_ticket(tap.sku, ticket)
-        return outcome
+        if not ticket.kept:
+            self.tables.throttle.return_ticket(sku, ticket.number)
 
-    def _fields(
-        self,
-        tap: NotifyMe,
-        key: str,
-        now: float,
-        ticket: int,
-        burnt_before: int,
-        *,
-        proven: bool = False,
-        owes: bool = True,
-    ) -> dict[str, Any]:
-        """A new place's fields. Email double opt-in: the place is kept from this tap, told nothing until its address
+    def _new_place(
+        self, tap: NotifyMe, key: str, now: float, ticket: LineTicket, *, proven: bool = False, owes: bool = True
+    ) -> NewPlace:
+        """A new place. Email double opt-in: the place is kept from this tap, told nothing until its address
         confirms it, and goes after EMAIL_CONFIRM_DAYS unconfirmed (its ttl until then; chalicelib/confirm.py). A
         `proven` contact (it answered a proof message) is confirmed already. Without `owes` (an email cap refused its
         confirmation) an unconfirmed place owes no email until a later tap asks for one."""
         unconfirmed = self.settings.email_double_opt_in and tap.contact.channel == EMAIL and not proven
         days = self.settings.email_confirm_days if unconfirmed else self.settings.request_ttl_days
-        ttl = int(now) + days * 86400
-        joined_ts = new_joined_ts(now, ticket)
-        return {
-            "sku": tap.sku,
-            "joined_ts": joined_ts,
-            "channel": tap.contact.channel,
-            "contact": tap.contact.address,
-            "contact_key": key,
-            "name": tap.name,
-            "lang": tap.lang,
-            "ttl": ttl,
-            "now": now,
-            "unconfirmed": unconfirmed,
-            "owes": owes,
-            "ticket": ticket,
-            "burnt_before": burnt_before,
-            # One shard of the product's waiting count, the same for this person at every tap (docs/SCALE.md).
-            "waiting_shard": shard_for(key),
-        }
+        return NewPlace(
+            sku=tap.sku,
+            joined_ts=new_joined_ts(now, ticket.number),
+            channel=tap.contact.channel,
+            contact=tap.contact.address,
+            contact_key=key,
+            name=tap.name,
+            lang=tap.lang,
+            ttl=int(now) + days * 86400,
+            now=now,
+            unconfirmed=unconfirmed,
+            owes=owes,
+            ticket=ticket.number,
+            burnt_before=ticket.burnt_before,
+            waiting_shard=shard_for(key),
+        )
 
     def _not_suppressed(self, tap: NotifyMe) -> Tx:
         """The opt-out checks of a tap's contact: its mailbox ("optout") and, where the address differs from it, the
@@ -315,26 +355,22 @@ class CaptureService:
     def _email_items(self, email: EmailCaps | None) -> Tx:
         return self.email_sends.items(email) if self.email_sends is not None and email is not None else Tx()
 
-    def _capture(
-        self, tap: NotifyMe, source: str, ticket: int, burnt_before: int, *, owes: bool = True
-    ) -> CaptureOutcome:
+    def _capture(self, tap: NotifyMe, source: str, ticket: LineTicket, *, owes: bool = True) -> CaptureOutcome:
         now = self.clock.now()
         caps = self._sms_caps(tap.contact, now)
         keys = match_keys(tap.contact, self.hash_key)
-        key = keys[0]
-        fields = self._fields(tap, key, now, ticket, burnt_before, owes=owes)
-        joined_ts = str(fields["joined_ts"])
+        new = self._new_place(tap, keys[0], now, ticket, owes=owes)
         rate_key, rate_expires, retry_after = self._rate_key(source, now)
         places = place_caps(tap.contact, source, self.settings, self.hash_key, now)
         # Email bombing: a new place's one confirmation is charged to the address's, the client's and the shop's
         # email caps in the place's own transaction, so only an email that is owed is counted.
-        email = self._email_caps(tap, now, source) if fields["unconfirmed"] and owes else None
+        email = self._email_caps(tap, now, source) if new.owes_confirmation else None
 
         # The steady-state tap is this one transaction: rate limits, catalogue (with the list's length), opt-out,
         # the uniqueness item and, for SMS, the number's caps are all conditions on it, so nothing is read first
         # and nothing half-written.
-        def join(quiet: bool) -> Tx:
-            unique, request = self.tables.requests.join_items(**fields)
+        def join(place: NewPlace, quiet: bool) -> Tx:
+            unique, request = self.tables.requests.join_items(**asdict(place))
             tx = Tx().add(
                 "rate",
                 self.tables.throttle.charge_item(rate_key, self.settings.rate_limit_per_minute, rate_expires),
@@ -345,7 +381,7 @@ class CaptureService:
                 self._cap_items(tx, caps, taps=True, place=True)
                 .join(
                     Tx()
-                    .add("product", self._join_item(tap.sku, fields, quiet))
+                    .add("product", self._join_item(place, quiet))
                     .join(self._not_suppressed(tap))
                     .add("unique", unique)
                     .add("request", request)
@@ -355,16 +391,16 @@ class CaptureService:
             )
 
         try:
-            self._join(tap.sku, join, now=now, fields=fields)
+            self._join(new, join)
         except TransactionCancelled as cancelled:
             if email is not None and self.email_sends is not None and only_caps_refused(cancelled):
                 # Only the email caps refused: the place is kept, owing no email (nothing was written, so the tap is
                 # taken again without them). The answer is the one every tap gets: a refusal here would tell a
                 # stranger that this address took no place for this product before.
                 self.email_sends.refused(cancelled, "confirmation")
-                return self._capture(tap, source, ticket, burnt_before, owes=False)
-            return self._refused(cancelled, tap, key, fields, source, now, retry_after, caps)
-        return self._queued(tap, joined_ts, ticket, owes_confirmation(fields))
+                return self._capture(tap, source, ticket, owes=False)
+            return self._refused(cancelled, tap, new, source, retry_after, caps, places)
+        return self._queued(tap, new)
 
     def _legacy_place(self, sku: str, keys: tuple[str, ...]) -> Tx:
         """A check that the address, spelled as it was typed, holds no place from before taps were matched by
@@ -377,12 +413,12 @@ class CaptureService:
     def _outcome(self, status: str, tap: NotifyMe, joined_ts: str | None = None) -> CaptureOutcome:
         return CaptureOutcome(status, joined_ts, tap.contact.channel, self._confirms(tap))
 
-    def _queued(self, tap: NotifyMe, joined_ts: str, ticket: int, owes: bool) -> CaptureOutcome:
-        """A new place (holding `ticket`): when it owes a confirmation email (it was written owing one), ask the
-        notifier to send it."""
-        if owes:
-            self._ask_confirmation(tap.sku, joined_ts)
-        return CaptureOutcome("queued", joined_ts, tap.contact.channel, self._confirms(tap), ticket)
+    def _queued(self, tap: NotifyMe, place: NewPlace) -> CaptureOutcome:
+        """A new place written: when it owes a confirmation email (it was written owing one), ask the notifier to send
+        it."""
+        if place.owes_confirmation:
+            self._ask_confirmation(tap.sku, place.joined_ts)
+        return CaptureOutcome("queued", place.joined_ts, tap.contact.channel, self._confirms(tap), place.ticket)
 
     def _ask_confirmation(self, sku: str, joined_ts: str) -> None:
         try:
@@ -391,27 +427,27 @@ class CaptureService:
             # The email stays owed on the place: the sweep sends its message after a minute.
             log.warning("could not queue a confirmation email; the sweep will", exc_info=True)
 
-    def _join(self, sku: str, join: Callable[[bool], Tx], *, now: float, fields: dict[str, Any]) -> None:
+    def _join(self, place: NewPlace, join: Callable[[NewPlace, bool], Tx]) -> None:
         """Write a new place (`_join_shard`), counted on the person's own shard while it has room. When that shard
-        is at its share of the cap, the place goes to a shard with room (`fields["waiting_shard"]`, which the place
+        is at its share of the cap, the place goes to a shard with room (its `waiting_shard`, which the place
         records, so leaving counts it off the same shard), found with one read of the shards whatever the list's
         length. The tap is refused as the list being full only when every shard is at its share."""
         for _ in range(1 + SHARD_TRIES):
             try:
-                self._join_shard(sku, join, now=now)
+                self._join_shard(place, join)
                 return
             except TransactionCancelled as cancelled:
                 old = cancelled.old("product") if cancelled.failed("product") else None
                 if old is None or not self._full(WaitingShard.from_item(old)):
                     raise
-                room = self.tables.catalog.shard_with_room(sku, self.max_waiting)
+                room = self.tables.catalog.shard_with_room(place.sku, self.max_waiting)
                 if room is None:
                     raise
-                fields["waiting_shard"] = room
+                place = replace(place, waiting_shard=room)
         # Every shard tried filled up under this tap's feet: the list is all but full and filling fast.
         raise Busy("Many people are joining this list right now; please try again in a few seconds.")
 
-    def _join_shard(self, sku: str, join: Callable[[bool], Tx], *, now: float) -> None:
+    def _join_shard(self, place: NewPlace, join: Callable[[NewPlace, bool], Tx]) -> None:
         """Write a new place. The catalogue's condition also asks that the open restock has no idle units (units
         nobody eligible waited for when the notifier last looked): then the place is written anyway, together
         with a top-up job owed by that restock, and the job is sent, so a late joiner is never left untold
@@ -420,15 +456,16 @@ class CaptureService:
         The notifier marks idle units before its last look at the queue, and the mark is read here in the same
         transaction that writes the place: one of the two always sees the other.
         """
+        sku, now = place.sku, place.now
         try:
-            self.tables.run(join(True))
+            self.tables.run(join(place, True))
             return
         except TransactionCancelled as cancelled:
             old = cancelled.old("product") if cancelled.failed("product") else None
             if cancelled.failed("product") and old is None and self.tables.catalog.open_shards(sku):
                 # A product stored before waiting shards existed gets them at its first tap, then the tap joins
                 # (open_shards is False once they exist, so this happens once).
-                self._join_shard(sku, join, now=now)
+                self._join_shard(place, join)
                 return
             shard = WaitingShard.from_item(old) if old else None
             if not shard or not shard.idle_restock_ts or shard.discontinued or self._full(shard):
@@ -436,41 +473,74 @@ class CaptureService:
         restock_ts = str(shard.idle_restock_ts)
         owe = self.tables.restocks.owe_topup_item(sku, restock_ts, token=f"join#{uuid.uuid4().hex}", now=now)
         try:
-            self.tables.run(join(False).add("owed job", owe))
+            self.tables.run(join(place, False).add("owed job", owe))
         finally:
             # Sent even when the place already existed (a repeat tap after a crash that cut the first short).
             self.owed.send(sku, restock_ts, now)
+
+    def refusal_of(
+        self,
+        cancelled: TransactionCancelled,
+        sku: str,
+        *,
+        caps: SmsCaps | None = None,
+        places: PlaceCaps | None = None,
+        retry_after: int = 60,
+    ) -> DomainError | None:
+        """The error a place's cancelled transaction answers with, from the first of these items that refused it:
+        the client address's rate, the number's taps (`caps`), the catalogue (no such product, no longer sold, the
+        list full), the sign-up caps (`places`), the number's places; then a conflict with other transactions that
+        outlasted the retries (Busy: a hot drop, docs/SCALE.md; an honest "try again" that wrote nothing, never a
+        5xx). None when only a part the caller answers itself refused (an opt-out check, the uniqueness item, a place
+        stored under an older key, a proof)."""
+        if _refused_any(cancelled, "rate"):
+            return RateLimited("Too many requests from this address; try again in a minute.", retry_after)
+        try:
+            taps_refused(cancelled, caps)
+        except RateLimited as limited:
+            return limited
+        if _refused_any(cancelled, "product"):
+            old = cancelled.old("product")
+            return self._product_refused(old) if old else UnknownSku(f"We do not sell a product with SKU {sku!r}.")
+        try:
+            if places is not None:
+                place_caps_refused(cancelled, places)
+        except RateLimited as limited:
+            return limited
+        if _refused_any(cancelled, "places"):
+            return self._too_many_places()
+        if cancelled.conflicted:
+            return Busy("Many people are joining this list right now; please try again in a few seconds.")
+        return None
 
     def _refused(
         self,
         cancelled: TransactionCancelled,
         tap: NotifyMe,
-        key: str,
-        fields: dict[str, Any],
+        new: NewPlace,
         source: str,
-        now: float,
         retry_after: int,
         caps: SmsCaps | None,
+        places: PlaceCaps,
     ) -> CaptureOutcome:
-        if cancelled.failed("rate"):
-            raise RateLimited("Too many requests from this address; try again in a minute.", retry_after)
-        self._taps_refused(cancelled, caps)
+        """A tap's refused transaction answered: an error, or the outcome of the part that refused it."""
+        key, now = new.contact_key, new.now
+        refusal = self.refusal_of(cancelled, tap.sku, caps=caps, places=places, retry_after=retry_after)
+        if refusal is not None and _refused_any(cancelled, "rate", "number taps", "prefix taps"):
+            raise refusal
         # The transaction was rolled back, so this tap has not been counted yet.
         self._charge(source, now)
         self._charge_taps(caps)
-        if cancelled.failed("product"):
-            if cancelled.old("product"):
-                refused = self._product_refused(cancelled.old("product"))
-                if cancelled.failed("unique") and isinstance(refused, Conflict):
-                    # A repeat tap keeps its place on a full list, yet is answered as a newcomer is: the answer
-                    # must not tell a stranger that the contact they typed is waiting (invariant 9).
-                    kept = self._repeat(tap, key, fields, cancelled.old("unique") or {}, now, caps, source=source)
-                    if kept.status == "queued":
-                        return kept  # a place freed under this tap's feet took its rejoin
-                raise refused
-            else:
+        if refusal is not None and cancelled.failed("product"):
+            if cancelled.failed("unique") and isinstance(refusal, Conflict):
+                # A repeat tap keeps its place on a full list, yet is answered as a newcomer is: the answer
+                # must not tell a stranger that the contact they typed is waiting (invariant 9).
+                kept = self._repeat(tap, key, new, cancelled.old("unique") or {}, caps, source=source)
+                if kept.status == "queued":
+                    return kept  # a place freed under this tap's feet took its rejoin
+            if isinstance(refusal, UnknownSku):
                 self._record_unknown(tap, key, source, now)
-                raise UnknownSku(f"We do not sell a product with SKU {tap.sku!r}.")
+            raise refusal
         suppressed_by = self._suppressed_by(cancelled)
         if suppressed_by is not None:
             # Opted out: acknowledged with the same answer as any tap; no place, and at most one proof message to
@@ -479,25 +549,16 @@ class CaptureService:
             suppressed_key = keys[0] if suppressed_by == "optout" else keys[-1]
             return self._suppressed(tap, suppressed_key, cancelled.old(suppressed_by), now, source)
         if cancelled.failed("unique"):
-            return self._repeat(tap, key, fields, cancelled.old("unique") or {}, now, caps, source=source)
+            return self._repeat(tap, key, new, cancelled.old("unique") or {}, caps, source=source)
         if cancelled.failed("legacy place"):
             # The address has a place from before mailboxes were matched: it keeps that place, under the key it was
             # stored by, so asking again never makes a second one (invariant 2).
             legacy = match_keys(tap.contact, self.hash_key)[-1]
-            as_stored = {**fields, "contact_key": legacy, "waiting_shard": shard_for(legacy)}
-            return self._repeat(tap, legacy, as_stored, cancelled.old("legacy place") or {}, now, caps, source=source)
-        place_caps_refused(cancelled, place_caps(tap.contact, source, self.settings, self.hash_key, now))
-        if cancelled.failed("places"):
-            raise self._too_many_places()
-        self._busy_if_conflicted(cancelled)
+            stored = cancelled.old("legacy place") or {}
+            return self._repeat(tap, legacy, new.under(legacy), stored, caps, source=source)
+        if refusal is not None:
+            raise refusal
         raise RuntimeError(f"capture transaction cancelled unexpectedly: {cancelled}")
-
-    @staticmethod
-    def _busy_if_conflicted(cancelled: TransactionCancelled) -> None:
-        """Raise Busy when the transaction's bounded retries all met other transactions (a hot drop, docs/SCALE.md):
-        an honest "try again" that wrote nothing, never a 5xx."""
-        if cancelled.conflicted:
-            raise Busy("Many people are joining this list right now; please try again in a few seconds.")
 
     def _too_many_places(self) -> Conflict:
         return Conflict(
@@ -522,14 +583,16 @@ class CaptureService:
         self,
         tap: NotifyMe,
         key: str,
-        fields: dict[str, Any],
+        new: NewPlace,
         unique: dict[str, Any],
-        now: float,
         caps: SmsCaps | None = None,
         proof: Callable[[], Tx] | None = None,
         *,
         source: str | None = None,
     ) -> CaptureOutcome:
+        """A tap (or a proof) for a contact that holds this SKU's uniqueness item: its place kept and refreshed, or,
+        when that place is finished, `new` written in its stead at the back of the line."""
+        now = new.now
         ref = str(unique.get("ref", ""))
         place = self.tables.requests.get(tap.sku, ref) if ref else None
         if proof is not None and place is not None and place.live:
@@ -552,16 +615,16 @@ class CaptureService:
             told = place.last_notified_restock if place else None
 
         # A place taken again owes a confirmation as a new one does, charged the same way.
-        email = self._email_caps(tap, now, source) if fields["unconfirmed"] and fields["owes"] else None
+        email = self._email_caps(tap, now, source) if new.owes_confirmation else None
 
-        def rejoin(quiet: bool) -> Tx:
-            unique, request = self.tables.requests.rejoin_items(old_ref=ref, **fields, told=told)
+        def rejoin(place: NewPlace, quiet: bool) -> Tx:
+            unique, request = self.tables.requests.rejoin_items(old_ref=ref, **asdict(place), told=told)
             guard = proof() if proof is not None else self._not_suppressed(tap)
             return (
                 self._cap_items(Tx(), caps, taps=False, place=True)
                 .join(
                     Tx()
-                    .add("product", self._join_item(tap.sku, fields, quiet))
+                    .add("product", self._join_item(place, quiet))
                     .add("unique", unique)
                     .add("request", request)
                     .join(guard)
@@ -570,29 +633,27 @@ class CaptureService:
             )
 
         try:
-            self._join(tap.sku, rejoin, now=now, fields=fields)
+            self._join(new, rejoin)
         except TransactionCancelled as cancelled:
             if email is not None and self.email_sends is not None and only_caps_refused(cancelled):
                 # As at a first tap: the place is taken again, owing no email, and the answer stays the same.
                 self.email_sends.refused(cancelled, "confirmation")
-                return self._repeat(tap, key, {**fields, "owes": False}, unique, now, caps, proof, source=source)
+                return self._repeat(tap, key, replace(new, owes=False), unique, caps, proof, source=source)
             if proof is not None:
                 self._not_proven(cancelled)
             # A proof's own opt-out item was read by _not_proven; only a tap's checks are left to read.
             suppressed_by = self._suppressed_by(cancelled) if proof is None else None
             if suppressed_by is not None:
                 return self._suppressed(tap, key, cancelled.old(suppressed_by), now, source)
-            if cancelled.failed("product") and cancelled.old("product") and not cancelled.failed("unique"):
-                raise self._product_refused(cancelled.old("product")) from None
-            if cancelled.failed("places") and not cancelled.failed("unique"):
-                raise self._too_many_places() from None
             if cancelled.failed("unique"):
                 # Someone else's simultaneous re-join won; theirs is this person's one place.
                 current = self.tables.requests.get_unique(tap.sku, key) or {}
                 return self._outcome("already_queued", tap, str(current.get("ref", "")))
-            self._busy_if_conflicted(cancelled)
-            raise
-        return self._queued(tap, fields["joined_ts"], int(fields["ticket"]), owes_confirmation(fields))
+            refusal = self.refusal_of(cancelled, tap.sku, caps=caps)
+            if refusal is None:
+                raise
+            raise refusal from None
+        return self._queued(tap, new)
 
     def _owe_confirmation(self, tap: NotifyMe, ref: str, now: float, source: str | None) -> bool:
         """Owe one more confirmation email for an unconfirmed place (when its own resend rule allows), charged to the
@@ -620,49 +681,37 @@ class CaptureService:
         which lifts the suppression or checks there is none, and "proof", which uses the proof, plus any others)
         commit with the place, or nothing does. Raises NotProven when the proof's items refuse, and the
         DomainErrors a tap would (the list full, the product gone, too many places for a number)."""
-        line_ttl = int(self.clock.now()) + (self.settings.request_ttl_days + 1) * 86400
-        ticket, burnt_before = self.tables.throttle.take_ticket(tap.sku, line_ttl)
-        try:
-            outcome = self._join_proven(tap, proof, ticket, burnt_before)
-        except (DomainError, NotProven):
-            self.tables.throttle.return_ticket(tap.sku, ticket)
-            raise
-        if outcome.status != "queued" or outcome.ticket != ticket:
-            self.tables.throttle.return_ticket(tap.sku, ticket)
-        return outcome
+        with self._line_ticket(tap.sku) as ticket:
+            return ticket.settle(self._join_proven(tap, proof, ticket))
 
-    def _join_proven(self, tap: NotifyMe, proof: Callable[[], Tx], ticket: int, burnt_before: int) -> CaptureOutcome:
+    def _join_proven(self, tap: NotifyMe, proof: Callable[[], Tx], ticket: LineTicket) -> CaptureOutcome:
         now = self.clock.now()
         # The proof message was the tap's: its number's taps were counted then; the new place still counts.
         caps = self._sms_caps(tap.contact, now)
         key = contact_key(tap.contact.match, self.hash_key)
-        fields = self._fields(tap, key, now, ticket, burnt_before, proven=True)
+        new = self._new_place(tap, key, now, ticket, proven=True)
 
-        def join(quiet: bool) -> Tx:
-            unique, request = self.tables.requests.join_items(**fields)
+        def join(place: NewPlace, quiet: bool) -> Tx:
+            unique, request = self.tables.requests.join_items(**asdict(place))
             return self._cap_items(Tx(), caps, taps=False, place=True).join(
                 Tx()
-                .add("product", self._join_item(tap.sku, fields, quiet))
+                .add("product", self._join_item(place, quiet))
                 .add("unique", unique)
                 .add("request", request)
                 .join(proof())
             )
 
         try:
-            self._join(tap.sku, join, now=now, fields=fields)
+            self._join(new, join)
         except TransactionCancelled as cancelled:
             self._not_proven(cancelled)
             if cancelled.failed("unique"):
-                return self._repeat(tap, key, fields, cancelled.old("unique") or {}, now, caps, proof)
-            if cancelled.failed("product"):
-                if cancelled.old("product"):
-                    raise self._product_refused(cancelled.old("product")) from None
-                raise UnknownSku(f"We do not sell a product with SKU {tap.sku!r}.") from None
-            if cancelled.failed("places"):
-                raise self._too_many_places() from None
-            self._busy_if_conflicted(cancelled)
-            raise
-        return self._queued(tap, str(fields["joined_ts"]), ticket, False)
+                return self._repeat(tap, key, new, cancelled.old("unique") or {}, caps, proof)
+            refusal = self.refusal_of(cancelled, tap.sku, caps=caps)
+            if refusal is None:
+                raise
+            raise refusal from None
+        return self._queued(tap, new)
 
     def _prove(self, proof: Tx) -> None:
         try:

@@ -153,6 +153,25 @@ def test_a_tap_whose_retries_all_conflict_is_told_to_try_again(
     assert services.tables.throttle.line(chair) == (0, 0)  # the ticket went back
 
 
+def test_an_email_tap_whose_retries_all_conflict_is_told_to_try_again(
+    services: Services, chair: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An email tap's transaction holds no number's counters: its refusal is read without them.
+    real = base.transact
+    catalog = services.tables.catalog.name
+
+    def conflicted(client: Any, items: Any, **kwargs: Any) -> None:
+        if not any(next(iter(i.values()))["TableName"] == catalog for i in items):
+            return real(client, items, **kwargs)
+        raise TransactionCancelled([Reason(TRANSACTION_CONFLICT, None) for _ in items])
+
+    monkeypatch.setattr(base, "transact", conflicted)
+    with pytest.raises(Busy):
+        services.capture.capture("ip", {**TAP, "channel": "email", "contact": "ada@example.com"})
+    assert list(services.tables.requests.queue(chair)) == []
+    assert services.tables.throttle.line(chair) == (0, 0)
+
+
 def test_a_product_stored_before_waiting_shards_gets_them_at_its_first_tap(services: Services) -> None:
     # A product item written as the catalogue wrote them before shards: no `waiting_shards`, no shard items.
     services.tables.catalog.table.put_item(Item={"sku": "CHAIR-WALNUT", **dict(CHAIR), "waiting_count": 0})
