@@ -62,7 +62,9 @@ def restock_advice(*, threshold: int, store_held: int, waiting: int, unconfirmed
     parts = []
     if notify_from > 1:
         parts.append(f"Below {notify_from} units nobody is told (the notify threshold is {threshold}).")
-    if confirmed == 0:
+    if waiting == 0:
+        parts.append(f"A stock level of {notify_from} or more opens a restock, but nobody is waiting.")
+    elif confirmed == 0:
         parts.append(f"A stock level of {notify_from} or more opens a restock, but nobody waiting has confirmed yet.")
     elif restock_to == notify_from:
         everyone = "the 1 confirmed person" if confirmed == 1 else f"all {confirmed} confirmed people"

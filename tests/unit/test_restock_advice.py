@@ -44,6 +44,14 @@ def test_when_nobody_has_confirmed_no_level_tells_anyone() -> None:
     )
 
 
+def test_with_nobody_waiting_the_advice_says_so() -> None:
+    advice = restock_advice(threshold=2, store_held=0, waiting=0, unconfirmed=0)
+    assert advice.text == (
+        "Below 2 units nobody is told (the notify threshold is 2). "
+        "A stock level of 2 or more opens a restock, but nobody is waiting."
+    )
+
+
 def test_units_our_holds_keep_on_the_store_count_towards_the_level() -> None:
     advice = restock_advice(threshold=3, store_held=1, waiting=5, unconfirmed=0)
     assert (advice.notify_from, advice.restock_to) == (2, 4)
