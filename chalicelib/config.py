@@ -20,9 +20,10 @@ class ConfigError(RuntimeError):
     """A required setting is missing or malformed; the function must not start half-configured."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Settings:
-    """Everything the app reads from its environment, validated at first use."""
+    """Everything the app reads from its environment, validated at first use. A field's default here is the
+    setting's only default: settings_from_env applies it when the variable is unset."""
 
     stage: str
     name_prefix: str
@@ -31,17 +32,17 @@ class Settings:
     shop_name: str
     default_phone_region: str
     cors_origins: tuple[str, ...]
-    rate_limit_per_minute: int
-    request_ttl_days: int
-    unknown_sku_alert_threshold: int
-    unknown_sku_window_s: int
+    rate_limit_per_minute: int = 20  # taps per client address per minute
+    request_ttl_days: int = 90  # how long a place waits untouched before it leaves the list
+    unknown_sku_alert_threshold: int = 5
+    unknown_sku_window_s: int = 3600
     alert_topic_arn: str
     ses_from: str
     copy_mode: str
     bedrock_model_id: str
-    sends_concurrency: int
-    sms_per_second: float
-    email_per_second: float
+    sends_concurrency: int = 16
+    sms_per_second: float = 20.0
+    email_per_second: float = 14.0
     # SMS pumping guards (README "Limits"): where and what kind of number SMS may go to, and the caps on taps.
     # Countries (ISO 3166 alpha-2) whose numbers may get SMS; the default is DEFAULT_PHONE_REGION alone.
     sms_allowed_countries: tuple[str, ...] = ()
@@ -368,7 +369,9 @@ def _turnstile(env: Mapping[str, str], secrets: set[str]) -> str:
 
 
 def settings_from_env(env: Mapping[str, str]) -> Settings:
-    """Build Settings from a mapping of environment variables, failing fast on anything missing."""
+    """Build Settings from a mapping of environment variables, failing fast on anything missing. A setting with a
+    default in `Settings` takes it from there, so each default is written once (and docs say the same number:
+    tests/unit/test_config_defaults.py)."""
     refs: dict[str, str] = {}
     values: dict[str, str] = {}
     for name in SECRETS:
@@ -399,33 +402,45 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         shop_name=_required(env, "SHOP_NAME"),
         default_phone_region=phone_region,
         cors_origins=_cors_origins(env),
-        rate_limit_per_minute=_int(env, "RATE_LIMIT_PER_MINUTE", 20, minimum=1),
-        request_ttl_days=_int(env, "REQUEST_TTL_DAYS", 90, minimum=1),
-        audit_retention_days=_int(env, "AUDIT_RETENTION_DAYS", 400, minimum=1),
-        unknown_sku_alert_threshold=_int(env, "UNKNOWN_SKU_ALERT_THRESHOLD", 5, minimum=1),
-        unknown_sku_window_s=_int(env, "UNKNOWN_SKU_WINDOW_S", 3600, minimum=60),
+        rate_limit_per_minute=_int(env, "RATE_LIMIT_PER_MINUTE", Settings.rate_limit_per_minute, minimum=1),
+        request_ttl_days=_int(env, "REQUEST_TTL_DAYS", Settings.request_ttl_days, minimum=1),
+        audit_retention_days=_int(env, "AUDIT_RETENTION_DAYS", Settings.audit_retention_days, minimum=1),
+        unknown_sku_alert_threshold=_int(
+            env, "UNKNOWN_SKU_ALERT_THRESHOLD", Settings.unknown_sku_alert_threshold, minimum=1
+        ),
+        unknown_sku_window_s=_int(env, "UNKNOWN_SKU_WINDOW_S", Settings.unknown_sku_window_s, minimum=60),
         alert_topic_arn=_required(env, "ALERT_TOPIC_ARN"),
         ses_from=_required(env, "SES_FROM"),
         copy_mode=copy_mode,
         bedrock_model_id=env.get("BEDROCK_MODEL_ID", "global.anthropic.claude-haiku-4-5-20251001-v1:0"),
-        sends_concurrency=_int(env, "SENDS_CONCURRENCY", 16, minimum=1),
-        sms_per_second=_float(env, "SMS_PER_SECOND", 20.0),
-        email_per_second=_float(env, "EMAIL_PER_SECOND", 14.0),
+        sends_concurrency=_int(env, "SENDS_CONCURRENCY", Settings.sends_concurrency, minimum=1),
+        sms_per_second=_float(env, "SMS_PER_SECOND", Settings.sms_per_second),
+        email_per_second=_float(env, "EMAIL_PER_SECOND", Settings.email_per_second),
         sms_allowed_countries=_countries(env, phone_region),
-        places_per_number=_int(env, "PLACES_PER_NUMBER", 20, minimum=1),
-        taps_per_number_per_hour=_int(env, "TAPS_PER_NUMBER_PER_HOUR", 10, minimum=1),
-        taps_per_prefix_per_hour=_int(env, "TAPS_PER_PREFIX_PER_HOUR", 30, minimum=1),
-        non_notice_sms_per_day=_int(env, "NON_NOTICE_SMS_PER_DAY", 200, minimum=1),
-        places_per_domain_per_hour=_int(env, "PLACES_PER_DOMAIN_PER_HOUR", 30, minimum=1),
-        places_per_freemail_domain_per_hour=_int(env, "PLACES_PER_FREEMAIL_DOMAIN_PER_HOUR", 3000, minimum=1),
-        places_per_source_per_hour=_int(env, "PLACES_PER_SOURCE_PER_HOUR", 30, minimum=1),
+        places_per_number=_int(env, "PLACES_PER_NUMBER", Settings.places_per_number, minimum=1),
+        taps_per_number_per_hour=_int(env, "TAPS_PER_NUMBER_PER_HOUR", Settings.taps_per_number_per_hour, minimum=1),
+        taps_per_prefix_per_hour=_int(env, "TAPS_PER_PREFIX_PER_HOUR", Settings.taps_per_prefix_per_hour, minimum=1),
+        non_notice_sms_per_day=_int(env, "NON_NOTICE_SMS_PER_DAY", Settings.non_notice_sms_per_day, minimum=1),
+        places_per_domain_per_hour=_int(
+            env, "PLACES_PER_DOMAIN_PER_HOUR", Settings.places_per_domain_per_hour, minimum=1
+        ),
+        places_per_freemail_domain_per_hour=_int(
+            env, "PLACES_PER_FREEMAIL_DOMAIN_PER_HOUR", Settings.places_per_freemail_domain_per_hour, minimum=1
+        ),
+        places_per_source_per_hour=_int(
+            env, "PLACES_PER_SOURCE_PER_HOUR", Settings.places_per_source_per_hour, minimum=1
+        ),
         turnstile_site_key=_turnstile(env, set(values) | set(refs)),
-        emails_per_address_per_day=_int(env, "EMAILS_PER_ADDRESS_PER_DAY", 5, minimum=1),
-        emails_per_source_per_hour=_int(env, "EMAILS_PER_SOURCE_PER_HOUR", 20, minimum=1),
-        emails_per_source_per_day=_int(env, "EMAILS_PER_SOURCE_PER_DAY", 50, minimum=1),
-        non_notice_emails_per_day=_int(env, "NON_NOTICE_EMAILS_PER_DAY", 2000, minimum=1),
-        max_waiting_per_sku=_int(env, "MAX_WAITING_PER_SKU", 10_000, minimum=1),
-        reoffer_lapse_limit=_int(env, "REOFFER_LAPSE_LIMIT", 20, minimum=1),
+        emails_per_address_per_day=_int(
+            env, "EMAILS_PER_ADDRESS_PER_DAY", Settings.emails_per_address_per_day, minimum=1
+        ),
+        emails_per_source_per_hour=_int(
+            env, "EMAILS_PER_SOURCE_PER_HOUR", Settings.emails_per_source_per_hour, minimum=1
+        ),
+        emails_per_source_per_day=_int(env, "EMAILS_PER_SOURCE_PER_DAY", Settings.emails_per_source_per_day, minimum=1),
+        non_notice_emails_per_day=_int(env, "NON_NOTICE_EMAILS_PER_DAY", Settings.non_notice_emails_per_day, minimum=1),
+        max_waiting_per_sku=_int(env, "MAX_WAITING_PER_SKU", Settings.max_waiting_per_sku, minimum=1),
+        reoffer_lapse_limit=_int(env, "REOFFER_LAPSE_LIMIT", Settings.reoffer_lapse_limit, minimum=1),
         secret_refs=refs,
         secret_values=values,
         catalog_url=_catalog_url(env),
@@ -438,14 +453,14 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         shopify_location_ids=locations,
         shopify_client_id=_shopify_client_id(env, platform, set(values) | set(refs)),
         woocommerce_store_url=store_url,
-        email_double_opt_in=_bool(env, "EMAIL_DOUBLE_OPT_IN", True),
-        email_confirm_days=_int(env, "EMAIL_CONFIRM_DAYS", 7, minimum=1),
+        email_double_opt_in=_bool(env, "EMAIL_DOUBLE_OPT_IN", Settings.email_double_opt_in),
+        email_confirm_days=_int(env, "EMAIL_CONFIRM_DAYS", Settings.email_confirm_days, minimum=1),
         **_admin(env, region),
         shop_url=_public_url(env, "SHOP_URL"),
         shop_logo_url=_public_url(env, "SHOP_LOGO_URL"),
         shop_accent=_accent(env),
         widget_consent=" ".join(env.get("WIDGET_CONSENT", "").split())[:300],
-        metrics_namespace=env.get("POWERTOOLS_METRICS_NAMESPACE", "").strip() or "BackInStock",
+        metrics_namespace=env.get("POWERTOOLS_METRICS_NAMESPACE", "").strip() or Settings.metrics_namespace,
         metrics_enabled=env.get("POWERTOOLS_METRICS_DISABLED", "").strip().lower() not in ("1", "true", "yes"),
         service_name=env.get("POWERTOOLS_SERVICE_NAME", "").strip() or _required(env, "NAME_PREFIX"),
     )

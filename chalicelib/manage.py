@@ -195,7 +195,7 @@ class ManageService:
     # SMS pumping guards, as at capture: where SMS may go (None: the default region only), and how many places
     # one number may take in a window (REQUEST_TTL_DAYS long).
     sms_allowed_countries: tuple[str, ...] | None = None
-    places_per_number: int = 20
+    places_per_number: int
 
     @cached_property
     def manage_ids(self) -> ManageIds:

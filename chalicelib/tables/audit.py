@@ -15,8 +15,6 @@ from chalicelib.tables.base import Tx, TxItem, query_all
 FACTS_PER_TRANSACTION = 25
 # Append-only: a fact is written once and never overwritten.
 APPEND_ONLY = "attribute_not_exists(ts)"
-# Default retention (AUDIT_RETENTION_DAYS): past its `ttl`, DynamoDB's TTL deletes a fact.
-RETENTION_S = 400 * 86400
 # The attributes of a fact that name a person (keyed hashes): erasure removes them.
 PERSON_FIELDS = ("contact_key", "previous_key")
 # Facts read per page while a person's facts are anonymised.
@@ -26,10 +24,11 @@ ERASE_PAGE = 100
 class AuditTable:
     """Facts about restocks, notices, holds and refusals. Contacts appear only as keyed hashes.
 
-    Each fact carries a `ttl` (`retention_s` after it was written), so the table keeps a bounded history.
+    Each fact carries a `ttl` (`retention_s` after it was written: AUDIT_RETENTION_DAYS), and DynamoDB's TTL deletes
+    it past that, so the table keeps a bounded history.
     """
 
-    def __init__(self, table: Any, retention_s: int = RETENTION_S) -> None:
+    def __init__(self, table: Any, retention_s: int) -> None:
         self.table = table
         self.retention_s = retention_s
 

@@ -26,7 +26,7 @@ class Tables:
     transactions through `run`, never through a table's own client.
     """
 
-    def __init__(self, aws: Aws, full_name: Callable[[str], str], *, audit_retention_days: int = 400) -> None:
+    def __init__(self, aws: Aws, full_name: Callable[[str], str], *, audit_retention_days: int) -> None:
         self._aws = aws
         self._full_name = full_name
         self._audit_retention_s = audit_retention_days * 86400

@@ -7,6 +7,7 @@ from unittest.mock import Mock
 
 import boto3
 
+from chalicelib.config import Settings
 from chalicelib.tables.audit import APPEND_ONLY, FACTS_PER_TRANSACTION, AuditTable
 
 REGION = "eu-west-2"
@@ -21,7 +22,7 @@ def audit_with_client() -> tuple[AuditTable, Mock]:
     table = Mock(spec=type(session.resource("dynamodb").Table(TABLE)))
     table.name = TABLE
     table.meta.client = client
-    return AuditTable(table), client
+    return AuditTable(table, retention_s=Settings.audit_retention_days * 86400), client
 
 
 def facts(audit: AuditTable, n: int) -> list[dict[str, Any]]:
