@@ -2,8 +2,9 @@
 
 Every figure comes from an index or a tally, never a table scan (docs/ADMIN.md, "What a page view costs"):
 demand from the catalogue's sparse index by-demand and each listed SKU's joins in the period and in the days an
-unconfirmed place can last (range Queries of its list's sort key); restocks from the restocks' sparse index by-opened (one Query per month) with the funnel
-tallied on each restock as it happens (chalicelib/counters.py); a waiting list a page at a time.
+unconfirmed place can last (range Queries of its list's sort key); restocks from the restocks' sparse index
+by-opened (one Query per month) with the funnel tallied on each restock as it happens (chalicelib/counters.py); a
+waiting list a page at a time.
 """
 
 from __future__ import annotations
