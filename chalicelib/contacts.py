@@ -25,22 +25,60 @@ class Contact:
     legacy_match: str | None = None
 
 
+# Why a number is not one: the `reason` an `invalid_phone` refusal carries, so the shopper is told what to fix (a
+# number typed with its country code but a digit short must not be told to add its country code).
+TOO_SHORT = "too_short"
+TOO_LONG = "too_long"
+
+
+def _not_a_number(reason: str | None) -> BadRequest:
+    if reason == TOO_SHORT:
+        return BadRequest("That phone number is too short for a mobile number.", code="invalid_phone", reason=reason)
+    if reason == TOO_LONG:
+        return BadRequest("That phone number is too long for a mobile number.", code="invalid_phone", reason=reason)
+    return BadRequest("That is not a valid phone number.", code="invalid_phone")
+
+
 def normalise_phone(raw: str, default_region: str) -> str:
-    """A phone number in any common notation as E.164, or BadRequest('invalid_phone')."""
+    """A phone number in any common notation as E.164, or BadRequest('invalid_phone'), with the reason `too_short`
+    or `too_long` when its length is what is wrong."""
     # Imported here, not at the top: a cold start pays for it only on the paths that use it.
     import phonenumbers
 
     try:
         number = phonenumbers.parse(raw, default_region)
     except phonenumbers.NumberParseException as exc:
-        raise BadRequest("That phone number could not be read.", code="invalid_phone") from exc
+        short = (phonenumbers.NumberParseException.TOO_SHORT_NSN, phonenumbers.NumberParseException.TOO_SHORT_AFTER_IDD)
+        reason = TOO_SHORT if exc.error_type in short else None
+        if exc.error_type == phonenumbers.NumberParseException.TOO_LONG:
+            reason = TOO_LONG
+        raise _not_a_number(reason) from exc
     if not phonenumbers.is_valid_number(number):
-        raise BadRequest("That is not a valid phone number.", code="invalid_phone")
+        # Measured against the lengths of its country's mobile numbers (libphonenumber's ValidationResult: shorter
+        # than all of them, longer than all of them, or neither), since only a mobile can take an SMS.
+        length = phonenumbers.is_possible_number_for_type_with_reason(number, phonenumbers.PhoneNumberType.MOBILE)
+        reasons = {phonenumbers.ValidationResult.TOO_SHORT: TOO_SHORT, phonenumbers.ValidationResult.TOO_LONG: TOO_LONG}
+        raise _not_a_number(reasons.get(length))
     e164 = phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
     # The metadata accepts a few national numbers too long for E.164, which no SMS can reach.
     if len(e164) - 1 > E164_MAX_DIGITS:
-        raise BadRequest("That is not a valid phone number.", code="invalid_phone")
+        raise _not_a_number(TOO_LONG)
     return e164
+
+
+def example_region(typed: str, allowed: tuple[str, ...], preferred: tuple[str, ...] = ()) -> str:
+    """The allowed country whose example number to show a shopper: the one whose calling code the typed number
+    starts with (+44..., 0044...), else the first of `preferred` that is allowed (their languages' countries), else
+    the first allowed."""
+    import phonenumbers
+
+    digits = "".join(c for c in typed if c.isdigit() or c == "+")
+    digits = "+" + digits[2:] if digits.startswith("00") else digits
+    if digits.startswith("+"):
+        for region in allowed:
+            if digits[1:].startswith(str(phonenumbers.country_code_for_region(region))):
+                return region
+    return next((r for r in preferred if r in allowed), allowed[0])
 
 
 # What an SMS may be sent to: a mobile number. North American numbers cannot be told apart from landlines by their

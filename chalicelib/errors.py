@@ -9,11 +9,15 @@ class DomainError(Exception):
     status = 400
     code = "bad_request"
 
-    def __init__(self, message: str, *, code: str | None = None) -> None:
+    reason: str | None = None  # a finer cause under a stable code, answered as `reason` (e.g. a number too short)
+
+    def __init__(self, message: str, *, code: str | None = None, reason: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         if code:
             self.code = code
+        if reason:
+            self.reason = reason
 
 
 class BadRequest(DomainError):

@@ -62,11 +62,14 @@ def json_response(status: int, body: dict[str, Any], headers: Mapping[str, str |
 
 
 def error_response(error: DomainError, headers: Mapping[str, str | list[str]] | None = None) -> Response:
-    """A DomainError as `{"error": code, "message": ...}` with its status."""
+    """A DomainError as `{"error": code, "message": ...}` (and its `reason`, when it has one) with its status."""
     extra = dict(headers or {})
     if isinstance(error, RateLimited):
         extra["Retry-After"] = str(error.retry_after_s)
-    return json_response(error.status, {"error": error.code, "message": error.message}, extra)
+    body = {"error": error.code, "message": error.message}
+    if error.reason:
+        body["reason"] = error.reason
+    return json_response(error.status, body, extra)
 
 
 # Refusals Chalice makes before any route runs, as {"Code", "Message"}: the code each answers with here.

@@ -29,6 +29,7 @@ def test_bad_input_gets_400_with_a_code_and_nothing_is_stored(client: Client, se
     response = post(client, json.dumps({**GOOD, "contact": "12"}))
     assert response.status_code == 400
     assert response.json_body["error"] == "invalid_phone"
+    assert response.json_body["reason"] == "too_short"  # what is wrong with it, under the stable code
     assert response.json_body["message"]
     assert stored(services) == []
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chalicelib.contacts import contact_key, mask, normalise_any, normalise_contact
+from chalicelib.contacts import contact_key, example_region, mask, normalise_any, normalise_contact
 from chalicelib.errors import BadRequest
 
 
@@ -46,6 +46,46 @@ def test_bad_phone_numbers_are_refused_with_a_code(raw: str, code: str) -> None:
     with pytest.raises(BadRequest) as caught:
         normalise_contact("sms", raw, "GB")
     assert caught.value.code == code
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        # Lengths from libphonenumber's metadata (PhoneNumberMetadata.xml): a GB mobile has 10 national digits,
+        # a German one 10 or 11.
+        ("+44 7400 12345", "too_short"),  # typed with its country code, a digit short: not "add your country code"
+        ("0044 7400 12", "too_short"),
+        ("12", "too_short"),
+        ("+44 7400 1234567", "too_long"),
+        ("+49 1512 34567890123", "too_long"),
+        ("07700 900123", None),  # the right length, in a range no phone has
+        ("+999 1234 5678", None),  # no such country code
+        ("not a number", None),
+    ],
+)
+def test_an_invalid_number_says_when_its_length_is_what_is_wrong(raw: str, reason: str | None) -> None:
+    with pytest.raises(BadRequest) as caught:
+        normalise_contact("sms", raw, "GB")
+    assert (caught.value.code, caught.value.reason) == ("invalid_phone", reason)
+    assert ("too short" in caught.value.message) is (reason == "too_short")
+    assert ("too long" in caught.value.message) is (reason == "too_long")
+
+
+@pytest.mark.parametrize(
+    ("typed", "preferred", "region"),
+    [
+        ("+49 1512", (), "DE"),  # the calling code typed names the country
+        ("0049 1512", ("GB",), "DE"),
+        ("+33 6 12", ("DE",), "DE"),  # a country we do not text: the shopper's own instead
+        ("01512 345", ("AT", "DE"), "DE"),  # the first of the shopper's countries that we text
+        ("01512 345", ("FR",), "GB"),  # none of theirs: the shop's own, listed first
+        ("", (), "GB"),
+    ],
+)
+def test_the_example_number_is_of_the_shoppers_own_country_among_those_we_text(
+    typed: str, preferred: tuple[str, ...], region: str
+) -> None:
+    assert example_region(typed, ("GB", "DE"), preferred) == region
 
 
 @pytest.mark.parametrize(
@@ -138,4 +178,4 @@ def test_a_number_longer_than_e164_allows_is_refused() -> None:
     # E.164 (and so SMS) stops at 15.
     with pytest.raises(BadRequest) as refused:
         normalise_contact("sms", "020100000000000", "DE")
-    assert refused.value.code == "invalid_phone"
+    assert (refused.value.code, refused.value.reason) == ("invalid_phone", "too_long")
