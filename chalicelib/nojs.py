@@ -18,11 +18,12 @@ from chalice import Response
 
 from chalicelib.capture import SKU_PATTERN, name_ok, parse_lang
 from chalicelib.config import Settings
+from chalicelib.contacts import TOO_LONG, TOO_SHORT, example_region
 from chalicelib.errors import BadRequest, DomainError
-from chalicelib.i18n import text
+from chalicelib.i18n import accept_language, text
 from chalicelib.pages import About, Shop, page
 from chalicelib.tables.catalog import Product
-from chalicelib.widget import STRINGS, phone_example
+from chalicelib.widget import STRINGS, home_regions, phone_example, served_regions
 
 # A refusal's code, as capture raises it, to what the widget says about it (chalicelib/widget.py STRINGS keys).
 # Codes whose words depend on the channel chosen are settled in `_refusal_key`.
@@ -68,6 +69,8 @@ def _refusal_key(error: DomainError, form: Mapping[str, Any]) -> str:
     named = isinstance(name, str) and bool(name.strip())
     if error.code == "invalid_field" and named and not name_ok(str(name)):
         return "nameBad"
+    if error.code == "invalid_phone" and error.reason in (TOO_SHORT, TOO_LONG):
+        return error.reason
     return REFUSAL_KEYS.get(error.code, "failed")
 
 
@@ -77,6 +80,17 @@ class FormAnswers:
 
     settings: Settings
     catalog: ProductLookup
+
+    @property
+    def _served(self) -> tuple[str, ...]:
+        return served_regions(self.settings.default_phone_region, self.settings.sms_allowed_countries)
+
+    def _example(self, form: Mapping[str, Any], accept: str | None, lang: str) -> str:
+        """An example mobile of the country the typed number names, else of the shopper's own, as the widget picks."""
+        typed = form.get("contact")
+        tags = [str(form.get("lang") or ""), *accept_language(accept)]
+        region = example_region(typed if isinstance(typed, str) else "", self._served, home_regions(tags, lang))
+        return phone_example(region)
 
     def _product(self, form: Mapping[str, Any]) -> Product | None:
         sku = form.get("sku")
@@ -104,14 +118,16 @@ class FormAnswers:
         lang = _lang(form, accept_language)
         t = text("widget", lang)
         email = str(form.get("channel", "")).strip().lower() == "email"
-        said = STRINGS["confirm" if confirm_email else "onListEmail"] if email else STRINGS["onList"]
+        said = t(STRINGS["onListEmail" if email else "onList"])
+        if email and confirm_email:
+            said = f"{said} {t(STRINGS['confirm'])}"
         product = self._product(form)
         return _in(
             lang,
             page(
                 status,
                 t(THANKS),
-                t(said),
+                said,
                 Shop.of(self.settings),
                 self._back(product, lang),
                 lang=lang,
@@ -123,10 +139,10 @@ class FormAnswers:
         """A refusal in words the shopper can act on, with the refusal's own status code."""
         lang = _lang(form, accept_language)
         t = text("widget", lang)
-        if error.code == "cross_site_form":
-            said = t(OWN_PAGE)
-        else:
-            said = t(STRINGS[_refusal_key(error, form)], example=phone_example(self.settings.default_phone_region))
+        said = t(OWN_PAGE) if error.code == "cross_site_form" else t(STRINGS[_refusal_key(error, form)])
+        if error.code == "invalid_phone":
+            # What is wrong with the number, then a mobile of the shopper's own country, as the widget says it.
+            said = f"{said} {t(STRINGS['eg'], example=self._example(form, accept_language, lang))}"
         response = page(
             error.status, t(REFUSED), said, Shop.of(self.settings), self._back(self._product(form), lang), lang=lang
         )

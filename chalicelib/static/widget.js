@@ -1,10 +1,11 @@
 /* Back-in-stock "Notify me" widget. Paste <div data-bisn-sku="SKU"></div> and this script on a product page, or
    <div data-bisn-product> with a JSON map of variants to follow the page's variant picker (README: "Variants").
-   The server writes the shop's accent, consent line, phone example and every language's strings into C. */
+   The server writes the shop's accent, consent line, the countries SMS may go to (each [region, calling code,
+   example mobile], the shop's own first) and every language's strings (a list in the order of C.keys) into C. */
 (function () {
   "use strict";
   if (window.bisn && window.bisn.mount) { return; }
-  var C = /*bisn-config*/{ "accent": "#1f2937", "consent": "", "example": "", "strings": { "en": {} } };
+  var C = /*bisn-config*/{ "accent": "#1f2937", "consent": "", "regions": [], "keys": [], "strings": { "en": [] } };
   var script = document.currentScript;
   var apiBase = (script && script.getAttribute("data-bisn-api")) ||
     (script && script.src ? script.src.replace(/\/widget\.js(\?.*)?$/, "") : "");
@@ -36,7 +37,7 @@
     "& input[type=tel],& input[type=email],& input[type=text]{display:block;width:100%;min-height:44px;padding:.5rem .7rem;" +
     "border:1px solid #767676;border-radius:var(--r);background:#fff;color:#1a1a1a}" +
     "& input[aria-invalid=true]{border-color:#b3261e;border-width:2px}" +
-    "& button{display:inline-flex;align-items:center;justify-content:center;min-height:44px;min-width:44px;margin:.8rem 0 0;" +
+    "& button,& summary{display:inline-flex;align-items:center;justify-content:center;min-height:44px;min-width:44px;margin:.8rem 0 0;" +
     "padding:.55rem 1.1rem;border:2px solid var(--a);border-radius:var(--r);background:var(--a);color:#fff;font-weight:600;cursor:pointer}" +
     "& .bisn-open{width:100%;margin:0}& button[disabled]{opacity:.6;cursor:wait}" +
     "& .bisn-fix{background:transparent;color:var(--t);border-color:currentColor;margin:.3rem 0 0;font-weight:400}" +
@@ -111,9 +112,19 @@
     var lang = language();
     var S = C.strings[lang] || C.strings.en;
     var T = function (key, fields) {
-      return String(S[key] || C.strings.en[key] || "").replace(/\{(\w+)\}/g, function (m, f) { return fields && f in fields ? fields[f] : m; });
+      var i = C.keys.indexOf(key);
+      return String(S[i] || C.strings.en[i] || "").replace(/\{(\w+)\}/g, function (m, f) { return fields && f in fields ? fields[f] : m; });
     };
     var id = "bisn-" + (++counter);
+    // The shopper's countries: those their language tags name ("de-AT"), then their language's home country, which
+    // for de, fr, es and nl is spelt as the language (English names none: too many countries speak it). The
+    // no-JavaScript page reads them alike (widget.py home_regions).
+    var homes = ([document.documentElement.lang, navigator.language].concat(navigator.languages || []).join() + ",-" +
+      (lang === "en" ? "" : lang)).toUpperCase().match(/[-_][A-Z]{2}(?![A-Z])/g) || [];
+    // [region, calling code, example] of the first of them that we text. A shopper whose languages name only
+    // countries we do not text is offered email first.
+    var home = null;
+    homes.forEach(function (h) { C.regions.forEach(function (r) { if (!home && h.slice(1) === r[0]) { home = r; } }); });
     var sku = root.hasAttribute("data-bisn-product") ? "" : root.getAttribute("data-bisn-sku");
     var box = el("div", { "class": "bisn-box", lang: lang });
     var opener = el("button", { type: "button", "class": "bisn-open", "aria-expanded": "false", "aria-controls": id + "-form" }, T("open"));
@@ -124,10 +135,10 @@
 
     var channels = el("fieldset", { "class": "bisn-channels" });
     channels.appendChild(el("legend", { "class": "bisn-hint" }, T("how")));
-    [["sms", T("sms")], ["email", T("email")]].forEach(function (pair, i) {
+    [["sms", T("sms")], ["email", T("email")]].forEach(function (pair) {
       var rid = id + "-" + pair[0];
       var radio = el("input", { type: "radio", name: "channel", value: pair[0], id: rid });
-      if (i === 0) { radio.checked = true; }
+      if (pair[0] === (home || !homes.length ? "sms" : "email")) { radio.checked = true; }
       var label = el("label", { "for": rid }, " " + pair[1]);
       label.insertBefore(radio, label.firstChild);
       channels.appendChild(label);
@@ -195,6 +206,7 @@
       fieldError(contact, contactError, "");
       offerFix();
     });
+    channels.dispatchEvent(new Event("change"));
     contact.addEventListener("input", offerFix);
     fix.addEventListener("click", function () {
       contact.value = fix.getAttribute("data-address");
@@ -203,11 +215,19 @@
       contact.focus();
     });
 
-    // What an error code from the server means to the shopper, and which field it belongs to.
-    function explain(code, channel) {
+    // An example mobile of the country whose calling code the number starts with, else of the shopper's own country
+    // among those we text, else of the shop's.
+    function example() {
+      var typed = contact.value.replace(/[^0-9+]/g, "").replace(/^00/, "+");
+      return (C.regions.filter(function (r) { return !typed.indexOf("+" + r[1]); })[0] || home || C.regions[0])[2];
+    }
+
+    // What an error code from the server means to the shopper, and which field it belongs to. An invalid number's
+    // reason (too_short, too_long) is the key of its own words.
+    function explain(code, channel, reason) {
       var sms = channel === "sms";
       var byCode = {
-        invalid_phone: ["phoneFix", contact], invalid_email: ["badEmail", contact], sms_number_type: ["mobileOnly", contact],
+        invalid_phone: [T(reason) ? reason : "phoneFix", contact], invalid_email: ["badEmail", contact], sms_number_type: ["mobileOnly", contact],
         sms_country_not_allowed: ["country", contact], contact_channel_mismatch: [sms ? "looksEmail" : "looksPhone", contact],
         missing_field: [sms ? "needPhone" : "needEmail", contact], too_many_places: ["places", contact],
         invalid_field: [NAME_OK.test(name.value) ? "failed" : "nameBad", NAME_OK.test(name.value) ? null : name],
@@ -217,9 +237,9 @@
       return byCode[code] || ["failed"];
     }
 
-    function refuse(code, channel) {
-      var why = explain(code, channel);
-      var message = T(why[0], { example: C.example });
+    function refuse(code, channel, reason) {
+      var why = explain(code, channel, reason);
+      var message = T(why[0]) + (code === "invalid_phone" ? " " + T("eg", { example: example() }) : "");
       if (why[1]) {
         fieldError(why[1], why[1] === name ? nameError : contactError, message);
         why[1].focus();
@@ -250,14 +270,15 @@
         root.setAttribute("data-bisn-result", answer.status || answer.error || String(result.status));
         status.textContent = "";
         if (result.status === 202) {
-          // The same answer for a new place, a repeat tap and an opted-out contact: say what happens next.
+          // The same answer for a new place, a repeat tap and an opted-out contact, so the words say only what is
+          // true for each: "confirm" says an email went only if the address still needed confirming.
           form.hidden = true;
           status.className = "bisn-status bisn-done";
-          status.textContent = channel === "email" ? T(answer.confirm_email ? "confirm" : "onListEmail") : T("onList");
+          status.textContent = channel === "email" ? T("onListEmail") + (answer.confirm_email ? " " + T("confirm") : "") : T("onList");
           status.focus();
           if (channel === "sms") { offerOptIn(body); }
         } else {
-          refuse(answer.error, channel);
+          refuse(answer.error, channel, answer.reason);
         }
       }, function () {
         status.textContent = T("offline");
@@ -268,18 +289,21 @@
     });
 
     // After any accepted SMS tap (the answer is the same for everyone): a number that had texted STOP was just sent a
-    // code; typing it here turns texts back on.
+    // code, and only its owner knows. So every SMS tap is asked, and the code field opens only for one who has a code.
     function offerOptIn(tap) {
       optin.textContent = "";
       optin.hidden = false;
+      var more = el("details");
+      more.appendChild(el("summary", { "class": "bisn-fix" }, T("optin")));
       var codeForm = el("form", { "class": "bisn-code", novalidate: "" });
       var codeLabel = el("label", { "for": id + "-code" }, T("code"));
       var code = el("input", { id: id + "-code", name: "code", type: "text", inputmode: "numeric", autocomplete: "one-time-code",
         pattern: "[0-9 ]*", "aria-describedby": id + "-code-error" });
       var codeError = el("p", { "class": "bisn-error", id: id + "-code-error" });
       var send = el("button", { type: "submit" }, T("codeSend"));
-      [el("p", { "class": "bisn-hint" }, T("optin")), codeLabel, code, codeError, send].forEach(function (n) { codeForm.appendChild(n); });
-      optin.appendChild(codeForm);
+      [codeLabel, code, codeError, send].forEach(function (n) { codeForm.appendChild(n); });
+      more.appendChild(codeForm);
+      optin.appendChild(more);
       codeForm.addEventListener("submit", function (event) {
         event.preventDefault();
         fieldError(code, codeError, "");

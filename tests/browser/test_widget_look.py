@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 
 from chalicelib.config import settings_from_env
+from chalicelib.contacts import check_sms_number, normalise_contact
+from chalicelib.errors import BadRequest
 from chalicelib.widget import widget_source
 from infra.stages import stage_env
 from tests.browser.axe import assert_accessible
@@ -52,6 +54,7 @@ class Shop:
         self.posted: list[dict[str, Any]] = []
         self.codes: list[dict[str, Any]] = []
         self.code_answers: list[tuple[int, dict[str, str]]] = []
+        self.confirm_email = False
 
     def __call__(self, route: Any) -> None:
         request = route.request
@@ -59,11 +62,7 @@ class Shop:
         if path == "/notify-me" and request.method == "POST":
             body = json.loads(request.post_data)
             self.posted.append(body)
-            if body["contact"] == "12":
-                # chalicelib/contacts.py's refusal of a number libphonenumber cannot read.
-                answer = (400, {"error": "invalid_phone", "message": "That is not a valid phone number."})
-            else:
-                answer = (202, {"status": "received", "channel": body["channel"], "confirm_email": False})
+            answer = self.answer(body)
             route.fulfill(status=answer[0], content_type="application/json", body=json.dumps(answer[1]))
         elif path == "/notify-me/code" and request.method == "POST":
             self.codes.append(json.loads(request.post_data))
@@ -76,14 +75,26 @@ class Shop:
         else:
             route.fulfill(status=404, content_type="text/plain", body="not found")
 
+    def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """chalicelib/contacts.py's own refusal of the contact, as the API answers it; else the uniform 202."""
+        try:
+            contact = normalise_contact(body["channel"], body["contact"], SETTINGS.default_phone_region)
+            if contact.channel == "sms":
+                check_sms_number(contact.address, SETTINGS.sms_allowed_countries)
+        except BadRequest as refused:
+            reason = {"reason": refused.reason} if refused.reason else {}
+            return 400, {"error": refused.code, "message": refused.message, **reason}
+        return 202, {"status": "received", "channel": body["channel"], "confirm_email": self.confirm_email}
+
 
 @pytest.fixture
 def shop() -> Shop:
     return Shop()
 
 
-def tab(browser: Any, shop: Shop, viewport: dict[str, int]) -> Iterator[Any]:
-    context = browser.new_context(viewport=viewport)
+def tab(browser: Any, shop: Shop, viewport: dict[str, int], locale: str = "en-GB") -> Iterator[Any]:
+    # A British browser by default: the local stage texts British numbers only (SMS_ALLOWED_COUNTRIES).
+    context = browser.new_context(viewport=viewport, locale=locale)
     context.route(f"{SHOP}/**", shop)
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
@@ -145,12 +156,13 @@ def test_each_state_on_a_bare_page_is_accessible_and_big_enough(
     widget.locator("input[name=contact]").fill("12")
     widget.get_by_role("button", name="Notify me", exact=True).click()
     contact = widget.locator("input[name=contact]")
-    widget.locator(".bisn-error", has_text="Add your country code").wait_for()
+    widget.locator(".bisn-error", has_text="That number is too short.").wait_for()
     assert contact.get_attribute("aria-invalid") == "true"
     described = " ".join(
         page.locator(f"#{i}").inner_text() for i in (contact.get_attribute("aria-describedby") or "").split()
     )
-    assert "Add your country code, for example +44 7400 123456" in described
+    # libphonenumber's example mobile for GB (PhoneNumberMetadata.xml).
+    assert "That number is too short. For example: +44 7400 123456" in described
     assert page.evaluate("document.activeElement.name") == "contact"
     assert_accessible(page, f"widget with an error ({viewport})")
     shot(page, f"widget-{viewport}-3-error")
@@ -241,11 +253,36 @@ def test_the_pages_language_decides_the_words_and_is_sent(page: Any, shop: Shop)
     widget = visit(page, shop, bare_page(lang="de-CH"))
     widget.get_by_role("button", name="Benachrichtigen, wenn verfügbar").click()
     assert widget.locator("legend").first.inner_text() == "Sagen Sie mir Bescheid, wenn es wieder da ist"
-    widget.locator("input[name=contact]").fill("12")
+    widget.locator("input[name=contact]").fill("+44 7400 1234567")
     widget.get_by_role("button", name="Benachrichtigen", exact=True).click()
-    widget.locator(".bisn-error", has_text="Bitte mit Ländervorwahl, zum Beispiel +44 7400 123456").wait_for()
+    widget.locator(".bisn-error", has_text="Diese Nummer ist zu lang. Zum Beispiel: +44 7400 123456").wait_for()
     assert shop.posted[-1]["lang"] == "de"
     shot(page, "widget-desktop-german-error")
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_a_shopper_whose_country_we_do_not_text_is_offered_email_first(
+    browser: Any, shop: Shop, viewport: dict[str, int]
+) -> None:
+    # A German browser on a German page; the local stage texts British numbers only.
+    page = next(tab(browser, shop, viewport, locale="de-DE"))
+    widget = visit(page, shop, bare_page(lang="de"))
+    widget.get_by_role("button", name="Benachrichtigen, wenn verfügbar").click()
+    assert widget.get_by_label("E-Mail", exact=True).is_checked()
+    assert widget.locator("label", has_text="E-Mail-Adresse").is_visible()
+    assert widget.locator("input[name=contact]").get_attribute("type") == "email"
+    # Texts can still be chosen; a German mobile is refused for its country, a short number for its length, with the
+    # example of a number we do text.
+    widget.get_by_label("SMS", exact=True).check()
+    widget.locator("input[name=contact]").fill("+49 1512 3456789")
+    widget.get_by_role("button", name="Benachrichtigen", exact=True).click()
+    widget.locator(".bisn-error", has_text="An Nummern in diesem Land können wir keine SMS senden.").wait_for()
+    widget.locator("input[name=contact]").fill("07400 12")
+    widget.get_by_role("button", name="Benachrichtigen", exact=True).click()
+    widget.locator(".bisn-error", has_text="Diese Nummer ist zu kurz. Zum Beispiel: +44 7400 123456").wait_for()
+    assert_accessible(page, "widget offering email first")
+    shot(page, f"widget-{'phone' if viewport is PHONE else 'desktop'}-email-first")
+    page.context.close()
 
 
 def test_an_unserved_page_language_falls_back_to_the_browsers_then_english(browser: Any, shop: Shop) -> None:
@@ -264,8 +301,13 @@ def test_after_an_sms_tap_a_code_turns_texts_back_on(page: Any, shop: Shop) -> N
     widget.locator(".bisn-open").click()
     widget.locator("input[name=contact]").fill("07400 123456")
     widget.get_by_role("button", name="Notify me", exact=True).click()
-    widget.get_by_text("If you had stopped our texts before, we have just texted you a 6-digit code").wait_for()
+    # Only a number that had stopped our texts was sent a code: the field waits behind the question.
+    asked = widget.get_by_text("Got a code from us by text?")
+    asked.wait_for()
     code = widget.get_by_label("6-digit code")
+    assert not code.is_visible()
+    assert_accessible(page, "widget after an SMS tap")
+    asked.click()
     assert code.get_attribute("inputmode") == "numeric"
     assert code.get_attribute("autocomplete") == "one-time-code"
     send = widget.get_by_role("button", name="Turn texts back on")
@@ -304,19 +346,25 @@ def test_after_an_sms_tap_a_code_turns_texts_back_on(page: Any, shop: Shop) -> N
     assert page.errors == []
 
 
-def test_an_email_tap_offers_no_code(page: Any, shop: Shop) -> None:
+def test_an_email_tap_offers_no_code_and_claims_an_email_only_where_one_was_owed(page: Any, shop: Shop) -> None:
+    shop.confirm_email = True  # the shop asks for confirmation: every email tap's answer says so, listed or not
     widget = visit(page, shop, bare_page())
     widget.locator(".bisn-open").click()
     widget.get_by_label("Email", exact=True).check()
     widget.locator("input[name=contact]").fill("ada@example.com")
     widget.get_by_role("button", name="Notify me", exact=True).click()
-    widget.locator(".bisn-status", has_text="email you").wait_for()
+    status = widget.locator(".bisn-status", has_text="email you")
+    status.wait_for()
+    assert status.inner_text() == (
+        "You're on the list — we'll email you when it's back. "
+        "If your address still needs confirming, we have emailed you a link."
+    )
     assert widget.locator("input[name=code]").count() == 0
 
 
 @pytest.fixture(scope="module")
 def storefront(browser: Any, stack: RunningStack) -> Iterator[Any]:
-    context = browser.new_context(viewport=DESKTOP)
+    context = browser.new_context(viewport=DESKTOP, locale="en-GB")
     page = context.new_page()
     page.set_default_timeout(10_000)
     yield page
@@ -333,7 +381,7 @@ def test_each_state_on_the_demo_storefront_is_accessible(storefront: Any, stack:
     assert_accessible(page, "storefront, a widget open")
     widget.locator("input[name=contact]").fill("12")
     widget.get_by_role("button", name="Notify me", exact=True).click()
-    widget.locator(".bisn-error", has_text="Add your country code").wait_for()
+    widget.locator(".bisn-error", has_text="That number is too short.").wait_for()
     assert_accessible(page, "storefront, a widget with an error")
     widget.locator("input[name=contact]").fill("07400 123499")
     widget.get_by_role("button", name="Notify me", exact=True).click()

@@ -177,7 +177,8 @@ def shop() -> Shop:
 @pytest.fixture
 def page(browser: Any, shop: Shop) -> Iterator[Any]:
     """A fresh tab whose every request to the shop is answered by `shop`; page errors are collected."""
-    context = browser.new_context(viewport={"width": 1000, "height": 800})
+    # A British browser: the local stage texts British numbers, so text message is the widget's first choice.
+    context = browser.new_context(viewport={"width": 1000, "height": 800}, locale="en-GB")
     context.route(f"{SHOP}/**", shop)
     tab = context.new_page()
     tab.set_default_timeout(WAIT_MS)

@@ -76,7 +76,8 @@ def test_the_page_is_in_the_shoppers_language(client: Client, services: Services
     page = text_of(response)
     assert response.headers["Content-Language"] == "de"
     assert '<html lang="de">' in page
-    assert "Bitte bestätigen Sie in Ihrem Postfach" in page
+    # An email went only if the address still needed confirming, and the page says no more than that.
+    assert "Sie stehen auf der Liste" in page and "Muss Ihre Adresse noch bestätigt werden" in page
     assert "Zurück zum Produkt" in page
 
 
@@ -95,11 +96,12 @@ def test_without_a_lang_field_accept_language_decides(client: Client, services: 
 def test_a_refused_phone_says_how_to_fix_it_with_the_same_status(
     client: Client, services: Services, chair_page: str
 ) -> None:
-    response = form_post(client, services, contact="12")
+    response = form_post(client, services, contact="+44 7400 12")
     assert response.status_code == 400
     page = text_of(response)
-    # libphonenumber's example mobile for the local stage's region (GB).
-    assert "Add your country code, for example +44 7400 123456" in page
+    # Typed with its country code and too short: said so, with libphonenumber's example mobile for GB.
+    assert "That number is too short. For example: +44 7400 123456" in page
+    assert "country code" not in page
     assert PRODUCT_URL in links_back(page, services.settings.shop_url)
     assert services.tables.catalog.waiting(chair_page) == 0
 

@@ -8,12 +8,21 @@ import re
 import shutil
 import subprocess
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
-from chalicelib import i18n
+from chalicelib import i18n, widget
 from chalicelib.config import Settings, settings_from_env
-from chalicelib.widget import STRINGS, WIDGET_PATH, build, phone_example, script_config, widget_source
+from chalicelib.widget import (
+    STRINGS,
+    WIDGET_PATH,
+    build,
+    home_regions,
+    phone_example,
+    script_config,
+    widget_source,
+)
 from infra.stages import stage_env
 from tests.support import REGION
 
@@ -27,7 +36,7 @@ def local_settings() -> Settings:
 
 def config_of(script: str) -> dict[str, object]:
     """The configuration object the served script carries."""
-    found = re.search(r"var C=(\{.*?\});\n", script)
+    found = re.search(r"var C=(\{.*?\});", script)
     assert found, "the served script has no configuration"
     return dict(json.loads(found.group(1)))
 
@@ -39,13 +48,15 @@ def test_the_served_script_stays_under_10_kb_gzipped(level: int) -> None:
 
 
 def test_the_script_carries_every_language_from_the_catalogues() -> None:
-    strings = script_config("#7a4b2a", "", "GB")["strings"]
-    assert isinstance(strings, dict)
+    config = script_config("#7a4b2a", "", "GB")
+    strings, keys = config["strings"], config["keys"]
+    assert isinstance(strings, dict) and keys == list(STRINGS)
     assert set(strings) == set(i18n.LANGUAGES)
     for lang in i18n.LANGUAGES:
-        assert strings[lang] == {key: i18n.text("widget", lang)(msgid) for key, msgid in STRINGS.items()}
-    assert strings["de"]["open"] == "Benachrichtigen, wenn verfügbar"
-    assert strings["en"]["open"] == "Notify me when available"
+        # A list in the order of the keys, which are written once.
+        assert strings[lang] == [i18n.text("widget", lang)(msgid) for msgid in STRINGS.values()]
+    assert strings["de"][keys.index("open")] == "Benachrichtigen, wenn verfügbar"
+    assert strings["en"][keys.index("open")] == "Notify me when available"
 
 
 def test_the_shops_accent_and_consent_line_are_written_in() -> None:
@@ -60,7 +71,30 @@ def test_the_shops_accent_and_consent_line_are_written_in() -> None:
 def test_the_phone_hint_uses_the_default_regions_example_mobile(region: str, example: str) -> None:
     # libphonenumber's metadata example mobile numbers (PhoneNumberMetadata.xml, <mobile><exampleNumber>).
     assert phone_example(region) == example
-    assert config_of(build("#1f2937", "", region))["example"] == example
+    assert config_of(build("#1f2937", "", region, allowed=(region,)))["regions"] == [[region, example[1:3], example]]
+
+
+def test_the_script_knows_every_country_we_text_the_shops_own_first() -> None:
+    config = config_of(build("#1f2937", "", "DE", allowed=("AT", "DE")))
+    # libphonenumber's calling codes and example mobiles (PhoneNumberMetadata.xml).
+    assert config["regions"] == [["DE", "49", "+49 1512 3456789"], ["AT", "43", "+43 664 123456"]]
+    # A shop whose own country is not among those it texts lists only those it texts.
+    assert config_of(build("#1f2937", "", "GB", allowed=("IE",)))["regions"] == [["IE", "353", "+353 85 012 3456"]]
+
+
+@pytest.mark.parametrize(
+    ("tags", "lang", "regions"),
+    [
+        (["de", "de-AT", "en-GB"], "de", ("AT", "GB", "DE")),
+        (["en"], "en", ()),  # English alone names no country
+        (["nl_BE"], "nl", ("BE", "NL")),
+        (["es-419", "zh-Hant-TW"], "es", ("TW", "ES")),  # a numeric region and a script are no country
+    ],
+)
+def test_a_shoppers_countries_are_read_from_their_language_tags(
+    tags: list[str], lang: str, regions: tuple[str, ...]
+) -> None:
+    assert home_regions(tags, lang) == regions
 
 
 def test_the_script_is_built_once_per_process() -> None:
@@ -85,3 +119,14 @@ def test_the_source_keeps_its_placeholder_and_the_built_script_runs() -> None:
     subprocess.run(
         [node, "-e", "new Function(require('fs').readFileSync(0, 'utf8'))"], input=script, text=True, check=True
     )
+
+
+def test_a_comment_after_code_is_refused_since_lines_are_joined(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Lines are joined after { ; and , so a comment ending a line of code would swallow the next line.
+    source = WIDGET_PATH.read_text(encoding="utf-8").replace('"use strict";', '"use strict"; // strict')
+    (tmp_path / "widget.js").write_text(source, encoding="utf-8")
+    monkeypatch.setattr(widget, "WIDGET_PATH", tmp_path / "widget.js")
+    with pytest.raises(RuntimeError, match="comment after code"):
+        build("#1f2937", "", "GB")
