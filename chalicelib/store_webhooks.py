@@ -20,8 +20,10 @@ remembered, so whichever of the two arrives second converts the hold (docs/PLATF
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from typing import Any
 
 from chalicelib.catalog_sync import CatalogSync
@@ -29,7 +31,15 @@ from chalicelib.clock import Clock
 from chalicelib.detect import DetectService
 from chalicelib.errors import BadRequest, Conflict, NotFound
 from chalicelib.orders import MAX_ORDER_ID_LEN, RESERVATION_ID, Order, OrdersService, parse_order
-from chalicelib.platforms.base import IGNORED, INVENTORY, ORDERS, OrderReport, WebhookDelivery, WebhookReader
+from chalicelib.platforms.base import (
+    IGNORED,
+    INVENTORY,
+    ORDERS,
+    CatalogEntry,
+    OrderReport,
+    WebhookDelivery,
+    WebhookReader,
+)
 from chalicelib.tables.throttle import ThrottleTable
 
 log = logging.getLogger(__name__)
@@ -43,6 +53,8 @@ BODY_MAX_AGE_S = 7 * 86400
 MEMORY_S = BODY_MAX_AGE_S + 86400
 # A hold's draft order names one hold; a body naming more is read for a few, never enough to outgrow a stored item.
 MAX_LINKED_HOLDS = 5
+# A platform product id longer than this is never remembered under a key (real ones are a few digits).
+MAX_STORE_ID_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -96,7 +108,7 @@ class StoreWebhooks:
             return self._orders(platform, delivery)
         if delivery.kind == INVENTORY and not delivery.products:
             # Levels alone are remembered by detection itself, by delivery id, and ordered by their own time.
-            return self._levels(delivery)
+            return self._levels(delivery, platform)
         # The catalogue changes: a product delivery (WooCommerce's carries the product's level too) or a deletion.
         keys = self._memory_keys(platform, delivery)
         if any(self.memory.seen(key) for key in keys):
@@ -105,7 +117,7 @@ class StoreWebhooks:
                 results = [{"status": "no_restock", "reason": "duplicate"} for _ in delivery.levels]
                 return StoreWebhookOutcome("no_restock", delivery.topic, results=results)
             return StoreWebhookOutcome("ignored", delivery.topic, "duplicate")
-        outcome = self._levels(delivery) if delivery.kind == INVENTORY else self._catalog(delivery)
+        outcome = self._levels(delivery, platform) if delivery.kind == INVENTORY else self._catalog(delivery, platform)
         for key in keys:
             self.memory.remember(key, int(now) + MEMORY_S)
         return outcome
@@ -118,11 +130,12 @@ class StoreWebhooks:
             keys.append(f"storebody#{platform}#{delivery.topic}#{delivery.body_digest}")
         return tuple(keys)
 
-    def _levels(self, delivery: WebhookDelivery) -> StoreWebhookOutcome:
+    def _levels(self, delivery: WebhookDelivery, platform: str) -> StoreWebhookOutcome:
         if delivery.products:
             # A WooCommerce product delivery carries the product itself too: the catalogue follows it first, so that
             # a product created with stock is catalogued before its level is read.
-            self.catalog.apply_store_entries(delivery.products, ())
+            current, _ = self._not_removed_since(platform, delivery)
+            self.catalog.apply_store_entries(current, ())
         results = []
         for report in delivery.levels:
             outcome = self.detector.apply_report(delivery.delivery_id, delivery.sent_at, report)
@@ -193,13 +206,55 @@ class StoreWebhooks:
             # Not ours to convert (a malformed or unknown id, a link never tapped): said, and never retried.
             return {"order_id": order.order_id, "status": "ignored", "reason": refused.code}
 
-    def _catalog(self, delivery: WebhookDelivery) -> StoreWebhookOutcome:
-        report = self.catalog.apply_store_entries(delivery.products, delivery.removed_ids)
+    def _catalog(self, delivery: WebhookDelivery, platform: str) -> StoreWebhookOutcome:
+        self._remember_removed(platform, delivery)
+        current, removed = self._not_removed_since(platform, delivery)
+        report = self.catalog.apply_store_entries(current, delivery.removed_ids)
         changed = report.created + report.updated + report.restored
         results: list[dict[str, Any]] = [{"sku": sku, "status": "updated"} for sku in changed]
         results += [{"sku": sku, "status": "discontinued"} for sku in report.discontinued]
         results += [{"sku": s.sku, "status": "skipped", "reason": s.reason} for s in report.skipped]
+        results += [{"sku": entry.sku, "status": "skipped", "reason": "removed_later"} for entry in removed]
         return StoreWebhookOutcome("catalog", delivery.topic, results=results)
+
+    def _remember_removed(self, platform: str, delivery: WebhookDelivery) -> None:
+        """Keep a tombstone of each product the delivery takes off sale, stamped with the time of that state: the
+        body's own time (an archived product's updated_at), or for a deletion, whose body is the id alone, the time
+        it reached us, which is after the deletion and so after every update the product had before it."""
+        at = delivery.body_at if delivery.body_at is not None else self.clock.now()
+        expires_at = int(self.clock.now()) + MEMORY_S
+        for removed_id in delivery.removed_ids:
+            if len(removed_id) <= MAX_STORE_ID_CHARS:
+                key = _removed_key(platform, removed_id)
+                # A small keyed state with a ttl, the kind of item a sync's cursor is; a later removal moves it on.
+                self.memory.save_cursor(key, {"at": math.ceil(at)}, expires_at)
+
+    def _not_removed_since(
+        self, platform: str, delivery: WebhookDelivery
+    ) -> tuple[tuple[CatalogEntry, ...], tuple[CatalogEntry, ...]]:
+        """The delivery's product entries split into those it may list and those whose product was taken off sale
+        after the state the body describes: neither platform orders a product's deliveries, so the update that
+        came before a deletion may arrive after it, and must not list the product again. A body without a time of
+        its own cannot be ordered after a tombstone, and lists nothing it names."""
+        if not delivery.products:
+            return (), ()
+        tombstones: dict[str, float] = {}
+        for product_id in {key for entry in delivery.products if (key := _product_key(entry)) is not None}:
+            state = self.memory.cursor(_removed_key(platform, product_id))
+            if state is not None and isinstance(state.get("at"), int | float | Decimal):
+                tombstones[product_id] = float(state["at"])
+        if not tombstones:
+            return tuple(delivery.products), ()
+        body_at = delivery.body_at
+
+        def gone(entry: CatalogEntry) -> bool:
+            removed_at = tombstones.get(_product_key(entry) or "")
+            return removed_at is not None and (body_at is None or body_at <= removed_at)
+
+        return (
+            tuple(entry for entry in delivery.products if not gone(entry)),
+            tuple(entry for entry in delivery.products if gone(entry)),
+        )
 
 
 def _paid_key(platform: str, order_id: str) -> str:
@@ -210,3 +265,17 @@ def _paid_key(platform: str, order_id: str) -> str:
 def _link_key(platform: str, order_id: str) -> str:
     """The memory of the hold's draft order a platform's order was completed from (the holds it names)."""
     return f"storeorder#{platform}#draft#{order_id}"
+
+
+def _removed_key(platform: str, removed_id: str) -> str:
+    """The tombstone of a platform product taken off sale (deleted, archived)."""
+    return f"storeremoved#{platform}#{removed_id}"
+
+
+def _product_key(entry: CatalogEntry) -> str | None:
+    """The entry's product as a removal names it (`shopify.product_id:<id>`): platforms take whole products off
+    sale, never one variant, so their removed ids are product ids."""
+    for name, value in entry.ids.items():
+        if name.endswith(".product_id") and len(name) + len(value) < MAX_STORE_ID_CHARS:
+            return f"{name}:{value}"
+    return None

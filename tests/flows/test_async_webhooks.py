@@ -5,7 +5,8 @@ under a new X-Shopify-Webhook-Id; WooCommerce: the same body under a new X-WC-We
 
 What the app promises under them (docs/PLATFORMS.md, *Webhooks as they arrive*): levels are ordered by the body's own
 time (Shopify `updated_at`, WooCommerce `date_modified_gmt`), so the newer level stands whatever arrives last; a
-repeated delivery opens one restock and tells each person once; a repeated order converts its hold once.
+repeated delivery opens one restock and tells each person once; a repeated order converts its hold once; a
+product's update arriving after its deletion does not list it again.
 """
 
 from __future__ import annotations
@@ -155,10 +156,10 @@ def test_a_dropped_delivery_is_lost(shop: Shop) -> None:
     assert len(sent) == 1 and level(shop) == 2
 
 
-def test_a_delete_arriving_before_the_products_last_update_is_settled_by_the_next_sync(shop: Shop) -> None:
+def test_a_delete_arriving_before_the_products_last_update_keeps_it_off_sale(shop: Shop) -> None:
     # Neither platform orders a products/delete (product.deleted) after the product's last update, and the delete's
-    # body is the id alone, with no time to order it by. The late update lists the product again; the next catalogue
-    # sync (every 15 minutes) reads a catalogue without it and discontinues it for good.
+    # body is the id alone. The deletion is remembered with the time it arrived, after every update the product had,
+    # so the late update is older than it and lists nothing; the next catalogue sync agrees.
     shop.clock.advance(1)
     if shop.platform == "shopify":
         shop.store.product_webhook(THROW)
@@ -166,11 +167,12 @@ def test_a_delete_arriving_before_the_products_last_update_is_settled_by_the_nex
         shop.store.stock_webhook(THROW)
     shop.clock.advance(1)
     shop.store.delete_product(THROW)
-    shop.store.deliver(order="reversed")
+    sent = shop.store.deliver(order="reversed")
+    assert statuses(sent) == [200, 200]
     product = shop.services.tables.catalog.get(THROW, consistent=True)
-    assert product is not None and not product.discontinued
+    assert product is not None and product.discontinued
     report = shop.services.catalog_sync.run()
-    assert report.complete and THROW in report.discontinued
+    assert report.complete and THROW not in report.restored
     product = shop.services.tables.catalog.get(THROW, consistent=True)
     assert product is not None and product.discontinued
 
