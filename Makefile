@@ -71,7 +71,8 @@ bench: $(STAMP)
 bench-quick: $(STAMP)
 	$(PY) -m bench --size quick
 
-# ruff, then mypy on chalicelib/ and app.py (settings in pyproject.toml's [tool.mypy]).
+# ruff, then mypy on the shipped code (chalicelib/, app.py) and the tools around it (devstack/, support/, infra/, bench/);
+# settings in pyproject.toml's [tool.mypy].
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

@@ -69,8 +69,19 @@ class GatedSes:
     def send_email(self, **kwargs: Any) -> dict[str, Any]:
         """SendEmail, refused over the account's rate (TooManyRequestsException, HTTP 429, one of SendEmail's errors)."""
         if not self._quota.admit():
-            error = {"Code": "TooManyRequestsException", "Message": "Maximum sending rate exceeded."}
-            raise ClientError({"Error": error, "ResponseMetadata": {"HTTPStatusCode": 429}}, "SendEmail")
+            raise ClientError(
+                {
+                    "Error": {"Code": "TooManyRequestsException", "Message": "Maximum sending rate exceeded."},
+                    "ResponseMetadata": {
+                        "HTTPStatusCode": 429,
+                        "RequestId": "",
+                        "HostId": "",
+                        "HTTPHeaders": {},
+                        "RetryAttempts": 0,
+                    },
+                },
+                "SendEmail",
+            )
         return dict(self._real.send_email(**kwargs))
 
     def __getattr__(self, name: str) -> Any:

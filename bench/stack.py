@@ -108,7 +108,7 @@ def stack(stage_overrides: dict[str, str] | None = None, *, senders: Any = None)
         yield Stack(services, services.clock, log, sqs)
 
 
-PRODUCT = {
+PRODUCT: dict[str, Any] = {
     "name": "Walnut dining chair",
     "threshold": 1,
     "hold_window_s": 900,

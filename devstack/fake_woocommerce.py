@@ -410,7 +410,10 @@ class FakeWooCommerce:
         if not product.manage_stock and product.stock <= 0:
             raise RestError(409, "woocommerce_product_out_of_stock", "The product is out of stock.")
         line = {"product_id": product_id, "variation_id": variation_id, "quantity": 1, "reduced": 0}
-        meta = [{"key": RESERVATION_META_KEY, "value": reservation_id}, {"key": "_bisn_hold_expires", "value": expires}]
+        meta: list[dict[str, Any]] = [
+            {"key": RESERVATION_META_KEY, "value": reservation_id},
+            {"key": "_bisn_hold_expires", "value": expires},
+        ]
         order = Order(self._next_order_id, DRAFT, [line], meta, "bisn-claim", now, now, reserved_until=float(expires))
         self._next_order_id += 1
         self.orders[order.id] = order

@@ -233,7 +233,7 @@ def app_has_route(path: str, method: str) -> bool:
     from app import app
 
     entry = app.routes.get(path)
-    return bool(entry) and method.upper() in entry
+    return entry is not None and method.upper() in entry
 
 
 class LocalContext:

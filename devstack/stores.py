@@ -117,7 +117,8 @@ class LocalStores:
 
     def store(self, platform: str) -> FakeShopify | FakeWooCommerce:
         """The fake for a store platform; KeyError for generic."""
-        return {"shopify": self.shopify, "woocommerce": self.woocommerce}[platform]
+        fakes: dict[str, FakeShopify | FakeWooCommerce] = {"shopify": self.shopify, "woocommerce": self.woocommerce}
+        return fakes[platform]
 
     # --- what the console asks of them
 

@@ -195,10 +195,10 @@ def queue(services: Services, sku: str) -> dict[str, Any] | None:
         return None
     offers = _offers(services, sku)
     latest: dict[str, dict[str, Any]] = {}
-    for offer in offers:
-        key = str(offer.get("request_joined_ts", ""))
-        if key not in latest or offer.get("offered_at", 0) >= latest[key].get("offered_at", 0):
-            latest[key] = offer
+    for row in offers:
+        key = str(row.get("request_joined_ts", ""))
+        if key not in latest or row.get("offered_at", 0) >= latest[key].get("offered_at", 0):
+            latest[key] = row
     entries = []
     place = 0
     for request in services.tables.requests.queue(sku, active_only=False):

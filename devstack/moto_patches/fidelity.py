@@ -32,6 +32,12 @@ _OPERATIONS = (
 )
 
 
+def _replace(owner: Any, name: str, value: Any) -> None:
+    """Put `value` in place of a moto class's attribute (a method, or a hook the class lacks): what a patch does,
+    and what a type checker rightly refuses when it is written as an assignment."""
+    setattr(owner, name, value)
+
+
 def _locked(fn: Any) -> Any:
     @functools.wraps(fn)
     def locked(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -54,7 +60,7 @@ def install() -> None:
     # The request handler reads items outside the backend (copies one before an update, writes the answer from
     # the stored item): a whole request holds the lock too, so it never reads an item another thread is changing.
     if not getattr(DynamoHandler.call_action, "_bisn_serialised", False):
-        DynamoHandler.call_action = _locked(DynamoHandler.call_action)
+        _replace(DynamoHandler, "call_action", _locked(DynamoHandler.call_action))
     _snapshot_only_named_items()
 
 
@@ -134,5 +140,5 @@ def _snapshot_only_named_items() -> None:
         return clone
 
     transact_write_items._bisn_snapshots = True  # type: ignore[attr-defined]
-    DynamoDBBackend.transact_write_items = transact_write_items
-    Table.__deepcopy__ = deepcopy_table
+    _replace(DynamoDBBackend, "transact_write_items", transact_write_items)
+    _replace(Table, "__deepcopy__", deepcopy_table)

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import copy
 import functools
+import importlib
 import json
 import re
 import threading
+from collections.abc import Callable
 from typing import Any
 
 _CACHE_LIMIT = 4096
@@ -36,6 +38,12 @@ _MISSING = object()
 _replaced: list[tuple[Any, str, Any]] = []
 # How many entries of _replaced and _installed the bookkeeping group alone accounts for, once it is in.
 _bookkeeping_mark: list[tuple[int, int]] = []
+
+
+def _untyped(module: str) -> Any:
+    """A moto module that opts out of type checking whole (a `# type: ignore` first line), so mypy sees none of its
+    names: it is reached as Any, as it is."""
+    return importlib.import_module(module)
 
 
 def _set(owner: Any, name: str, value: Any) -> None:
@@ -100,8 +108,9 @@ def _attribute_values_pass_through() -> None:
     from moto.core.parse import BaseJSONParser
     from moto.core.serialize import BaseJSONSerializer
 
-    serialise_structure = BaseJSONSerializer._serialize_type_structure
-    parse_structure = BaseJSONParser._parse_structure
+    # Unannotated in moto: named here with what they take and give, so the calls below are checked as typed.
+    serialise_structure: Callable[..., None] = BaseJSONSerializer._serialize_type_structure
+    parse_structure: Callable[..., Any] = BaseJSONParser._parse_structure
 
     def serialise(self: Any, serialized: Any, value: Any, shape: Any, key: str) -> None:
         if key and _plain(shape, value):
@@ -196,10 +205,10 @@ def _update_expressions_parsed_once() -> None:
     first three of its passes (action counts, overlapping paths, key attributes) read only the expression, the
     names and the table's keys; the passes that read the item and the values run every time.
     """
-    from moto.dynamodb.parsing.expressions import UpdateExpressionParser
+    UpdateExpressionParser = _untyped("moto.dynamodb.parsing.expressions").UpdateExpressionParser
     from moto.dynamodb.parsing.validators import UpdateExpressionValidator
 
-    make = UpdateExpressionParser.make.__func__  # type: ignore[attr-defined]
+    make = UpdateExpressionParser.make.__func__
 
     @functools.lru_cache(maxsize=256)
     def parsed(text: str) -> Any:
@@ -246,7 +255,7 @@ def _update_expressions_parsed_once() -> None:
 
 def _syntax_trees_copied_directly() -> None:
     """Copy an update expression's tree node by node instead of through the pickle protocol."""
-    from moto.dynamodb.parsing.ast_nodes import Node
+    Node = _untyped("moto.dynamodb.parsing.ast_nodes").Node
 
     def deepcopy_node(self: Any, memo: dict[int, Any]) -> Any:
         clone = object.__new__(type(self))
@@ -291,7 +300,7 @@ def _traversal_maps_built_once() -> None:
     to pick its handler). The map depends only on the pass object, which is made for one expression and dropped,
     so the first map built serves the whole walk; the handlers run exactly as before, in the same order.
     """
-    from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser
+    DepthFirstTraverser = _untyped("moto.dynamodb.parsing.ast_nodes").DepthFirstTraverser
 
     def processing_map(self: Any) -> dict[Any, Any]:
         built: dict[Any, Any] | None = self.__dict__.get("_built_map")
