@@ -195,9 +195,3 @@ class Catalogue(Protocol):
     def read_catalog(self) -> Iterator[CatalogEntry]:
         """Every sellable variant, page by page; CatalogUnavailable when the catalogue cannot be read."""
         ...
-
-
-class Connector(WebhookReader, Store, Catalogue, Protocol):
-    """A store platform with its own webhook dialect (Shopify, WooCommerce). The generic platform's webhooks keep
-    their own routes and Standard Webhooks signatures (chalicelib/webhooks.py) and its catalogue is the shop's JSON
-    feed (chalicelib/catalog_sync.py), so it is a Store only."""

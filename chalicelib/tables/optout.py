@@ -313,10 +313,6 @@ class OptoutTable:
         item = self.table.get_item(Key={"contact": version_key(contact_key)}, ConsistentRead=True).get("Item")
         return int(item.get("version") or 0) if item else 0
 
-    def manage_versions(self, contact_keys: list[str]) -> dict[str, int]:
-        """The manage-link versions of these people (absent ones are 0), read in batches of 100."""
-        return {k: links.version for k, links in self.people_links(contact_keys).items()}
-
     def bump_manage_version(self, contact_key: str, now: float) -> int:
         """Sign the person out everywhere: raise their manage-link version and forget their short manage id (the
         ids already sent name a lower version, so they are refused); returns the new version."""
