@@ -376,6 +376,22 @@ def test_a_paid_draft_order_reports_its_reservation(shop: FakeShopify, connector
     assert order.reservation_ids == ("r-1",) and order.paid
 
 
+def test_a_completed_draft_order_names_the_order_it_became(shop: FakeShopify, connector: ShopifyConnector) -> None:
+    shop.set_available(SKU, 1)
+    held = connector.place_hold(hold(shop))
+    order_body, order_headers = shop.complete_draft_order(held.ref, attributes_reach_order=False)
+    (order,) = connector.read_webhook(order_body, order_headers).orders
+    assert order.reservation_ids == () and order.paid and order.linkable
+
+    body, headers = shop.draft_order_webhook(held.ref)
+    assert headers["X-Shopify-Topic"] == "draft_orders/update"
+    delivery = connector.read_webhook(body, headers)
+    assert delivery.kind == ORDERS
+    (link,) = delivery.orders
+    assert (link.order_id, link.reservation_ids, link.draft_ref) == (order.order_id, ("r-1",), held.ref)
+    assert not link.paid
+
+
 def test_a_location_filter_ignores_other_locations(shop: FakeShopify, clock: FixedClock) -> None:
     connector = make(shop, clock, location_ids=("70010001",))
     body, headers = shop.set_available(SKU, 4, location=70010002)
