@@ -636,3 +636,24 @@ def admin_contact_export() -> Response:
 def admin_contact_forget() -> Response:
     """Erase a person (owner only, with `confirm: true`; audited)."""
     return _staff_json(lambda staff: wiring.current().admin.forget(staff, _admin_body()))
+
+
+# --- Dead ends. API Gateway hands a path to the most specific resource that matches, so `/{proxy+}` gets only what
+# no route above takes (`/` is not under it). Without these, API Gateway answers an unknown path with its own 403
+# "Missing Authentication Token". Locally, `chalice local` and the test client match `{proxy+}` against one path
+# segment only; devstack/greedy_routes.py makes them match as API Gateway does.
+DEAD_END_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
+
+
+@app.route("/", methods=DEAD_END_METHODS, content_types=["*/*"])
+@app.route("/{proxy+}", methods=DEAD_END_METHODS, content_types=["*/*"])
+def not_found() -> Response:
+    """Any address no route serves: the shop's 404 page for a browser, a JSON 404 for a program."""
+    from chalicelib.not_found import not_found as answer
+
+    request = _request()
+    params = request.uri_params or {}
+    # API Gateway names the greedy parameter `proxy`; Chalice's local gateway keeps the `+`.
+    path = params.get("proxy") or params.get("proxy+") or ""
+    response = answer(path, request.method, request.headers.get("accept"), wiring.current().shop, _accept_language())
+    return _no_body_for_head(response)

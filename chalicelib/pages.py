@@ -365,9 +365,13 @@ RESERVE_EXPIRED_MESSAGES: dict[str, str] = {
     "You keep your place, and we will tell you when it is back in stock.",
     "hold_expired": "The item was held for you for a while and that time is up, so it went to the next person in "
     "line. You keep your place, and we will tell you when it is back in stock.",
-    "used": "This link has already been used to place an order, so there is nothing more to reserve with it.",
 }
 RESERVE_EXPIRED_DEFAULT = "This reservation link is no longer valid. You keep your place in line for next time."
+# A link whose hold ended in an order: the shopper bought it, which is no expiry to them.
+BOUGHT = PageText(
+    "You bought this one",
+    "This link was for the one you ordered, so there is nothing more to hold with it. Thank you for your order.",
+)
 
 # A form of ours (confirm, unsubscribe) posted from another site's page: nothing changed.
 FORM_CROSS_SITE = PageText("Please try that again", "This form was sent from another website, so we ignored it.")
@@ -446,7 +450,9 @@ def reserve_response(
             outcome,
             lang,
         )
-    if outcome.kind == EXPIRED_LINK:
+    if outcome.kind == EXPIRED_LINK and outcome.reason == "used":
+        text = BOUGHT
+    elif outcome.kind == EXPIRED_LINK:
         text = PageText(EXPIRED_TITLE, RESERVE_EXPIRED_MESSAGES.get(outcome.reason or "", RESERVE_EXPIRED_DEFAULT))
     else:
         text = RESERVE_PAGES[outcome.kind]

@@ -28,6 +28,7 @@ from chalice.cli.factory import CLIFactory
 from chalice.config import Config
 from chalice.local import LocalDevServer
 
+from devstack import greedy_routes
 from devstack.stage import ROOT
 
 if TYPE_CHECKING:
@@ -92,6 +93,8 @@ def main(argv: list[str] | None = None) -> None:
 
     os.chdir(ROOT)
     os.environ["AWS_CHALICE_CLI_MODE"] = "true"
+    # Unknown paths reach the app's dead-end route, as on API Gateway (devstack/greedy_routes.py).
+    greedy_routes.install()
     server = local_server(args.host, args.port, args.stage)
     os.environ.update(overrides)
     if args.clock_file or args.platform_file:

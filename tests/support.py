@@ -124,7 +124,10 @@ def app_client(services: Any) -> Iterator[Any]:
     from chalice.test import Client
 
     from app import app
+    from devstack import greedy_routes
 
+    # `/{proxy+}` matched as API Gateway matches it, so unknown paths reach the app's dead-end route.
+    greedy_routes.install()
     base = chalice.test.LambdaContext
 
     def context(*args: Any, **kwargs: Any) -> Any:

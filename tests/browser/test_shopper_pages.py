@@ -14,6 +14,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -225,3 +226,31 @@ def test_every_page_a_shoppers_link_opens(tabs: dict[str, Any], stack: RunningSt
         tab.get_by_role("heading", name="Sie sind abgemeldet").wait_for()
 
     look(tabs, stack, "unsubscribed", lang="de", says="abgemeldet", open_=press)
+
+
+BOARD = "WW-BOARD-WALNUT"
+BEA = "+447400123462"  # a German shopper who buys
+
+
+def test_a_bought_link_and_an_address_that_leads_nowhere(tabs: dict[str, Any], stack: RunningStack) -> None:
+    api = stack.api
+    post_json(f"{api}/notify-me", {"sku": BOARD, "channel": "sms", "contact": BEA, "lang": "de"})
+    post_json(f"{stack.console}/api/restock", {"sku": BOARD, "available": 1})
+    reserve = links_to(stack, BEA, "reserve")["reserve"]
+    buyer = tabs["desktop"]
+    buyer.goto(reserve)
+    buyer.locator("form#go button").click()
+    buyer.wait_for_url("**/checkout?**")
+    reservation = parse_qs(urlsplit(buyer.url).query)["reservation"][0]
+    post_json(f"{stack.console}/api/orders", {"reservation_id": reservation})
+
+    # Her link opened again after the purchase: she bought it, nothing expired.
+    look(tabs, stack, "bought", lang="de", says="Vielen Dank für Ihre Bestellung", open_=lambda t: t.goto(reserve))
+    assert tabs["phone"].locator("h1").inner_text() == "Sie haben es gekauft"
+
+    # An address no route serves: the shop's own 404 page, not the gateway's "Missing Authentication Token".
+    def nowhere(tab: Any) -> None:
+        answer = tab.goto(f"{api}/reserve-my-mug/please")
+        assert answer is not None and answer.status == 404
+
+    look(tabs, stack, "not-found", lang="de", says="Unter dieser Adresse gibt es nichts", open_=nowhere)

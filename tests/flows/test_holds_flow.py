@@ -161,7 +161,7 @@ def test_units_at_zero_get_a_kind_just_gone_page(client: Client, services: Servi
     assert s.request().state == "waiting"
 
 
-def test_lapsed_expired_and_used_links_get_the_expired_page(
+def test_lapsed_and_expired_links_get_the_expired_page_and_a_bought_one_says_so(
     client: Client, services: Services, clock: FixedClock
 ) -> None:
     s = scene(services, clock)
@@ -172,12 +172,18 @@ def test_lapsed_expired_and_used_links_get_the_expired_page(
     used = s.offer(2)
     tap(client, services, used)
     assert order(client, services, {"reservation_id": used, "order_id": "A-1"}).status_code == 200
-    for token_id in (lapsed, held, used):
+    for token_id in (lapsed, held):
         response = tap(client, services, token_id)
         assert response.status_code == 410
         body = page(response)
         assert "This link has expired" in body
         assert SHOP in body
+    # Opened again after the purchase, or tapped: bought, not expired.
+    for response in (client.http.get(f"/reserve/{services.tokens.reserve(used)}"), tap(client, services, used)):
+        assert response.status_code == 410
+        body = page(response)
+        assert "You bought this one" in body and "Thank you for your order" in body
+        assert "This link has expired" not in body
 
 
 def test_tampered_link_gets_a_400_page_and_an_unknown_one_a_404_page(

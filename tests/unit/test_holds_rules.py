@@ -61,7 +61,8 @@ def test_redirect_keeps_the_link_out_of_the_referrer() -> None:
         (ReserveOutcome(holds.JUST_GONE_PAGE), "Just gone — you keep your place for next time", "not lost your place"),
         (ReserveOutcome(holds.EXPIRED_LINK, reason="offer_lapsed"), "This link has expired", "time to reserve"),
         (ReserveOutcome(holds.EXPIRED_LINK, reason="hold_expired"), "This link has expired", "held for you"),
-        (ReserveOutcome(holds.EXPIRED_LINK, reason="used"), "This link has expired", "already been used"),
+        # Opened after its purchase: bought, not expired.
+        (ReserveOutcome(holds.EXPIRED_LINK, reason="used"), "You bought this one", "Thank you for your order"),
         (ReserveOutcome(holds.EXPIRED_LINK, reason="link_too_old"), "This link has expired", "keep your place"),
         (ReserveOutcome(holds.INVALID_LINK), "This link is not complete", "cut short"),
         (ReserveOutcome(holds.UNKNOWN_LINK), "We cannot find this reservation", "does not match"),
