@@ -131,13 +131,19 @@ class StoreWebhooks:
         return tuple(keys)
 
     def _levels(self, delivery: WebhookDelivery, platform: str) -> StoreWebhookOutcome:
+        removed: set[str] = set()
         if delivery.products:
             # A WooCommerce product delivery carries the product itself too: the catalogue follows it first, so that
             # a product created with stock is catalogued before its level is read.
-            current, _ = self._not_removed_since(platform, delivery)
+            current, gone = self._not_removed_since(platform, delivery)
             self.catalog.apply_store_entries(current, ())
-        results = []
+            removed = {entry.sku for entry in gone}
+        results: list[dict[str, Any]] = []
         for report in delivery.levels:
+            if report.sku is not None and report.sku in removed:
+                # The level of a product as it was before it was taken off sale: no restock for it.
+                results.append({"sku": report.sku, "status": "ignored", "reason": "removed_later"})
+                continue
             outcome = self.detector.apply_report(delivery.delivery_id, delivery.sent_at, report)
             results.append(outcome.body())
         statuses = {str(result["status"]) for result in results}
@@ -224,10 +230,14 @@ class StoreWebhooks:
         at = delivery.body_at if delivery.body_at is not None else self.clock.now()
         expires_at = int(self.clock.now()) + MEMORY_S
         for removed_id in delivery.removed_ids:
-            if len(removed_id) <= MAX_STORE_ID_CHARS:
-                key = _removed_key(platform, removed_id)
-                # A small keyed state with a ttl, the kind of item a sync's cursor is; a later removal moves it on.
-                self.memory.save_cursor(key, {"at": math.ceil(at)}, expires_at)
+            if len(removed_id) > MAX_STORE_ID_CHARS:
+                continue
+            key = _removed_key(platform, removed_id)
+            # Only ever moved on: a removal that arrives late, stamped before one already kept, changes nothing.
+            if (_tombstone_at(self.memory.cursor(key)) or 0.0) >= math.ceil(at):
+                continue
+            # A small keyed state with a ttl, the kind of item a sync's cursor is.
+            self.memory.save_cursor(key, {"at": math.ceil(at)}, expires_at)
 
     def _not_removed_since(
         self, platform: str, delivery: WebhookDelivery
@@ -240,9 +250,9 @@ class StoreWebhooks:
             return (), ()
         tombstones: dict[str, float] = {}
         for product_id in {key for entry in delivery.products if (key := _product_key(entry)) is not None}:
-            state = self.memory.cursor(_removed_key(platform, product_id))
-            if state is not None and isinstance(state.get("at"), int | float | Decimal):
-                tombstones[product_id] = float(state["at"])
+            removed_at = _tombstone_at(self.memory.cursor(_removed_key(platform, product_id)))
+            if removed_at is not None:
+                tombstones[product_id] = removed_at
         if not tombstones:
             return tuple(delivery.products), ()
         body_at = delivery.body_at
@@ -279,3 +289,9 @@ def _product_key(entry: CatalogEntry) -> str | None:
         if name.endswith(".product_id") and len(name) + len(value) < MAX_STORE_ID_CHARS:
             return f"{name}:{value}"
     return None
+
+
+def _tombstone_at(state: Mapping[str, Any] | None) -> float | None:
+    """When a tombstone says its product was taken off sale (epoch seconds), None for no tombstone."""
+    at = state.get("at") if state is not None else None
+    return float(at) if isinstance(at, int | float | Decimal) else None
