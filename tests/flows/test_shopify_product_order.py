@@ -48,3 +48,20 @@ def test_an_update_older_than_the_archiving_lists_nothing_and_a_newer_one_lists_
     product.status = "ACTIVE"
     assert shop.webhook(shop.store.product_webhook(THROW)).status_code == 200
     assert listed(shop)
+
+
+def test_a_late_archiving_does_not_move_a_deletion_back(shop: Shop) -> None:
+    product = shop.store.products[shop.store.variant(THROW).product_id]
+    shop.clock.advance(1)
+    product.status = "ARCHIVED"
+    archived = shop.store.product_webhook(THROW)
+    shop.clock.advance(1)
+    product.status = "ACTIVE"
+    back_on_sale = shop.store.product_webhook(THROW)
+    shop.clock.advance(1)
+    deleted = shop.store.delete_product(THROW)
+
+    # Delivered last first: the deletion is kept as arriving now, and the older archiving leaves it there.
+    for request in (deleted, archived, back_on_sale):
+        assert shop.webhook(request).status_code == 200
+    assert not listed(shop)
