@@ -276,10 +276,15 @@ def email_document(lang: str, title: str, rows: list[str]) -> str:
 
 
 def _header(facts: Facts) -> str:
-    shop = html.escape(facts.shop, quote=True)
-    if facts.brand.logo_url:
+    return shop_header(facts.shop, facts.brand)
+
+
+def shop_header(shop_name: str, brand: Brand) -> str:
+    """The top of every email the shop sends: its logo (else its name), linking to its site when it has one."""
+    shop = html.escape(shop_name, quote=True)
+    if brand.logo_url:
         inner = (
-            f'<img class="logo" src="{html.escape(facts.brand.logo_url, quote=True)}" alt="{shop}" height="40" '
+            f'<img class="logo" src="{html.escape(brand.logo_url, quote=True)}" alt="{shop}" height="40" '
             'style="display:block;height:40px;width:auto;max-width:240px;border:0;outline:none;'
             'font-family:Arial,Helvetica,sans-serif;font-size:18px;color:#111827">'
         )
@@ -288,8 +293,8 @@ def _header(facts: Facts) -> str:
             '<span class="fg" style="font-family:Arial,Helvetica,sans-serif;font-size:20px;font-weight:bold;'
             f'color:#111827">{shop}</span>'
         )
-    if facts.brand.shop_url:
-        inner = f'<a href="{html.escape(facts.brand.shop_url, quote=True)}" style="text-decoration:none">{inner}</a>'
+    if brand.shop_url:
+        inner = f'<a href="{html.escape(brand.shop_url, quote=True)}" style="text-decoration:none">{inner}</a>'
     return f'<div style="padding:0 0 20px">{inner}</div>'
 
 

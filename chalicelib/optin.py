@@ -23,7 +23,7 @@ from chalice import Response
 
 from chalicelib import i18n
 from chalicelib.clock import Clock, iso
-from chalicelib.compose import sms_shop
+from chalicelib.compose import Brand, sms_shop
 from chalicelib.contacts import Contact
 from chalicelib.errors import Conflict, RateLimited
 from chalicelib.links import Links
@@ -216,7 +216,7 @@ class OptIns:
 # --- The notifier's side: the link, sent once to the person's own contact.
 
 
-def optin_email(*, shop: str, to: str, lang: str, link: str, unsubscribe_url: str) -> Notice:
+def optin_email(*, shop: str, to: str, lang: str, link: str, unsubscribe_url: str, brand: Brand) -> Notice:
     """The email that carries a staff-started opt-in's link, in the language staff chose (else English)."""
     t = i18n.text(DOMAIN, lang)
     paragraphs = [
@@ -226,7 +226,7 @@ def optin_email(*, shop: str, to: str, lang: str, link: str, unsubscribe_url: st
         link,
         t("If it was not you, ignore this email: nothing changes, and your messages stay off."),
     ]
-    return link_email(lang=lang, to=to, shop=shop, paragraphs=paragraphs, unsubscribe_url=unsubscribe_url)
+    return link_email(lang=lang, to=to, shop=shop, paragraphs=paragraphs, unsubscribe_url=unsubscribe_url, brand=brand)
 
 
 def optin_sms(*, shop: str, lang: str, link: str) -> str:
@@ -250,6 +250,7 @@ class OptInSender:
     senders: Senders
     clock: Clock
     shop_name: str
+    brand: Brand  # the shop's look for the email (chalicelib/compose.py brand_of)
 
     def handle(self, contact_key: str, nonce: str) -> bool:
         """Send the link if it is still owed; True when it went."""
@@ -264,7 +265,9 @@ class OptInSender:
             notice = Notice(channel=SMS, to=to, text=optin_sms(shop=self.shop_name, lang=lang, link=link))
         else:
             unsubscribe = self.links.unsubscribe(contact_key)
-            notice = optin_email(shop=self.shop_name, to=to, lang=lang, link=link, unsubscribe_url=unsubscribe)
+            notice = optin_email(
+                shop=self.shop_name, to=to, lang=lang, link=link, unsubscribe_url=unsubscribe, brand=self.brand
+            )
 
         def still_their_choice() -> None:
             record = self.tables.optout.get(contact_key)

@@ -41,7 +41,8 @@ from chalice import Response
 from chalicelib import i18n
 from chalicelib.capture import CaptureService, NotifyMe, NotProven, parse_lang, parse_sku
 from chalicelib.clock import Clock
-from chalicelib.compose import sms_shop
+from chalicelib.colours import accent_or_default
+from chalicelib.compose import P_STYLE, SMALL, Brand, button, email_document, shop_header, sms_shop
 from chalicelib.confirm import CodeKey
 from chalicelib.contacts import contact_key, match_keys, normalise_contact
 from chalicelib.email_caps import EmailSends
@@ -178,7 +179,17 @@ class ProofRequests:
 # --- The notifier's side: the one proof message, sent once.
 
 
-def proof_email(*, shop: str, product: str, to: str, name: str, lang: str, link: str, unsubscribe_url: str) -> Notice:
+def proof_email(
+    *,
+    shop: str,
+    product: str,
+    to: str,
+    name: str,
+    lang: str,
+    link: str,
+    unsubscribe_url: str,
+    brand: Brand,
+) -> Notice:
     """The re-subscribe email, in the tap's language."""
     t = i18n.text(DOMAIN, lang)
     paragraphs = [
@@ -189,29 +200,34 @@ def proof_email(*, shop: str, product: str, to: str, name: str, lang: str, link:
         link,
         t("If it was not you, ignore this email: nothing changes, and your messages stay off."),
     ]
-    return link_email(lang=lang, to=to, shop=shop, paragraphs=paragraphs, unsubscribe_url=unsubscribe_url)
+    return link_email(lang=lang, to=to, shop=shop, paragraphs=paragraphs, unsubscribe_url=unsubscribe_url, brand=brand)
 
 
-def link_email(*, lang: str, to: str, shop: str, paragraphs: list[str], unsubscribe_url: str) -> Notice:
+def link_email(*, lang: str, to: str, shop: str, paragraphs: list[str], unsubscribe_url: str, brand: Brand) -> Notice:
     """An email asking to turn the shop's messages back on, whose next-to-last paragraph is its link (a button in the
-    HTML part). Re-subscribe proofs and staff-started opt-ins are both this shape (their paragraphs given translated)."""
+    HTML part). Re-subscribe proofs and staff-started opt-ins are both this shape (their paragraphs given translated).
+    It wears the shop's look as its restock notices do (chalicelib/compose.py): the logo or name at the top, linking
+    to the shop, the button in the shop's accent, the card that reads in light and dark."""
     t = i18n.text(DOMAIN, lang)
-    subject, button = t("Turn {shop} messages back on?", shop=shop), t("Turn messages back on")
+    subject, label = t("Turn {shop} messages back on?", shop=shop), t("Turn messages back on")
     *before, link, after = paragraphs
-    safe_link = html.escape(link, quote=True)
-    body_html = (
-        f'<!doctype html><html lang="{html.escape(lang)}"><body style="font-family:sans-serif;line-height:1.5;'
-        'color:#111827">'
-        + "".join(f"<p>{html.escape(p)}</p>" for p in before)
-        + f'<p><a href="{safe_link}">{html.escape(button)}</a></p>'
-        + f"<p>{html.escape(after)}</p></body></html>"
-    )
+    safe = {k: html.escape(v, quote=True) for k, v in (("link", link), ("unsubscribe", unsubscribe_url))}
+    unsubscribe = t("Unsubscribe")
+    rows = [
+        shop_header(shop, brand),
+        *(f'<p class="fg" style="{P_STYLE}">{html.escape(p)}</p>' for p in before),
+        button(safe["link"], html.escape(label), accent_or_default(brand.accent)),
+        f'<p class="fg" style="{P_STYLE};margin-top:16px">{html.escape(after)}</p>',
+        '<hr style="border:0;border-top:1px solid #e5e7eb;margin:24px 0 16px">'
+        f'<p class="muted" style="{SMALL}"><a href="{safe["unsubscribe"]}" style="color:#4b5563">'
+        f"{html.escape(unsubscribe)}</a></p>",
+    ]
     return Notice(
         channel=EMAIL,
         to=to,
         subject=subject,
-        text="\n\n".join(paragraphs) + "\n",
-        html=body_html,
+        text="\n\n".join(paragraphs) + f"\n\n--\n{unsubscribe}: {unsubscribe_url}\n",
+        html=email_document(lang, subject, rows),
         unsubscribe_url=unsubscribe_url,
     )
 
@@ -238,6 +254,7 @@ class ProofSender:
     codes: ProofCodes
     clock: Clock
     shop_name: str
+    brand: Brand  # the shop's look for the email (chalicelib/compose.py brand_of)
 
     def handle(self, proof_key: str) -> bool:
         """Send what the proof owes, if it still owes it; True when it went."""
@@ -291,6 +308,7 @@ class ProofSender:
             lang=lang,
             link=f"{self.links.base_url}/resubscribe/{link_id}",
             unsubscribe_url=self.links.unsubscribe(str(proof["k"])),
+            brand=self.brand,
         )
 
 

@@ -260,6 +260,7 @@ class Services:
     @cached_property
     def proofs(self) -> ProofSender:
         """The notifier's side of opting back in: a re-subscribe email or code, sent once."""
+        from chalicelib.compose import brand_of
         from chalicelib.resubscribe import ProofCodes, ProofSender
 
         return ProofSender(
@@ -269,6 +270,7 @@ class Services:
             codes=ProofCodes(self.token_keys),
             clock=self.clock,
             shop_name=self.settings.shop_name,
+            brand=brand_of(self.settings),
         )
 
     @cached_property
@@ -705,6 +707,7 @@ class Services:
     @cached_property
     def optin_links(self) -> OptInSender:
         """The notifier's side of an opt-in staff started: its link, sent once to the person's own contact."""
+        from chalicelib.compose import brand_of
         from chalicelib.optin import OptInSender
 
         return OptInSender(
@@ -713,6 +716,7 @@ class Services:
             senders=self.senders,
             clock=self.clock,
             shop_name=self.settings.shop_name,
+            brand=brand_of(self.settings),
         )
 
     def _operations(self) -> Operations:

@@ -91,3 +91,47 @@ def test_a_restock_email_shows_the_shop_and_the_product(browser: Any, page: Any,
         finally:
             context.close()
     assert page.errors == []
+
+
+def test_the_re_subscribe_email_wears_the_shops_look(browser: Any) -> None:
+    import base64
+    from pathlib import Path
+
+    from chalicelib.compose import Brand
+    from chalicelib.resubscribe import proof_email
+    from tests.browser.axe import assert_accessible
+
+    logo = Path(__file__).resolve().parents[2] / "devstack" / "console" / "static" / "logo.svg"
+    brand = Brand(
+        shop_url="https://walnut-and-wool.example/",
+        logo_url="data:image/svg+xml;base64," + base64.b64encode(logo.read_bytes()).decode(),
+        accent="#7a4b2a",
+    )
+    notice = proof_email(
+        shop="Walnut & Wool (demo shop)",
+        product="Walnut serving board, large",
+        to=GRACE,
+        name="Grace",
+        lang="en",
+        link="https://api.walnut-and-wool.example/resubscribe/" + "a" * 32,
+        unsubscribe_url="https://api.walnut-and-wool.example/unsubscribe/x",
+        brand=brand,
+    )
+    assert notice.html is not None
+    for size, viewport in SIZES.items():
+        context = browser.new_context(viewport=viewport)
+        try:
+            view = context.new_page()
+            view.set_content(notice.html, wait_until="load")
+            assert view.evaluate(LOADED, view.locator("img.logo").element_handle()), "the shop's logo"
+            button = view.get_by_role("link", name="Turn messages back on")
+            assert view.evaluate("a => getComputedStyle(a.parentElement).backgroundColor", button.element_handle()) == (
+                "rgb(122, 75, 42)"
+            )
+            assert view.evaluate("document.documentElement.scrollWidth") <= viewport["width"], size
+            shot(view, f"email-resubscribe-{size}")
+            # The card, not the page: a mail client shows the email inside its own page, which has the landmarks
+            # and the heading that axe's page-level rules look for.
+            assert_accessible(view, f"re-subscribe email ({size})", context="table.card")
+        finally:
+            context.close()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import html
+
 import pytest
 
 from chalicelib import i18n
+from chalicelib.compose import Brand, button, shop_header
 from chalicelib.errors import BadRequest
 from chalicelib.messages import ResubscribeProof, parse, to_body
 from chalicelib.resubscribe import (
@@ -57,6 +60,7 @@ def test_the_email_says_they_unsubscribed_and_carries_the_link_in_both_parts(lan
         lang=lang,
         link=link,
         unsubscribe_url="https://shop.example/unsubscribe/x",
+        brand=Brand(shop_url="https://shop.example/", logo_url="https://shop.example/logo.svg", accent="#7a4b2a"),
     )
     t = i18n.text("resubscribe", lang)
     assert t("You unsubscribed from {shop}'s messages earlier.", shop="Walnut & Wool") in notice.text
@@ -64,6 +68,28 @@ def test_the_email_says_they_unsubscribed_and_carries_the_link_in_both_parts(lan
     assert "Walnut chair" in notice.text and "Walnut &amp; Wool" in notice.html, "escaped in HTML"
     assert f'lang="{lang}"' in notice.html
     assert notice.subject and notice.unsubscribe_url, "the List-Unsubscribe header as every email has it"
+
+
+def test_the_re_subscribe_email_wears_the_shops_look_as_its_notices_do() -> None:
+    brand = Brand(shop_url="https://shop.example/", logo_url="https://shop.example/logo.svg", accent="#7a4b2a")
+    link = "https://shop.example/resubscribe/" + "a" * 32
+    notice = proof_email(
+        shop="Walnut & Wool",
+        product="Walnut chair",
+        to="ada@example.com",
+        name="",
+        lang="de",
+        link=link,
+        unsubscribe_url="https://shop.example/unsubscribe/x",
+        brand=brand,
+    )
+    assert notice.html is not None
+    # The notices' frame: the logo linking to the shop, the card, the button in the shop's accent.
+    assert shop_header("Walnut & Wool", brand) in notice.html
+    assert button(html.escape(link), "Nachrichten wieder einschalten", "#7a4b2a") in notice.html
+    assert 'class="card"' in notice.html and "color-scheme" in notice.html
+    assert 'href="https://shop.example/unsubscribe/x"' in notice.html and ">Abmelden</a>" in notice.html
+    assert "Abmelden: https://shop.example/unsubscribe/x" in notice.text
 
 
 def test_the_queue_message_names_the_proof_and_nothing_else_is_taken_for_one() -> None:
