@@ -82,7 +82,7 @@ def build(s: Stack, people: int) -> tuple[str, float, int]:
 
     from chalicelib.contacts import contact_key
     from chalicelib.tables.catalog import shard_for, shard_key
-    from chalicelib.tables.requests import new_joined_ts
+    from chalicelib.tables.requests import Request, new_joined_ts
     from chalicelib.tables.throttle import line_key
 
     services, now = s.services, s.clock.now() - people
@@ -95,16 +95,18 @@ def build(s: Stack, people: int) -> tuple[str, float, int]:
             key = contact_key(f"sms:{contact}", services.hash_key)
             shards[shard_for(key)] += 1
             items = services.tables.requests.join_items(
-                sku=SKU,
-                joined_ts=new_joined_ts(now + i * 0.001, i),
-                channel="sms",
-                contact=contact,
-                contact_key=key,
-                waiting_shard=shard_for(key),
-                name="",
-                ttl=int(now) + 90 * 86400,
-                now=now,
-                ticket=i,
+                Request.waiting(
+                    sku=SKU,
+                    joined_ts=new_joined_ts(now + i * 0.001, i),
+                    channel="sms",
+                    contact=contact,
+                    contact_key=key,
+                    waiting_shard=shard_for(key),
+                    name="",
+                    ttl=int(now) + 90 * 86400,
+                    now=now,
+                    ticket=i,
+                )
             )
             for item in items:
                 batch.put_item(Item=item["Put"]["Item"])

@@ -122,20 +122,23 @@ def waiting_list(s: Stack, sku: str, people: int, *, email_every: int = 2) -> No
     """`people` waiting places written as capture writes them (uniqueness item + request), in batches."""
     from chalicelib.clock import iso
     from chalicelib.contacts import contact_key
+    from chalicelib.tables.requests import Request
 
     services, now = s.services, s.clock.now() - people
     with services.tables.requests.table.batch_writer() as batch:
         for i in range(people):
             contact = f"shopper{i}@example.com" if i % email_every == 0 else f"+4474009{i:05d}"
             items = services.tables.requests.join_items(
-                sku=sku,
-                joined_ts=f"{iso(now + i)}#{i:06x}",
-                channel="email" if "@" in contact else "sms",
-                contact=contact,
-                contact_key=contact_key(contact, services.hash_key),
-                name="",
-                ttl=int(now) + 90 * 86400,
-                now=now,
+                Request.waiting(
+                    sku=sku,
+                    joined_ts=f"{iso(now + i)}#{i:06x}",
+                    channel="email" if "@" in contact else "sms",
+                    contact=contact,
+                    contact_key=contact_key(contact, services.hash_key),
+                    name="",
+                    ttl=int(now) + 90 * 86400,
+                    now=now,
+                )
             )
             for item in items:
                 batch.put_item(Item=item["Put"]["Item"])

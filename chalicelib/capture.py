@@ -8,7 +8,7 @@ import unicodedata
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from chalicelib.clock import Clock
@@ -32,7 +32,7 @@ from chalicelib.sms_caps import (
 )
 from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
 from chalicelib.tables.catalog import WaitingShard, shard_for
-from chalicelib.tables.requests import new_joined_ts
+from chalicelib.tables.requests import Request, UniqueItem, new_joined_ts
 from chalicelib.tables.store import Tables
 from chalicelib.unknown_skus import UnknownSkus
 
@@ -166,6 +166,26 @@ class NewPlace:
         """Whether the place is written owing a confirmation email."""
         return self.unconfirmed and self.owes
 
+    def row(self, told: str | None = None) -> Request:
+        """The place as stored (never told about `told`, a restock an earlier place of this person's was told of)."""
+        return Request.waiting(
+            sku=self.sku,
+            joined_ts=self.joined_ts,
+            channel=self.channel,
+            contact=self.contact,
+            contact_key=self.contact_key,
+            ttl=self.ttl,
+            now=self.now,
+            name=self.name,
+            lang=self.lang,
+            told=told,
+            unconfirmed=self.unconfirmed,
+            owes=self.owes,
+            ticket=self.ticket,
+            burnt_before=self.burnt_before,
+            waiting_shard=self.waiting_shard,
+        )
+
     def under(self, key: str) -> NewPlace:
         """The same place under another contact key (and that key's shard): the key an older place is stored by."""
         return replace(self, contact_key=key, waiting_shard=shard_for(key))
@@ -263,9 +283,8 @@ class CaptureService:
         is full" only after `_join` found every shard at its share, that is the list holding MAX_WAITING_PER_SKU."""
         return shard is not None and not shard.discontinued and shard.full(self.max_waiting)
 
-    def _product_refused(self, old: dict[str, Any] | None) -> DomainError:
+    def _product_refused(self, shard: WaitingShard | None) -> DomainError:
         """Why the catalogue refused a new place: discontinued, the list full (an unknown SKU is the caller's)."""
-        shard = WaitingShard.from_item(old) if old else None
         if shard is not None and self._full(shard):
             return Conflict(
                 "This product's waiting list is full for now, so it takes no new places; anyone already on it keeps "
@@ -370,7 +389,7 @@ class CaptureService:
         # the uniqueness item and, for SMS, the number's caps are all conditions on it, so nothing is read first
         # and nothing half-written.
         def join(place: NewPlace, quiet: bool) -> Tx:
-            unique, request = self.tables.requests.join_items(**asdict(place))
+            unique, request = self.tables.requests.join_items(place.row())
             tx = Tx().add(
                 "rate",
                 self.tables.throttle.charge_item(rate_key, self.settings.rate_limit_per_minute, rate_expires),
@@ -437,8 +456,8 @@ class CaptureService:
                 self._join_shard(place, join)
                 return
             except TransactionCancelled as cancelled:
-                old = cancelled.old("product") if cancelled.failed("product") else None
-                if old is None or not self._full(WaitingShard.from_item(old)):
+                old = cancelled.old("product", WaitingShard) if cancelled.failed("product") else None
+                if old is None or not self._full(old):
                     raise
                 room = self.tables.catalog.shard_with_room(place.sku, self.max_waiting)
                 if room is None:
@@ -461,13 +480,12 @@ class CaptureService:
             self.tables.run(join(place, True))
             return
         except TransactionCancelled as cancelled:
-            old = cancelled.old("product") if cancelled.failed("product") else None
-            if cancelled.failed("product") and old is None and self.tables.catalog.open_shards(sku):
+            shard = cancelled.old("product", WaitingShard) if cancelled.failed("product") else None
+            if cancelled.failed("product") and shard is None and self.tables.catalog.open_shards(sku):
                 # A product stored before waiting shards existed gets them at its first tap, then the tap joins
                 # (open_shards is False once they exist, so this happens once).
                 self._join_shard(place, join)
                 return
-            shard = WaitingShard.from_item(old) if old else None
             if not shard or not shard.idle_restock_ts or shard.discontinued or self._full(shard):
                 raise
         restock_ts = str(shard.idle_restock_ts)
@@ -500,8 +518,8 @@ class CaptureService:
         except RateLimited as limited:
             return limited
         if _refused_any(cancelled, "product"):
-            old = cancelled.old("product")
-            return self._product_refused(old) if old else UnknownSku(f"We do not sell a product with SKU {sku!r}.")
+            shard = cancelled.old("product", WaitingShard)
+            return self._product_refused(shard) if shard else UnknownSku(f"We do not sell a product with SKU {sku!r}.")
         try:
             if places is not None:
                 place_caps_refused(cancelled, places)
@@ -535,7 +553,7 @@ class CaptureService:
             if cancelled.failed("unique") and isinstance(refusal, Conflict):
                 # A repeat tap keeps its place on a full list, yet is answered as a newcomer is: the answer
                 # must not tell a stranger that the contact they typed is waiting (invariant 9).
-                kept = self._repeat(tap, key, new, cancelled.old("unique") or {}, caps, source=source)
+                kept = self._repeat(tap, key, new, cancelled.old("unique", UniqueItem), caps, source=source)
                 if kept.status == "queued":
                     return kept  # a place freed under this tap's feet took its rejoin
             if isinstance(refusal, UnknownSku):
@@ -549,12 +567,12 @@ class CaptureService:
             suppressed_key = keys[0] if suppressed_by == "optout" else keys[-1]
             return self._suppressed(tap, suppressed_key, cancelled.old(suppressed_by), now, source)
         if cancelled.failed("unique"):
-            return self._repeat(tap, key, new, cancelled.old("unique") or {}, caps, source=source)
+            return self._repeat(tap, key, new, cancelled.old("unique", UniqueItem), caps, source=source)
         if cancelled.failed("legacy place"):
             # The address has a place from before mailboxes were matched: it keeps that place, under the key it was
             # stored by, so asking again never makes a second one (invariant 2).
             legacy = match_keys(tap.contact, self.hash_key)[-1]
-            stored = cancelled.old("legacy place") or {}
+            stored = cancelled.old("legacy place", UniqueItem)
             return self._repeat(tap, legacy, new.under(legacy), stored, caps, source=source)
         if refusal is not None:
             raise refusal
@@ -584,7 +602,7 @@ class CaptureService:
         tap: NotifyMe,
         key: str,
         new: NewPlace,
-        unique: dict[str, Any],
+        unique: UniqueItem | None,
         caps: SmsCaps | None = None,
         proof: Callable[[], Tx] | None = None,
         *,
@@ -593,8 +611,8 @@ class CaptureService:
         """A tap (or a proof) for a contact that holds this SKU's uniqueness item: its place kept and refreshed, or,
         when that place is finished, `new` written in its stead at the back of the line."""
         now = new.now
-        ref = str(unique.get("ref", ""))
-        place = self.tables.requests.get(tap.sku, ref) if ref else None
+        ref = (unique.ref or "") if unique else ""
+        place = self.tables.requests.place_named(unique)
         if proof is not None and place is not None and place.live:
             # Proven while a place still stands (it had not left yet): the proof alone lifts the suppression.
             self._prove(proof())
@@ -610,7 +628,7 @@ class CaptureService:
             return self._outcome("already_queued", tap, ref)
         # The old place is finished (bought, or left: then the item names no place): join again at the back,
         # never to be told again about the restock the old place was told about (exactly once per person).
-        told = unique.get("told_restock")
+        told = unique.told_restock if unique else None
         if ref:
             told = place.last_notified_restock if place else None
 
@@ -618,7 +636,7 @@ class CaptureService:
         email = self._email_caps(tap, now, source) if new.owes_confirmation else None
 
         def rejoin(place: NewPlace, quiet: bool) -> Tx:
-            unique, request = self.tables.requests.rejoin_items(old_ref=ref, **asdict(place), told=told)
+            unique, request = self.tables.requests.rejoin_items(place.row(told), old_ref=ref)
             guard = proof() if proof is not None else self._not_suppressed(tap)
             return (
                 self._cap_items(Tx(), caps, taps=False, place=True)
@@ -647,8 +665,8 @@ class CaptureService:
                 return self._suppressed(tap, key, cancelled.old(suppressed_by), now, source)
             if cancelled.failed("unique"):
                 # Someone else's simultaneous re-join won; theirs is this person's one place.
-                current = self.tables.requests.get_unique(tap.sku, key) or {}
-                return self._outcome("already_queued", tap, str(current.get("ref", "")))
+                current = self.tables.requests.unique(tap.sku, key)
+                return self._outcome("already_queued", tap, (current.ref or "") if current else "")
             refusal = self.refusal_of(cancelled, tap.sku, caps=caps)
             if refusal is None:
                 raise
@@ -692,7 +710,7 @@ class CaptureService:
         new = self._new_place(tap, key, now, ticket, proven=True)
 
         def join(place: NewPlace, quiet: bool) -> Tx:
-            unique, request = self.tables.requests.join_items(**asdict(place))
+            unique, request = self.tables.requests.join_items(place.row())
             return self._cap_items(Tx(), caps, taps=False, place=True).join(
                 Tx()
                 .add("product", self._join_item(place, quiet))
@@ -706,7 +724,7 @@ class CaptureService:
         except TransactionCancelled as cancelled:
             self._not_proven(cancelled)
             if cancelled.failed("unique"):
-                return self._repeat(tap, key, new, cancelled.old("unique") or {}, caps, proof)
+                return self._repeat(tap, key, new, cancelled.old("unique", UniqueItem), caps, proof)
             refusal = self.refusal_of(cancelled, tap.sku, caps=caps)
             if refusal is None:
                 raise

@@ -139,8 +139,7 @@ class UnitMoves:
         if cancelled is None:
             return Move(DONE)
         if cancelled.failed("row"):
-            old = cancelled.old("row")
-            return Move(MOVED, Offer.from_item(old) if old else None)
+            return Move(MOVED, cancelled.old("row", Offer))
         if counter is not None and cancelled.failed(counter):
             return Move(NO_UNIT)
         # Neither condition failed: conflicts outlasted the retries. Nothing was written; let it surface.

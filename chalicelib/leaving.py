@@ -89,9 +89,8 @@ class QueueExits:
 
     def leave_sku(self, contact_key: str, sku: str, *, reason: str) -> Exit:
         """Take one person off one SKU's list (the manage page's 'leave this list')."""
-        unique = self.tables.requests.get_unique(sku, contact_key)
-        request = self.tables.requests.get(sku, str(unique["ref"])) if unique and unique.get("ref") else None
-        if request is None or request.contact_key != contact_key:
+        request = self.tables.requests.place_of(sku, contact_key)
+        if request is None:
             return Exit(sku, "", GONE)
         return self.leave(request, reason=reason)
 

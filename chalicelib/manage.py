@@ -14,7 +14,6 @@ import hmac
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
 
 from chalicelib.clock import Clock
 from chalicelib.confirm import (
@@ -36,7 +35,7 @@ from chalicelib.messages import Message, SwitchCode
 from chalicelib.sms_caps import SmsSends, places_key, source_key
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.catalog import CatalogTable
-from chalicelib.tables.requests import ACTIVE_STATES, Request, RequestState
+from chalicelib.tables.requests import ACTIVE_STATES, Request, RequestState, UniqueItem
 from chalicelib.tables.store import Tables
 from chalicelib.tokens import KeySource, TokenRevoked, Tokens, current_keys
 
@@ -398,8 +397,8 @@ class ManageService:
             if request is None or request.contact_key != key or not request.live:
                 return "unchanged"
             ttl = request.ttl if request.ttl is not None else int(now) + 86400
-            theirs = self.tables.requests.get_unique(place.sku, new_key)
-            other = self.tables.requests.get(place.sku, str(theirs["ref"])) if theirs and theirs.get("ref") else None
+            theirs = self.tables.requests.unique(place.sku, new_key)
+            other = self.tables.requests.place_named(theirs)
             other_live = other is not None and other.live
             try:
                 if not other_live:
@@ -419,11 +418,11 @@ class ManageService:
         new_key: str,
         channel: str,
         now: float,
-        theirs: dict[str, Any] | None = None,
+        theirs: UniqueItem | None = None,
         older: tuple[str, ...] = (),
     ) -> Tx:
         sku, joined_ts = request.sku, request.joined_ts
-        told = (theirs or {}).get("told_restock")
+        told = theirs.told_restock if theirs else None
         # Invariant 3, in the move's own transaction: no place moves onto a contact suppressed under its older key.
         suppressions = [self.tables.optout.not_suppressed_item(each) for each in older]
         return (
@@ -466,7 +465,7 @@ class ManageService:
         new_key: str,
         channel: str,
         ttl: int,
-        theirs: dict[str, Any] | None,
+        theirs: UniqueItem | None,
         now: float,
         older: tuple[str, ...] = (),
     ) -> None:
@@ -501,7 +500,7 @@ class ManageService:
                 .add(
                     "new unique",
                     self.tables.requests.claim_unique_item(
-                        sku, new_key, request.joined_ts, ttl, replacing={"ref": other.joined_ts}
+                        sku, new_key, request.joined_ts, ttl, replacing=UniqueItem(sku, new_key, ref=other.joined_ts)
                     ),
                 )
                 .add(

@@ -246,18 +246,13 @@ class SupportDesk:
         """The opt-out records stored under any of one person's keys, the mailbox's first."""
         return [record for record in map(self.tables.optout.get, keys) if record is not None]
 
-    def _place(self, sku: str, key: str) -> Request | None:
-        unique = self.tables.requests.get_unique(sku, key)
-        request = self.tables.requests.get(sku, str(unique["ref"])) if unique and unique.get("ref") else None
-        return request if request is not None and request.contact_key == key else None
-
     # --- explain
 
     def explain(self, sku: str, raw_contact: str, *, lookback_days: int = 30) -> Explanation:
         """Their place, and every restock since they joined (and `lookback_days` before), told or why not."""
         contact, keys = self.contact_keys(raw_contact)
         product = self.product(sku)
-        found = [(key, request) for key in keys if (request := self._place(sku, key)) is not None]
+        found = [(key, request) for key in keys if (request := self.tables.requests.place_of(sku, key)) is not None]
         key, request = found[0] if found else (keys[0], None)
         state = str(request.state) if request else None
         # Two reads, whatever the list's length: never a count of everyone ahead.
@@ -465,7 +460,7 @@ class SupportDesk:
         places = self.places(keys)
         facts = self.facts(keys)
         skus = sorted({p.sku for p in places} | {str(f["sku"]) for f in facts})
-        uniques = [u for u in (self.tables.requests.get_unique(s, k) for s in skus for k in keys) if u]
+        uniques = [u.to_item() for u in (self.tables.requests.unique(s, k) for s in skus for k in keys) if u]
         tokens = {p.offer_token for p in places if p.offer_token}
         tokens |= {str(f["token_id"]) for f in facts if f.get("token_id")}
         offers = [r.to_item() for r in map(self.tables.reservations.get, sorted(tokens)) if r and r.contact_key in keys]
@@ -503,7 +498,7 @@ class SupportDesk:
                 "Run forget again after that (the hold ends on its own within the hold window)."
             )
         skus = sorted({p.sku for p in places} | {str(f["sku"]) for f in self.facts(keys)})
-        uniques = [(sku, key) for sku in skus for key in keys if self.tables.requests.get_unique(sku, key)]
+        uniques = [(sku, key) for sku in skus for key in keys if self.tables.requests.unique(sku, key)]
         exits = [e for key in keys for e in self.exits.leave_all(key, reason="forget", erase_finished=True)]
         # Uniqueness items hold only the keyed hash, but they are still this person's: none stay behind,
         # including any whose place was already tidied away.
@@ -514,7 +509,7 @@ class SupportDesk:
         # people's explanations read them); they expire with every fact after AUDIT_RETENTION_DAYS.
         anonymised = sum(self.tables.audit.anonymise_contact(key) for key in keys)
         remaining = len(self.places(keys)) + sum(
-            1 for sku in skus for key in keys if self.tables.requests.get_unique(sku, key)
+            1 for sku in skus for key in keys if self.tables.requests.unique(sku, key)
         )
         return ForgetReport(
             contact_key=keys[0],

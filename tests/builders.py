@@ -88,17 +88,19 @@ def request_items(
     ticket, burnt_before = ticket or take_ticket(services, sku, now)
     key = key_of(services, contact)
     place = services.tables.requests.join_items(
-        sku=sku,
-        joined_ts=joined_ts,
-        channel="email" if "@" in contact else "sms",
-        contact=contact,
-        contact_key=key,
-        name=name,
-        ttl=ttl if ttl is not None else int(now) + 90 * 86400,
-        now=now,
-        ticket=ticket,
-        burnt_before=burnt_before,
-        waiting_shard=shard_for(key),
+        Request.waiting(
+            sku=sku,
+            joined_ts=joined_ts,
+            channel="email" if "@" in contact else "sms",
+            contact=contact,
+            contact_key=key,
+            name=name,
+            ttl=ttl if ttl is not None else int(now) + 90 * 86400,
+            now=now,
+            ticket=ticket,
+            burnt_before=burnt_before,
+            waiting_shard=shard_for(key),
+        )
     )
     return [services.tables.catalog.join_item(sku, shard_for(key)), *place]
 

@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol, Self, TypeVar, overload
 
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
@@ -16,6 +16,16 @@ TxItem = dict[str, Any]
 _deserializer = TypeDeserializer()
 
 CONDITION_FAILED = "ConditionalCheckFailed"
+
+
+class Row(Protocol):
+    """A typed row: parsed from a stored item at the boundary (`Request`, `Offer`, `UniqueItem`, `WaitingShard`...)."""
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> Self: ...
+
+
+R = TypeVar("R", bound=Row)
 TRANSACTION_CONFLICT = "TransactionConflict"
 
 
@@ -57,11 +67,19 @@ class TransactionCancelled(Exception):
         skip = {i for name in names for i in self._slots(name)}
         return any(r.code == CONDITION_FAILED for i, r in enumerate(self.reasons) if i not in skip)
 
-    def old(self, which: str) -> dict[str, Any] | None:
-        """The old image of the item named `which`, when it failed and one was returned."""
+    @overload
+    def old(self, which: str) -> dict[str, Any] | None: ...
+
+    @overload
+    def old(self, which: str, row: type[R]) -> R | None: ...
+
+    def old(self, which: str, row: type[R] | None = None) -> R | dict[str, Any] | None:
+        """The old image of the item named `which`, when it failed and one was returned: as the typed `row` it is
+        stored as (`cancelled.old("unique", UniqueItem)`), or as stored for an item no row type describes."""
         for i in self._slots(which):
             if i < len(self.reasons) and self.reasons[i].item is not None:
-                return self.reasons[i].item
+                item = self.reasons[i].item
+                return row.from_item(item) if row is not None and item is not None else item
         return None
 
     @property

@@ -100,12 +100,66 @@ class Request:
             waiting_shard=int_or_none(item.get("waiting_shard")),
         )
 
+    @classmethod
+    def waiting(
+        cls,
+        *,
+        sku: str,
+        joined_ts: str,
+        channel: str,
+        contact: str,
+        contact_key: str,
+        ttl: int,
+        now: float,
+        name: str = "",
+        lang: str = "en",
+        told: str | None = None,
+        unconfirmed: bool = False,
+        owes: bool = True,
+        ticket: int | None = None,
+        burnt_before: int = 0,
+        waiting_shard: int | None = None,
+    ) -> Self:
+        """A new place, waiting from `now`, as `RequestsTable.join_items` writes it.
+
+        `told` is the restock this person was already told about at an earlier place for this SKU (one they
+        bought from or left): the new place is never told about it again (invariant 6 is per person).
+        `unconfirmed`: an email place under double opt-in; it owes one confirmation email from this moment (the
+        sweep sends any still owed after a minute), and `ttl` is its deadline; with `owes` False (its address is past
+        an email cap, chalicelib/email_caps.py) it owes none until a later tap. `ticket` and `burnt_before`: the
+        line's ticket this place took, so its place is read without counting the list (chalicelib/line.py).
+        `waiting_shard`: the catalogue shard the same transaction counts the place on, so leaving takes it off the
+        same one.
+        """
+        return cls(
+            sku=sku,
+            joined_ts=joined_ts,
+            channel=channel,
+            contact=contact,
+            contact_key=contact_key,
+            state=RequestState.WAITING,
+            name=name,
+            lang=lang,
+            created_at=int(now),
+            updated_at=int(now),
+            ttl=ttl,
+            expiry_day=expiry_day(ttl),
+            last_notified_restock=told or None,
+            unconfirmed=unconfirmed,
+            confirm_owed_at=int(now) if unconfirmed and owes else None,
+            ticket=ticket,
+            burnt_before=burnt_before if ticket is not None else 0,
+            waiting_shard=waiting_shard,
+        )
+
     def to_item(self) -> dict[str, Any]:
-        """The stored item (absent attributes left out)."""
+        """The stored item (absent attributes left out; an owed confirmation with its "by-confirm" day)."""
         item = present({**self.__dict__, "state": str(self.state)})
         for flag in ("unconfirmed", "confirm_sends", "burnt_before"):
             if not item.get(flag):
                 item.pop(flag, None)
+        if self.confirm_owed_at is not None:
+            item["confirm_day"] = confirm_day(self.confirm_owed_at)
         return item
 
     @property
@@ -117,6 +171,42 @@ class Request:
     def live(self) -> bool:
         """Still in line: waiting, offered or holding."""
         return self.state in ACTIVE_STATES
+
+
+@dataclass(frozen=True)
+class UniqueItem:
+    """One person's uniqueness item for one SKU (`U#<contact key>`, invariant 2), as stored: the place it names
+    (`ref`, absent once that place left), the restock a told place left behind as its memory (`told_restock`, so a
+    later place is never told about it again), and its `ttl`."""
+
+    sku: str
+    contact_key: str
+    ref: str | None = None
+    told_restock: str | None = None
+    ttl: int | None = None
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> Self:
+        """The typed item from a stored one (or a cancellation's old image, which carries the keys too)."""
+        return cls(
+            sku=str(item["sku"]),
+            contact_key=str(item["joined_ts"]).removeprefix(UNIQUE_PREFIX),
+            ref=str_or_none(item.get("ref")),
+            told_restock=str_or_none(item.get("told_restock")),
+            ttl=int_or_none(item.get("ttl")),
+        )
+
+    def to_item(self) -> dict[str, Any]:
+        """The stored item (absent attributes left out)."""
+        return present(
+            {
+                "sku": self.sku,
+                "joined_ts": unique_sk(self.contact_key),
+                "ref": self.ref,
+                "told_restock": self.told_restock,
+                "ttl": self.ttl,
+            }
+        )
 
 
 def new_joined_ts(now: float, ticket: int | None = None) -> str:
@@ -153,68 +243,15 @@ class RequestsTable:
         """Full table name."""
         return str(self.table.name)
 
-    def join_items(
-        self,
-        *,
-        sku: str,
-        joined_ts: str,
-        channel: str,
-        contact: str,
-        contact_key: str,
-        name: str,
-        ttl: int,
-        now: float,
-        told: str | None = None,
-        unconfirmed: bool = False,
-        ticket: int | None = None,
-        burnt_before: int = 0,
-        waiting_shard: int | None = None,
-        lang: str = "en",
-        owes: bool = True,
-    ) -> tuple[TxItem, TxItem]:
-        """Transaction items for a new place: (the uniqueness item, the request itself).
-
-        `told` is the restock this person was already told about at an earlier place for this SKU (one they
-        bought from or left): the new place is never told about it again (invariant 6 is per person).
-        `unconfirmed`: an email place under double opt-in; it owes one confirmation email from this moment, in
-        the same transaction (the sweep sends any still owed after a minute), and `ttl` is its deadline; with
-        `owes` False (its address is past an email cap, chalicelib/email_caps.py) it owes none until a later tap.
-        `ticket` and `burnt_before`: the line's ticket this place took, so its place is read without counting the
-        list (chalicelib/line.py). `waiting_shard`: the catalogue shard the same transaction counts the place on,
-        so leaving takes it off the same one.
-        """
-        request: dict[str, Any] = {
-            "sku": sku,
-            "joined_ts": joined_ts,
-            "channel": channel,
-            "contact": contact,
-            "contact_key": contact_key,
-            "name": name,
-            "lang": lang,
-            "state": RequestState.WAITING,
-            "created_at": int(now),
-            "updated_at": int(now),
-            "ttl": ttl,
-            # Only requests (not uniqueness items) carry it, so the sweep finds stale places by day.
-            "expiry_day": expiry_day(ttl),
-        }
-        if told:
-            request["last_notified_restock"] = told
-        if waiting_shard is not None:
-            request["waiting_shard"] = waiting_shard
-        if ticket is not None:
-            request["ticket"] = ticket
-            if burnt_before:
-                request["burnt_before"] = burnt_before
-        if unconfirmed:
-            request["unconfirmed"] = True
-            if owes:
-                request.update(confirm_owed_at=int(now), confirm_day=confirm_day(now))
+    def join_items(self, place: Request) -> tuple[TxItem, TxItem]:
+        """Transaction items for a new place (`Request.waiting`): (the uniqueness item naming it, the place itself).
+        Only places, never uniqueness items, carry an `expiry_day`, so the sweep finds stale places by day."""
+        unique = UniqueItem(place.sku, place.contact_key, ref=place.joined_ts, ttl=place.ttl)
         return (
             {
                 "Put": {
                     "TableName": self.name,
-                    "Item": {"sku": sku, "joined_ts": unique_sk(contact_key), "ref": joined_ts, "ttl": ttl},
+                    "Item": unique.to_item(),
                     # One place per person per item, even when two taps land in the same millisecond.
                     "ConditionExpression": "attribute_not_exists(joined_ts)",
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
@@ -223,7 +260,7 @@ class RequestsTable:
             {
                 "Put": {
                     "TableName": self.name,
-                    "Item": request,
+                    "Item": place.to_item(),
                     # A join stamp is never reused, so an existing one means a bug, not a retry.
                     "ConditionExpression": "attribute_not_exists(joined_ts)",
                 }
@@ -243,9 +280,9 @@ class RequestsTable:
             }
         }
 
-    def rejoin_items(self, *, old_ref: str, **fields: Any) -> tuple[TxItem, TxItem]:
+    def rejoin_items(self, place: Request, *, old_ref: str) -> tuple[TxItem, TxItem]:
         """Transaction items that replace a finished place (bought, or left: `old_ref` "") with a new one at the back."""
-        items = self.join_items(**fields)
+        items = self.join_items(place)
         unique = items[0]["Put"]
         # Only the place (or the memory of a place left) we saw is replaced, so two simultaneous re-joins
         # still make one place (invariant 2).
@@ -288,10 +325,23 @@ class RequestsTable:
     def _item(self, sku: str, joined_ts: str, *, consistent: bool = True) -> dict[str, Any] | None:
         return self.table.get_item(Key={"sku": sku, "joined_ts": joined_ts}, ConsistentRead=consistent).get("Item")
 
-    def get_unique(self, sku: str, contact_key: str) -> dict[str, Any] | None:
-        """The uniqueness item of one person for one SKU, or None: as stored (`ref`, the place it names, absent
-        once that place left; `told_restock`, the memory a told place left behind; `ttl`)."""
-        return self._item(sku, unique_sk(contact_key))
+    def unique(self, sku: str, contact_key: str) -> UniqueItem | None:
+        """The uniqueness item of one person for one SKU, or None."""
+        item = self._item(sku, unique_sk(contact_key))
+        return UniqueItem.from_item(item) if item else None
+
+    def place_named(self, unique: UniqueItem | None) -> Request | None:
+        """The place a uniqueness item names (in any state), while that place is still its person's; None when it
+        names none (the place left) or the place is gone."""
+        if unique is None or not unique.ref:
+            return None
+        place = self.get(unique.sku, unique.ref)
+        return place if place is not None and place.contact_key == unique.contact_key else None
+
+    def place_of(self, sku: str, contact_key: str) -> Request | None:
+        """One person's place for one SKU (in any state), found through their uniqueness item: two reads, whatever
+        the list's length."""
+        return self.place_named(self.unique(sku, contact_key))
 
     def refresh(self, sku: str, joined_ts: str, *, ttl: int, now: float) -> Request | None:
         """A repeat tap: extend the request's life; never touch joined_ts or the name.
@@ -704,7 +754,7 @@ class RequestsTable:
         }
 
     def claim_unique_item(
-        self, sku: str, contact_key: str, joined_ts: str, ttl: int, *, replacing: dict[str, Any] | None
+        self, sku: str, contact_key: str, joined_ts: str, ttl: int, *, replacing: UniqueItem | None
     ) -> TxItem:
         """Transaction item: make `joined_ts` this contact's one place for the SKU (a channel switch).
 
@@ -718,11 +768,11 @@ class RequestsTable:
         if replacing is None:
             # One place per person (invariant 2): nobody else's place for this contact is overwritten.
             put["ConditionExpression"] = "attribute_not_exists(joined_ts)"
-        elif replacing.get("ref"):
+        elif replacing.ref:
             # Only the place we saw (and chose to replace) is replaced, never one made meanwhile.
             put["ConditionExpression"] = "#ref = :old"
             put["ExpressionAttributeNames"] = {"#ref": "ref"}
-            put["ExpressionAttributeValues"] = {":old": str(replacing["ref"])}
+            put["ExpressionAttributeValues"] = {":old": replacing.ref}
         else:
             # The memory of a place that left: replaced only while it still names no place.
             put["ConditionExpression"] = "attribute_exists(joined_ts) AND attribute_not_exists(#ref)"

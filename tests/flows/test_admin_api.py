@@ -587,7 +587,7 @@ def test_the_dashboard_finds_exports_and_forgets_a_place_stored_before_mailbox_m
     done = post(api, "/admin/api/contacts/forget", token, {"contact": TYPED, "confirm": True})
     assert json.loads(done.body) == {"status": "forgotten"}
     assert admin_services.exits.places(old.contact_key) == []
-    assert admin_services.tables.requests.get_unique("LAMP", old.contact_key) is None
+    assert admin_services.tables.requests.unique("LAMP", old.contact_key) is None
 
 
 @pytest.mark.parametrize("mailbox_too", [False, True])

@@ -140,6 +140,20 @@ def test_stop_everything_from_the_page(client: Client, services: Services, clock
     assert "Switch off my links" not in page
 
 
+def test_stop_texts_opens_the_page_on_its_stop_form(client: Client, services: Services, clock: FixedClock) -> None:
+    s = scene(services, clock, units=1, people=1)
+    url = me(services, s.requests[0])
+    plain = [f["action"] for f in forms(client.http.get(url).body)]
+    assert plain[0] == "leave" and "stop" in plain[1:]  # the places first, stopping further down
+    stop_first = client.http.get(f"{url}?stop")
+    assert stop_first.status_code == 200
+    actions = [f["action"] for f in forms(stop_first.body)]
+    assert actions[0] == "stop" and sorted(actions) == sorted(plain)  # the same forms, stopping first
+    response = post(client, url, form_for(stop_first.body, "stop"))
+    assert response.status_code == 303
+    assert services.tables.optout.get(s.requests[0].contact_key)["source"] == "unsubscribe"
+
+
 def unchanged(s: Scene) -> tuple[Any, ...]:
     return ([s.services.tables.requests.get(s.sku, r.joined_ts) for r in s.requests], s.waiting_count())
 
@@ -222,8 +236,8 @@ def test_switching_to_email_keeps_every_place(client: Client, services: Services
     assert response.headers["Location"] == f"{services.tokens.manage(new_key)}?done=switched"
     moved = services.tables.requests.get(s.sku, s.requests[2].joined_ts)
     assert (moved.channel, moved.contact, moved.contact_key) == ("email", "Ada@example.com", new_key)
-    assert services.tables.requests.get_unique(s.sku, new_key)["ref"] == s.requests[2].joined_ts
-    assert services.tables.requests.get_unique(s.sku, s.requests[2].contact_key) is None
+    assert services.tables.requests.unique(s.sku, new_key).ref == s.requests[2].joined_ts
+    assert services.tables.requests.unique(s.sku, s.requests[2].contact_key) is None
     assert services.tables.requests.position(s.sku, s.requests[2].joined_ts) == 3
     page = client.http.get(f"/me/{response.headers['Location']}").body.decode()
     assert "your notices now go to the contact shown below" in page
@@ -243,7 +257,7 @@ def test_switching_onto_a_contact_that_already_waits_keeps_the_earlier_place(
     new_key = contact_key("ada@example.com", services.hash_key)
     assert services.tables.requests.get(s.sku, str(by_email.joined_ts)) is None
     assert services.tables.requests.get(s.sku, s.requests[0].joined_ts).contact_key == new_key
-    assert services.tables.requests.get_unique(s.sku, new_key)["ref"] == s.requests[0].joined_ts
+    assert services.tables.requests.unique(s.sku, new_key).ref == s.requests[0].joined_ts
     assert s.waiting_count() == 3
 
 

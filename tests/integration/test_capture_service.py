@@ -83,10 +83,10 @@ def test_a_shopper_who_bought_joins_again_at_the_back(services: Services, chair:
     assert again.status == "queued"
     assert again.joined_ts != first.joined_ts
     assert services.tables.requests.position(chair, again.joined_ts or "") == 2
-    unique = services.tables.requests.get_unique(
+    unique = services.tables.requests.unique(
         chair, services.tables.requests.get(chair, again.joined_ts or "").contact_key
     )
-    assert unique["ref"] == again.joined_ts
+    assert unique is not None and unique.ref == again.joined_ts
 
 
 def test_a_new_tap_costs_a_ticket_and_one_transaction(services: Services, chair: str) -> None:

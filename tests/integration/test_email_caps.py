@@ -54,9 +54,9 @@ def owing(services: Services, skus: list[str], address: str) -> int:
     key = contact_key(address, services.hash_key)
     total = 0
     for sku in skus:
-        unique = services.tables.requests.get_unique(sku, key)
+        unique = services.tables.requests.unique(sku, key)
         assert unique is not None, f"the place for {sku} is kept"
-        place = services.tables.requests.get(sku, str(unique["ref"]))
+        place = services.tables.requests.place_of(sku, key)
         assert place is not None and place.unconfirmed
         total += place.confirm_owed_at is not None
     return total

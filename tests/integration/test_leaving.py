@@ -19,7 +19,7 @@ def test_leaving_a_waiting_place_removes_it_with_its_uniqueness_item(services: S
     exit_ = services.exits.leave(s.request(0), reason="manage")
     assert exit_.outcome == LEFT
     assert services.tables.requests.get(s.sku, s.requests[0].joined_ts) is None
-    assert services.tables.requests.get_unique(s.sku, s.requests[0].contact_key) is None
+    assert services.tables.requests.unique(s.sku, s.requests[0].contact_key) is None
     assert s.waiting_count() == 1
     assert services.tables.requests.position(s.sku, s.requests[1].joined_ts) == 1
     [fact] = [f for f in services.tables.audit.for_sku(s.sku) if f["kind"] == "leave"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from chalicelib.contacts import contact_key
-from chalicelib.tables.requests import unique_sk
+from chalicelib.tables.requests import Request, unique_sk
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 
@@ -64,14 +64,16 @@ def test_a_place_stored_before_mailboxes_were_matched_is_kept_on_a_repeat_tap(
     # A place as capture stored it before: keyed by the whole address lower-cased.
     old_key = contact_key("ada+shop@gmail.com", services.hash_key)
     unique, request = services.tables.requests.join_items(
-        sku=chair,
-        joined_ts="2026-01-01T00:00:00.000000Z-old",
-        channel="email",
-        contact="ada+shop@gmail.com",
-        contact_key=old_key,
-        name="",
-        ttl=int(clock.now()) + 86400,
-        now=clock.now(),
+        Request.waiting(
+            sku=chair,
+            joined_ts="2026-01-01T00:00:00.000000Z-old",
+            channel="email",
+            contact="ada+shop@gmail.com",
+            contact_key=old_key,
+            name="",
+            ttl=int(clock.now()) + 86400,
+            now=clock.now(),
+        )
     )
     services.tables.requests.table.put_item(Item=unique["Put"]["Item"])
     services.tables.requests.table.put_item(Item=request["Put"]["Item"])

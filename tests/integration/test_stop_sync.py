@@ -102,7 +102,7 @@ def test_capture_acknowledges_a_stopped_number_and_stores_nothing(
     )
     assert response.status_code == 202
     assert response.json_body == {"status": "received", "channel": "sms", "confirm_email": False}  # as any sign-up
-    assert services.tables.requests.get_unique(s.sku, contact_key("+447400999001", services.hash_key)) is None
+    assert services.tables.requests.unique(s.sku, contact_key("+447400999001", services.hash_key)) is None
 
 
 class PagedOptOuts:

@@ -363,7 +363,7 @@ def test_a_place_stored_before_mailbox_matching_is_explained_exported_and_forgot
     assert (report.requests_erased, report.uniqueness_items_erased, report.remaining) == (1, 1, 0)
     assert report.kept_optout
     assert OLD_SPELLING not in everything_stored(session)
-    assert services.tables.requests.get_unique(chair, old.contact_key) is None
+    assert services.tables.requests.unique(chair, old.contact_key) is None
     assert services.tables.audit.for_contact(old.contact_key) == []
     assert desk.export(TYPED)["requests"] == []
 

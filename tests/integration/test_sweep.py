@@ -208,7 +208,7 @@ def test_stale_waiting_place_is_removed_with_its_uniqueness_item(services: Servi
     clock.advance(86400 - STALE_LEAD_S)
     assert services.sweep.run()["stale_requests"] == 1
     assert services.tables.requests.get("CHAIR-WALNUT", stale.joined_ts) is None
-    assert services.tables.requests.get_unique("CHAIR-WALNUT", stale.contact_key) is None
+    assert services.tables.requests.unique("CHAIR-WALNUT", stale.contact_key) is None
     assert services.tables.requests.get("CHAIR-WALNUT", fresh.joined_ts) is not None
     assert services.tables.catalog.waiting("CHAIR-WALNUT") == 1
     assert seen == []
@@ -278,7 +278,7 @@ def test_stale_place_leaves_a_newer_places_uniqueness_item(services: Services, c
     clock.advance(3600)
     assert services.sweep.run()["stale_requests"] == 1
     assert services.tables.requests.get("CHAIR-WALNUT", old.joined_ts) is None
-    assert services.tables.requests.get_unique("CHAIR-WALNUT", old.contact_key) is not None
+    assert services.tables.requests.unique("CHAIR-WALNUT", old.contact_key) is not None
 
 
 def test_stale_places_are_found_days_after_their_ttl(services: Services, clock: FixedClock) -> None:
@@ -344,8 +344,8 @@ def test_a_stale_place_that_was_told_leaves_that_memory_behind(services: Service
     clock.advance(3600)
     assert services.sweep.run()["stale_requests"] == 1
     assert services.tables.requests.get("CHAIR-WALNUT", told.joined_ts) is None
-    unique = services.tables.requests.get_unique("CHAIR-WALNUT", told.contact_key)
-    assert unique is not None and unique["told_restock"] == "rs_told", "joining again brings no second notice"
+    unique = services.tables.requests.unique("CHAIR-WALNUT", told.contact_key)
+    assert unique is not None and unique.told_restock == "rs_told", "joining again brings no second notice"
 
 
 def test_a_sweep_out_of_time_stops_at_the_row_it_is_on_and_the_next_run_carries_on(

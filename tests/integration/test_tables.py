@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from chalicelib.tables.base import TransactionCancelled, Tx
-from chalicelib.tables.requests import new_joined_ts
+from chalicelib.tables.requests import Request, UniqueItem, new_joined_ts
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.support import CHAIR
@@ -16,14 +16,16 @@ from tests.support import CHAIR
 def join(services: Services, sku: str, contact: str, now: float, key: str | None = None) -> str:
     joined = new_joined_ts(now)
     unique, request = services.tables.requests.join_items(
-        sku=sku,
-        joined_ts=joined,
-        channel="sms",
-        contact=contact,
-        contact_key=key or f"key-{contact}",
-        name="",
-        ttl=int(now) + 86400,
-        now=now,
+        Request.waiting(
+            sku=sku,
+            joined_ts=joined,
+            channel="sms",
+            contact=contact,
+            contact_key=key or f"key-{contact}",
+            name="",
+            ttl=int(now) + 86400,
+            now=now,
+        )
     )
     services.tables.run(Tx().add("unique", unique).add("request", request))
     return joined
@@ -79,6 +81,12 @@ def test_a_second_join_for_the_same_person_is_refused_with_the_old_place(service
         join(services, "CHAIR", "+447400123456", clock.now() + 5)
     assert caught.value.failed("unique")
     assert caught.value.old("unique")["ref"] == first
+    assert caught.value.old("unique", UniqueItem) == UniqueItem(
+        "CHAIR", "key-+447400123456", ref=first, ttl=int(clock.now()) + 86400
+    )
+    place = services.tables.requests.place_of("CHAIR", "key-+447400123456")
+    assert place is not None and place.joined_ts == first
+    assert services.tables.requests.place_of("CHAIR", "key-nobody") is None
 
 
 def test_position_counts_only_live_requests(services: Services, clock: FixedClock) -> None:

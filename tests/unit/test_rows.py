@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from chalicelib.tables.catalog import Product
-from chalicelib.tables.requests import Request, RequestState
+from chalicelib.tables.requests import Request, RequestState, UniqueItem
 from chalicelib.tables.reservations import Offer, OfferState
 from chalicelib.tables.restocks import Restock, RestockState
 
@@ -28,6 +28,13 @@ REQUEST: dict[str, Any] = {
     "last_notified_restock": "rs_1",
     "offer_token": "t1",
     "leave_requested": "unsubscribe",
+}
+UNIQUE: dict[str, Any] = {
+    "sku": "CHAIR",
+    "joined_ts": "U#k1",
+    "ref": REQUEST["joined_ts"],
+    "told_restock": "rs_0",
+    "ttl": 1780135200,
 }
 OFFER: dict[str, Any] = {
     "token_id": "t1",
@@ -89,7 +96,9 @@ def stored(item: dict[str, Any]) -> dict[str, Any]:
     return {k: Decimal(v) if isinstance(v, int) and not isinstance(v, bool) else v for k, v in item.items()}
 
 
-@pytest.mark.parametrize(("kind", "item"), [(Request, REQUEST), (Offer, OFFER), (Restock, RESTOCK), (Product, PRODUCT)])
+@pytest.mark.parametrize(
+    ("kind", "item"), [(Request, REQUEST), (UniqueItem, UNIQUE), (Offer, OFFER), (Restock, RESTOCK), (Product, PRODUCT)]
+)
 def test_an_item_round_trips(kind: Any, item: dict[str, Any]) -> None:
     row = kind.from_item(stored(item))
     assert row.to_item() == item
@@ -168,3 +177,50 @@ def test_a_stale_row_carries_only_what_the_expiry_index_projects() -> None:
     assert (request.channel, request.contact, request.name) == ("", "", "")
     assert request.last_notified_restock is None and request.offer_token is None and request.leave_requested is None
     assert request.created_at is None and request.updated_at is None
+
+
+def test_a_uniqueness_item_names_its_person_and_place() -> None:
+    unique = UniqueItem.from_item(stored(UNIQUE))
+    assert (unique.contact_key, unique.ref, unique.told_restock, unique.ttl) == (
+        "k1",
+        REQUEST["joined_ts"],
+        "rs_0",
+        UNIQUE["ttl"],
+    )
+    # The memory of a place that left names no place.
+    assert UniqueItem.from_item({"sku": "CHAIR", "joined_ts": "U#k1", "told_restock": "rs_0"}).ref is None
+
+
+def test_a_new_place_is_written_from_its_row() -> None:
+    owed = Request.waiting(
+        sku="CHAIR",
+        joined_ts="2026-03-01T10:00:00.000000Z#a1b2c3",
+        channel="email",
+        contact="ada@example.com",
+        contact_key="k1",
+        ttl=1780135200,
+        now=1772359200.5,
+        told="rs_1",
+        unconfirmed=True,
+        ticket=7,
+        burnt_before=2,
+        waiting_shard=3,
+    )
+    item = owed.to_item()
+    assert item["state"] == "waiting" and item["expiry_day"] == "2026-05-30"
+    assert item["last_notified_restock"] == "rs_1" and (item["ticket"], item["burnt_before"]) == (7, 2)
+    # Owing its confirmation email from now: found by the sweep through the sparse "by-confirm" index.
+    assert (item["confirm_owed_at"], item["confirm_day"]) == (1772359200, "2026-03-01")
+    assert Request.from_item(item) == owed
+    quiet = Request.waiting(
+        sku="CHAIR",
+        joined_ts="j",
+        channel="email",
+        contact="a@b.c",
+        contact_key="k",
+        ttl=1,
+        now=0,
+        unconfirmed=True,
+        owes=False,
+    ).to_item()
+    assert quiet["unconfirmed"] is True and "confirm_owed_at" not in quiet and "confirm_day" not in quiet
