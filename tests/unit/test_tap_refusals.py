@@ -16,6 +16,8 @@ import pytest
 from chalicelib.aws import Aws
 from chalicelib.config import settings_from_env
 from chalicelib.errors import DomainError
+from chalicelib.tables.base import CONDITION_FAILED as FAILED
+from chalicelib.tables.base import TRANSACTION_CONFLICT, Reason, TransactionCancelled
 from chalicelib.web import MAX_BODY_BYTES, parse_body
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
@@ -95,3 +97,36 @@ def test_sms_to_another_country_or_a_non_mobile_number_is_refused_with_400(
 def test_a_good_tap_goes_on_to_aws_so_every_refusal_above_came_before_any_call(services: Services) -> None:
     with pytest.raises(AssertionError, match="reached AWS"):
         services.capture.capture("203.0.113.1", dict(GOOD))
+
+
+def cancelled(*parts: tuple[str, str, dict[str, Any] | None]) -> TransactionCancelled:
+    """A cancellation of a transaction whose named items answered (name, code, old image), one item each."""
+    return TransactionCancelled(
+        [Reason(code, old) for _, code, old in parts], {name: [i] for i, (name, _, _) in enumerate(parts)}
+    )
+
+
+REFUSALS = [
+    # An email tap's transaction holds no number's counters: a conflict alone is still "try again".
+    ([("rate", "None", None), ("product", "None", None), ("unique", "None", None)], "busy", TRANSACTION_CONFLICT),
+    ([("rate", FAILED, None), ("product", FAILED, None)], "rate_limited", None),
+    ([("rate", "None", None), ("product", FAILED, None)], "unknown_sku", None),
+    ([("product", FAILED, {"sku": "CHAIR-WALNUT#w03", "discontinued": True})], "discontinued", None),
+    ([("product", "None", None), ("places", FAILED, None)], "too_many_places", None),
+]
+
+
+@pytest.mark.parametrize(("parts", "code", "also"), REFUSALS)
+def test_a_refused_place_is_read_as_one_error(
+    services: Services, parts: list[tuple[str, str, dict[str, Any] | None]], code: str, also: str | None
+) -> None:
+    if also is not None:
+        parts = [*parts, ("other", also, None)]
+    refusal = services.capture.refusal_of(cancelled(*parts), "CHAIR-WALNUT")
+    assert refusal is not None and refusal.code == code
+
+
+def test_a_part_the_caller_answers_itself_is_no_error(services: Services) -> None:
+    # The uniqueness item (a repeat tap) or an opt-out check: answered as an outcome, never as an error.
+    parts = [("product", "None", None), ("unique", FAILED, {"sku": "CHAIR-WALNUT", "joined_ts": "U#k"})]
+    assert services.capture.refusal_of(cancelled(*parts), "CHAIR-WALNUT") is None
