@@ -466,7 +466,10 @@ def my_requests(token: str) -> Response:
     """A shopper's own page: what they wait for and their place in each line; changes nothing."""
     params: Mapping[str, str] = _request().query_params or {}
     done = params.get("done")
-    return _no_body_for_head(wiring.current().self_service.manage_page(token, done, _accept_language()))
+    # An SMS's "Stop texts" link (chalicelib/compose.py STOP_QUERY): the page opens on stopping.
+    stop_first = "stop" in params
+    page = wiring.current().self_service.manage_page(token, done, _accept_language(), stop_first=stop_first)
+    return _no_body_for_head(page)
 
 
 @app.route("/me/{token}", methods=["POST"], content_types=["application/x-www-form-urlencoded"])

@@ -44,6 +44,8 @@ SMS_PRODUCT_MIN = 8
 # so the manage link, where the shopper can stop everything, is the opt-out and says so.
 MANAGE_LABEL = "Manage: {link}"
 OPT_OUT_LABEL = "Stop texts: {link}"
+# "Stop texts" opens the shopper's own page with the form that stops everything first (selfservice.manage_page).
+STOP_QUERY = "?stop"
 WINDOW_LINE = "Link valid for {window}."
 SHOP_NAME_LIMIT = 30  # the frame's shop name, shortened beyond this so the product's name keeps its room
 IMAGE_SIZE = 120  # the product picture's width and height in the email, in CSS pixels
@@ -173,7 +175,8 @@ def compose_sms(copy_sms: str, facts: Facts, reserve_url: str, manage_url: str, 
     t = words(facts.lang)
     shop = sms_shop(facts.shop)
     window = t(WINDOW_LINE, window=facts.offer_window)
-    ending = f"{t(MANAGE_LABEL, link=manage_url)}\n{t(STOP_LINE)}" if two_way else t(OPT_OUT_LABEL, link=manage_url)
+    stop_link = manage_url + STOP_QUERY
+    ending = f"{t(MANAGE_LABEL, link=manage_url)}\n{t(STOP_LINE)}" if two_way else t(OPT_OUT_LABEL, link=stop_link)
     product = gsm_only(facts.product).strip()
     limit = len(product)
     while True:

@@ -248,14 +248,18 @@ class SelfService:
         except TokenInvalid:
             return self._bad_link(expired=False, lang=lang)
 
-    def manage_page(self, token: str, done: str | None = None, accept: str | None = None) -> Response:
-        """GET /me/{token}: the products this shopper waits for, their place in each, and what they can do."""
+    def manage_page(
+        self, token: str, done: str | None = None, accept: str | None = None, *, stop_first: bool = False
+    ) -> Response:
+        """GET /me/{token}: the products this shopper waits for, their place in each, and what they can do. With
+        `stop_first` (an SMS's "Stop texts" link, `?stop`) the form that stops everything comes before all else."""
         key = self._manage_key(token, i18n.negotiate(accept=accept))
         if isinstance(key, Response):
             return key
         view = self.manage.view(key)
         lang = i18n.negotiate(view.lang, accept=accept)
-        return self._page(200, lang, "Your requests", self._summary(view, lang), self._manage_html(view, done, lang))
+        body = self._manage_html(view, done, lang, stop_first=stop_first)
+        return self._page(200, lang, "Your requests", self._summary(view, lang), body)
 
     def manage_action(
         self,
@@ -381,12 +385,23 @@ class SelfService:
         )
         return f'<section class="place"><h2>{name}</h2><p class="status">{status}</p>{checkout}{leave}</section>'
 
-    def _manage_html(self, view: ManageView, done: str | None, lang: str) -> str:
+    def _manage_html(self, view: ManageView, done: str | None, lang: str, *, stop_first: bool = False) -> str:
         key = view.contact_key
         parts = []
         if done in DONE_MESSAGES:
             said = html.escape(tr(lang, DONE_MESSAGES[done]))
             parts.append(f'<p class="done" role="status"><strong>{said}</strong></p>')
+        stop = (
+            f'<section id="stop"><h2>{html.escape(tr(lang, "Stop everything"))}</h2><form method="post" action="">'
+            f"{self._hidden(key, 'stop')}"
+            f"<button type=submit>{html.escape(tr(lang, 'Unsubscribe and leave every list'))}</button></form>"
+            "</section>"
+            if not view.opted_out
+            else ""
+        )
+        if stop_first:
+            # Whoever tapped "Stop texts" came to stop: that form first, the places and the rest after it.
+            parts.append(stop)
         if view.opted_out and view.places:
             parts.append(f"<p>{html.escape(tr(lang, 'You have unsubscribed, so we will not message you again.'))}</p>")
         parts += [self._place_html(p, key, lang) for p in view.places]
@@ -418,13 +433,8 @@ class SelfService:
                 f'<p class="note">{html.escape(tr(lang, "We send a code there first; you keep your place in every line."))}</p>'
                 f"<button type=submit>{html.escape(tr(lang, label))}</button></form></section>"
             )
-        if not view.opted_out:
-            parts.append(
-                f'<section><h2>{html.escape(tr(lang, "Stop everything"))}</h2><form method="post" action="">'
-                f"{self._hidden(key, 'stop')}"
-                f"<button type=submit>{html.escape(tr(lang, 'Unsubscribe and leave every list'))}</button></form>"
-                "</section>"
-            )
+        if not stop_first:
+            parts.append(stop)
         if view.places:
             # Only a page that shows places has anything a stranger holding its link could see or change; with none,
             # switching the links off would protect nothing, so the page does not offer it.

@@ -236,7 +236,14 @@ def test_a_bought_link_and_an_address_that_leads_nowhere(tabs: dict[str, Any], s
     api = stack.api
     post_json(f"{api}/notify-me", {"sku": BOARD, "channel": "sms", "contact": BEA, "lang": "de"})
     post_json(f"{stack.console}/api/restock", {"sku": BOARD, "available": 1})
-    reserve = links_to(stack, BEA, "reserve")["reserve"]
+    bea = links_to(stack, BEA, "reserve")
+    reserve = bea["reserve"]
+
+    # The SMS's "Stop texts" link opens her page on the form that stops everything.
+    look(tabs, stack, "stop-texts", lang="de", says="Alles beenden", open_=lambda t: t.goto(bea["manage"] + "?stop"))
+    first = tabs["phone"].locator("main form button").first
+    assert first.inner_text() == "Abmelden und alle Listen verlassen"
+
     buyer = tabs["desktop"]
     buyer.goto(reserve)
     buyer.locator("form#go button").click()

@@ -554,7 +554,9 @@ def test_each_sms_is_short_names_the_shop_and_window_has_its_own_links_and_an_ho
             manage = lines[-2].removeprefix(f"Manage: {base}/m/")
         else:
             assert "STOP" not in text  # no reply reaches a one-way sender: the manage link is the opt-out
-            manage = lines[-1].removeprefix(f"Stop texts: {base}/m/")
+            # "Stop texts" opens their page on its stop form (?stop).
+            assert lines[-1].endswith("?stop")
+            manage = lines[-1].removeprefix(f"Stop texts: {base}/m/").removesuffix("?stop")
         assert sms_segments(text) <= 2
         # Both links are short random ids: the offer row's own id, and the person's manage id in the opt-out table.
         reserve = text.split(f"{base}/r/")[1].split()[0]

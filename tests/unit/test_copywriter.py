@@ -310,7 +310,7 @@ def test_without_two_way_the_manage_link_is_the_opt_out_and_no_reply_is_asked_fo
     assert text == (
         "Walnut & Wool (demo shop): Back: https://a.example/reserve/r\n"
         "Link valid for 1 hour.\n"
-        "Stop texts: https://a.example/me/m"
+        "Stop texts: https://a.example/me/m?stop"
     )
     assert "STOP" not in text and STOP_LINE not in text
 

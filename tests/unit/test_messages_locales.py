@@ -132,7 +132,7 @@ def test_the_sms_frame_speaks_the_language_and_keeps_the_stop_keyword(lang: str)
     assert lines[2] == to_gsm(t("Manage: {link}", link="https://a.example/m/y"))
     assert "STOP" in lines[3] and lines[3] == to_gsm(t("Reply STOP to opt out"))
     one_way = compose_sms(f"{PRODUCT}: {LINK}", facts, "https://a.example/r/x", "https://a.example/m/y", two_way=False)
-    assert one_way.split("\n")[-1] == to_gsm(t("Stop texts: {link}", link="https://a.example/m/y"))
+    assert one_way.split("\n")[-1] == to_gsm(t("Stop texts: {link}", link="https://a.example/m/y?stop"))
 
 
 @pytest.mark.parametrize(
