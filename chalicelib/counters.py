@@ -429,14 +429,18 @@ class UnitMoves:
             tx.add("shelf", self.tables.catalog.store_held_item(sku, from_store))
         return self._outcome(self._commit(tx, "request", "waiting"))
 
-    def store_placed(self, row: Offer, *, ref: str, checkout_url: str, now: float) -> bool:
+    def store_placed(self, row: Offer, *, ref: str, checkout_url: str, now: float, unsettled: bool = False) -> bool:
         """The store now holds the unit too: record its hold, and count it among the SKU's units held on the store
         (the store's own level no longer shows it; the shelf level detection compares adds it back). False when
-        the row had moved on."""
+        the row had moved on. `unsettled`: the store may hold a second unit for it (chalicelib/store_holds.py
+        `settle`), recorded with the hold so that the sweep looks within a minute."""
+        due_at = int(row.hold_expires_at or now)
+        if unsettled:
+            due_at = min(due_at, int(now) + STORE_RETRY_S)
         tx = Tx().add(
             "row",
             self.tables.reservations.store_placed_item(
-                row.token_id, ref=ref, checkout_url=checkout_url, due_at=int(row.hold_expires_at or now)
+                row.token_id, ref=ref, checkout_url=checkout_url, due_at=due_at, unsettled=unsettled
             ),
         )
         tx.add("shelf", self.tables.catalog.store_held_item(row.sku, 1))

@@ -6,7 +6,10 @@ A store call is a side effect outside DynamoDB, so it is done exactly once by de
 - the call is idempotent on the reservation id (the connector finds a hold it already placed);
 - the row stays in the sweep's index while anything is owed, so a crash, a timeout or a store that is down is
   finished by the next sweep: a placing hold is placed, a releasing one released, before its unit is offered
-  again (DESIGN §5 "Holds on the store").
+  again (DESIGN §5 "Holds on the store");
+- a store that cannot make the call idempotent by itself (Shopify's draftOrderCreate takes no key) may be left
+  holding a second unit by a retry after a lost answer: the hold is then recorded unsettled, and each sweep asks the
+  store to give back every other hold for the reservation until it shows that none can be left (`settle`).
 """
 
 from __future__ import annotations
@@ -41,6 +44,10 @@ PLACED = "placed"  # the store holds the unit; `hold` says where the shopper che
 STORE_DOWN = "store_down"  # the store did not answer; our hold stands and the placing is tried again
 REFUSED = "refused"  # the store will not hold it (the unit is not there): our hold was ended, the place kept
 ENDED = "ended"  # the hold ended meanwhile (it expired, or was bought): nothing to place
+
+# What looking for a hold's duplicates came to (`settle`).
+SETTLED = "settled"  # the store shows the hold's own hold and gave back any other: nothing left to look for
+UNSETTLED = "unsettled"  # the store cannot show it yet (its search lags): the next sweep looks again
 
 
 @dataclass(frozen=True)
@@ -98,11 +105,16 @@ class StoreHolds:
             move = self.moves.expire(row, now, reason="store_refused")
             return Placing(REFUSED if move.result == DONE else ENDED)
         self.faults("store.after_place")
-        if self.moves.store_placed(row, ref=hold.ref, checkout_url=hold.checkout_url, now=now):
+        if self.moves.store_placed(
+            row, ref=hold.ref, checkout_url=hold.checkout_url, now=now, unsettled=not hold.settled
+        ):
             return Placing(PLACED, hold)
         current = self.tables.reservations.get(row.token_id)
         if current is not None and current.state == OfferState.HELD and current.store_state == StoreState.PLACED:
-            # A simultaneous tap (or the sweep) recorded the same hold first: the connector returned that one.
+            # A simultaneous tap (or the sweep) recorded a hold first. The shopper checks out through the recorded
+            # one: any other the store holds for it is given back by `settle`.
+            if current.store_ref and current.store_checkout_url:
+                return Placing(PLACED, StoreHold(ref=current.store_ref, checkout_url=current.store_checkout_url))
             return Placing(PLACED, hold)
         # The hold ended while we placed it: its release (written by the ending move) gives the unit back.
         return Placing(ENDED)
@@ -112,6 +124,29 @@ class StoreHolds:
         or the store was down)."""
         product = self.tables.catalog.get_cached(row.sku) or Product.from_item({"sku": row.sku})
         return self.place(row, product)
+
+    def settle(self, row: Offer, now: float) -> str:
+        """The sweep's step for a live hold recorded unsettled: the store gives back every other hold it has for the
+        reservation (never the recorded one, never one paid for), and once it shows the recorded one the flag goes.
+        Until then the row is due again within a minute (never past the hold's end, whose release takes every
+        hold back). A crash between the store's answer and the flag's removal only repeats the look next run."""
+        due_again = min(int(now) + STORE_RETRY_S, int(row.hold_expires_at or now))
+        try:
+            settled = self.store.release_duplicates(row.token_id, row.store_ref or "")
+        except StoreUnavailable as exc:
+            if isinstance(exc, StoreCredentialsRefused):
+                log.error("store hold for %s not checked for duplicates: %s", offer_ref(row.token_id), exc)
+                self._count_refused()
+            else:
+                log.warning("store hold for %s not checked for duplicates yet: %s", offer_ref(row.token_id), exc)
+            self.tables.reservations.store_unsettled_retry_at(row.token_id, due_again)
+            return STORE_DOWN
+        if not settled:
+            self.tables.reservations.store_unsettled_retry_at(row.token_id, due_again)
+            return UNSETTLED
+        self.faults("store.after_duplicates")
+        self.tables.reservations.store_settled(row.token_id, int(row.hold_expires_at or now))
+        return SETTLED
 
     def release(self, row: Offer) -> bool:
         """Give an ended hold's unit back to the store; False when the store did not answer (the row stays due)."""

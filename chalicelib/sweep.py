@@ -20,7 +20,7 @@ from chalicelib.faults import FaultHook, no_faults
 from chalicelib.jobs import PROOF_OWED_AFTER_S, PROOF_OWED_LOOKBACK_DAYS, JobQueue
 from chalicelib.leaving import QueueExits
 from chalicelib.messages import ConfirmEmail, Job, ResubscribeProof
-from chalicelib.store_holds import PLACED, STORE_DOWN, StoreHolds
+from chalicelib.store_holds import PLACED, SETTLED, STORE_DOWN, StoreHolds
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.store import Tables
 
@@ -91,7 +91,7 @@ class SweepService:
         deadline: Deadline | None = None,
     ) -> dict[str, int]:
         """One sweep; returns counts: lapsed, expired, topups, stale_requests, pending_requeued, unknown_sku_digests,
-        optouts_synced, raced, store_placed, store_released, store_unanswered, confirmations_requeued,
+        optouts_synced, raced, store_placed, store_settled, store_released, store_unanswered, confirmations_requeued,
         proofs_requeued, demand_rolled_up and out_of_time (1 when it stopped early; the next run carries on).
 
         It stops starting new work at `deadline`, by default the earlier of its budget and the Lambda's remaining
@@ -116,6 +116,7 @@ class SweepService:
                 "optouts_synced",
                 "raced",
                 "store_placed",
+                "store_settled",
                 "store_released",
                 "store_unanswered",
                 "confirmations_requeued",
@@ -182,6 +183,13 @@ class SweepService:
                 placing = self.store_holds.finish(row)
                 summary["store_placed"] += placing.result == PLACED
                 summary["store_unanswered"] += placing.result == STORE_DOWN
+            return
+        elif state == OfferState.HELD and row.store_state == StoreState.PLACED and row.store_unsettled:
+            # A live hold the store may hold a second unit for (a retry after a lost answer): look for it again.
+            if not summary["store_unanswered"]:
+                settling = self.store_holds.settle(row, at)
+                summary["store_settled"] += settling == SETTLED
+                summary["store_unanswered"] += settling == STORE_DOWN
             return
         elif state not in (OfferState.LAPSED, OfferState.EXPIRED):
             # Not yet past its own expiry (the row is authoritative), or already final elsewhere.

@@ -134,10 +134,15 @@ class HoldRequest:
 
 @dataclass(frozen=True)
 class StoreHold:
-    """A hold the store has: its own reference (to release it) and where the shopper checks out."""
+    """A hold the store has: its own reference (to release it) and where the shopper checks out.
+
+    `settled` is False when the store could not confirm that this is the hold's only one (a retry after a lost
+    answer may have made a second that the store's search did not show yet): the sweep then asks
+    `Store.release_duplicates` until it is."""
 
     ref: str
     checkout_url: str
+    settled: bool = field(default=True, compare=False)
 
 
 def check_topic(
@@ -186,6 +191,12 @@ class Store(Protocol):
     def release_hold(self, reservation_id: str, ref: str | None) -> None:
         """Give the unit back to the store. Idempotent: a hold already gone (or never placed) is released.
         A hold the shopper already paid for is left alone. StoreUnavailable to try later."""
+        ...
+
+    def release_duplicates(self, reservation_id: str, ref: str) -> bool:
+        """Give back every other hold the store has for this reservation (never `ref`, never one already paid for);
+        True once the store shows that nothing else can be hiding (settled), False to look again later.
+        Idempotent. StoreUnavailable to try later."""
         ...
 
 

@@ -38,3 +38,7 @@ class GenericStore:
     def release_hold(self, reservation_id: str, ref: str | None) -> None:
         """Nothing to give back: no generic hold is ever placed on the store."""
         return None
+
+    def release_duplicates(self, reservation_id: str, ref: str) -> bool:
+        """Settled: a hold in our tables alone has no copy anywhere."""
+        return True

@@ -487,10 +487,14 @@ class ShopifyConnector:
             raise StoreRefused(f"{hold.sku} has no Shopify variant id to hold.")
         tag = reservation_tag(hold.reservation_id)
         try:
-            for found in self._find_drafts(tag):
+            drafts = self._find_drafts(tag)
+            for found in drafts:
                 url = found.get("invoiceUrl")
                 if isinstance(url, str) and url:
-                    return StoreHold(ref=str(found["id"]), checkout_url=url)
+                    # Two attempts' draft orders both in the search: the other still reserves a unit until the
+                    # sweep's release_duplicates takes it back.
+                    others = [d for d in drafts if d is not found and d.get("status") != "COMPLETED"]
+                    return StoreHold(ref=str(found["id"]), checkout_url=url, settled=not others)
             variables = {
                 "input": {
                     "lineItems": [{"variantId": f"gid://shopify/ProductVariant/{variant_id}", "quantity": 1}],
@@ -522,15 +526,17 @@ class ShopifyConnector:
         before the create can therefore miss one made by an earlier attempt whose answer was lost, and this
         create then reserves a second unit. Once the index shows the new draft order it shows every older one
         too: an older open draft order for the same hold is kept (a concurrent call may have recorded it) and the
-        new one, which nobody has seen yet, is deleted. An index still behind after the waits leaves both, and
-        releasing the hold deletes every open draft order with its tag."""
+        new one, which nobody has seen yet, is deleted. An index still behind after the waits (or a search that
+        failed) leaves both: the hold is returned unsettled, and the sweep's release_duplicates takes the other
+        back once the search shows this one."""
+        unsettled = StoreHold(ref=created.ref, checkout_url=created.checkout_url, settled=False)
         for wait in (0.0, *INDEX_WAITS_S):
             if wait:
                 self._sleep(wait)
             try:
                 found = self._find_drafts(tag)
             except (_Throttled, StoreUnavailable):
-                return created  # the hold stands; a duplicate, if any, goes with its release
+                return unsettled  # the hold stands; a duplicate, if any, is the sweep's to find
             if not any(d.get("id") == created.ref for d in found):
                 continue
             ours = next(d for d in found if d.get("id") == created.ref)
@@ -550,9 +556,10 @@ class ShopifyConnector:
             try:
                 self._release_one(created.ref)
             except (_Throttled, StoreUnavailable):
-                return created  # could not take ours back: keep it, and the release deletes both
-            return StoreHold(ref=str(keep["id"]), checkout_url=str(keep["invoiceUrl"]))
-        return created
+                return unsettled  # could not take ours back: keep it, and the sweep takes the older one back
+            # More than one older one (several lost answers): the others are the sweep's to take back.
+            return StoreHold(ref=str(keep["id"]), checkout_url=str(keep["invoiceUrl"]), settled=len(older) == 1)
+        return unsettled
 
     def release_hold(self, reservation_id: str, ref: str | None) -> None:
         """Delete the hold's draft order; already gone is done, and a completed (paid) one is left alone."""
@@ -566,6 +573,20 @@ class ShopifyConnector:
                     self._release_one(str(draft["id"]))
         except _Throttled as throttled:
             raise StoreUnavailable("Shopify is throttling calls.", retry_after_s=throttled.wait_s) from None
+
+    def release_duplicates(self, reservation_id: str, ref: str) -> bool:
+        """Delete every open draft order with the hold's tag but `ref` (a completed one is the shopper's order and
+        stays); settled once the search shows `ref` itself. The search is an index that may lag (see _one_draft):
+        once it shows the hold's own draft order, it shows every older one, so none can be hiding any more. Run
+        again after a crash, it finds what is left and deletes that (deleting one already gone is done)."""
+        try:
+            found = self._find_drafts(reservation_tag(reservation_id))
+            for draft in found:
+                if draft.get("id") and draft.get("id") != ref and draft.get("status") != "COMPLETED":
+                    self._release_one(str(draft["id"]))
+        except _Throttled as throttled:
+            raise StoreUnavailable("Shopify is throttling calls.", retry_after_s=throttled.wait_s) from None
+        return any(d.get("id") == ref for d in found)
 
     def _release_one(self, draft_id: str) -> None:
         status = self._draft_status(draft_id)

@@ -514,6 +514,10 @@ class WooCommerceConnector:
         if _releasable(order):
             self._cancel(str(order.get("id")))
 
+    def release_duplicates(self, reservation_id: str, ref: str) -> bool:
+        """Settled: the plugin keeps one draft order per reservation id (a retry is answered with the same one)."""
+        return True
+
     def _cancel(self, order_id: str) -> None:
         # Cancelled, not deleted: a cancelled order leaves the reserved-stock query (it counts checkout-draft and
         # pending orders only: ReserveStock::get_query_for_reserved_stock), and a legacy on-hold hold gets its unit

@@ -65,6 +65,8 @@ class Offer:
     store_state: StoreState | None = None  # only where the platform holds units on the store itself
     store_ref: str | None = None  # the store's own id of its hold (a draft order, a pending order)
     store_checkout_url: str | None = None  # the store's checkout for that hold
+    # The store could not confirm store_ref is the hold's only one: the sweep looks for others each run until it can.
+    store_unsettled: bool = False
     lang: str = "en"  # the shopper's language (chalicelib/i18n.py); rows from before it are English
 
     @classmethod
@@ -96,12 +98,13 @@ class Offer:
             store_state=StoreState(item["store_state"]) if item.get("store_state") else None,
             store_ref=str_or_none(item.get("store_ref")),
             store_checkout_url=str_or_none(item.get("store_checkout_url")),
+            store_unsettled=bool(item.get("store_unsettled")),
             lang=str(item.get("lang") or "en"),
         )
 
     def to_item(self) -> dict[str, Any]:
         """The stored item (absent attributes left out)."""
-        item = present({**self.__dict__, "state": str(self.state)})
+        item = present({**self.__dict__, "state": str(self.state), "store_unsettled": self.store_unsettled or None})
         if self.store_state is not None:
             item["store_state"] = str(self.store_state)
         return item
@@ -255,15 +258,18 @@ class ReservationsTable:
             return False
         return True
 
-    def store_placed_item(self, token_id: str, *, ref: str, checkout_url: str, due_at: int) -> dict[str, Any]:
+    def store_placed_item(
+        self, token_id: str, *, ref: str, checkout_url: str, due_at: int, unsettled: bool = False
+    ) -> dict[str, Any]:
         """Transaction item: the store now holds the unit; keep its reference and checkout, and be due again at the
-        hold's end."""
+        hold's end (or, `unsettled`, sooner: the store may hold a second unit for it, which the sweep looks for)."""
+        flag = ", store_unsettled = :unsettled" if unsettled else ""
         return {
             "Update": {
                 "TableName": self.name,
                 "Key": {"token_id": token_id},
                 "UpdateExpression": (
-                    "SET store_state = :placed, store_ref = :ref, store_checkout_url = :url, due_at = :due"
+                    "SET store_state = :placed, store_ref = :ref, store_checkout_url = :url, due_at = :due" + flag
                 ),
                 # Only a hold still live and still placing: recorded once, and an ended hold's store hold is the
                 # release's to undo.
@@ -276,7 +282,8 @@ class ReservationsTable:
                     ":due": int(due_at),
                     ":held": OfferState.HELD,
                     ":placing": StoreState.PLACING,
-                },
+                }
+                | ({":unsettled": True} if unsettled else {}),
             }
         }
 
@@ -294,6 +301,43 @@ class ReservationsTable:
                     ":held": OfferState.HELD,
                     ":placing": StoreState.PLACING,
                 },
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def store_settled(self, token_id: str, due_at: int) -> bool:
+        """The store shows the hold's own hold and nothing else: the flag goes, and the row is due at the hold's end
+        (`due_at`) again. False when the hold had moved on or was settled already."""
+        try:
+            self.table.update_item(
+                Key={"token_id": token_id},
+                UpdateExpression="REMOVE store_unsettled SET due_at = :due",
+                # Only a live placed hold: an ended one is due for its release and must stay so.
+                ConditionExpression="#state = :held AND store_state = :placed AND attribute_exists(store_unsettled)",
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues={
+                    ":due": int(due_at),
+                    ":held": OfferState.HELD,
+                    ":placed": StoreState.PLACED,
+                },
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def store_unsettled_retry_at(self, token_id: str, due_at: int) -> bool:
+        """The store could not show yet that the hold's is its only one: the sweep looks again at `due_at`."""
+        try:
+            self.table.update_item(
+                Key={"token_id": token_id},
+                UpdateExpression="SET due_at = :due",
+                # Only while still unsettled, and never past the hold's end: its expiry must be found on time.
+                ConditionExpression=(
+                    "#state = :held AND attribute_exists(store_unsettled) AND hold_expires_at >= :due"
+                ),
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues={":due": int(due_at), ":held": OfferState.HELD},
             )
         except self.table.meta.client.exceptions.ConditionalCheckFailedException:
             return False

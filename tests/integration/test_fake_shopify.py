@@ -243,6 +243,58 @@ def test_a_lagging_search_alone_makes_no_duplicate_and_takes_nothing_back(
     assert shop.counts(SKU) == {"available": 2, "reserved": 1}
 
 
+def test_a_duplicate_the_search_cannot_show_yet_leaves_the_hold_unsettled_until_the_search_catches_up(
+    shop: FakeShopify, clock: FixedClock, connector: ShopifyConnector
+) -> None:
+    shop.set_available(SKU, 3)
+    assert connector.place_hold(hold(shop, "r-0")).settled  # the search showed it alone
+    shop.search_lag_s = 60.0
+    shop.timeout_after_next("draftOrderCreate")
+    with pytest.raises(StoreUnavailable):
+        connector.place_hold(hold(shop))
+    held = connector.place_hold(hold(shop))
+    assert not held.settled
+    [lost] = [d for d in shop.drafts_for("r-1") if d.gid != held.ref]
+    # The search does not show the recorded draft order yet: nothing can be told apart, nothing is deleted.
+    assert connector.release_duplicates("r-1", held.ref) is False
+    assert len(shop.drafts_for("r-1")) == 2
+    clock.advance(60)
+    # Caught up: the other one goes, the recorded one stays, and it is settled.
+    assert connector.release_duplicates("r-1", held.ref) is True
+    assert [d.gid for d in shop.drafts_for("r-1")] == [held.ref]
+    assert lost.id not in shop.draft_orders
+    assert shop.counts(SKU) == {"available": 1, "reserved": 2}
+    # Again, as after a crash before the flag was cleared: nothing more to delete, still settled.
+    assert connector.release_duplicates("r-1", held.ref) is True
+    assert [d.gid for d in shop.drafts_for("r-1")] == [held.ref]
+
+
+def test_release_duplicates_never_deletes_a_completed_draft_order(
+    shop: FakeShopify, clock: FixedClock, connector: ShopifyConnector
+) -> None:
+    shop.set_available(SKU, 3)
+    shop.search_lag_s = 10_000.0
+    first = connector.place_hold(hold(shop))
+    second = connector.place_hold(hold(shop))
+    shop.complete_draft_order(first.ref)  # the shopper paid through the other one
+    shop.search_lag_s = 0.0
+    assert connector.release_duplicates("r-1", second.ref) is True
+    assert {d.gid: d.status for d in shop.drafts_for("r-1")} == {first.ref: "COMPLETED", second.ref: "OPEN"}
+
+
+def test_a_lookup_that_finds_two_draft_orders_returns_the_older_unsettled(
+    shop: FakeShopify, connector: ShopifyConnector
+) -> None:
+    shop.set_available(SKU, 3)
+    shop.search_lag_s = 10_000.0
+    first = connector.place_hold(hold(shop))
+    connector.place_hold(hold(shop))
+    shop.search_lag_s = 0.0
+    found = connector.place_hold(hold(shop))
+    assert found == first and not found.settled
+    assert len(shop.drafts_for("r-1")) == 2
+
+
 def test_two_calls_that_each_made_one_agree_on_the_older(shop: FakeShopify, connector: ShopifyConnector) -> None:
     # Two attempts' draft orders, both in the search: whichever call looks, the older one is the hold.
     shop.set_available(SKU, 3)

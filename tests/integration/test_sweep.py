@@ -322,6 +322,7 @@ def test_summary_counts_every_kind_of_work(s: Scene) -> None:
         "optouts_synced",
         "raced",
         "store_placed",
+        "store_settled",
         "store_released",
         "store_unanswered",
         "confirmations_requeued",

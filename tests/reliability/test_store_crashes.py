@@ -266,3 +266,37 @@ def test_an_order_paid_after_the_hold_ended_and_was_released_is_recorded_once_an
     assert on_store(shop, token) == [SOLD]
     holds(shop)
     settles(shop)
+
+
+# --- a second Shopify draft order made by a retry after a lost answer (chalicelib/store_holds.py `settle`)
+
+
+def test_a_crash_after_the_duplicate_draft_is_deleted_repeats_the_look_next_run(
+    session: boto3.session.Session, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chalicelib.platforms import shopify
+
+    monkeypatch.setattr(shopify, "INDEX_WAITS_S", ())  # the fake's index follows the clock, not real time
+    w = World.build(session, env, FixedClock(int(time.time())), platform="shopify")
+    w.product()
+    [token] = offered(w, ADA, units=2)
+    w.store.search_lag_s = 300.0
+    w.store.timeout_after_next("draftOrderCreate")
+    assert tap(w, token).kind == STORE_DOWN
+    assert tap(w, token).kind == HELD_AGAIN
+    assert on_store(w, token) == [RESERVED, RESERVED]
+    assert w.row(token)["store_unsettled"] is True
+
+    w.clock.advance(300)
+    w.faults.crash_at("store.after_duplicates")
+    with pytest.raises(InjectedCrash):
+        w.services.sweep.run()
+    w.faults.restore()
+    assert on_store(w, token) == [RESERVED]  # deleted, but the flag still says to look
+    assert w.row(token)["store_unsettled"] is True
+    w.clock.advance(STORE_RETRY_S)
+    assert w.services.sweep.run()["store_settled"] == 1
+    assert "store_unsettled" not in w.row(token)
+    one_draft_or_order(w, token)
+    holds(w)
+    settles(w)
