@@ -36,8 +36,10 @@ webhooks from its own queue, and `deliver(order=, repeat=, drop=, seed=)` posts 
   * lost (`drop`): the reason Shopify recommends reconciliation jobs (https://shopify.dev/docs/apps/build/webhooks).
 `delete_product` sends products/delete, whose body is the product's `id` alone.
 
-The draftOrders tag search shows a new draft order only `search_lag_s` after it was created (0 by default):
-Shopify does not say how soon its search shows a new object, and the connector must be safe whatever it is.
+The draftOrders tag search shows a new draft order only `search_lag_s` after it was created (0 by default), and
+every draft order at least that old: an index that catches up. Shopify does not say how soon its search shows a new
+object (https://shopify.dev/docs/api/admin-graphql/2025-10/queries/draftOrders,
+https://shopify.dev/docs/api/usage/search-syntax), and the connector must be safe whatever it is.
 
 Draft orders: one created with reserveInventoryUntil moves a unit from available to reserved at the first location
 that has one (Shopify documents the reservation but not what happens without stock; here it is refused with a
@@ -177,7 +179,8 @@ class FakeShopify:
         self.issued: dict[str, float] = {}  # tokens from the client credentials grant, and when each expires
         self.refused_tokens = 0  # Admin API calls answered 401
         # How long a new draft order stays out of the draftOrders tag search. Shopify does not say how soon its
-        # search shows a new object; the connector must be safe whatever it is (set it to test that).
+        # search shows a new object (https://shopify.dev/docs/api/admin-graphql/2025-10/queries/draftOrders); the
+        # connector must be safe whatever it is (set it to test that).
         self.search_lag_s = 0.0
         self._token_ids = itertools.count(1)
         self.currency = currency
