@@ -51,8 +51,8 @@ https://shopify.dev/docs/api/admin-rest/2025-10/resources/draftorder: order_id i
 and associated with the draft order after the draft order is completed"). The order names no draft order: neither
 the REST order nor the GraphQL Order object has such a field
 (https://shopify.dev/docs/api/admin-graphql/2025-10/objects/Order; the link is DraftOrder.order). Whether every
-custom attribute reaches the order is Shopify's to keep; `attributes_reach_order=False` models an order without
-them, for the app's safety net.
+custom attribute reaches the order is Shopify's to keep; `attributes_reach_order=False` (an argument of
+`complete_draft_order`, or the fake's own default) models an order without them, for the app's safety net.
 """
 
 from __future__ import annotations
@@ -182,6 +182,8 @@ class FakeShopify:
         # search shows a new object (https://shopify.dev/docs/api/admin-graphql/2025-10/queries/draftOrders); the
         # connector must be safe whatever it is (set it to test that).
         self.search_lag_s = 0.0
+        # Whether a completed draft order's custom attributes reach its order (complete_draft_order's default).
+        self.attributes_reach_order = True
         self._token_ids = itertools.count(1)
         self.currency = currency
         self._clock = clock
@@ -462,7 +464,7 @@ class FakeShopify:
             return self.webhook_request("products/delete", {"id": product.id})
 
     def complete_draft_order(
-        self, ref: str, *, financial_status: str = "paid", attributes_reach_order: bool = True
+        self, ref: str, *, financial_status: str = "paid", attributes_reach_order: bool | None = None
     ) -> tuple[bytes, dict[str, str]]:
         """The shopper pays: the draft order becomes an order, the reserved unit is sold; the orders/create sent (and
         returned) and the draft order's draft_orders/update sent (`draft_order_webhook` returns it)."""
@@ -481,7 +483,7 @@ class FakeShopify:
             draft.order_id = next(self._order_ids)
             draft.updated_at = self._now()
             payload = self._order_payload(draft, variant, financial_status)
-            if not attributes_reach_order:
+            if not (self.attributes_reach_order if attributes_reach_order is None else attributes_reach_order):
                 payload["note_attributes"] = []
             order = self.webhook_request("orders/create", payload)
             self._draft_updates[draft.id] = self.webhook_request("draft_orders/update", self._draft_payload(draft))

@@ -544,7 +544,8 @@ class Stack:
 
     def place_order(self, reservation_id: str, order_id: str | None = None) -> tuple[str, dict[str, Any], ApiAnswer]:
         """The shopper pays for a held unit: the shop's signed orders webhook on generic; on a store, the fake
-        completes the draft order (Shopify) or pays the order (WooCommerce) and its order webhook is delivered."""
+        completes the draft order (Shopify) or pays the order (WooCommerce) and every webhook it sends for that is
+        delivered (on Shopify the draft order's draft_orders/update too); the answer is the order webhook's."""
         if self.stores is not None and self.platform != "generic":
             row = self.services.tables.reservations.get(reservation_id)
             ref = row.store_ref if row is not None else None
@@ -556,11 +557,13 @@ class Stack:
                 )
             with self.lock:
                 try:
-                    request = self.stores.pay(self.platform, str(ref))
+                    *before, order = self.stores.pay(self.platform, str(ref))
                 except (KeyError, ValueError) as exc:
                     message = f"The {self.platform} store cannot take payment for it: {exc}"
                     raise Conflict(message, code="not_payable") from exc
-                return self._store_webhook(request)
+                for request in before:
+                    self._store_webhook(request)
+                return self._store_webhook(order)
         if not self.route_exists(ORDERS_WEBHOOK, "POST"):
             raise NotAvailable("The API has no orders webhook yet, so an order cannot be recorded.")
         payload = {"reservation_id": reservation_id, "order_id": order_id or f"demo-{uuid.uuid4().hex[:10]}"}

@@ -156,12 +156,16 @@ class LocalStores:
             except KeyError as exc:
                 raise UnknownSku(f"The fake {platform} store sells no product with SKU {sku!r}.") from exc
 
-    def pay(self, platform: str, ref: str) -> tuple[bytes, dict[str, str]]:
-        """The shopper pays for the store's hold `ref` (a draft order, or an order); the signed order webhook."""
+    def pay(self, platform: str, ref: str) -> list[tuple[bytes, dict[str, str]]]:
+        """The shopper pays for the store's hold `ref` (a draft order, or an order): every signed webhook the store
+        sends for it, the order's last. Shopify completing a draft order sends orders/create and the draft order's
+        draft_orders/update (in no set order: https://shopify.dev/docs/apps/build/webhooks, *Ordering*); the
+        app matches an order to its hold through either."""
         with self._lock:
             if platform == "shopify":
-                return self.shopify.complete_draft_order(ref)
-            return self.woocommerce.pay_order(int(ref))
+                order = self.shopify.complete_draft_order(ref)
+                return [self.shopify.draft_order_webhook(ref), order]
+            return [self.woocommerce.pay_order(int(ref))]
 
     # --- served over HTTP
 

@@ -313,3 +313,22 @@ def test_a_claim_link_that_was_altered_or_has_ended_gets_the_plugins_page(consol
     assert answer.status_code == 400
     assert "This link is not complete." in answer.get_data(as_text=True)
     assert site.get("/checkout/").get_data(as_text=True).count("Your cart is currently empty.") == 1
+
+
+def test_paying_on_shopify_delivers_the_draft_orders_completion_too(
+    console: FlaskClient, api: Client, stack: Stack, stores: LocalStores
+) -> None:
+    switch(console, "shopify")
+    # The order arrives without our attribute: only the draft order's draft_orders/update names the hold.
+    stores.shopify.attributes_reach_order = False
+    tap(api, THROW, "email", "ada@example.com")
+    assert post(console, "/api/restock", {"sku": THROW, "available": 1}).get_json()["api"]["status"] == 202
+    assert post(console, "/api/run/notifier").get_json()["processed"] == 1
+    offer = the_offer(console, THROW)
+    assert tap_link(api, stack.services.tokens.reserve(offer["reservation_id"])).status_code == 303
+
+    paid = post(console, "/api/orders", {"reservation_id": offer["reservation_id"]}).get_json()
+    assert paid["api"]["status"] == 200, paid
+    assert paid["sent"]["note_attributes"] == []
+    assert the_offer(console, THROW)["state"] == "converted"
+    assert store_counts(console, THROW) == {"available": 0, "reserved": 0}
