@@ -413,6 +413,22 @@ def unsubscribe(token: str) -> Response:
     )
 
 
+@app.route("/unsubscribe/undo/{token}", methods=["GET", "HEAD"])
+def unsubscribe_undo_page(token: str) -> Response:
+    """An undo link opened again (back, reload): a page with the Undo button; changes nothing."""
+    return _no_body_for_head(wiring.current().self_service.undo_form(token, _accept_language()))
+
+
+@app.route("/unsubscribe/undo/{token}", methods=["POST"], content_types=["application/x-www-form-urlencoded"])
+def unsubscribe_undo(token: str) -> Response:
+    """The done page's Undo: lift that unsubscribe inside its window and rejoin the lists left, at their ends."""
+    # A form of ours posted from another site's page changes nothing, on this page as on every shopper page.
+    refused = _form_from_another_site()
+    if refused is not None:
+        return refused
+    return wiring.current().self_service.undo_unsubscribe(token, _accept_language())
+
+
 @app.route("/confirm/{token}", methods=["GET", "HEAD"])
 def confirm_page(token: str) -> Response:
     """A confirmation email's link opened: a page with a button; changes nothing (mail scanners prefetch)."""

@@ -7,6 +7,7 @@ off every list through `QueueExits`, which passes any live offer to the next per
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +16,7 @@ from botocore.exceptions import ClientError
 from chalicelib.clock import Clock, Deadline
 from chalicelib.contacts import contact_key
 from chalicelib.faults import FaultHook, no_faults
-from chalicelib.leaving import HOLDING, Exit, QueueExits
+from chalicelib.leaving import HOLDING, LEFT, RELEASED, Exit, QueueExits
 from chalicelib.tables.base import error_code
 from chalicelib.tables.optout import SOURCES, OptoutTable
 from chalicelib.tables.throttle import ThrottleTable
@@ -27,6 +28,9 @@ MAX_PAGES_PER_RUN = 50
 PASS_EVERY_S = 86_400
 SYNC_CURSOR = "cursor#sms-optouts"
 CURSOR_TTL_S = 7 * 86_400
+# How long an unsubscribe by link can be taken back (chalicelib/undo.py): long enough to notice a mistaken press,
+# short enough that the contact and the lists left are not kept in clear for long.
+UNDO_WINDOW_S = 30 * 60
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,17 @@ class OptOutResult:
     def holding(self) -> list[Exit]:
         """Units the shopper already holds: theirs to buy until the hold expires."""
         return [e for e in self.exits if e.outcome == HOLDING]
+
+
+@dataclass(frozen=True)
+class UndoOffer:
+    """What an unsubscribe's undo token names: the person, the opt-out's written-at stamp and its undo record's
+    nonce, and when the window closes."""
+
+    contact_key: str
+    at: int
+    nonce: str
+    expires_at: int
 
 
 @dataclass(frozen=True)
@@ -93,6 +108,41 @@ class OptoutService:
         # interrupted opt-out instead of trusting that it completed.
         exits = self.exits.leave_all(key, reason=source)
         return OptOutResult(newly=newly, exits=exits)
+
+    def unsubscribe(self, key: str) -> tuple[OptOutResult, UndoOffer | None]:
+        """The unsubscribe link: opt out as `opt_out` does, and keep for UNDO_WINDOW_S what putting the person back
+        on the lists they left needs (chalicelib/undo.py). The offer of an undo, or None when there is none to make
+        (the contact was suppressed already for another reason, or that unsubscribe's window has passed)."""
+        now = self.clock.now()
+        newly = self.optout.add(key, "unsubscribe", now)
+        # The rows are read before they go: the contact, channel, name and language live only on them.
+        places = [p for p in self.exits.places(key) if p.live]
+        exits = [self.exits.leave(p, reason="unsubscribe") for p in places]
+        result = OptOutResult(newly=newly, exits=exits)
+        if not newly:
+            return result, self._standing_offer(key, now)
+        gone = {e.sku for e in exits if e.outcome in (LEFT, RELEASED)}
+        left = [p for p in places if p.sku in gone]
+        offer = UndoOffer(key, int(now), secrets.token_hex(16), int(now) + UNDO_WINDOW_S)
+        record: dict[str, Any] = {
+            "nonce": offer.nonce,
+            "at": offer.at,
+            "places": {p.sku: {"lang": p.lang, "name": p.name} for p in left},
+        }
+        if left:
+            record |= {"channel": left[0].channel, "contact": left[0].contact}
+        self.cursors.keep_undo(key, record, offer.expires_at)
+        return result, offer
+
+    def _standing_offer(self, key: str, now: float) -> UndoOffer | None:
+        """A repeat press: the first press's undo, while that very unsubscribe stands and its window is open."""
+        record, kept = self.optout.get(key), self.cursors.undo_record(key)
+        if not record or not kept or record.get("source") != "unsubscribe" or kept.get("lifted") is not None:
+            return None
+        at, expires_at = int(record.get("at") or 0), int(kept.get("expires_at") or 0)
+        if int(kept.get("at") or -1) != at or expires_at <= now:
+            return None
+        return UndoOffer(key, at, str(kept["nonce"]), expires_at)
 
     def sync_sms_optouts(self, deadline: Deadline | None = None, *, max_pages: int = MAX_PAGES_PER_RUN) -> SyncReport:
         """Copy the SNS account's opted-out numbers (STOP replies) into bisn-optout, source 'stop'.

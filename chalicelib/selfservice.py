@@ -21,7 +21,7 @@ from chalicelib.leaving import GONE, HOLDING, Exit
 from chalicelib.line import PlaceInLine
 from chalicelib.link_ids import is_link_id
 from chalicelib.manage import ACTIONS, CONFIRM_FIRST, FormRefused, ManageService, ManageView, Place, product_name
-from chalicelib.optout_service import OptoutService
+from chalicelib.optout_service import UNDO_WINDOW_S, OptoutService, UndoOffer
 from chalicelib.pages import (
     LINK_INCOMPLETE,
     OWN_LINK_EXPIRED,
@@ -38,6 +38,7 @@ from chalicelib.pages import (
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.requests import RequestState
 from chalicelib.tokens import TokenExpired, TokenInvalid, TokenRevoked, Tokens
+from chalicelib.undo import ALREADY, EXPIRED, KEPT, NEWER, UndoOutcome, UnsubscribeUndo
 from chalicelib.web import cross_site
 
 MAX_FORM_BYTES = 4096
@@ -55,6 +56,20 @@ SIGNED_OUT_DONE = (
     "the next message we send you carries a new link."
 )
 ONE_CLICK = ("List-Unsubscribe", "One-Click")  # RFC 8058 §3.1: the body a mail client POSTs
+UNDO_BUTTON = "Undo"
+UNDO_TOO_LATE = "It is too late to undo"
+# Why an undo cannot lift the opt-out that stands, by that opt-out's source (tables/optout.py SOURCES).
+UNDO_KEPT = {
+    "bounce": "Our messages to you could not be delivered since, so they stay off: this link cannot change that.",
+    "invalid_number": "Our messages to you could not be delivered since, so they stay off: this link cannot change "
+    "that.",
+    "complaint": "A message of ours was reported as unwanted since, so messages stay off: this link cannot change "
+    "that.",
+}
+UNDO_KEPT_OTHER = (
+    "Messages to you were turned off another way since (a STOP reply, or the shop at your request), and this link "
+    "cannot undo that."
+)
 
 DONE_MESSAGES = {
     "left": "You have left that list.",
@@ -164,6 +179,7 @@ class SelfService:
     manage: ManageService
     catalog: CatalogTable
     clock: Clock
+    undo: UnsubscribeUndo
     allowed_origin: str  # scheme://host[:port], the only origin the manage page's forms may come from
 
     def _page(self, status: int, lang: str, title: str, message: str, extra_html: str = "") -> Response:
@@ -210,10 +226,10 @@ class SelfService:
                 "Please use the button",
                 tr(lang, "This request did not say what to do. Open the link again and press Unsubscribe."),
             )
-        result = self.optouts.opt_out(key, "unsubscribe")
-        return self._unsubscribed(result.newly, result.exits, lang)
+        result, offer = self.optouts.unsubscribe(key)
+        return self._unsubscribed(result.newly, result.exits, lang, offer)
 
-    def _unsubscribed(self, newly: bool, exits: list[Exit], lang: str) -> Response:
+    def _unsubscribed(self, newly: bool, exits: list[Exit], lang: str, offer: UndoOffer | None = None) -> Response:
         parts = []
         left = [e for e in exits if e.outcome not in (HOLDING, GONE)]
         if left:
@@ -233,7 +249,94 @@ class SelfService:
             if newly
             else "You had already unsubscribed, so nothing more will be sent to you."
         )
+        if offer is not None:
+            parts.append(self._undo_form(self.tokens.undo(offer.contact_key, offer.at, offer.nonce), lang))
         return self._page(200, lang, "You are unsubscribed", tr(lang, message), "".join(parts))
+
+    # --- Undoing an unsubscribe (chalicelib/undo.py)
+
+    @staticmethod
+    def _undo_form(undo_token: str, lang: str) -> str:
+        """The done page's Undo: a POST (a GET never changes anything), to `undo/{token}` beside the page's own URL
+        (/unsubscribe/{token} and /unsubscribe/undo/{token} share /unsubscribe/)."""
+        return (
+            f'<section id="undo"><h2>{html.escape(tr(lang, "Unsubscribed by mistake?"))}</h2>'
+            f'<form method="post" action="undo/{html.escape(undo_token)}">'
+            f"<p>{html.escape(tr(lang, 'Undo puts you back at the end of each line you left.'))}</p>"
+            f"<button type=submit>{html.escape(tr(lang, UNDO_BUTTON))}</button></form></section>"
+        )
+
+    def _read_undo(self, token: str, lang: str) -> tuple[str, int, str] | Response:
+        try:
+            return self.tokens.read_undo(token, UNDO_WINDOW_S)
+        except TokenExpired:
+            return self._page(
+                410, lang, UNDO_TOO_LATE, tr(lang, "The time to undo has passed, so you stay unsubscribed.")
+            )
+        except TokenInvalid:
+            return self._bad_link(expired=False, lang=lang)
+
+    def undo_form(self, token: str, accept: str | None = None) -> Response:
+        """GET /unsubscribe/undo/{token}: what Undo does, with its button; changes nothing."""
+        lang = i18n.negotiate(accept=accept)
+        read = self._read_undo(token, lang)
+        if isinstance(read, Response):
+            return read
+        form = (
+            f'<form method="post" action="{html.escape(token)}">'
+            f"<button type=submit>{html.escape(tr(lang, UNDO_BUTTON))}</button></form>"
+        )
+        return self._page(
+            200,
+            lang,
+            "Unsubscribed by mistake?",
+            tr(lang, "Undo puts you back at the end of each line you left."),
+            form,
+        )
+
+    def undo_unsubscribe(self, token: str, accept: str | None = None) -> Response:
+        """POST /unsubscribe/undo/{token}: take back the unsubscribe the token names, once, inside its window."""
+        lang = i18n.negotiate(accept=accept)
+        read = self._read_undo(token, lang)
+        if isinstance(read, Response):
+            return read
+        return self._undone(self.undo.undo(*read), lang)
+
+    def _undone(self, done: UndoOutcome, lang: str) -> Response:
+        if done.outcome == ALREADY:
+            return self._page(
+                200, lang, "Already undone", tr(lang, "That unsubscribe was taken back already: nothing more changed.")
+            )
+        if done.outcome == EXPIRED:
+            return self._page(
+                410, lang, UNDO_TOO_LATE, tr(lang, "The time to undo has passed, so you stay unsubscribed.")
+            )
+        if done.outcome == NEWER:
+            return self._page(
+                409,
+                lang,
+                "This undo is for an earlier unsubscribe",
+                tr(lang, "You unsubscribed again since, so nothing changed: you stay unsubscribed."),
+            )
+        if done.outcome == KEPT:
+            why = UNDO_KEPT.get(done.source or "", UNDO_KEPT_OTHER)
+            return self._page(409, lang, "We cannot undo this", tr(lang, why))
+        parts = []
+        if done.back:
+            names = ", ".join(html.escape(product_name(self.catalog, sku)) for sku in done.back)
+            line = markup(lang, "You are back at the end of the line for: {products}.", products=names)
+            parts.append(f"<p>{line}</p>")
+        if done.refused:
+            names = ", ".join(html.escape(product_name(self.catalog, sku)) for sku in done.refused)
+            line = markup(
+                lang,
+                "We could not put you back on the list for: {products} (the list is full, or the product is no "
+                "longer sold).",
+                products=names,
+            )
+            parts.append(f"<p>{line}</p>")
+        message = tr(lang, "Your unsubscribe is undone: we may message you again.")
+        return self._page(200, lang, "Your unsubscribe is undone", message, "".join(parts))
 
     # --- My requests
 

@@ -1,4 +1,4 @@
-"""Signed links: reserve, unsubscribe, manage, confirm and opt-in tokens (itsdangerous). Payloads carry ids, never contacts."""
+"""Signed links: reserve, unsubscribe, undo, manage, confirm and opt-in tokens (itsdangerous). Payloads carry ids, never contacts."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ UNSUBSCRIBE = "unsubscribe"
 MANAGE = "manage"
 CONFIRM = "confirm"
 OPTIN = "optin"
+UNDO = "undo"
 
 
 class TokenInvalid(Exception):
@@ -47,7 +48,7 @@ def current_keys(source: KeySource) -> tuple[str, ...]:
 
 
 class Tokens:
-    """Signs and verifies the five kinds of link with TOKEN_KEY (salted per kind).
+    """Signs and verifies the six kinds of link with TOKEN_KEY (salted per kind).
 
     TOKEN_KEY may hold several keys during a rotation, newest first: links are signed with the newest and
     verified against every key listed, so a link signed with the old key keeps working until that key is
@@ -72,7 +73,8 @@ class Tokens:
 
             oldest_first = list(reversed(keys))
             serializers = {
-                k: URLSafeTimedSerializer(oldest_first, salt=k) for k in (RESERVE, UNSUBSCRIBE, MANAGE, CONFIRM, OPTIN)
+                k: URLSafeTimedSerializer(oldest_first, salt=k)
+                for k in (RESERVE, UNSUBSCRIBE, MANAGE, CONFIRM, OPTIN, UNDO)
             }
             self._built = (keys, serializers)
         return serializers[kind]
@@ -156,3 +158,18 @@ class Tokens:
         if not isinstance(key, str) or not key or not isinstance(nonce, str) or not nonce:
             raise TokenInvalid("token payload has no opt-in")
         return key, nonce
+
+    def undo(self, contact_key: str, at: int, nonce: str) -> str:
+        """An unsubscribe's undo: the person (by keyed hash), the opt-out's written-at stamp and the nonce of the
+        record kept for taking it back (chalicelib/undo.py)."""
+        return self._dump(UNDO, "k", contact_key, a=int(at), n=nonce)
+
+    def read_undo(self, token: str, max_age_s: int) -> tuple[str, int, str]:
+        """The (contact key, opt-out stamp, nonce) an undo token names; TokenInvalid or TokenExpired."""
+        data, _ = self._data(UNDO, token, max_age_s)
+        key, at, nonce = data.get("k"), data.get("a"), data.get("n")
+        if not isinstance(key, str) or not key or not isinstance(nonce, str) or not nonce:
+            raise TokenInvalid("token payload has no undo")
+        if isinstance(at, bool) or not isinstance(at, int):
+            raise TokenInvalid("token payload has no opt-out stamp")
+        return key, at, nonce

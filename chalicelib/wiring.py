@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from chalicelib.sweep import SweepService
     from chalicelib.tables.store import Tables
     from chalicelib.tokens import Tokens
+    from chalicelib.undo import UnsubscribeUndo
     from chalicelib.unknown_skus import UnknownSkus
 
 
@@ -665,7 +666,21 @@ class Services:
             manage=self.manage,
             catalog=self.tables.catalog,
             clock=self.clock,
+            undo=self.unsubscribe_undo,
             allowed_origin=self.page_origin,
+        )
+
+    @cached_property
+    def unsubscribe_undo(self) -> UnsubscribeUndo:
+        """POST /unsubscribe/undo/{token}: taking back an unsubscribe by link inside its window."""
+        from chalicelib.undo import UnsubscribeUndo
+
+        return UnsubscribeUndo(
+            tables=self.tables,
+            capture=self.capture,
+            clock=self.clock,
+            hash_key=self.hash_key,
+            default_region=self.settings.default_phone_region,
         )
 
     # --- The shop's dashboard (/admin/api): staff sign-in, its read models and audited support actions.

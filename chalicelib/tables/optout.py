@@ -137,6 +137,20 @@ class OptoutTable:
             }
         }
 
+    def undo_item(self, contact_key: str, at: int) -> TxItem:
+        """Transaction item: lift the unsubscribe written at `at` (chalicelib/undo.py), and no other opt-out."""
+        return {
+            "Delete": {
+                "TableName": self.name,
+                "Key": {"contact": contact_key},
+                # Opt-out (invariant 3): only that very unsubscribe by link, never a later or another source's.
+                "ConditionExpression": "#source = :unsubscribe AND #at = :at AND attribute_not_exists(leaving)",
+                "ExpressionAttributeNames": {"#source": "source", "#at": "at"},
+                "ExpressionAttributeValues": {":unsubscribe": "unsubscribe", ":at": int(at)},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+
     # --- Pending proofs of opting back in (chalicelib/resubscribe.py).
 
     def pending_proof_item(self, key: str, fields: dict[str, Any], *, now: float, ttl_s: int) -> TxItem:

@@ -324,7 +324,68 @@ class ThrottleTable:
         item = self.table.get_item(Key={"key": line_key(sku)}, ConsistentRead=True).get("Item") or {}
         return int(item.get("issued") or 0), int(item.get("burnt") or 0)
 
+    # --- Taking back an unsubscribe (chalicelib/undo.py): for its short window, what putting the person back needs,
+    # under `undo#<contact key>`, one per person (the newest unsubscribe's), gone by TTL after the window.
+
+    def keep_undo(self, contact_key: str, record: dict[str, Any], expires_at: int) -> None:
+        """Keep an unsubscribe's undo record until `expires_at`; a newer unsubscribe's replaces an older one, so an
+        older undo token (its nonce) names nothing any more."""
+        self.table.put_item(Item={**record, "key": undo_key(contact_key), "expires_at": expires_at, "ttl": expires_at})
+
+    def undo_record(self, contact_key: str) -> dict[str, Any] | None:
+        """A person's undo record as stored (an expired one too, until DynamoDB's TTL removes it)."""
+        item = self.table.get_item(Key={"key": undo_key(contact_key)}, ConsistentRead=True).get("Item")
+        return dict(item) if item else None
+
+    def lift_undo_item(self, contact_key: str, nonce: str, now: float) -> TxItem:
+        """Transaction item: an undo starts (with the opt-out's lifting), once, inside its window."""
+        return {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"key": undo_key(contact_key)},
+                "UpdateExpression": "SET lifted = :now",
+                # Opt-out (invariant 3): only the very unsubscribe the token was issued for, inside its window, once.
+                "ConditionExpression": "nonce = :nonce AND expires_at > :now AND attribute_not_exists(lifted)",
+                "ExpressionAttributeValues": {":nonce": nonce, ":now": int(now)},
+            }
+        }
+
+    def take_undo_place_item(self, contact_key: str, nonce: str, sku: str) -> TxItem:
+        """Transaction item: one list of an undo record is taken (with the place that puts the person back on it)."""
+        return {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"key": undo_key(contact_key)},
+                "UpdateExpression": "REMOVE places.#sku",
+                # One place per person (invariant 2): each list left is joined again once, by this undo only.
+                "ConditionExpression": "nonce = :nonce AND attribute_exists(lifted) AND attribute_exists(places.#sku)",
+                "ExpressionAttributeNames": {"#sku": sku},
+                "ExpressionAttributeValues": {":nonce": nonce},
+            }
+        }
+
+    def take_undo_place(self, contact_key: str, nonce: str, sku: str) -> bool:
+        """Take one list off an undo record on its own (a list that refused the place); False when it was taken."""
+        return update_alone(self.table, self.take_undo_place_item(contact_key, nonce, sku))
+
+    def drop_undo(self, contact_key: str, nonce: str) -> None:
+        """An undo is finished: its record goes (a newer unsubscribe's record is left alone)."""
+        try:
+            self.table.delete_item(
+                Key={"key": undo_key(contact_key)},
+                # Opt-out (invariant 3): never the record of a newer unsubscribe, whose own undo must still work.
+                ConditionExpression="nonce = :nonce",
+                ExpressionAttributeValues={":nonce": nonce},
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return
+
 
 def line_key(sku: str) -> str:
     """The throttle key of a SKU's line tickets (SKUs hold no '#', so it never meets another key)."""
     return f"line#{sku}"
+
+
+def undo_key(contact_key: str) -> str:
+    """The throttle key of a person's latest unsubscribe's undo record."""
+    return f"undo#{contact_key}"
