@@ -10,6 +10,7 @@ import pytest
 from chalice.test import Client
 
 from chalicelib.optout_service import UNDO_WINDOW_S
+from chalicelib.tables.base import Tx
 from chalicelib.tables.requests import Request
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
@@ -220,3 +221,42 @@ def test_an_undo_posted_from_another_site_is_refused(
     assert response.status_code == 403
     assert services.tables.optout.get(ada) is not None
     assert places(services, ada) == []
+
+
+def test_a_list_that_no_longer_takes_the_place_is_named_and_the_others_are_joined(
+    client: Client, services: Services, clock: FixedClock, chair: str, lines: dict[str, Request]
+) -> None:
+    ada = lines["ada"].contact_key
+    path = undo_path(unsubscribe(client, services, lines["ada"]))
+    services.tables.catalog.discontinue(LAMP, clock.now())
+
+    response = undo(client, path)
+
+    assert response.status_code == 200
+    page = response.body.decode()
+    assert "We could not put you back on the list for: Brass lamp" in page
+    assert services.tables.optout.get(ada) is None
+    assert [sku for sku, _ in places(services, ada)] == [chair]
+    assert services.tables.throttle.undo_record(ada) is None
+
+
+def test_a_press_cut_short_after_the_lift_is_finished_by_the_next(
+    client: Client, services: Services, clock: FixedClock, chair: str, lines: dict[str, Request]
+) -> None:
+    ada = lines["ada"].contact_key
+    path = undo_path(unsubscribe(client, services, lines["ada"]))
+    kept = services.tables.throttle.undo_record(ada)
+    assert kept is not None
+    # The first press lifted the opt-out and stopped before joining any list.
+    lift = (
+        Tx()
+        .add("optout", services.tables.optout.undo_item(ada, int(kept["at"])))
+        .add("undo", services.tables.throttle.lift_undo_item(ada, str(kept["nonce"]), clock.now()))
+    )
+    services.tables.run(lift)
+
+    response = undo(client, path)
+
+    assert response.status_code == 200
+    assert [sku for sku, _ in places(services, ada)] == sorted([chair, LAMP])
+    assert services.tables.throttle.undo_record(ada) is None
