@@ -11,10 +11,10 @@ from chalice.test import Client
 
 from chalicelib.optout_service import UNDO_WINDOW_S
 from chalicelib.tables.base import Tx
-from chalicelib.tables.requests import Request
+from chalicelib.tables.requests import Request, RequestState
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
-from tests.builders import add_restock, join_request
+from tests.builders import add_restock, join_request, make_offer, put_restock
 from tests.notices import verify_sender
 from tests.support import CHAIR
 
@@ -260,3 +260,23 @@ def test_a_press_cut_short_after_the_lift_is_finished_by_the_next(
     assert response.status_code == 200
     assert [sku for sku, _ in places(services, ada)] == sorted([chair, LAMP])
     assert services.tables.throttle.undo_record(ada) is None
+
+
+def test_a_held_unit_stays_held_and_its_list_is_not_joined_again(
+    client: Client, services: Services, clock: FixedClock, chair: str, lines: dict[str, Request]
+) -> None:
+    ada = lines["ada"].contact_key
+    restock = put_restock(services, chair, 1, clock.now())
+    token_id = make_offer(services, restock, lines["ada"], clock.now())
+    services.holds.reserve(services.tokens.reserve(token_id))
+    path = undo_path(unsubscribe(client, services, lines["ada"]))
+
+    response = undo(client, path)
+
+    assert response.status_code == 200
+    assert "Brass lamp" in response.body.decode()
+    held = services.tables.requests.get(chair, lines["ada"].joined_ts)
+    assert held is not None and held.state == RequestState.RESERVED
+    assert [sku for sku, _ in places(services, ada)] == [chair, LAMP]
+    hold = services.tables.reservations.get(token_id)
+    assert hold is not None and hold.state == "held"
