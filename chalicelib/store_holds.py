@@ -112,8 +112,12 @@ class StoreHolds:
         current = self.tables.reservations.get(row.token_id)
         if current is not None and current.state == OfferState.HELD and current.store_state == StoreState.PLACED:
             # A simultaneous tap (or the sweep) recorded a hold first. The shopper checks out through the recorded
-            # one: any other the store holds for it is given back by `settle`.
+            # one; a different one this call got (or one the store could not show alone) may reserve a second
+            # unit, so the recorded hold is flagged for `settle` to give any other back.
             if current.store_ref and current.store_checkout_url:
+                if hold.ref != current.store_ref or not hold.settled:
+                    due = min(int(now) + STORE_RETRY_S, int(current.hold_expires_at or now))
+                    self.tables.reservations.store_unsettle(row.token_id, due)
                 return Placing(PLACED, StoreHold(ref=current.store_ref, checkout_url=current.store_checkout_url))
             return Placing(PLACED, hold)
         # The hold ended while we placed it: its release (written by the ending move) gives the unit back.

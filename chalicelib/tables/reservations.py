@@ -326,6 +326,27 @@ class ReservationsTable:
             return False
         return True
 
+    def store_unsettle(self, token_id: str, due_at: int) -> bool:
+        """A placed hold the store may hold a second unit for (a simultaneous call made another hold than the one
+        recorded): flag it, due for the sweep at `due_at`. False when the hold had moved on."""
+        try:
+            self.table.update_item(
+                Key={"token_id": token_id},
+                UpdateExpression="SET store_unsettled = :unsettled, due_at = :due",
+                # Only a live placed hold, never past its end: an ended hold's release takes every store hold back.
+                ConditionExpression="#state = :held AND store_state = :placed AND hold_expires_at >= :due",
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues={
+                    ":unsettled": True,
+                    ":due": int(due_at),
+                    ":held": OfferState.HELD,
+                    ":placed": StoreState.PLACED,
+                },
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
     def store_unsettled_retry_at(self, token_id: str, due_at: int) -> bool:
         """The store could not show yet that the hold's is its only one: the sweep looks again at `due_at`."""
         try:

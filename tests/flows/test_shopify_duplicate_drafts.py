@@ -7,6 +7,7 @@ tag, clearing the flag once the search shows the recorded draft (chalicelib/stor
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -83,3 +84,32 @@ def test_a_lost_create_answer_and_a_lagging_search_leave_one_reserved_draft_afte
     assert shop.pay(settled).status_code == 200
     assert the_row(shop).state == OfferState.CONVERTED
     assert shop.store.counts(THROW) == {"available": 1, "reserved": 0}
+
+
+def test_a_call_that_loses_the_race_to_record_its_draft_sends_the_shopper_to_the_recorded_one(shop: Shop) -> None:
+    join(shop, THROW, "ada@example.com")
+    assert shop.restock(THROW, 2).status_code == 202
+    drain(shop.services)
+    offer = the_row(shop)
+    link = shop.services.tokens.reserve(offer.token_id)
+    assert tap_link(shop.client, link).status_code == 303
+    recorded = the_row(shop)
+    assert recorded.store_ref is not None and not recorded.store_unsettled
+
+    # A simultaneous call read the row while it was still placing; the search does not show the recorded draft
+    # order yet, so it makes a second one, and finds the hold recorded when it comes to record its own.
+    shop.store.search_lag_s = LAG_S
+    product = shop.services.tables.catalog.get(THROW)
+    assert product is not None
+    stale = dataclasses.replace(recorded, store_state=StoreState.PLACING, store_ref=None, store_checkout_url=None)
+    placing = shop.services.store_holds.place(stale, product)
+    assert placing.hold is not None
+    assert (placing.hold.ref, placing.hold.checkout_url) == (recorded.store_ref, recorded.store_checkout_url)
+    assert len(shop.store.drafts_for(offer.token_id)) == 2
+    assert the_row(shop).store_unsettled
+
+    # Once the search shows both, the sweep takes the other one back.
+    shop.clock.advance(LAG_S)
+    assert shop.services.sweep.run()["store_settled"] == 1
+    assert [d.gid for d in shop.store.drafts_for(offer.token_id)] == [recorded.store_ref]
+    assert shop.store.counts(THROW) == {"available": 1, "reserved": 1}
