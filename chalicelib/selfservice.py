@@ -97,6 +97,9 @@ REFUSALS = {
     "too_many_places": "That number already waits for as many products as we keep for one number. "
     "Leave a list you no longer need first, or keep email.",
     "invalid_phone": "That is not a valid phone number.",
+    # A refusal with a finer `reason` is worded by it when it has words of its own (code:reason).
+    "invalid_phone:too_short": "That phone number is too short for a mobile number.",
+    "invalid_phone:too_long": "That phone number is too long for a mobile number.",
     "sms_number_type": "Text messages go to mobile numbers only. Use a mobile number, or keep email.",
     "sms_country_not_allowed": "We cannot send text messages to numbers from that country. Please keep email.",
     "invalid_email": "That is not a valid email address.",
@@ -395,7 +398,7 @@ class SelfService:
     def _refusal(error: DomainError, lang: str) -> str:
         # English keeps the error's own words, which can say more (how many tries are left, what is wrong with an
         # address); another language gets the translated sentence for its kind.
-        msgid = REFUSALS.get(error.code)
+        msgid = REFUSALS.get(f"{error.code}:{error.reason}") or REFUSALS.get(error.code)
         return tr(lang, msgid) if msgid and lang != i18n.DEFAULT_LANGUAGE else error.message
 
     def _check_origin(self, headers: Mapping[str, str]) -> None:
