@@ -72,6 +72,9 @@ LEAVE_KINDS = ("leave", "switch")
 # Opting back in after an opt-out: the re-subscribe proof (written on the SKU it joined) and a staff-made opt-in link
 # the person confirmed (written on its own partition, so it belongs to every SKU's story).
 OPT_BACK_IN = {"resubscribed": "the proof sent to their contact came back", "optin": "their own opt-in link"}
+# An unsubscribe by link taken back with the Undo on its done page (chalicelib/undo.py): one fact on each list the
+# person joined again, at its end.
+UNSUBSCRIBE_UNDONE = "unsubscribe_undone"
 # How close a mistyped SKU must be to a catalogued one to be suggested (difflib's ratio, case ignored).
 SUGGEST_CUTOFF = 0.75
 
@@ -272,7 +275,7 @@ class SupportDesk:
         history = [
             self._history_line(f)
             for f in sorted(facts_here, key=lambda f: str(f["ts"]))
-            if f.get("kind") in (*LEAVE_KINDS, "optout", "forget", *OPT_BACK_IN)
+            if f.get("kind") in (*LEAVE_KINDS, "optout", "forget", *OPT_BACK_IN, UNSUBSCRIBE_UNDONE)
         ]
         return Explanation(
             sku=sku,
@@ -359,6 +362,15 @@ class SupportDesk:
             return RestockVerdict(
                 **base, verdict=IN_PROGRESS, detail="not told yet: units are still being offered down the line"
             )
+        if left and request is not None and _at(request.joined_ts) > detected:
+            # Their place now is a later one (an undone unsubscribe, an opt back in, a new tap): when this restock
+            # went down the line they had left it.
+            return RestockVerdict(
+                **base,
+                verdict=NOT_ON_LIST,
+                detail=f"not on the list then: left ({left[-1].get('reason') or left[-1].get('kind')}) before it and "
+                "joined again after",
+            )
         told = self._told_count(restock.sku, detected, rid)
         return RestockVerdict(
             **base,
@@ -377,6 +389,8 @@ class SupportDesk:
             return f"{when} switched notices to {fact.get('channel')}"
         if fact.get("kind") in OPT_BACK_IN:
             return f"{when} opted back in ({OPT_BACK_IN[str(fact['kind'])]})"
+        if fact.get("kind") == UNSUBSCRIBE_UNDONE:
+            return f"{when} took back their unsubscribe (the Undo on its done page): back at the end of the line"
         return f"{when} left the list ({fact.get('reason') or fact.get('kind')})"
 
     def product(self, sku: str) -> Product:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
+from chalice.test import Client
 from click.testing import CliRunner, Result
 
 from chalicelib.aws import Aws
@@ -27,7 +29,8 @@ from devstack.fake_model import FakeBedrock
 from infra.stages import stage_env
 from support import cli as support_cli
 from support.cli import cli
-from tests.builders import join_request
+from tests.builders import add_restock, join_request
+from tests.notices import verify_sender
 from tests.scenes import scene
 from tests.support import CHAIR, REGION
 
@@ -195,6 +198,39 @@ def test_explain_shows_an_opt_back_in_after_the_opt_out(services: Services, cloc
     assert history[0].endswith("left the list (admin)")
     assert history[1].endswith("opted back in (the proof sent to their contact came back)")
     assert "Opted out: no" in out
+
+
+def test_explain_shows_an_unsubscribe_taken_back_with_undo(
+    client: Client, services: Services, clock: FixedClock, chair: str
+) -> None:
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    ada = join_request(services, chair, "ada@example.com", clock.now())
+    clock.advance(60)
+    join_request(services, chair, "+447400100001", clock.now())
+    clock.advance(60)
+    url = f"/unsubscribe/{services.tokens.unsubscribe(ada.contact_key)}"
+    done = client.http.post(url, headers=form, body="List-Unsubscribe=One-Click")
+    found = re.search(r'<form method="post" action="(undo/[^"]+)">', done.body.decode())
+    assert done.status_code == 200 and found, done.body.decode()
+    # A unit comes back while Ada is unsubscribed: it goes to the one person left in line.
+    clock.advance(60)
+    verify_sender(services)
+    services.notifier.handle(add_restock(services, chair, 1, clock.now()), lambda: 60_000)
+    clock.advance(60)
+    undone = client.http.post(f"/unsubscribe/{found.group(1)}", headers=form, body="")
+    assert undone.status_code == 200 and "Your unsubscribe is undone" in undone.body.decode()
+
+    out = ok(services, "explain", "ada@example.com", chair)
+
+    history = [line.removeprefix("History: ") for line in out.splitlines() if line.startswith("History:")]
+    assert [h.split(" ", 1)[1] for h in history] == [
+        "left the list (unsubscribe)",
+        "took back their unsubscribe (the Undo on its done page): back at the end of the line",
+    ]
+    assert "Opted out: no" in out
+    assert "Place: 2 in line, waiting" in out
+    assert "not_on_list — not on the list then: left (unsubscribe) before it and joined again after" in out
+    assert "behind_cap" not in out
 
 
 def test_dlq_redrive_reports_how_it_moved_them(services: Services) -> None:
