@@ -35,14 +35,12 @@ PostForm = Callable[[str, Mapping[str, str]], Mapping[str, Any]]
 class ChallengeFailed(DomainError):
     """The tap's human check was missing or did not verify."""
 
-    status = 403
     code = "challenge_failed"
 
 
 class ChallengeUnavailable(DomainError):
     """Siteverify could not be asked: the tap is refused (failing open would let the bot through), honestly."""
 
-    status = 503
     code = "challenge_unavailable"
 
 

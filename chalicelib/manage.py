@@ -46,7 +46,6 @@ ACTIONS = ("leave", "switch", "code", "stop", "signout")
 class FormRefused(DomainError):
     """A manage-page form that did not come from the shopper's own, recent page."""
 
-    status = 403
     code = "form_refused"
 
 

@@ -23,6 +23,7 @@ from chalicelib.errors import BadRequest, DomainError
 from chalicelib.i18n import accept_language, text
 from chalicelib.pages import About, Shop, page
 from chalicelib.tables.catalog import Product
+from chalicelib.web import error_status
 from chalicelib.widget import STRINGS, home_regions, phone_example, served_regions
 
 # A refusal's code, as capture raises it, to what the widget says about it (chalicelib/widget.py STRINGS keys).
@@ -144,7 +145,12 @@ class FormAnswers:
             # What is wrong with the number, then a mobile of the shopper's own country, as the widget says it.
             said = f"{said} {t(STRINGS['eg'], example=self._example(form, accept_language, lang))}"
         response = page(
-            error.status, t(REFUSED), said, Shop.of(self.settings), self._back(self._product(form), lang), lang=lang
+            error_status(error),
+            t(REFUSED),
+            said,
+            Shop.of(self.settings),
+            self._back(self._product(form), lang),
+            lang=lang,
         )
         retry = getattr(error, "retry_after_s", None)
         if retry is not None:

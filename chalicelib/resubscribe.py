@@ -57,6 +57,7 @@ from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
 from chalicelib.tables.optout import resubscribe_code_key, resubscribe_link_key
 from chalicelib.tables.store import Tables
 from chalicelib.tokens import KeySource
+from chalicelib.web import error_status
 
 log = logging.getLogger(__name__)
 
@@ -567,4 +568,4 @@ class Resubscribe:
             return self._page(400, lang, t("That code did not work"), t("Check the SMS, or tap Notify me again later."))
         if isinstance(outcome, RateLimited):
             return self._page(429, lang, t("Too many tries"), t("Please wait a while before you try again."))
-        return self._page(outcome.status, lang, t("We could not check this code"), outcome.message)
+        return self._page(error_status(outcome), lang, t("We could not check this code"), outcome.message)

@@ -39,7 +39,7 @@ from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.requests import RequestState
 from chalicelib.tokens import TokenExpired, TokenInvalid, TokenRevoked, Tokens
 from chalicelib.undo import ALREADY, EXPIRED, KEPT, NEWER, UndoOutcome, UnsubscribeUndo
-from chalicelib.web import cross_site
+from chalicelib.web import cross_site, error_status
 
 MAX_FORM_BYTES = 4096
 # Switching off one's links is not unsubscribing, and its words must never read as such in any language: a shopper
@@ -390,9 +390,9 @@ class SelfService:
             self.manage.check_form(key, action, form.get("form_token", ""))
             return self._act(key, token, action, form, lang, source)
         except FormRefused as refused:
-            return self._page(refused.status, lang, "Please try that again", self._refusal(refused, lang), back)
+            return self._page(error_status(refused), lang, "Please try that again", self._refusal(refused, lang), back)
         except DomainError as error:
-            return self._page(error.status, lang, "That did not work", self._refusal(error, lang), back)
+            return self._page(error_status(error), lang, "That did not work", self._refusal(error, lang), back)
 
     @staticmethod
     def _refusal(error: DomainError, lang: str) -> str:

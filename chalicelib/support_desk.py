@@ -97,14 +97,12 @@ MOVE_TASK_ENDED = ("COMPLETED", "CANCELLED", "FAILED")
 class StillHolding(DomainError):
     """Erasure must wait: the person holds a unit right now (it is theirs until bought or expired)."""
 
-    status = 409
     code = "still_holding"
 
 
 class UnknownProduct(DomainError):
     """The catalogue has no product with that SKU (a typo, or a product never synced)."""
 
-    status = 404
     code = "unknown_sku"
 
 

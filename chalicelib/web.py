@@ -56,6 +56,40 @@ def json_object(text: str) -> dict[str, Any]:
     return parsed
 
 
+# HTTP belongs to the entry points, not to the domain: the status each kind of refusal is answered with
+# (docs/openapi.yaml), by the error's class or its nearest ancestor here. Classes are named, not imported, so that
+# loading the app imports no service module (tests/unit/test_cold_start.py).
+ERROR_STATUS: dict[str, int] = {
+    "DomainError": 400,
+    "BadRequest": 400,
+    "PayloadTooLarge": 413,
+    "UnknownSku": 404,  # also chalicelib.notifier.UnknownRestock, a NotFound
+    "Discontinued": 404,
+    "RateLimited": 429,
+    "Forbidden": 403,
+    "InvalidSignature": 401,
+    "Busy": 503,
+    "NotFound": 404,
+    "Conflict": 409,  # also chalicelib.manage.NotConfirmed
+    "FormRefused": 403,  # chalicelib/manage.py
+    "ChallengeFailed": 403,  # chalicelib/challenge.py
+    "ChallengeUnavailable": 503,  # chalicelib/challenge.py
+    "Unauthorized": 401,  # chalicelib/admin/api.py
+    "SignInFailed": 401,  # chalicelib/admin/signin.py
+    "StillHolding": 409,  # chalicelib/support_desk.py
+    "UnknownProduct": 404,  # chalicelib/support_desk.py
+}
+
+
+def error_status(error: DomainError) -> int:
+    """The HTTP status a refusal is answered with: its class's in ERROR_STATUS, or its nearest ancestor's."""
+    for kind in type(error).__mro__:
+        status = ERROR_STATUS.get(kind.__name__)
+        if status is not None:
+            return status
+    return ERROR_STATUS["DomainError"]
+
+
 def json_response(status: int, body: dict[str, Any], headers: Mapping[str, str | list[str]] | None = None) -> Response:
     """A JSON response."""
     return Response(body=body, status_code=status, headers={"Content-Type": "application/json", **(headers or {})})
@@ -69,7 +103,7 @@ def error_response(error: DomainError, headers: Mapping[str, str | list[str]] | 
     body = {"error": error.code, "message": error.message}
     if error.reason:
         body["reason"] = error.reason
-    return json_response(error.status, body, extra)
+    return json_response(error_status(error), body, extra)
 
 
 # Refusals Chalice makes before any route runs, as {"Code", "Message"}: the code each answers with here.

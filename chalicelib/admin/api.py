@@ -65,7 +65,6 @@ CSV_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
 class Unauthorized(DomainError):
     """No valid id token of the staff pool."""
 
-    status = 401
     code = "unauthorized"
 
 

@@ -44,7 +44,6 @@ REFUSED = {
 class SignInFailed(DomainError):
     """Wrong email, password or code (never which)."""
 
-    status = 401
     code = "sign_in_failed"
 
 

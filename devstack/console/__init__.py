@@ -15,6 +15,7 @@ from flask import Flask, Response, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
 from chalicelib.errors import BadRequest, DomainError
+from chalicelib.web import error_status
 from chalicelib.wording import TONES
 from devstack import views
 from devstack.console import validate
@@ -94,7 +95,7 @@ def create_console(stack: Stack, *, origins: Iterable[str] = ()) -> Flask:
 
     @app.errorhandler(DomainError)
     def domain_error(error: DomainError) -> Any:
-        return _error(error.status, error.code, error.message)
+        return _error(error_status(error), error.code, error.message)
 
     @app.errorhandler(NotAvailable)
     def not_available(error: NotAvailable) -> Any:

@@ -16,6 +16,7 @@ from chalicelib.contacts import contact_key, normalise_contact
 from chalicelib.errors import DomainError, RateLimited
 from chalicelib.messages import OptinLink, SwitchCode
 from chalicelib.sms_caps import places_key
+from chalicelib.web import error_status
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.flows.test_manage_flow import code_for, form_for, forms
@@ -73,7 +74,7 @@ def sku(services: Services) -> str:
 def test_an_unconfirmed_email_place_cannot_start_a_switch(services: Services, sku: str) -> None:
     key = email_person(services, "ada@example.com", sku, confirmed=False)
     refused = refusal(services, key, NUMBER)
-    assert (refused.status, refused.code) == (409, "not_confirmed")
+    assert (error_status(refused), refused.code) == (409, "not_confirmed")
     assert "confirm your email address first" in refused.message
     assert codes_queued(services) == 0
     assert services.manage.pending_switch(key) is None
@@ -128,7 +129,7 @@ def test_switch_codes_are_capped_per_block_of_numbers(services: Services, sku: s
     ask(capped, keys[0], "+447400120001")
     ask(capped, keys[1], "+447400120002")
     refused = refusal(capped, keys[2], "+447400129999")
-    assert refused.code == "prefix_rate_limited" and refused.status == 429
+    assert refused.code == "prefix_rate_limited" and error_status(refused) == 429
     ask(capped, keys[3], "+447400139999")  # another block
     assert codes_queued(capped) == 3
 
@@ -139,7 +140,7 @@ def test_switch_codes_are_capped_per_client_address(services: Services, sku: str
     ask(capped, keys[0], "+447400110001", source="203.0.113.50")
     ask(capped, keys[1], "+447400120001", source="203.0.113.50")
     refused = refusal(capped, keys[2], "+447400130001", source="203.0.113.50")
-    assert refused.code == "rate_limited" and refused.status == 429
+    assert refused.code == "rate_limited" and error_status(refused) == 429
     ask(capped, keys[3], "+447400140001", source="203.0.113.51")
     assert codes_queued(capped) == 3
 

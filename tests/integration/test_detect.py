@@ -21,6 +21,7 @@ from chalicelib.jobs import JobQueue
 from chalicelib.messages import Job
 from chalicelib.owed import ENQUEUE_LEASE_S, OwedJobs
 from chalicelib.tables.base import TransactionCancelled, transact
+from chalicelib.web import error_status
 from chalicelib.webhooks import sign
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
@@ -124,7 +125,7 @@ def test_a_bad_signature_is_refused_before_anything_is_read(services: Services, 
     dynamodb, sqs = Calls(services.tables.catalog.table.meta.client), Calls(services.aws.sqs)
     with pytest.raises(InvalidSignature) as error:
         services.detector.handle(raw, headers)
-    assert error.value.status == 401
+    assert error_status(error.value) == 401
     assert error.value.code == "invalid_signature"
     assert dynamodb.names == [] and sqs.names == []
     assert restocks(services, chair) == []

@@ -13,6 +13,7 @@ from chalice.test import Client
 from chalicelib.capture import CaptureService
 from chalicelib.errors import Conflict, DomainError, RateLimited
 from chalicelib.tables.catalog import WAITING_SHARDS, shard_cap, shard_for, shard_key
+from chalicelib.web import error_status
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.builders import key_of
@@ -81,7 +82,7 @@ def test_taps_for_one_number_are_capped_per_hour_whatever_the_address(
     with pytest.raises(RateLimited) as refused:
         capture.capture("198.51.100.99", {"sku": chair, "channel": "sms", "contact": "07400 123456"})
     assert refused.value.code == "number_rate_limited"
-    assert refused.value.status == 429
+    assert error_status(refused.value) == 429
     assert nothing_written(services, chair)
     clock.advance(3600)
     assert (

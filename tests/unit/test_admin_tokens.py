@@ -21,6 +21,7 @@ from chalicelib.admin.auth import (
     parse_jwks,
     pkcs1_v15_sha256_valid,
 )
+from chalicelib.web import error_status
 
 REGION, POOL, CLIENT = "eu-west-2", "eu-west-2_AbC123", "client123"
 ISSUER = f"https://cognito-idp.{REGION}.amazonaws.com/{POOL}"
@@ -208,4 +209,4 @@ def test_a_role_that_cannot_be_read_now_refuses_the_request_rather_than_trust_th
 
     with pytest.raises(Busy) as refused:
         StaffGroups(cognito=_Pool(), pool_id="eu-west-2_AbC123").of("someone")
-    assert (refused.value.status, refused.value.code) == (503, "roles_unavailable")
+    assert (error_status(refused.value), refused.value.code) == (503, "roles_unavailable")

@@ -24,6 +24,7 @@ from chalicelib.detect import (
     restock_ts_for,
 )
 from chalicelib.errors import BadRequest
+from chalicelib.web import error_status
 
 NOW = 1_800_000_000.0
 
@@ -172,7 +173,7 @@ def test_a_malformed_body_is_refused_with_a_reason(text: str, code: str) -> None
     with pytest.raises(BadRequest) as error:
         parse_inventory_body(text, NOW)
     assert error.value.code == code
-    assert error.value.status == 400
+    assert error_status(error.value) == 400
 
 
 def test_occurred_at_slightly_ahead_of_our_clock_is_accepted() -> None:

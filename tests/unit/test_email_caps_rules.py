@@ -7,6 +7,7 @@ import pytest
 
 from chalicelib.config import ConfigError, settings_from_env
 from chalicelib.email_caps import ADDRESS, CEILING, SOURCE_DAY, SOURCE_HOUR, email_caps, refusal
+from chalicelib.web import error_status
 from tests.unit.test_config import local
 
 KEY = "k" * 32
@@ -54,7 +55,7 @@ def test_without_a_client_address_only_the_address_and_shop_counters_apply() -> 
 )
 def test_each_cap_refuses_with_a_429_naming_it_and_when_to_try_again(cap: str, code: str, wait: int) -> None:
     refused = refusal(cap, email_caps("ada@example.com", KEY, NOON, "ip"))
-    assert (refused.status, refused.code, refused.retry_after_s) == (429, code, wait)
+    assert (error_status(refused), refused.code, refused.retry_after_s) == (429, code, wait)
     assert "ada" not in refused.message
 
 
