@@ -501,7 +501,6 @@ def change_my_requests(token: str) -> Response:
         token,
         _body(request),
         request.headers.get("content-type", ""),
-        dict(request.headers),
         _accept_language(),
         source=_source_ip(),
     )

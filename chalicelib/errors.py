@@ -76,6 +76,12 @@ class NotFound(DomainError):
     code = "not_found"
 
 
+class FormRefused(DomainError):
+    """A shopper page's form that did not come from the shopper's own, recent page, or is not what the page posts."""
+
+    code = "form_refused"
+
+
 class Conflict(DomainError):
     """The request is well formed but contradicts the record's state."""
 

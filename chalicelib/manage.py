@@ -26,7 +26,7 @@ from chalicelib.confirm import (
 )
 from chalicelib.contacts import CHANNELS, check_sms_number, contact_key, mask, match_keys, normalise_contact
 from chalicelib.email_caps import EmailSends
-from chalicelib.errors import BadRequest, Conflict, DomainError
+from chalicelib.errors import BadRequest, Conflict, DomainError, FormRefused
 from chalicelib.leaving import Exit, QueueExits
 from chalicelib.line import PlaceInLine, read_place
 from chalicelib.link_ids import is_link_id
@@ -41,12 +41,6 @@ from chalicelib.tokens import KeySource, TokenRevoked, Tokens, current_keys
 
 FORM_WINDOW_S = 3600  # a form token is good for the hour it was issued in and the next one
 ACTIONS = ("leave", "switch", "code", "stop", "signout")
-
-
-class FormRefused(DomainError):
-    """A manage-page form that did not come from the shopper's own, recent page."""
-
-    code = "form_refused"
 
 
 class FormGuard:

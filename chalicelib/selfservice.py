@@ -8,7 +8,6 @@ could trick a click on "Unsubscribe") and are never cached.
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import parse_qs
 
@@ -16,11 +15,11 @@ from chalice import Response
 
 from chalicelib import i18n
 from chalicelib.clock import Clock
-from chalicelib.errors import DomainError
+from chalicelib.errors import DomainError, FormRefused
 from chalicelib.leaving import GONE, HOLDING, Exit
 from chalicelib.line import PlaceInLine
 from chalicelib.link_ids import is_link_id
-from chalicelib.manage import ACTIONS, CONFIRM_FIRST, FormRefused, ManageService, ManageView, Place, product_name
+from chalicelib.manage import ACTIONS, CONFIRM_FIRST, ManageService, ManageView, Place, product_name
 from chalicelib.optout_service import UNDO_WINDOW_S, OptoutService, UndoOffer
 from chalicelib.pages import (
     LINK_INCOMPLETE,
@@ -39,9 +38,8 @@ from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.requests import RequestState
 from chalicelib.tokens import TokenExpired, TokenInvalid, TokenRevoked, Tokens
 from chalicelib.undo import ALREADY, EXPIRED, KEPT, NEWER, UndoOutcome, UnsubscribeUndo
-from chalicelib.web import cross_site, error_status
+from chalicelib.web import MAX_PAGE_FORM_BYTES, error_status, page_form
 
-MAX_FORM_BYTES = 4096
 # Switching off one's links is not unsubscribing, and its words must never read as such in any language: a shopper
 # who thinks they left would keep receiving messages (tests/unit/test_glossary.py keeps the two apart).
 SWITCH_OFF_HEADING = "Someone else has this link?"
@@ -85,7 +83,6 @@ DONE_MESSAGES = {
 REFUSALS = {
     "form_refused": "This form is not from your page. Open your link again and retry.",
     "form_expired": "This page was open too long. Reload it and try again.",
-    "cross_site": "This form was sent from another website, so we ignored it.",
     "form_too_large": "That form was too large.",
     "code_wait": "We sent a code a moment ago. Please wait a minute before asking again.",
     "code_expired": "That code has expired or was tried too often. Please ask for a new one.",
@@ -138,7 +135,7 @@ def place_words(place: PlaceInLine, lang: str = i18n.DEFAULT_LANGUAGE) -> str:
 def is_one_click(raw: bytes | None, content_type: str) -> bool:
     """True when the body says List-Unsubscribe=One-Click (urlencoded, text, or multipart/form-data)."""
     data = raw or b""
-    if len(data) > MAX_FORM_BYTES:
+    if len(data) > MAX_PAGE_FORM_BYTES:
         return False
     kind = (content_type or "").split(";")[0].strip().lower()
     if kind == "multipart/form-data":
@@ -183,7 +180,6 @@ class SelfService:
     catalog: CatalogTable
     clock: Clock
     undo: UnsubscribeUndo
-    allowed_origin: str  # scheme://host[:port], the only origin the manage page's forms may come from
 
     def _page(self, status: int, lang: str, title: str, message: str, extra_html: str = "") -> Response:
         return page(status, tr(lang, title), message, self.shop, extra_html, lang=lang)
@@ -372,7 +368,6 @@ class SelfService:
         token: str,
         raw: bytes | None,
         content_type: str,
-        headers: Mapping[str, str],
         accept: str | None = None,
         source: str | None = None,
     ) -> Response:
@@ -384,8 +379,7 @@ class SelfService:
             return key
         back = f'<p><a href="{html.escape(token)}">{html.escape(tr(lang, "Back to your requests"))}</a></p>'
         try:
-            self._check_origin(headers)
-            form = self._form(raw, content_type)
+            form = page_form(raw, content_type)
             action = form.get("action", "")
             self.manage.check_form(key, action, form.get("form_token", ""))
             return self._act(key, token, action, form, lang, source)
@@ -400,22 +394,6 @@ class SelfService:
         # address); another language gets the translated sentence for its kind.
         msgid = REFUSALS.get(f"{error.code}:{error.reason}") or REFUSALS.get(error.code)
         return tr(lang, msgid) if msgid and lang != i18n.DEFAULT_LANGUAGE else error.message
-
-    def _check_origin(self, headers: Mapping[str, str]) -> None:
-        if cross_site(headers, self.allowed_origin):
-            raise FormRefused("This form was sent from another website, so we ignored it.", code="cross_site")
-
-    def _form(self, raw: bytes | None, content_type: str) -> dict[str, str]:
-        data = raw or b""
-        if len(data) > MAX_FORM_BYTES:
-            raise FormRefused("That form was too large.", code="form_too_large")
-        if (content_type or "").split(";")[0].strip().lower() != "application/x-www-form-urlencoded":
-            raise FormRefused("Please use the buttons on the page.", code="form_refused")
-        try:
-            fields = parse_qs(data.decode("utf-8"), keep_blank_values=True, max_num_fields=10)
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise FormRefused("Please use the buttons on the page.", code="form_refused") from exc
-        return {k: v[-1] for k, v in fields.items()}
 
     def _act(
         self, key: str, token: str, action: str, form: dict[str, str], lang: str, source: str | None = None

@@ -9,13 +9,17 @@ from urllib.parse import parse_qs, urlparse
 
 from chalice import Response
 
-from chalicelib.errors import BadRequest, DomainError, PayloadTooLarge, RateLimited
+from chalicelib.errors import BadRequest, DomainError, FormRefused, PayloadTooLarge, RateLimited
 
 # The largest notify-me body accepted: a SKU, a contact and a name fit many times over.
 MAX_BODY_BYTES = 4096
 
 # Fields a form body may carry: the notify-me form has four.
 MAX_FORM_FIELDS = 20
+
+# The largest body a shopper page's own form (or a one-click unsubscribe) sends, and the most fields it has.
+MAX_PAGE_FORM_BYTES = 4096
+MAX_PAGE_FORM_FIELDS = 10
 
 # Response headers as Chalice types them: a name may carry several values.
 Headers = dict[str, str | list[str]]
@@ -40,6 +44,21 @@ def parse_body(raw: bytes | None, content_type: str, max_bytes: int) -> dict[str
             raise BadRequest(f"The form may have at most {MAX_FORM_FIELDS} fields.", code="invalid_body") from exc
         return {k: v[-1] for k, v in fields.items()}
     return json_object(text)
+
+
+def page_form(raw: bytes | None, content_type: str) -> dict[str, str]:
+    """The fields of a form one of our shopper pages posts; FormRefused for a body no such form sends. Whether
+    another site's page sent it is the entry point's check (`cross_site`), made before the link is read."""
+    data = raw or b""
+    if len(data) > MAX_PAGE_FORM_BYTES:
+        raise FormRefused("That form was too large.", code="form_too_large")
+    if (content_type or "").split(";")[0].strip().lower() != "application/x-www-form-urlencoded":
+        raise FormRefused("Please use the buttons on the page.", code="form_refused")
+    try:
+        fields = parse_qs(data.decode("utf-8"), keep_blank_values=True, max_num_fields=MAX_PAGE_FORM_FIELDS)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise FormRefused("Please use the buttons on the page.", code="form_refused") from exc
+    return {k: v[-1] for k, v in fields.items()}
 
 
 def json_object(text: str) -> dict[str, Any]:

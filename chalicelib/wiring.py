@@ -667,7 +667,6 @@ class Services:
             catalog=self.tables.catalog,
             clock=self.clock,
             undo=self.unsubscribe_undo,
-            allowed_origin=self.page_origin,
         )
 
     @cached_property
