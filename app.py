@@ -22,6 +22,7 @@ from chalicelib.web import (
     error_response,
     house_error,
     json_response,
+    page_response,
     parse_body,
     simple_post_allowed,
 )
@@ -432,7 +433,7 @@ def unsubscribe_undo(token: str) -> Response:
 @app.route("/confirm/{token}", methods=["GET", "HEAD"])
 def confirm_page(token: str) -> Response:
     """A confirmation email's link opened: a page with a button; changes nothing (mail scanners prefetch)."""
-    return _no_body_for_head(wiring.current().confirm_pages.form(token, _accept_language()))
+    return _no_body_for_head(page_response(wiring.current().confirm_pages.form(token, _accept_language())))
 
 
 @app.route("/confirm/{token}", methods=["POST"], content_types=["application/x-www-form-urlencoded"])
@@ -442,7 +443,7 @@ def confirm(token: str) -> Response:
     refused = _form_from_another_site()
     if refused is not None:
         return refused
-    return wiring.current().confirm_pages.confirm(token, _accept_language())
+    return page_response(wiring.current().confirm_pages.confirm(token, _accept_language()))
 
 
 @app.route("/optin/{token}", methods=["GET", "HEAD"])

@@ -8,12 +8,10 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from chalice import Response
-
 from chalicelib import i18n
 from chalicelib.clock import Clock
 from chalicelib.owed import OwedJobs
-from chalicelib.pages import LINK_INCOMPLETE, About, Shop, button_form, page, text_page, tr
+from chalicelib.pages import LINK_INCOMPLETE, About, Page, Shop, button_form, shopper_page, shopper_text_page, tr
 from chalicelib.senders import EMAIL
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.catalog import Product
@@ -34,13 +32,13 @@ class ConfirmPages:
     request_ttl_days: int
     confirm_days: int
 
-    def _place(self, token: str, lang: str) -> tuple[str, str] | Response:
+    def _place(self, token: str, lang: str) -> tuple[str, str] | Page:
         try:
             return self.tokens.read_confirm(token, self.confirm_days * 86400 + 86400)
         except TokenExpired:
             return self._page(410, lang, "This link has expired", "Please tap Notify me on the product page again.")
         except TokenInvalid:
-            return text_page(400, LINK_INCOMPLETE, self.shop, lang)
+            return shopper_text_page(400, LINK_INCOMPLETE, self.shop, lang)
 
     def _page(
         self,
@@ -51,8 +49,10 @@ class ConfirmPages:
         extra: str = "",
         about: About | None = None,
         **fields: str,
-    ) -> Response:
-        return page(status, tr(lang, title), tr(lang, message, **fields), self.shop, extra, lang=lang, about=about)
+    ) -> Page:
+        return shopper_page(
+            status, tr(lang, title), tr(lang, message, **fields), self.shop, extra, lang=lang, about=about
+        )
 
     def _about(self, sku: str) -> About:
         product = self.tables.catalog.get_cached(sku)
@@ -61,11 +61,11 @@ class ConfirmPages:
             return About(name)
         return About(name, product.image_url or "", product.product_url or "")
 
-    def _unconfirmed(self, token: str, accept: str | None) -> Response | Request:
+    def _unconfirmed(self, token: str, accept: str | None) -> Page | Request:
         """The still unconfirmed place a link names, or the page to answer with instead (a bad link, a place gone,
         a place confirmed already)."""
         place = self._place(token, i18n.negotiate(accept=accept))
-        if isinstance(place, Response):
+        if isinstance(place, Page):
             return place
         sku, joined_ts = place
         request = self.tables.requests.get(sku, joined_ts)
@@ -75,10 +75,10 @@ class ConfirmPages:
             return self._done(sku, i18n.negotiate(request.lang, accept=accept))
         return request
 
-    def form(self, token: str, accept: str | None = None) -> Response:
+    def form(self, token: str, accept: str | None = None) -> Page:
         """The page the email's link opens: it says what pressing the button does."""
         request = self._unconfirmed(token, accept)
-        if isinstance(request, Response):
+        if isinstance(request, Page):
             return request
         lang = i18n.negotiate(request.lang, accept=accept)
         about = self._about(request.sku)
@@ -93,10 +93,10 @@ class ConfirmPages:
             shop=self.shop.name,
         )
 
-    def confirm(self, token: str, accept: str | None = None) -> Response:
+    def confirm(self, token: str, accept: str | None = None) -> Page:
         """The button: the place may now be told about restocks (and about an open one with units left)."""
         request = self._unconfirmed(token, accept)
-        if isinstance(request, Response):
+        if isinstance(request, Page):
             return request
         sku, joined_ts = request.sku, request.joined_ts
         lang = i18n.negotiate(request.lang, accept=accept)
@@ -129,7 +129,7 @@ class ConfirmPages:
         self.tables.audit.record(sku, "confirmed", now, contact_key=request.contact_key, channel=EMAIL)
         return self._done(sku, lang)
 
-    def _done(self, sku: str, lang: str) -> Response:
+    def _done(self, sku: str, lang: str) -> Page:
         about = self._about(sku)
         return self._page(
             200,
@@ -141,7 +141,7 @@ class ConfirmPages:
             shop=self.shop.name,
         )
 
-    def _gone(self, lang: str) -> Response:
+    def _gone(self, lang: str) -> Page:
         return self._page(
             410,
             lang,

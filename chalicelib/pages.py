@@ -29,6 +29,7 @@ from chalicelib.holds import (
     UNKNOWN_LINK,
     ReserveOutcome,
 )
+from chalicelib.web import page_response
 
 if TYPE_CHECKING:
     from chalicelib.config import Settings
@@ -217,6 +218,20 @@ def _web_url(url: str | None) -> bool:
     return bool(url) and str(url).startswith(("https://", "http://"))
 
 
+@dataclass(frozen=True)
+class Page:
+    """A rendered page: the status it is answered with, its HTML and its headers. Page modules return one and
+    never speak HTTP themselves; the entry point answers with it (chalicelib/web.py `page_response`)."""
+
+    status: int
+    html: str
+    headers: dict[str, str | list[str]]
+
+    def with_headers(self, extra: dict[str, str]) -> Page:
+        """The same page with more headers, after those it has."""
+        return Page(self.status, self.html, {**self.headers, **extra})
+
+
 def html_page(
     status: int,
     title: str,
@@ -229,6 +244,25 @@ def html_page(
     scripts: tuple[str, ...] = (),
     form_action: bool = True,
 ) -> Response:
+    """`framed_page` answered as a Response, for the pages not yet returned as a `Page`."""
+    rendered = framed_page(
+        status, title, message, shop, extra_html, lang=lang, about=about, scripts=scripts, form_action=form_action
+    )
+    return page_response(rendered)
+
+
+def framed_page(
+    status: int,
+    title: str,
+    message: str,
+    shop: Shop,
+    extra_html: str = "",
+    *,
+    lang: str = i18n.DEFAULT_LANGUAGE,
+    about: About | None = None,
+    scripts: tuple[str, ...] = (),
+    form_action: bool = True,
+) -> Page:
     """A shopper page in the shop's look, with the security headers every tokenised page needs.
 
     `message` is plain text unless it is `Html`; `extra_html` is HTML the caller built safely. `scripts` are the
@@ -265,7 +299,21 @@ def html_page(
         **SECURITY_HEADERS,
         "Content-Security-Policy": policy(scripts, images, form_action=form_action),
     }
-    return Response(body=body, status_code=status, headers=headers)
+    return Page(status, body, headers)
+
+
+def shopper_page(
+    status: int,
+    title: str,
+    message: str,
+    shop: Shop,
+    extra_html: str = "",
+    *,
+    lang: str = i18n.DEFAULT_LANGUAGE,
+    about: About | None = None,
+) -> Page:
+    """A shopper page (a tokenised one: no Referer, no framing, never cached); its forms post only to us."""
+    return framed_page(status, title, message, shop, extra_html, lang=lang, about=about)
 
 
 def page(
@@ -325,6 +373,11 @@ SIGNED_OUT = PageText(
     "This link was switched off",
     "This link to your requests was switched off at your request. Use the link in the next message we send you.",
 )
+
+
+def shopper_text_page(status: int, text: PageText, shop: Shop, lang: str, about: About | None = None) -> Page:
+    """A page that is only a heading and a message, in the shopper's language."""
+    return shopper_page(status, tr(lang, text.title), tr(lang, text.message), shop, lang=lang, about=about)
 
 
 def text_page(status: int, text: PageText, shop: Shop, lang: str, about: About | None = None) -> Response:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlparse
 
 from chalice import Response
 
 from chalicelib.errors import BadRequest, DomainError, FormRefused, PayloadTooLarge, RateLimited
+
+if TYPE_CHECKING:
+    from chalicelib.pages import Page
 
 # The largest notify-me body accepted: a SKU, a contact and a name fit many times over.
 MAX_BODY_BYTES = 4096
@@ -112,6 +115,11 @@ def error_status(error: DomainError) -> int:
 def json_response(status: int, body: dict[str, Any], headers: Mapping[str, str | list[str]] | None = None) -> Response:
     """A JSON response."""
     return Response(body=body, status_code=status, headers={"Content-Type": "application/json", **(headers or {})})
+
+
+def page_response(page: Page) -> Response:
+    """The one place a rendered page becomes an HTTP answer."""
+    return Response(body=page.html, status_code=page.status, headers=page.headers)
 
 
 def error_response(error: DomainError, headers: Mapping[str, str | list[str]] | None = None) -> Response:
