@@ -148,11 +148,11 @@ def notify_me() -> Response:
         outcome = wiring.current().capture.capture(_source_ip(), data, accept_language)
     except DomainError as error:
         if as_page:
-            return _form_answers().refused(error, data, accept_language)
+            return page_response(_form_answers().refused(error, data, accept_language))
         return error_response(error, cors)
     status = CAPTURE_STATUS[outcome.status]
     if as_page:
-        return _form_answers().accepted(status, data, accept_language, outcome.confirm_email)
+        return page_response(_form_answers().accepted(status, data, accept_language, outcome.confirm_email))
     body = {"status": "received", "channel": outcome.channel, "confirm_email": outcome.confirm_email}
     return json_response(status, body, cors)
 

@@ -14,14 +14,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlparse
 
-from chalice import Response
-
 from chalicelib.capture import SKU_PATTERN, name_ok, parse_lang
 from chalicelib.config import Settings
 from chalicelib.contacts import TOO_LONG, TOO_SHORT, example_region
 from chalicelib.errors import BadRequest, DomainError
 from chalicelib.i18n import accept_language, text
-from chalicelib.pages import About, Shop, page
+from chalicelib.pages import About, Page, Shop, shopper_page
 from chalicelib.tables.catalog import Product
 from chalicelib.web import error_status
 from chalicelib.widget import STRINGS, home_regions, phone_example, served_regions
@@ -112,9 +110,7 @@ class FormAnswers:
         url = url or _web_url(self.settings.shop_url)
         return f'<p><a href="{html.escape(url)}">{html.escape(label)}</a></p>' if url else ""
 
-    def accepted(
-        self, status: int, form: Mapping[str, Any], accept_language: str | None, confirm_email: bool
-    ) -> Response:
+    def accepted(self, status: int, form: Mapping[str, Any], accept_language: str | None, confirm_email: bool) -> Page:
         """The same page for a new place, a kept one and an opted-out contact: what happens next."""
         lang = _lang(form, accept_language)
         t = text("widget", lang)
@@ -125,7 +121,7 @@ class FormAnswers:
         product = self._product(form)
         return _in(
             lang,
-            page(
+            shopper_page(
                 status,
                 t(THANKS),
                 said,
@@ -136,7 +132,7 @@ class FormAnswers:
             ),
         )
 
-    def refused(self, error: DomainError, form: Mapping[str, Any], accept_language: str | None) -> Response:
+    def refused(self, error: DomainError, form: Mapping[str, Any], accept_language: str | None) -> Page:
         """A refusal in words the shopper can act on, with the refusal's own status code."""
         lang = _lang(form, accept_language)
         t = text("widget", lang)
@@ -144,7 +140,7 @@ class FormAnswers:
         if error.code == "invalid_phone":
             # What is wrong with the number, then a mobile of the shopper's own country, as the widget says it.
             said = f"{said} {t(STRINGS['eg'], example=self._example(form, accept_language, lang))}"
-        response = page(
+        refusal = shopper_page(
             error_status(error),
             t(REFUSED),
             said,
@@ -154,8 +150,8 @@ class FormAnswers:
         )
         retry = getattr(error, "retry_after_s", None)
         if retry is not None:
-            response.headers["Retry-After"] = str(retry)
-        return _in(lang, response)
+            refusal = refusal.with_headers({"Retry-After": str(retry)})
+        return _in(lang, refusal)
 
 
 def _lang(form: Mapping[str, Any], accept_language: str | None) -> str:
@@ -165,7 +161,6 @@ def _lang(form: Mapping[str, Any], accept_language: str | None) -> str:
         return parse_lang(None, accept_language)
 
 
-def _in(lang: str, response: Response) -> Response:
+def _in(lang: str, answer: Page) -> Page:
     """The page's language said in its headers too."""
-    response.headers["Content-Language"] = lang
-    return response
+    return answer.with_headers({"Content-Language": lang})
