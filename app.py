@@ -387,7 +387,7 @@ def sweep(event: CloudWatchEvent) -> dict[str, int]:
 @app.route("/unsubscribe/{token}", methods=["GET", "HEAD"])
 def unsubscribe_page(token: str) -> Response:
     """An unsubscribe link opened: a confirmation page with a button; changes nothing (mail scanners prefetch)."""
-    return _no_body_for_head(wiring.current().self_service.unsubscribe_form(token, _accept_language()))
+    return _no_body_for_head(page_response(wiring.current().self_service.unsubscribe_form(token, _accept_language())))
 
 
 def _form_from_another_site() -> Response | None:
@@ -409,15 +409,17 @@ def unsubscribe(token: str) -> Response:
     if refused is not None:
         return refused
     request = _request()
-    return wiring.current().self_service.unsubscribe(
-        token, _body(request), request.headers.get("content-type", ""), _accept_language()
+    return page_response(
+        wiring.current().self_service.unsubscribe(
+            token, _body(request), request.headers.get("content-type", ""), _accept_language()
+        )
     )
 
 
 @app.route("/unsubscribe/undo/{token}", methods=["GET", "HEAD"])
 def unsubscribe_undo_page(token: str) -> Response:
     """An undo link opened again (back, reload): a page with the Undo button; changes nothing."""
-    return _no_body_for_head(wiring.current().self_service.undo_form(token, _accept_language()))
+    return _no_body_for_head(page_response(wiring.current().self_service.undo_form(token, _accept_language())))
 
 
 @app.route("/unsubscribe/undo/{token}", methods=["POST"], content_types=["application/x-www-form-urlencoded"])
@@ -427,7 +429,7 @@ def unsubscribe_undo(token: str) -> Response:
     refused = _form_from_another_site()
     if refused is not None:
         return refused
-    return wiring.current().self_service.undo_unsubscribe(token, _accept_language())
+    return page_response(wiring.current().self_service.undo_unsubscribe(token, _accept_language()))
 
 
 @app.route("/confirm/{token}", methods=["GET", "HEAD"])
@@ -486,7 +488,7 @@ def my_requests(token: str) -> Response:
     # An SMS's "Stop texts" link (chalicelib/compose.py STOP_QUERY): the page opens on stopping.
     stop_first = "stop" in params
     page = wiring.current().self_service.manage_page(token, done, _accept_language(), stop_first=stop_first)
-    return _no_body_for_head(page)
+    return _no_body_for_head(page_response(page))
 
 
 @app.route("/me/{token}", methods=["POST"], content_types=["application/x-www-form-urlencoded"])
@@ -498,13 +500,14 @@ def change_my_requests(token: str) -> Response:
     if refused is not None:
         return refused
     request = _request()
-    return wiring.current().self_service.manage_action(
+    answer = wiring.current().self_service.manage_action(
         token,
         _body(request),
         request.headers.get("content-type", ""),
         _accept_language(),
         source=_source_ip(),
     )
+    return page_response(answer)
 
 
 # --- The shop's dashboard JSON API (docs/ADMIN.md, docs/openapi.yaml). Every route but sign-in checks the staff

@@ -330,6 +330,11 @@ def page(
     return html_page(status, title, message, shop, extra_html, lang=lang, about=about)
 
 
+def see_other(location: str) -> Page:
+    """303 See Other back to a page (POST, then redirect, then GET: a reload never re-submits)."""
+    return Page(303, "", {"Location": location, **SECURITY_HEADERS})
+
+
 def redirect(location: str) -> Response:
     """303 See Other back to a page (POST, then redirect, then GET: a reload never re-submits)."""
     return Response(body="", status_code=303, headers={"Location": location, **SECURITY_HEADERS})

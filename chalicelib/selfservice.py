@@ -11,8 +11,6 @@ import html
 from dataclasses import dataclass
 from urllib.parse import parse_qs
 
-from chalice import Response
-
 from chalicelib import i18n
 from chalicelib.clock import Clock
 from chalicelib.errors import DomainError, FormRefused
@@ -25,13 +23,14 @@ from chalicelib.pages import (
     LINK_INCOMPLETE,
     OWN_LINK_EXPIRED,
     SIGNED_OUT,
+    Page,
     Shop,
     esc,
     markup,
     moment,
-    page,
-    redirect,
-    text_page,
+    see_other,
+    shopper_page,
+    shopper_text_page,
     tr,
 )
 from chalicelib.tables.catalog import CatalogTable
@@ -181,17 +180,17 @@ class SelfService:
     clock: Clock
     undo: UnsubscribeUndo
 
-    def _page(self, status: int, lang: str, title: str, message: str, extra_html: str = "") -> Response:
-        return page(status, tr(lang, title), message, self.shop, extra_html, lang=lang)
+    def _page(self, status: int, lang: str, title: str, message: str, extra_html: str = "") -> Page:
+        return shopper_page(status, tr(lang, title), message, self.shop, extra_html, lang=lang)
 
-    def _bad_link(self, expired: bool, lang: str) -> Response:
+    def _bad_link(self, expired: bool, lang: str) -> Page:
         if expired:
-            return text_page(410, OWN_LINK_EXPIRED, self.shop, lang)
-        return text_page(400, LINK_INCOMPLETE, self.shop, lang)
+            return shopper_text_page(410, OWN_LINK_EXPIRED, self.shop, lang)
+        return shopper_text_page(400, LINK_INCOMPLETE, self.shop, lang)
 
     # --- Unsubscribe
 
-    def unsubscribe_form(self, token: str, accept: str | None = None) -> Response:
+    def unsubscribe_form(self, token: str, accept: str | None = None) -> Page:
         """GET /unsubscribe/{token}: a confirmation page; changes nothing (mail scanners open links)."""
         lang = i18n.negotiate(accept=accept)
         try:
@@ -211,7 +210,7 @@ class SelfService:
         )
         return self._page(200, lang, "Stop back-in-stock messages?", message, form)
 
-    def unsubscribe(self, token: str, raw: bytes | None, content_type: str, accept: str | None = None) -> Response:
+    def unsubscribe(self, token: str, raw: bytes | None, content_type: str, accept: str | None = None) -> Page:
         """POST /unsubscribe/{token}: RFC 8058 one-click or the page's button; opt out and leave every list."""
         lang = i18n.negotiate(accept=accept)
         try:
@@ -228,7 +227,7 @@ class SelfService:
         result, offer = self.optouts.unsubscribe(key)
         return self._unsubscribed(result.newly, result.exits, lang, offer)
 
-    def _unsubscribed(self, newly: bool, exits: list[Exit], lang: str, offer: UndoOffer | None = None) -> Response:
+    def _unsubscribed(self, newly: bool, exits: list[Exit], lang: str, offer: UndoOffer | None = None) -> Page:
         parts = []
         left = [e for e in exits if e.outcome not in (HOLDING, GONE)]
         if left:
@@ -265,7 +264,7 @@ class SelfService:
             f"<button type=submit>{html.escape(tr(lang, UNDO_BUTTON))}</button></form></section>"
         )
 
-    def _read_undo(self, token: str, lang: str) -> tuple[str, int, str] | Response:
+    def _read_undo(self, token: str, lang: str) -> tuple[str, int, str] | Page:
         try:
             return self.tokens.read_undo(token, UNDO_WINDOW_S)
         except TokenExpired:
@@ -275,11 +274,11 @@ class SelfService:
         except TokenInvalid:
             return self._bad_link(expired=False, lang=lang)
 
-    def undo_form(self, token: str, accept: str | None = None) -> Response:
+    def undo_form(self, token: str, accept: str | None = None) -> Page:
         """GET /unsubscribe/undo/{token}: what Undo does, with its button; changes nothing."""
         lang = i18n.negotiate(accept=accept)
         read = self._read_undo(token, lang)
-        if isinstance(read, Response):
+        if isinstance(read, Page):
             return read
         form = (
             f'<form method="post" action="{html.escape(token)}">'
@@ -293,15 +292,15 @@ class SelfService:
             form,
         )
 
-    def undo_unsubscribe(self, token: str, accept: str | None = None) -> Response:
+    def undo_unsubscribe(self, token: str, accept: str | None = None) -> Page:
         """POST /unsubscribe/undo/{token}: take back the unsubscribe the token names, once, inside its window."""
         lang = i18n.negotiate(accept=accept)
         read = self._read_undo(token, lang)
-        if isinstance(read, Response):
+        if isinstance(read, Page):
             return read
         return self._undone(self.undo.undo(*read), lang)
 
-    def _undone(self, done: UndoOutcome, lang: str) -> Response:
+    def _undone(self, done: UndoOutcome, lang: str) -> Page:
         if done.outcome == ALREADY:
             return self._page(
                 200, lang, "Already undone", tr(lang, "That unsubscribe was taken back already: nothing more changed.")
@@ -339,24 +338,24 @@ class SelfService:
 
     # --- My requests
 
-    def _manage_key(self, token: str, lang: str) -> str | Response:
+    def _manage_key(self, token: str, lang: str) -> str | Page:
         """The contact behind a manage link, or the page that says why the link does not work."""
         try:
             return self.manage.read_token(token)
         except TokenExpired:
             return self._bad_link(expired=True, lang=lang)
         except TokenRevoked:
-            return text_page(410, SIGNED_OUT, self.shop, lang)
+            return shopper_text_page(410, SIGNED_OUT, self.shop, lang)
         except TokenInvalid:
             return self._bad_link(expired=False, lang=lang)
 
     def manage_page(
         self, token: str, done: str | None = None, accept: str | None = None, *, stop_first: bool = False
-    ) -> Response:
+    ) -> Page:
         """GET /me/{token}: the products this shopper waits for, their place in each, and what they can do. With
         `stop_first` (an SMS's "Stop texts" link, `?stop`) the form that stops everything comes before all else."""
         key = self._manage_key(token, i18n.negotiate(accept=accept))
-        if isinstance(key, Response):
+        if isinstance(key, Page):
             return key
         view = self.manage.view(key)
         lang = i18n.negotiate(view.lang, accept=accept)
@@ -370,12 +369,12 @@ class SelfService:
         content_type: str,
         accept: str | None = None,
         source: str | None = None,
-    ) -> Response:
+    ) -> Page:
         """POST /me/{token}: leave a list, switch channel or stop everything, then back to the page. `source` is
         the client address (a code SMS counts against its caps)."""
         lang = i18n.negotiate(accept=accept)
         key = self._manage_key(token, lang)
-        if isinstance(key, Response):
+        if isinstance(key, Page):
             return key
         back = f'<p><a href="{html.escape(token)}">{html.escape(tr(lang, "Back to your requests"))}</a></p>'
         try:
@@ -397,23 +396,23 @@ class SelfService:
 
     def _act(
         self, key: str, token: str, action: str, form: dict[str, str], lang: str, source: str | None = None
-    ) -> Response:
+    ) -> Page:
         if action == "leave":
             exit_ = self.manage.leave(key, form.get("sku", "")[:64])
             done = {HOLDING: "holding", GONE: "gone"}.get(exit_.outcome, "left")
-            return redirect(f"{token}?done={done}")
+            return see_other(f"{token}?done={done}")
         if action == "switch":
             self.manage.start_switch(key, form.get("contact", "")[:254], source=source)
-            return redirect(f"{token}?done=code_sent")
+            return see_other(f"{token}?done=code_sent")
         if action == "code":
             result = self.manage.finish_switch(key, form.get("code", ""))
-            return redirect(f"{self.manage.link_token(result.new_key)}?done=switched")
+            return see_other(f"{self.manage.link_token(result.new_key)}?done=switched")
         if action == "signout":
             self.manage.sign_out(key)
             return self._page(200, lang, SWITCHED_OFF_TITLE, tr(lang, SIGNED_OUT_DONE))
         assert action in ACTIONS  # check_form refused anything else
         self.optouts.opt_out(key, "unsubscribe")
-        return redirect(f"{token}?done=stopped")
+        return see_other(f"{token}?done=stopped")
 
     # --- HTML
 
