@@ -205,9 +205,9 @@ def notify_me_code() -> Response:
         data = parse_body(_body(request), content_type, MAX_BODY_BYTES)
         outcome = services.resubscribe.check_code(_source_ip(), data, accept)
     except DomainError as error:
-        return error_response(error, cors) if as_json else services.resubscribe.code_page(error, accept)
+        return error_response(error, cors) if as_json else page_response(services.resubscribe.code_page(error, accept))
     if not as_json:
-        return services.resubscribe.code_page(outcome, accept)
+        return page_response(services.resubscribe.code_page(outcome, accept))
     return json_response(200, {"status": "resubscribed"}, cors)
 
 
@@ -451,7 +451,7 @@ def confirm(token: str) -> Response:
 @app.route("/optin/{token}", methods=["GET", "HEAD"])
 def optin_page(token: str) -> Response:
     """An opt-in link (made by staff for a person who asked): a page with a button; changes nothing."""
-    return _no_body_for_head(wiring.current().optins.form(token, _accept_language()))
+    return _no_body_for_head(page_response(wiring.current().optins.form(token, _accept_language())))
 
 
 @app.route("/optin/{token}", methods=["POST"], content_types=["application/x-www-form-urlencoded"])
@@ -459,14 +459,14 @@ def optin(token: str) -> Response:
     """The opt-in page's button: the person's own opt-out is lifted."""
     services = wiring.current()
     if cross_site(_request().headers, services.page_origin):
-        return services.optins.refused(_accept_language())
-    return services.optins.confirm(token, _accept_language())
+        return page_response(services.optins.refused(_accept_language()))
+    return page_response(services.optins.confirm(token, _accept_language()))
 
 
 @app.route("/resubscribe/{link_id}", methods=["GET", "HEAD"])
 def resubscribe_page(link_id: str) -> Response:
     """A re-subscribe email's link opened: a page with a button; changes nothing (mail scanners prefetch)."""
-    return _no_body_for_head(wiring.current().resubscribe.form(link_id))
+    return _no_body_for_head(page_response(wiring.current().resubscribe.form(link_id)))
 
 
 @app.route("/resubscribe/{link_id}", methods=["POST"], content_types=["application/x-www-form-urlencoded"])
@@ -475,8 +475,8 @@ def resubscribe(link_id: str) -> Response:
     services = wiring.current()
     request = _request()
     if cross_site(request.headers, services.page_origin):
-        return services.resubscribe.cross_site(request.headers.get("accept-language"))
-    return services.resubscribe.confirm(link_id)
+        return page_response(services.resubscribe.cross_site(request.headers.get("accept-language")))
+    return page_response(services.resubscribe.confirm(link_id))
 
 
 @app.route("/me/{token}", methods=["GET", "HEAD"])

@@ -19,8 +19,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from chalice import Response
-
 from chalicelib import i18n
 from chalicelib.clock import Clock, iso
 from chalicelib.compose import Brand, sms_shop
@@ -28,7 +26,7 @@ from chalicelib.contacts import Contact
 from chalicelib.errors import Conflict, RateLimited
 from chalicelib.links import Links
 from chalicelib.messages import Message, OptinLink
-from chalicelib.pages import LINK_INCOMPLETE, Shop, button_form, page, text_page, tr
+from chalicelib.pages import LINK_INCOMPLETE, Page, Shop, button_form, shopper_page, shopper_text_page, tr
 from chalicelib.resubscribe import DOMAIN, PROOF_SOURCES, link_email
 from chalicelib.senders import SMS, Notice, Senders, error_code, maybe_sent, refused_recipient
 from chalicelib.sms import to_gsm
@@ -133,18 +131,18 @@ class OptIns:
 
     # The person is known only by a keyed hash here, so the page is in the language their browser asks for.
 
-    def _page(self, status: int, lang: str, title: str, message: str, extra: str = "", **fields: object) -> Response:
-        return page(status, tr(lang, title), tr(lang, message, **fields), self.shop, extra, lang=lang)
+    def _page(self, status: int, lang: str, title: str, message: str, extra: str = "", **fields: object) -> Page:
+        return shopper_page(status, tr(lang, title), tr(lang, message, **fields), self.shop, extra, lang=lang)
 
-    def _read(self, token: str, lang: str) -> tuple[str, str] | Response:
+    def _read(self, token: str, lang: str) -> tuple[str, str] | Page:
         try:
             return self.tokens.read_optin(token, OPTIN_DAYS * 86400)
         except TokenExpired:
             return self._expired(lang)
         except TokenInvalid:
-            return text_page(400, LINK_INCOMPLETE, self.shop, lang)
+            return shopper_text_page(400, LINK_INCOMPLETE, self.shop, lang)
 
-    def _expired(self, lang: str) -> Response:
+    def _expired(self, lang: str) -> Page:
         return self._page(
             410,
             lang,
@@ -154,11 +152,11 @@ class OptIns:
             shop=self.shop.name,
         )
 
-    def form(self, token: str, accept: str | None = None) -> Response:
+    def form(self, token: str, accept: str | None = None) -> Page:
         """The page the link opens: what the button does. Changes nothing."""
         lang = i18n.negotiate(accept=accept)
         read = self._read(token, lang)
-        if isinstance(read, Response):
+        if isinstance(read, Page):
             return read
         key, nonce = read
         if not self.tables.throttle.pending_optin(optin_key(key), nonce, self.clock.now()):
@@ -173,11 +171,11 @@ class OptIns:
             shop=self.shop.name,
         )
 
-    def confirm(self, token: str, accept: str | None = None) -> Response:
+    def confirm(self, token: str, accept: str | None = None) -> Page:
         """The button: the opt-out is lifted, once."""
         lang = i18n.negotiate(accept=accept)
         read = self._read(token, lang)
-        if isinstance(read, Response):
+        if isinstance(read, Page):
             return read
         key, nonce = read
         now = self.clock.now()
@@ -207,7 +205,7 @@ class OptIns:
             shop=self.shop.name,
         )
 
-    def refused(self, accept: str | None = None) -> Response:
+    def refused(self, accept: str | None = None) -> Page:
         """A button press sent from another website's page: nothing changes."""
         lang = i18n.negotiate(accept=accept)
         return self._page(403, lang, "Please use the button on the page", "Open the link again.")

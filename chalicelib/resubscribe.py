@@ -36,8 +36,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from chalice import Response
-
 from chalicelib import i18n
 from chalicelib.capture import CaptureService, NotifyMe, NotProven, parse_lang, parse_sku
 from chalicelib.clock import Clock
@@ -49,7 +47,7 @@ from chalicelib.email_caps import EmailSends
 from chalicelib.errors import BadRequest, DomainError, RateLimited
 from chalicelib.links import Links
 from chalicelib.messages import Message, ResubscribeProof
-from chalicelib.pages import Shop, button_form, page
+from chalicelib.pages import Page, Shop, button_form, shopper_page
 from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent, refused_recipient
 from chalicelib.sms import to_gsm
 from chalicelib.sms_caps import SmsSends
@@ -392,17 +390,17 @@ class Resubscribe:
     def _t(self, lang: str) -> i18n.Text:
         return i18n.text(DOMAIN, lang)
 
-    def _page(self, status: int, lang: str, title: str, message: str, extra_html: str = "") -> Response:
+    def _page(self, status: int, lang: str, title: str, message: str, extra_html: str = "") -> Page:
         """Every page of opting back in, in the shopper's language, in the shop's one page frame."""
-        return page(status, title, message, self.shop, extra_html, lang=lang)
+        return shopper_page(status, title, message, self.shop, extra_html, lang=lang)
 
-    def cross_site(self, accept_language: str | None) -> Response:
+    def cross_site(self, accept_language: str | None) -> Page:
         """A button's POST sent from another website's page: nothing changes; the email's link still works."""
         lang = i18n.negotiate(None, accept=accept_language)
         t = self._t(lang)
         return self._page(403, lang, t("Please use the button on the page"), t("Open the link in your email again."))
 
-    def _gone(self, lang: str) -> Response:
+    def _gone(self, lang: str) -> Page:
         t = self._t(lang)
         return self._page(
             410,
@@ -414,7 +412,7 @@ class Resubscribe:
             ),
         )
 
-    def _unknown(self) -> Response:
+    def _unknown(self) -> Page:
         t = self._t(i18n.DEFAULT_LANGUAGE)
         return self._page(
             404,
@@ -423,7 +421,7 @@ class Resubscribe:
             t("Please open it straight from your email: it may have been cut short when it was copied."),
         )
 
-    def _live(self, link_id: str) -> tuple[str, dict[str, Any]] | Response:
+    def _live(self, link_id: str) -> tuple[str, dict[str, Any]] | Page:
         if not LINK_ID.match(link_id):
             return self._unknown()
         proof_key = resubscribe_link_key(link_id)
@@ -439,10 +437,10 @@ class Resubscribe:
         product = self.tables.catalog.get_cached(sku)
         return (product.name if product and product.name else sku).strip()
 
-    def form(self, link_id: str) -> Response:
+    def form(self, link_id: str) -> Page:
         """The page the link opens: what the button does. Changes nothing (mail scanners open links)."""
         live = self._live(link_id)
-        if isinstance(live, Response):
+        if isinstance(live, Page):
             return live
         _, proof = live
         lang = str(proof.get("lang") or i18n.DEFAULT_LANGUAGE)
@@ -460,10 +458,10 @@ class Resubscribe:
             button,
         )
 
-    def confirm(self, link_id: str) -> Response:
+    def confirm(self, link_id: str) -> Page:
         """The button: the opt-out is lifted and the place joins the list, once."""
         live = self._live(link_id)
-        if isinstance(live, Response):
+        if isinstance(live, Page):
             return live
         proof_key, proof = live
         lang = str(proof.get("lang") or i18n.DEFAULT_LANGUAGE)
@@ -553,7 +551,7 @@ class Resubscribe:
             raise wrong
         return CodeOutcome(status, tap.lang)
 
-    def code_page(self, outcome: CodeOutcome | DomainError, accept_language: str | None) -> Response:
+    def code_page(self, outcome: CodeOutcome | DomainError, accept_language: str | None) -> Page:
         """The no-script form's answer: the same outcomes as the JSON, as a page."""
         lang = outcome.lang if isinstance(outcome, CodeOutcome) else i18n.negotiate(None, accept=accept_language)
         t = self._t(lang)
