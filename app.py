@@ -397,9 +397,9 @@ def _form_from_another_site() -> Response | None:
     if not cross_site(_request().headers, services.page_origin):
         return None
     from chalicelib.i18n import negotiate
-    from chalicelib.pages import FORM_CROSS_SITE, text_page
+    from chalicelib.pages import FORM_CROSS_SITE, shopper_text_page
 
-    return text_page(403, FORM_CROSS_SITE, services.shop, negotiate(accept=_accept_language()))
+    return page_response(shopper_text_page(403, FORM_CROSS_SITE, services.shop, negotiate(accept=_accept_language())))
 
 
 @app.route("/unsubscribe/{token}", methods=["POST"], content_types=UNSUBSCRIBE_TYPES)
