@@ -118,7 +118,9 @@ def build(s: Stack, people: int) -> tuple[str, float, int]:
             UpdateExpression="SET waiting_count = :n",
             ExpressionAttributeValues={":n": count},
         )
-    services.tables.throttle.table.put_item(Item={"key": line_key(SKU), "issued": people, "ttl": int(now) + 91 * 86400})
+    services.tables.line_tickets.table.put_item(
+        Item={"key": line_key(SKU), "issued": people, "ttl": int(now) + 91 * 86400}
+    )
     middle = people // 2 + 1
     return f"+4474{middle % 100:02d}0{middle:05d}", sizes / people, max(shards.values())
 

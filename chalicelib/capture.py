@@ -246,7 +246,7 @@ class CaptureService:
 
     def _charge(self, source: str, now: float) -> None:
         key, expires, retry_after = self._rate_key(source, now)
-        if not self.tables.throttle.charge(key, self.settings.rate_limit_per_minute, expires):
+        if not self.tables.rate_counters.charge(key, self.settings.rate_limit_per_minute, expires):
             raise RateLimited("Too many requests from this address; try again in a minute.", retry_after)
 
     def _sms_caps(self, contact: Contact, now: float) -> SmsCaps | None:
@@ -257,7 +257,7 @@ class CaptureService:
 
     def _cap_items(self, tx: Tx, caps: SmsCaps | None, *, taps: bool, place: bool) -> Tx:
         """Add an SMS tap's counters to `tx`: the taps this hour (number and prefix), and one new place."""
-        return add_caps(tx, self.tables.throttle, caps, self.settings, taps=taps, place=place)
+        return add_caps(tx, self.tables.rate_counters, caps, self.settings, taps=taps, place=place)
 
     def _taps_refused(self, cancelled: TransactionCancelled, caps: SmsCaps | None) -> None:
         """Raise RateLimited when the transaction failed on a tap counter of the number or its block."""
@@ -313,16 +313,16 @@ class CaptureService:
         # The place's ticket first (a plain write no transaction holds), then the clock: tickets then follow the
         # join stamps (chalicelib/line.py).
         line_ttl = int(self.clock.now()) + (self.settings.request_ttl_days + 1) * 86400
-        ticket = LineTicket(*self.tables.throttle.take_ticket(sku, line_ttl))
+        ticket = LineTicket(*self.tables.line_tickets.take_ticket(sku, line_ttl))
         try:
             yield ticket
         except (DomainError, NotProven):
             # Refused before anything was written. Any other failure leaves the ticket alone: a place may hold it,
             # and an unused ticket left counted only widens the bounds, never makes them lie.
-            self.tables.throttle.return_ticket(sku, ticket.number)
+            self.tables.line_tickets.return_ticket(sku, ticket.number)
             raise
         if not ticket.kept:
-            self.tables.throttle.return_ticket(sku, ticket.number)
+            self.tables.line_tickets.return_ticket(sku, ticket.number)
 
     def _new_place(
         self, tap: NotifyMe, key: str, now: float, ticket: LineTicket, *, proven: bool = False, owes: bool = True
@@ -392,10 +392,10 @@ class CaptureService:
             unique, request = self.tables.requests.join_items(place.row())
             tx = Tx().add(
                 "rate",
-                self.tables.throttle.charge_item(rate_key, self.settings.rate_limit_per_minute, rate_expires),
+                self.tables.rate_counters.charge_item(rate_key, self.settings.rate_limit_per_minute, rate_expires),
             )
             # A new place only: a repeat or a refused tap rolls these back with everything else.
-            add_place_caps(tx, self.tables.throttle, places)
+            add_place_caps(tx, self.tables.rate_counters, places)
             return (
                 self._cap_items(tx, caps, taps=True, place=True)
                 .join(

@@ -67,7 +67,7 @@ from chalicelib.platforms.base import CatalogEntry, Catalogue, CatalogUnavailabl
 from chalicelib.tables.base import error_code
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.catalog import Product as CatalogProduct
-from chalicelib.tables.throttle import ThrottleTable
+from chalicelib.tables.throttle import SavedStates
 from chalicelib.wording import DEFAULT_TONE, check_name, check_voice
 
 logger = logging.getLogger(__name__)
@@ -448,7 +448,7 @@ class CatalogSync:
     """Upserts the feed's products and discontinues the ones it no longer lists."""
 
     catalog: CatalogTable
-    cursors: ThrottleTable  # where the last run stopped in the feed
+    cursors: SavedStates  # where the last run stopped in the feed
     reader: FeedReader | None  # None when the stage has no CATALOG_URL: the report says so
     clock: Clock
     # Restock detection's re-evaluation: stock already on hand may meet a lowered threshold.
@@ -527,7 +527,7 @@ class CatalogSync:
 
     def _run(self, report: SyncReport, deadline: Deadline, pool: ThreadPoolExecutor) -> SyncReport:
         now = self.clock.now()
-        state = self.cursors.cursor(CURSOR) or {}
+        state = self.cursors.get(CURSOR) or {}
         start = int(state.get("next") or 0)
         started_at = int(state.get("started_at") or now)
         report.resumed_at = start
@@ -653,7 +653,7 @@ class CatalogSync:
         state: dict[str, Any] = {"next": resume_at or None, "started_at": started_at if resume_at else None}
         if not resume_at and finished:
             state["finished_at"] = int(now)
-        self.cursors.save_cursor(CURSOR, state, int(now) + CURSOR_TTL_S)
+        self.cursors.save(CURSOR, state, int(now) + CURSOR_TTL_S)
 
     @staticmethod
     def _log(report: SyncReport) -> None:

@@ -205,7 +205,7 @@ class MessageSender:
 
     def send_code(self, contact_key: str, nonce: str) -> bool:
         """Send a pending switch's code to the new contact (once per nonce)."""
-        pending = self.tables.throttle.claim_switch_code(switch_key(contact_key), nonce, self.clock.now())
+        pending = self.tables.pending_steps.claim_switch_code(switch_key(contact_key), nonce, self.clock.now())
         if pending is None:
             return False
         channel, to, new_key = str(pending["channel"]), str(pending["contact"]), str(pending["new_key"])
@@ -218,7 +218,7 @@ class MessageSender:
             notice = code_email(self.shop_name, code, to, lang)
 
         def give_back() -> None:
-            self.tables.throttle.release_switch_code(switch_key(contact_key), nonce)
+            self.tables.pending_steps.release_switch_code(switch_key(contact_key), nonce)
 
         return self._send(notice, new_key, give_back)
 

@@ -347,7 +347,7 @@ class DetectService:
             self.tables.audit.record(sku, "unknown_sku_webhook", now, webhook_id=webhook_id, available=event.available)
             return DetectOutcome("ignored", "unknown_sku")
         seen = _Seen.of(product)
-        if self.tables.throttle.seen(self._memory_key(sku, webhook_id)):
+        if self.tables.seen_events.seen(self._memory_key(sku, webhook_id)):
             return self._duplicate(sku, seen, now)
         if event.if_seen is not None and level_mark(product, event.location) != event.if_seen:
             # A webhook (or another read) was recorded after this read began: it is at least as new as the read.
@@ -404,7 +404,7 @@ class DetectService:
 
     def _write(self, tx: Tx, sku: str, webhook_id: str, now: float) -> None:
         """Run `tx` with the webhook remembered in it (refused as "memory" when it was already)."""
-        memory = self.tables.throttle.remember_item(self._memory_key(sku, webhook_id), int(now) + WEBHOOK_MEMORY_S)
+        memory = self.tables.seen_events.remember_item(self._memory_key(sku, webhook_id), int(now) + WEBHOOK_MEMORY_S)
         self.tables.run(tx.add("memory", memory))
 
     def _duplicate(self, sku: str, seen: _Seen, now: float) -> DetectOutcome:

@@ -128,21 +128,21 @@ class EmailSends:
     def items(self, caps: EmailCaps) -> Tx:
         """The counters as named items for a caller's own transaction, so the email is charged if and only if what
         owes it commits (a place, a proof, an owed confirmation)."""
-        throttle, limits = self.tables.throttle, self.settings
+        counters, limits = self.tables.rate_counters, self.settings
         tx = Tx().add(
-            ADDRESS, throttle.charge_item(caps.address_key, limits.emails_per_address_per_day, caps.day_expires)
+            ADDRESS, counters.charge_item(caps.address_key, limits.emails_per_address_per_day, caps.day_expires)
         )
         if caps.source_hour_key is not None and caps.source_day_key is not None:
             tx.add(
                 SOURCE_HOUR,
-                throttle.charge_item(caps.source_hour_key, limits.emails_per_source_per_hour, caps.hour_expires),
+                counters.charge_item(caps.source_hour_key, limits.emails_per_source_per_hour, caps.hour_expires),
             )
             tx.add(
                 SOURCE_DAY,
-                throttle.charge_item(caps.source_day_key, limits.emails_per_source_per_day, caps.day_expires),
+                counters.charge_item(caps.source_day_key, limits.emails_per_source_per_day, caps.day_expires),
             )
         return tx.add(
-            CEILING, throttle.charge_item(caps.ceiling_key, limits.non_notice_emails_per_day, caps.day_expires)
+            CEILING, counters.charge_item(caps.ceiling_key, limits.non_notice_emails_per_day, caps.day_expires)
         )
 
     def refused(self, cancelled: TransactionCancelled, kind: str) -> str | None:

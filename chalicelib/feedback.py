@@ -250,7 +250,7 @@ class FeedbackService:
             # address's places may carry, so a place from before mailboxes were matched leaves its lists too.
             for each in keys:
                 self.optouts.opt_out(each, source)
-        memory = self.tables.throttle.remember_item(
+        memory = self.tables.seen_events.remember_item(
             f"ses#{event.event_type}#{event.message_id}#{key}", int(now) + MEMORY_S
         )
         tx = Tx().add("memory", memory)

@@ -1,6 +1,6 @@
 """A place in line from maintained figures, never by counting the list (DESIGN §5, docs/SCALE.md).
 
-A new place takes a ticket from its SKU's line (`ThrottleTable.take_ticket`, a plain write off the tap's
+A new place takes a ticket from its SKU's line (`LineTickets.take_ticket`, a plain write off the tap's
 transaction) and keeps it, with the count of tickets burnt before it. Later its place is read from three figures,
 whatever the list's length: its ticket T (and burnt-before B), the tickets issued so far J, and the people waiting
 now W (the sum of the product's waiting shards, each moved in the same transaction as a join or leave).
@@ -53,7 +53,7 @@ def read_place(tables: Tables, request: Request) -> PlaceInLine:
     """A live place's bounds from strongly consistent reads: the product's waiting shards (one BatchGetItem of
     WAITING_SHARDS keys) and the line's tickets (one GetItem)."""
     waiting = tables.catalog.waiting(request.sku)
-    issued, _ = tables.throttle.line(request.sku)
+    issued, _ = tables.line_tickets.line(request.sku)
     return place_in_line(
         ticket=request.ticket,
         burnt_before=request.burnt_before,

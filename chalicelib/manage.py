@@ -214,7 +214,7 @@ class ManageService:
 
     def pending_switch(self, key: str) -> str | None:
         """The masked contact a code was sent to, while the switch waits for it."""
-        pending = self.tables.throttle.pending_switch(switch_key(key), self.clock.now())
+        pending = self.tables.pending_steps.pending_switch(switch_key(key), self.clock.now())
         return mask(str(pending["contact"])) if pending else None
 
     def view(self, key: str) -> ManageView:
@@ -278,7 +278,7 @@ class ManageService:
         channel, contact, new_key = self._switch_target(key, raw_contact)
         nonce = new_nonce()
         now = self.clock.now()
-        started = self.tables.throttle.start_switch(
+        started = self.tables.pending_steps.start_switch(
             switch_key(key),
             nonce=nonce,
             channel=channel,
@@ -299,14 +299,14 @@ class ManageService:
                 self.email_sends.charge(match, now, source_hash=source_hash, kind="code")
         except DomainError:
             # No code goes, so none may be waited for: the page offers the switch again.
-            self.tables.throttle.end_switch(switch_key(key), nonce)
+            self.tables.pending_steps.end_switch(switch_key(key), nonce)
             raise
         self.send_message(SwitchCode(key, nonce))
         return mask(contact)
 
     def finish_switch(self, key: str, typed: str) -> SwitchResult:
         """Switch once the code sent to the new contact is entered; at most CODE_ATTEMPTS tries per code."""
-        pending = self.tables.throttle.try_switch_code(switch_key(key), self.clock.now(), CODE_ATTEMPTS)
+        pending = self.tables.pending_steps.try_switch_code(switch_key(key), self.clock.now(), CODE_ATTEMPTS)
         if pending is None:
             raise BadRequest(
                 "That code has expired or was tried too often. Please ask for a new one.", code="code_expired"
@@ -315,7 +315,7 @@ class ManageService:
         if not self.codes.matches(nonce, typed[:20]):
             left = CODE_ATTEMPTS - int(pending.get("attempts") or 0)
             raise BadRequest(f"That code is not right ({left} tries left).", code="wrong_code")
-        self.tables.throttle.end_switch(switch_key(key), nonce)
+        self.tables.pending_steps.end_switch(switch_key(key), nonce)
         return self.switch(key, str(pending["contact"]), channel=str(pending["channel"]))
 
     def _switch_target(
@@ -371,9 +371,9 @@ class ManageService:
         window_days = max(1, self.link_max_age_s // 86400)
         key, expires = places_key(e164, self.hash_key, self.clock.now(), window_days)
         if charge:
-            fits = self.tables.throttle.charge_many(key, places, self.places_per_number, expires)
+            fits = self.tables.rate_counters.charge_many(key, places, self.places_per_number, expires)
         else:
-            fits = self.tables.throttle.count(key) + places <= self.places_per_number
+            fits = self.tables.rate_counters.count(key) + places <= self.places_per_number
         if not fits:
             raise BadRequest(
                 f"That number would wait for more than {self.places_per_number} products, the most we keep for one "

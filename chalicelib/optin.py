@@ -90,7 +90,7 @@ class OptIns:
         source = str(opted.get("source") or "")
         now = self.clock.now()
         nonce = secrets.token_urlsafe(12)
-        started = self.tables.throttle.start_optin(
+        started = self.tables.pending_steps.start_optin(
             optin_key(contact_key),
             nonce=nonce,
             now=now,
@@ -109,7 +109,7 @@ class OptIns:
                 self.sms_sends.charge_ceiling(now)
             except RateLimited:
                 # No link goes, so none may be pending: staff can start it again tomorrow.
-                self.tables.throttle.take_optin(optin_key(contact_key), nonce, now)
+                self.tables.pending_steps.take_optin(optin_key(contact_key), nonce, now)
                 raise
         self.tables.audit.record(
             OPTIN_PARTITION,
@@ -159,7 +159,7 @@ class OptIns:
         if isinstance(read, Page):
             return read
         key, nonce = read
-        if not self.tables.throttle.pending_optin(optin_key(key), nonce, self.clock.now()):
+        if not self.tables.pending_steps.pending_optin(optin_key(key), nonce, self.clock.now()):
             return self._expired(lang)
         return self._page(
             200,
@@ -181,7 +181,7 @@ class OptIns:
         now = self.clock.now()
         # The pending opt-in is used first: a crash before the opt-out goes leaves the person opted out (the safe
         # side), and staff can make them a new link.
-        taken = self.tables.throttle.take_optin(optin_key(key), nonce, now)
+        taken = self.tables.pending_steps.take_optin(optin_key(key), nonce, now)
         if taken is None:
             return self._expired(lang)
         self.tables.optout.remove(key)
@@ -253,7 +253,7 @@ class OptInSender:
     def handle(self, contact_key: str, nonce: str) -> bool:
         """Send the link if it is still owed; True when it went."""
         now = self.clock.now()
-        pending = self.tables.throttle.claim_optin_message(optin_key(contact_key), nonce, now)
+        pending = self.tables.pending_steps.claim_optin_message(optin_key(contact_key), nonce, now)
         if pending is None:
             return False  # a redelivery, or replaced, used or expired meanwhile
         channel, to = str(pending["channel"]), str(pending["contact"])
@@ -287,7 +287,7 @@ class OptInSender:
                 log.warning("an opt-in link's answer was lost (%s); not resent", error_code(error))
                 self._fact("optin_link_sent", now, contact_key, channel)
                 return True
-            self.tables.throttle.release_optin_message(optin_key(contact_key), nonce)
+            self.tables.pending_steps.release_optin_message(optin_key(contact_key), nonce)
             raise
         self._fact("optin_link_sent", now, contact_key, channel)
         return True

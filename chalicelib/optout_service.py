@@ -19,7 +19,7 @@ from chalicelib.faults import FaultHook, no_faults
 from chalicelib.leaving import HOLDING, LEFT, RELEASED, Exit, QueueExits
 from chalicelib.tables.base import error_code
 from chalicelib.tables.optout import SOURCES, OptoutTable
-from chalicelib.tables.throttle import ThrottleTable
+from chalicelib.tables.throttle import SavedStates, UndoRecords
 
 # A pass reads at most this many pages (of up to 100 numbers) a run; the next run carries on where it stopped.
 MAX_PAGES_PER_RUN = 50
@@ -90,7 +90,8 @@ class OptoutService:
     """Suppresses contacts and takes them off every list."""
 
     optout: OptoutTable
-    cursors: ThrottleTable  # where the STOP sync's pass stopped
+    cursors: SavedStates  # where the STOP sync's pass stopped
+    undos: UndoRecords  # what an unsubscribe's undo needs, for its window
     exits: QueueExits
     sns: Any
     clock: Clock
@@ -131,12 +132,12 @@ class OptoutService:
         }
         if left:
             record |= {"channel": left[0].channel, "contact": left[0].contact}
-        self.cursors.keep_undo(key, record, offer.expires_at)
+        self.undos.keep_undo(key, record, offer.expires_at)
         return result, offer
 
     def _standing_offer(self, key: str, now: float) -> UndoOffer | None:
         """A repeat press: the first press's undo, while that very unsubscribe stands and its window is open."""
-        record, kept = self.optout.get(key), self.cursors.undo_record(key)
+        record, kept = self.optout.get(key), self.undos.undo_record(key)
         if not record or not kept or record.get("source") != "unsubscribe" or kept.get("lifted") is not None:
             return None
         at, expires_at = int(record.get("at") or 0), int(kept.get("expires_at") or 0)
@@ -153,7 +154,7 @@ class OptoutService:
         already suppressed cost one batched read per page.
         """
         now = self.clock.now()
-        state = self.cursors.cursor(SYNC_CURSOR) or {}
+        state = self.cursors.get(SYNC_CURSOR) or {}
         started = float(state.get("started_at") or 0)
         token: str | None = str(state["token"]) if state.get("token") else None
         if state.get("done") or not state:
@@ -184,7 +185,7 @@ class OptoutService:
             # same page again and finishes what it began.
             token = page.get("nextToken") or None
             done = token is None
-            self.cursors.save_cursor(
+            self.cursors.save(
                 SYNC_CURSOR,
                 {"token": token, "started_at": int(started), "done": done or None},
                 int(now) + CURSOR_TTL_S,

@@ -20,7 +20,7 @@ from chalicelib.config import Settings
 from chalicelib.contacts import Contact, contact_key
 from chalicelib.errors import RateLimited
 from chalicelib.tables.base import TransactionCancelled, Tx
-from chalicelib.tables.throttle import ThrottleTable
+from chalicelib.tables.throttle import RateCounters
 
 DOMAIN_PLACES = "domain places"
 SOURCE_PLACES = "source places"
@@ -110,11 +110,11 @@ def place_caps(contact: Contact, source_hash: str, settings: Settings, hash_key:
     )
 
 
-def add_place_caps(tx: Tx, throttle: ThrottleTable, caps: PlaceCaps) -> Tx:
+def add_place_caps(tx: Tx, counters: RateCounters, caps: PlaceCaps) -> Tx:
     """Add one new place to `tx`'s domain and client-address counters (each name always present, maybe empty)."""
-    domain = [throttle.charge_item(caps.domain_key, caps.domain_limit, caps.expires)] if caps.domain_key else []
+    domain = [counters.charge_item(caps.domain_key, caps.domain_limit, caps.expires)] if caps.domain_key else []
     tx.add(DOMAIN_PLACES, *domain)
-    return tx.add(SOURCE_PLACES, throttle.charge_item(caps.source_key, caps.source_limit, caps.expires))
+    return tx.add(SOURCE_PLACES, counters.charge_item(caps.source_key, caps.source_limit, caps.expires))
 
 
 def place_caps_refused(cancelled: TransactionCancelled, caps: PlaceCaps) -> None:

@@ -130,7 +130,7 @@ class ReconcileService:
         if deadline is None:
             deadline = Deadline.for_run(self.budget_s, remaining_ms=remaining_ms, margin_s=MARGIN_S)
         now = self.clock.now()
-        after = (self.tables.throttle.cursor(CURSOR) or {}).get("after")
+        after = (self.tables.saved_states.get(CURSOR) or {}).get("after")
         skus = sorted(sku for sku in self.tables.catalog.waited_skus() if after is None or sku > str(after))
         metrics = self.metrics.start()
         last: str | None = None
@@ -154,7 +154,7 @@ class ReconcileService:
             metrics.flush()
         # Carry on after the last SKU done only when cut short; an outage or a finished pass starts over next time.
         resume = last if summary.out_of_time and last is not None else None
-        self.tables.throttle.save_cursor(CURSOR, {"after": resume}, int(now) + CURSOR_KEEP_S)
+        self.tables.saved_states.save(CURSOR, {"after": resume}, int(now) + CURSOR_KEEP_S)
         return summary
 
     def _reconcile(self, skus: list[str], summary: ReconcileReport) -> None:

@@ -63,7 +63,7 @@ DOMAIN = "resubscribe"
 # The opt-outs a person chose, which their own proof may lift. Never "bounce", "complaint" or "invalid_number".
 PROOF_SOURCES = ("unsubscribe", "admin", "stop")
 PROOF_EVERY_S = 86400  # at most one proof message per contact a day...
-PROOF_WINDOW_S = 30 * 86400  # ...and three (ThrottleTable.proof_cap_item) in any 30 days
+PROOF_WINDOW_S = 30 * 86400  # ...and three (RateCounters.proof_cap_item) in any 30 days
 LINK_DAYS = 7  # how long a re-subscribe email's link works
 CODE_TTL_S = 900  # how long a code works
 CODE_ATTEMPTS = 5  # tries at one code, and tries per number in CODE_TTL_S
@@ -137,7 +137,9 @@ class ProofRequests:
             Tx()
             .add(
                 "cap",
-                self.tables.throttle.proof_cap_item(cap_key(key), now, every_s=PROOF_EVERY_S, window_s=PROOF_WINDOW_S),
+                self.tables.rate_counters.proof_cap_item(
+                    cap_key(key), now, every_s=PROOF_EVERY_S, window_s=PROOF_WINDOW_S
+                ),
             )
             .add("proof", self.tables.optout.pending_proof_item(proof_key, fields, now=now, ttl_s=ttl_s))
             .add(
@@ -499,7 +501,7 @@ class Resubscribe:
         now = self.clock.now()
         source_key = contact_key(f"ip:{source}", self.hash_key)
         minute = int(now // 60)
-        if not self.tables.throttle.charge(
+        if not self.tables.rate_counters.charge(
             f"codeip#{source_key}#{minute}", self.rate_limit_per_minute, (minute + 1) * 60 + 60
         ):
             raise RateLimited(
@@ -523,9 +525,9 @@ class Resubscribe:
         # The address's own tries come first and are spent before the number's: a stranger who guesses runs out of
         # their own tries while the person's code still stands. Counted whether or not a code was sent, like the
         # number's.
-        if not self.tables.throttle.charge(
+        if not self.tables.rate_counters.charge(
             f"codesrc#{source_key}#{key}#{window}", CODE_TRIES_PER_SOURCE, (window + 1) * CODE_TTL_S + 60
-        ) or not self.tables.throttle.charge(
+        ) or not self.tables.rate_counters.charge(
             f"codesrchour#{source_key}#{hour}", CODE_TRIES_PER_SOURCE_PER_HOUR, (hour + 1) * 3600 + 60
         ):
             raise RateLimited(
@@ -534,7 +536,9 @@ class Resubscribe:
                 code="rate_limited",
             )
         # Counted per number whether or not a code was ever sent: the answers never say which.
-        if not self.tables.throttle.charge(f"codetry#{key}#{window}", CODE_ATTEMPTS, (window + 1) * CODE_TTL_S + 60):
+        if not self.tables.rate_counters.charge(
+            f"codetry#{key}#{window}", CODE_ATTEMPTS, (window + 1) * CODE_TTL_S + 60
+        ):
             raise RateLimited(
                 "Too many tries for this number; ask for a new code later.",
                 int((window + 1) * CODE_TTL_S - now) or 1,

@@ -25,7 +25,7 @@ from chalicelib.errors import RateLimited
 from chalicelib.metrics import NON_NOTICE_SMS_REFUSED, MetricsFactory
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.store import Tables
-from chalicelib.tables.throttle import ThrottleTable
+from chalicelib.tables.throttle import RateCounters
 
 log = logging.getLogger(__name__)
 
@@ -79,21 +79,21 @@ def source_rate_key(source_hash: str, now: float) -> tuple[str, int, int]:
     return f"tap#{source_hash}#{minute}", (minute + 1) * 60 + 60, int((minute + 1) * 60 - now) or 1
 
 
-def add_source(tx: Tx, throttle: ThrottleTable, source_hash: str, now: float, limit: int) -> Tx:
+def add_source(tx: Tx, counters: RateCounters, source_hash: str, now: float, limit: int) -> Tx:
     """Add one request from a client address to `tx`, under the name "rate"."""
     key, expires, _ = source_rate_key(source_hash, now)
-    return tx.add("rate", throttle.charge_item(key, limit, expires))
+    return tx.add("rate", counters.charge_item(key, limit, expires))
 
 
-def add_caps(tx: Tx, throttle: ThrottleTable, caps: SmsCaps | None, limits: Settings, *, taps: bool, place: bool) -> Tx:
+def add_caps(tx: Tx, counters: RateCounters, caps: SmsCaps | None, limits: Settings, *, taps: bool, place: bool) -> Tx:
     """Add a number's counters to `tx`: one request this hour (number and block), and one new place."""
     if caps is None:
         return tx
     if taps:
-        tx.add("number taps", throttle.charge_item(caps.number_key, limits.taps_per_number_per_hour, caps.hour_expires))
-        tx.add("prefix taps", throttle.charge_item(caps.prefix_key, limits.taps_per_prefix_per_hour, caps.hour_expires))
+        tx.add("number taps", counters.charge_item(caps.number_key, limits.taps_per_number_per_hour, caps.hour_expires))
+        tx.add("prefix taps", counters.charge_item(caps.prefix_key, limits.taps_per_prefix_per_hour, caps.hour_expires))
     if place:
-        tx.add("places", throttle.charge_item(caps.places_key, limits.places_per_number, caps.places_expires))
+        tx.add("places", counters.charge_item(caps.places_key, limits.places_per_number, caps.places_expires))
     return tx
 
 
@@ -144,7 +144,9 @@ class SmsSends:
     def ceiling_item(self, now: float) -> Tx:
         """The shop-wide daily counter, under the name "ceiling", for a caller's own transaction."""
         key, expires, _ = day_key(now)
-        return Tx().add("ceiling", self.tables.throttle.charge_item(key, self.settings.non_notice_sms_per_day, expires))
+        return Tx().add(
+            "ceiling", self.tables.rate_counters.charge_item(key, self.settings.non_notice_sms_per_day, expires)
+        )
 
     def ceiling_refused(self, cancelled: TransactionCancelled, now: float) -> bool:
         """True (and counted in the metric) when the transaction failed on the shop-wide ceiling."""
@@ -163,9 +165,15 @@ class SmsSends:
         tx = Tx()
         if source is not None:
             add_source(
-                tx, self.tables.throttle, source_key(source, self.hash_key), now, self.settings.rate_limit_per_minute
+                tx,
+                self.tables.rate_counters,
+                source_key(source, self.hash_key),
+                now,
+                self.settings.rate_limit_per_minute,
             )
-        add_caps(tx, self.tables.throttle, caps, self.settings, taps=True, place=False).join(self.ceiling_item(now))
+        add_caps(tx, self.tables.rate_counters, caps, self.settings, taps=True, place=False).join(
+            self.ceiling_item(now)
+        )
         try:
             self.tables.run(tx)
         except TransactionCancelled as cancelled:

@@ -176,7 +176,7 @@ class SmsFeedbackService:
             self.optouts.opt_out(key, source)
         tx = (
             Tx()
-            .add("memory", self.tables.throttle.remember_item(f"sms#{failure.message_id}", int(now) + MEMORY_S))
+            .add("memory", self.tables.seen_events.remember_item(f"sms#{failure.message_id}", int(now) + MEMORY_S))
             .add(
                 "fact",
                 self.tables.audit.record_item(

@@ -40,7 +40,7 @@ from chalicelib.platforms.base import (
     WebhookDelivery,
     WebhookReader,
 )
-from chalicelib.tables.throttle import ThrottleTable
+from chalicelib.tables.throttle import SavedStates, SeenEvents
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,8 @@ class StoreWebhooks:
     detector: DetectService
     orders: OrdersService
     catalog: CatalogSync
-    memory: ThrottleTable  # the deliveries acted on (keys with a ttl)
+    memory: SeenEvents  # the deliveries acted on (keys with a ttl)
+    states: SavedStates  # an order's link to its hold's draft order, a removed product's tombstone
     clock: Clock
 
     def accepts(self, platform: str) -> bool:
@@ -189,14 +190,14 @@ class StoreWebhooks:
             return [{"order_id": report.order_id, "status": "ignored", "reason": "invalid_field"}]
         link = {"reservation_ids": reservation_ids, "draft_ref": report.draft_ref}
         # Kept as a small keyed state with a ttl, the kind of item a sync's cursor is.
-        self.memory.save_cursor(_link_key(platform, report.order_id), link, int(self.clock.now()) + MEMORY_S)
+        self.states.save(_link_key(platform, report.order_id), link, int(self.clock.now()) + MEMORY_S)
         if not self.memory.seen(_paid_key(platform, report.order_id)):
             return [{"order_id": report.order_id, "status": "ignored", "reason": "not_paid"}]
         return [self._order(Order(r, report.order_id, report.draft_ref)) for r in reservation_ids]
 
     def _linked(self, platform: str, order_id: str) -> list[Order]:
         """The holds a completed draft order linked to this order (none when no draft of ours became it)."""
-        link = self.memory.cursor(_link_key(platform, order_id))
+        link = self.states.get(_link_key(platform, order_id))
         if link is None:
             return []
         draft_ref = link.get("draft_ref")
@@ -234,10 +235,10 @@ class StoreWebhooks:
                 continue
             key = _removed_key(platform, removed_id)
             # Only ever moved on: a removal that arrives late, stamped before one already kept, changes nothing.
-            if (_tombstone_at(self.memory.cursor(key)) or 0.0) >= math.ceil(at):
+            if (_tombstone_at(self.states.get(key)) or 0.0) >= math.ceil(at):
                 continue
             # A small keyed state with a ttl, the kind of item a sync's cursor is.
-            self.memory.save_cursor(key, {"at": math.ceil(at)}, expires_at)
+            self.states.save(key, {"at": math.ceil(at)}, expires_at)
 
     def _not_removed_since(
         self, platform: str, delivery: WebhookDelivery
@@ -250,7 +251,7 @@ class StoreWebhooks:
             return (), ()
         tombstones: dict[str, float] = {}
         for product_id in {key for entry in delivery.products if (key := _product_key(entry)) is not None}:
-            removed_at = _tombstone_at(self.memory.cursor(_removed_key(platform, product_id)))
+            removed_at = _tombstone_at(self.states.get(_removed_key(platform, product_id)))
             if removed_at is not None:
                 tombstones[product_id] = removed_at
         if not tombstones:

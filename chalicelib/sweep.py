@@ -292,7 +292,7 @@ class SweepService:
         one cut short by the deadline carries on next run from the last SKU done, so its cost is bounded per
         quarter hour whatever the lists' lengths (WAITING_SHARDS eventually consistent reads a product), and never
         a shopper's. Returns how many products were read this run."""
-        state = self.tables.throttle.cursor(ROLL_UP_CURSOR) or {}
+        state = self.tables.saved_states.get(ROLL_UP_CURSOR) or {}
         after = state.get("after")
         started = int(state.get("started") or 0)
         if after is None:
@@ -313,7 +313,7 @@ class SweepService:
         # A finished pass keeps only when it started (the next starts ROLL_UP_EVERY_S after); an unfinished one
         # also where it got to.
         resume = None if done else last
-        self.tables.throttle.save_cursor(
+        self.tables.saved_states.save(
             ROLL_UP_CURSOR, {"started": started, "after": resume}, int(at) + ROLL_UP_CURSOR_KEEP_S
         )
         return rolled

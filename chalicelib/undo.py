@@ -2,7 +2,7 @@
 
 The unsubscribe's done page carries a signed undo token (chalicelib/tokens.py, `UNDO_WINDOW_S` old at most) naming
 the person, the suppression row's written-at stamp and the nonce of the undo record the unsubscribe kept in the
-throttle table (`ThrottleTable.keep_undo`: the lists left, the contact, channel, name and language, gone by TTL
+throttle table (`UndoRecords.keep_undo`: the lists left, the contact, channel, name and language, gone by TTL
 after the window). Pressing Undo lifts that very opt-out, and no other (`OptoutTable.undo_item`: the source is the
 unsubscribe link and the stamp is the same), then puts the person back on each list they left through capture's own
 proven join: a fresh place at the end of the line, with every condition a tap has, confirmed already (the address
@@ -56,7 +56,7 @@ class UnsubscribeUndo:
         """Take back the unsubscribe an undo token names (its person, opt-out stamp and record nonce); safe to
         repeat: a second press, or one after a newer opt-out, changes nothing and says why."""
         now = self.clock.now()
-        kept = self.tables.throttle.undo_record(key)
+        kept = self.tables.undo_records.undo_record(key)
         if kept is None or kept.get("nonce") != nonce:
             return self._why_not(key, at)
         if kept.get("lifted") is None:
@@ -65,7 +65,7 @@ class UnsubscribeUndo:
             lift = (
                 Tx()
                 .add("optout", self.tables.optout.undo_item(key, at))
-                .add("undo", self.tables.throttle.lift_undo_item(key, nonce, now))
+                .add("undo", self.tables.undo_records.lift_undo_item(key, nonce, now))
             )
             try:
                 self.tables.run(lift)
@@ -76,7 +76,7 @@ class UnsubscribeUndo:
         rejoined = self._rejoin(key, nonce, kept, now)
         if rejoined is None:
             return self._why_not(key, at)
-        self.tables.throttle.drop_undo(key, nonce)
+        self.tables.undo_records.drop_undo(key, nonce)
         return UndoOutcome(UNDONE, *rejoined)
 
     def _rejoin(self, key: str, nonce: str, kept: dict[str, Any], now: float) -> tuple[list[str], list[str]] | None:
@@ -99,11 +99,11 @@ class UnsubscribeUndo:
             )
 
             def proof(sku: str = sku) -> Tx:
-                optout, throttle = self.tables.optout, self.tables.throttle
+                optout, undos = self.tables.optout, self.tables.undo_records
                 return (
                     Tx()
                     .add("optout", *(optout.not_suppressed_item(k) for k in keys))
-                    .add("proof", throttle.take_undo_place_item(key, nonce, sku))
+                    .add("proof", undos.take_undo_place_item(key, nonce, sku))
                     .add("fact", self.tables.audit.record_item(sku, "unsubscribe_undone", now, contact_key=key))
                 )
 
@@ -115,7 +115,7 @@ class UnsubscribeUndo:
                 continue  # another press took this list this instant
             except DomainError as refusal:
                 log.info("an undone unsubscribe could not join a list again (%s)", refusal.code)
-                self.tables.throttle.take_undo_place(key, nonce, sku)
+                self.tables.undo_records.take_undo_place(key, nonce, sku)
                 refused.append(sku)
                 continue
             back.append(sku)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from chalicelib.alerts import StaffAlerts
-from chalicelib.tables.throttle import ThrottleTable
+from chalicelib.tables.throttle import Digests, RateCounters
 
 DIGEST_CAP = 50
 
@@ -25,7 +25,8 @@ def defang(sku: str) -> str:
 class UnknownSkus:
     """Counts taps on unknown SKUs and sends each window's digest once."""
 
-    throttle: ThrottleTable
+    counters: RateCounters
+    digests: Digests
     alerts: StaffAlerts
     window_s: int
     threshold: int
@@ -37,10 +38,10 @@ class UnknownSkus:
         """One more tap on `sku` in this window; at the threshold the SKU joins the window's digest."""
         bucket = int(now // self.window_s)
         expires = (bucket + 3) * self.window_s  # the digest is sent after the window ends: keep it a while
-        count = self.throttle.bump(f"unknown#{sku}#{bucket}", expires)
+        count = self.counters.bump(f"unknown#{sku}#{bucket}", expires)
         # Exactly at the threshold, so each SKU is named once per window, however many taps follow.
         if count == self.threshold:
-            self.throttle.add_to_digest(self._digest_key(bucket), sku, cap=DIGEST_CAP, expires_at=expires)
+            self.digests.add_to_digest(self._digest_key(bucket), sku, cap=DIGEST_CAP, expires_at=expires)
 
     def send_due(self, now: float) -> bool:
         """Send the digest of the window that ended last, once; True when this call sent it.
@@ -49,7 +50,7 @@ class UnknownSkus:
         sweep (a repeated staff note) rather than never.
         """
         key = self._digest_key(int(now // self.window_s) - 1)
-        skus, more, sent = self.throttle.digest(key)
+        skus, more, sent = self.digests.digest(key)
         if sent or not skus:
             return False
         listed = "\n".join(f"- {defang(sku)}" for sku in skus)
@@ -61,4 +62,4 @@ class UnknownSkus:
             "If one is a real product, add it (or fix the product page's SKU). Dots, colons and slashes are "
             "bracketed so that no SKU can be followed as a link.",
         )
-        return self.throttle.mark_digest_sent(key, now)
+        return self.digests.mark_digest_sent(key, now)

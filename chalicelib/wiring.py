@@ -141,7 +141,8 @@ class Services:
         from chalicelib.unknown_skus import UnknownSkus
 
         return UnknownSkus(
-            throttle=self.tables.throttle,
+            counters=self.tables.rate_counters,
+            digests=self.tables.digests,
             alerts=self.alerts,
             window_s=self.settings.unknown_sku_window_s,
             threshold=self.settings.unknown_sku_alert_threshold,
@@ -375,7 +376,7 @@ class Services:
         store = {"shopify": self.shopify, "woocommerce": self.woocommerce}.get(platform)
         return CatalogSync(
             catalog=self.tables.catalog,
-            cursors=self.tables.throttle,
+            cursors=self.tables.saved_states,
             reader=reader,
             clock=self.clock,
             threshold_changed=self.detector.reconsider,
@@ -510,7 +511,8 @@ class Services:
             detector=self.detector,
             orders=self.orders,
             catalog=self.catalog_sync,
-            memory=self.tables.throttle,
+            memory=self.tables.seen_events,
+            states=self.tables.saved_states,
             clock=self.clock,
         )
 
@@ -589,7 +591,8 @@ class Services:
 
         return OptoutService(
             optout=self.tables.optout,
-            cursors=self.tables.throttle,
+            cursors=self.tables.saved_states,
+            undos=self.tables.undo_records,
             exits=self.exits,
             sns=self.aws.sns,
             clock=self.clock,

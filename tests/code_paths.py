@@ -100,11 +100,12 @@ def load_classes() -> dict[str, ClassInfo]:
 
 
 def wired_tables() -> dict[str, str]:
-    """Class name -> short table name, as chalicelib/tables/store.py builds each table class."""
+    """Class name -> short table name, as chalicelib/tables/store.py builds each table class (a whole table's, or
+    one role's over it)."""
     tree = ast.parse((LIB / "tables" / "store.py").read_text())
     found = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id.endswith("Table"):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             for inner in ast.walk(node):
                 if (
                     isinstance(inner, ast.Call)

@@ -63,7 +63,7 @@ class Shop:
         tables = self.services.tables
         found = {}
         for name in TABLES:
-            items = getattr(tables, name).table.scan(ConsistentRead=True)["Items"]
+            items = tables.whole(name).scan(ConsistentRead=True)["Items"]
             found[name] = sorted(items, key=lambda item: json.dumps(item, sort_keys=True, default=str))
         return found
 

@@ -26,6 +26,21 @@ class Row(Protocol):
 
 
 R = TypeVar("R", bound=Row)
+
+
+class TableRole:
+    """One role a table's items play, over the table's boto3 resource: several roles may share one table, each
+    under keys of its own, so a caller names what it uses the table for."""
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+
+    @property
+    def name(self) -> str:
+        """Full table name."""
+        return str(self.table.name)
+
+
 TRANSACTION_CONFLICT = "TransactionConflict"
 
 

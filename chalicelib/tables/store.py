@@ -16,7 +16,15 @@ if TYPE_CHECKING:
     from chalicelib.tables.requests import RequestsTable
     from chalicelib.tables.reservations import ReservationsTable
     from chalicelib.tables.restocks import RestocksTable
-    from chalicelib.tables.throttle import ThrottleTable
+    from chalicelib.tables.throttle import (
+        Digests,
+        LineTickets,
+        PendingSteps,
+        RateCounters,
+        SavedStates,
+        SeenEvents,
+        UndoRecords,
+    )
 
 
 class Tables:
@@ -47,6 +55,10 @@ class Tables:
 
     def _table(self, short: str) -> Any:
         return self._aws.table(self._full_name(short))
+
+    def whole(self, short: str) -> Any:
+        """The boto3 table `bisn-<short>` with every item of every role in it, for tools that read it all (a scan)."""
+        return self._table(short)
 
     @cached_property
     def catalog(self) -> CatalogTable:
@@ -83,12 +95,56 @@ class Tables:
 
         return OptoutTable(self._table("optout"))
 
-    @cached_property
-    def throttle(self) -> ThrottleTable:
-        """bisn-throttle."""
-        from chalicelib.tables.throttle import ThrottleTable
+    # bisn-throttle's roles, each over the same table (chalicelib/tables/throttle.py).
 
-        return ThrottleTable(self._table("throttle"))
+    @cached_property
+    def rate_counters(self) -> RateCounters:
+        """bisn-throttle's windowed counters: rate limits and sending caps."""
+        from chalicelib.tables.throttle import RateCounters
+
+        return RateCounters(self._table("throttle"))
+
+    @cached_property
+    def seen_events(self) -> SeenEvents:
+        """bisn-throttle's remembered webhook, SES event and SMS failure ids."""
+        from chalicelib.tables.throttle import SeenEvents
+
+        return SeenEvents(self._table("throttle"))
+
+    @cached_property
+    def digests(self) -> Digests:
+        """bisn-throttle's unknown-SKU digests."""
+        from chalicelib.tables.throttle import Digests
+
+        return Digests(self._table("throttle"))
+
+    @cached_property
+    def pending_steps(self) -> PendingSteps:
+        """bisn-throttle's pending channel switches (their codes) and opt-ins (their links)."""
+        from chalicelib.tables.throttle import PendingSteps
+
+        return PendingSteps(self._table("throttle"))
+
+    @cached_property
+    def saved_states(self) -> SavedStates:
+        """bisn-throttle's states kept between runs (sync cursors, order links)."""
+        from chalicelib.tables.throttle import SavedStates
+
+        return SavedStates(self._table("throttle"))
+
+    @cached_property
+    def line_tickets(self) -> LineTickets:
+        """bisn-throttle's line tickets per SKU."""
+        from chalicelib.tables.throttle import LineTickets
+
+        return LineTickets(self._table("throttle"))
+
+    @cached_property
+    def undo_records(self) -> UndoRecords:
+        """bisn-throttle's undo records of unsubscribes."""
+        from chalicelib.tables.throttle import UndoRecords
+
+        return UndoRecords(self._table("throttle"))
 
     @cached_property
     def audit(self) -> AuditTable:

@@ -1,22 +1,26 @@
-"""bisn-throttle: windowed counters (rate limits, unknown-SKU attempts) and remembered webhook ids, expiring by TTL."""
+"""bisn-throttle: small items that expire by TTL, each role under its own keys and its own class.
+
+A deployed table holds them all under its one key attribute (`key`), a key's prefix saying what it holds; `Tables`
+(chalicelib/tables/store.py) hands each role out over the same boto3 table, so a caller takes only the role it uses:
+
+- `RateCounters`: windowed counters (rate limits, sending caps, unknown-SKU attempts, proof-message caps);
+- `SeenEvents`: the ids of webhooks, SES events and SMS failures already acted on;
+- `Digests`: the unknown-SKU digest, one item per window;
+- `PendingSteps`: a pending channel switch's code, a pending opt-in's link;
+- `SavedStates`: a small state kept between runs (where a sync stopped, what a platform's order named);
+- `LineTickets`: each SKU's line tickets (chalicelib/line.py);
+- `UndoRecords`: what taking back an unsubscribe needs, for its short window (chalicelib/undo.py).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from chalicelib.tables.base import TxItem, update_alone
+from chalicelib.tables.base import TableRole, TxItem, update_alone
 
 
-class ThrottleTable:
+class RateCounters(TableRole):
     """Counters per key and time window, shared by every Lambda instance."""
-
-    def __init__(self, table: Any) -> None:
-        self.table = table
-
-    @property
-    def name(self) -> str:
-        """Full table name."""
-        return str(self.table.name)
 
     def charge_item(self, key: str, limit: int, expires_at: int) -> TxItem:
         """Transaction item: count one request against `key`, refusing once `limit` is reached."""
@@ -85,6 +89,21 @@ class ThrottleTable:
         item = self.table.get_item(Key={"key": key}, ConsistentRead=True).get("Item") or {}
         return int(item.get("n", 0))
 
+    def bump(self, key: str, expires_at: int) -> int:
+        """Add one to a counter and return its new value."""
+        result = self.table.update_item(
+            Key={"key": key},
+            UpdateExpression="ADD n :one SET #ttl = if_not_exists(#ttl, :ttl)",
+            ExpressionAttributeNames={"#ttl": "ttl"},
+            ExpressionAttributeValues={":one": 1, ":ttl": expires_at},
+            ReturnValues="UPDATED_NEW",
+        )
+        return int(result["Attributes"]["n"])
+
+
+class SeenEvents(TableRole):
+    """What already happened (a webhook, an SES event, an SMS failure), remembered by id for a while."""
+
     def remember_item(self, key: str, expires_at: int) -> TxItem:
         """Transaction item: remember that `key` happened (until `expires_at`); refused if it already had."""
         return {
@@ -107,18 +126,16 @@ class ThrottleTable:
             Key={"key": key}, ConsistentRead=True, ProjectionExpression="#key", ExpressionAttributeNames={"#key": "key"}
         )
 
-    def bump(self, key: str, expires_at: int) -> int:
-        """Add one to a counter and return its new value."""
-        result = self.table.update_item(
-            Key={"key": key},
-            UpdateExpression="ADD n :one SET #ttl = if_not_exists(#ttl, :ttl)",
-            ExpressionAttributeNames={"#ttl": "ttl"},
-            ExpressionAttributeValues={":one": 1, ":ttl": expires_at},
-            ReturnValues="UPDATED_NEW",
-        )
-        return int(result["Attributes"]["n"])
 
-    # --- The unknown-SKU digest: one item per window naming the SKUs that crossed the alert threshold.
+class Digests(TableRole):
+    """The unknown-SKU digest: one item per window naming the SKUs that crossed the alert threshold."""
+
+    _counters: RateCounters
+
+    def __init__(self, table: Any) -> None:
+        super().__init__(table)
+        # Past its cap a digest only counts the others, on the same item, as a counter does.
+        self._counters = RateCounters(table)
 
     def add_to_digest(self, key: str, sku: str, *, cap: int, expires_at: int) -> None:
         """Name `sku` in a window's digest; past `cap` names only the count of the others grows."""
@@ -132,7 +149,7 @@ class ThrottleTable:
                 ExpressionAttributeValues={":sku": {sku}, ":cap": cap, ":ttl": expires_at},
             )
         except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            self.bump(key, expires_at)
+            self._counters.bump(key, expires_at)
 
     def digest(self, key: str) -> tuple[list[str], int, bool]:
         """A window's digest: the SKUs named, how many more crossed the threshold, and whether it was sent."""
@@ -153,7 +170,10 @@ class ThrottleTable:
             return False
         return True
 
-    # --- Pending channel switches (chalicelib/confirm.py): the new contact, until its code is entered or expires.
+
+class PendingSteps(TableRole):
+    """Steps a person must finish, each pending under one key with a nonce until it is done or expires: a channel
+    switch's code (chalicelib/confirm.py) and an opt-in's link (chalicelib/optin.py)."""
 
     def _start_pending(self, item: dict[str, Any], *, now: float, ttl_s: int, every_s: int) -> bool:
         """Write a pending step (a channel switch's code, an opt-in link) with a fresh nonce, replacing an older one;
@@ -268,16 +288,20 @@ class ThrottleTable:
         item = self.table.get_item(Key={"key": key}, ConsistentRead=True).get("Item") or {}
         return item.get("nonce") == nonce and int(item.get("expires_at") or 0) > int(now)
 
-    # --- Where a scheduled sync stopped (the STOP sync's page token, the catalogue sync's place in its feed), so the
-    # --- next run carries on from there. One small item per sync; it expires on its own if the sync stops running.
 
-    def cursor(self, key: str) -> dict[str, Any] | None:
-        """A sync's saved position, or None when it has none (read strongly consistent: the last run just wrote it)."""
+class SavedStates(TableRole):
+    """A small state kept between runs under one key, expiring on its own once nothing renews it: where a scheduled
+    sync stopped (the STOP sync's page token, the catalogue sync's place in its feed, the demand roll-up's), so the
+    next run carries on from there, and what a platform's order webhook must find again (chalicelib/store_webhooks.py).
+    """
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """A saved state, or None when there is none (read strongly consistent: the last run just wrote it)."""
         item = self.table.get_item(Key={"key": key}, ConsistentRead=True).get("Item")
         return dict(item["state"]) if item and isinstance(item.get("state"), dict) else None
 
-    def save_cursor(self, key: str, state: dict[str, Any], expires_at: int) -> None:
-        """Remember a sync's position (replacing the last one); absent values are left out."""
+    def save(self, key: str, state: dict[str, Any], expires_at: int) -> None:
+        """Save a state (replacing the last one); absent values are left out."""
         self.table.update_item(
             Key={"key": key},
             UpdateExpression="SET #state = :state, #ttl = :ttl",
@@ -285,8 +309,10 @@ class ThrottleTable:
             ExpressionAttributeValues={":state": {k: v for k, v in state.items() if v is not None}, ":ttl": expires_at},
         )
 
-    # --- Each SKU's line tickets (chalicelib/line.py): the order a new place was handed out in, kept off the tap's
-    # --- transaction so no transaction ever holds this item (one plain write a tap, see docs/SCALE.md).
+
+class LineTickets(TableRole):
+    """Each SKU's line tickets (chalicelib/line.py): the order a new place was handed out in, kept off the tap's
+    transaction so no transaction ever holds this item (one plain write a tap, see docs/SCALE.md)."""
 
     def take_ticket(self, sku: str, expires_at: int) -> tuple[int, int]:
         """Hand out the next ticket of a SKU's line: (its number, tickets burnt before it)."""
@@ -324,8 +350,10 @@ class ThrottleTable:
         item = self.table.get_item(Key={"key": line_key(sku)}, ConsistentRead=True).get("Item") or {}
         return int(item.get("issued") or 0), int(item.get("burnt") or 0)
 
-    # --- Taking back an unsubscribe (chalicelib/undo.py): for its short window, what putting the person back needs,
-    # under `undo#<contact key>`, one per person (the newest unsubscribe's), gone by TTL after the window.
+
+class UndoRecords(TableRole):
+    """Taking back an unsubscribe (chalicelib/undo.py): for its short window, what putting the person back needs,
+    under `undo#<contact key>`, one per person (the newest unsubscribe's), gone by TTL after the window."""
 
     def keep_undo(self, contact_key: str, record: dict[str, Any], expires_at: int) -> None:
         """Keep an unsubscribe's undo record until `expires_at`; a newer unsubscribe's replaces an older one, so an

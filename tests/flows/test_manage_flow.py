@@ -211,7 +211,7 @@ def test_a_page_left_open_too_long_asks_for_a_reload(client: Client, services: S
 
 def code_for(services: Services, request: Request) -> str:
     """The code the notifier sends for this person's pending switch (derived, never stored)."""
-    pending = services.tables.throttle.pending_switch(switch_key(request.contact_key), services.clock.now())
+    pending = services.tables.pending_steps.pending_switch(switch_key(request.contact_key), services.clock.now())
     assert pending is not None
     return CodeKey(services.secrets.get("TOKEN_KEY")).code(str(pending["nonce"]))
 

@@ -133,7 +133,7 @@ def test_the_opt_in_pages_speak_the_browsers_language_and_refuse_another_sites_f
     key = s.requests[0].contact_key
     services.optouts.opt_out(key, "unsubscribe")
     # An opt-in staff started for them (its link goes to their contact; read here from what it would send).
-    services.tables.throttle.start_optin(optin_key(key), nonce="n1", now=clock.now(), ttl_s=86400, every_s=3600)
+    services.tables.pending_steps.start_optin(optin_key(key), nonce="n1", now=clock.now(), ttl_s=86400, every_s=3600)
     path = "/optin/" + services.links.optin(key, "n1").rsplit("/optin/", 1)[1]
     asked = client.http.get(path, headers={"Accept-Language": "es"}).body.decode()
     assert '<html lang="es">' in asked and "Sí, enviadme mensajes otra vez" in asked

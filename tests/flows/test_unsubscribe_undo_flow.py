@@ -92,7 +92,7 @@ def test_undo_puts_the_shopper_back_at_the_end_of_each_line_and_a_restock_tells_
     assert back[chair].joined_ts > eve.joined_ts > lines["ada"].joined_ts
     # The link proved the address: no confirmation is asked for again.
     assert not back[chair].unconfirmed and not back[LAMP].unconfirmed
-    assert services.tables.throttle.undo_record(ada) is None
+    assert services.tables.undo_records.undo_record(ada) is None
 
     verify_sender(services)
     services.notifier.handle(add_restock(services, chair, 4, clock.now()), lambda: 60_000)
@@ -103,13 +103,13 @@ def test_undo_puts_the_shopper_back_at_the_end_of_each_line_and_a_restock_tells_
 def test_opening_the_undo_url_changes_nothing(client: Client, services: Services, lines: dict[str, Request]) -> None:
     ada = lines["ada"].contact_key
     path = undo_path(unsubscribe(client, services, lines["ada"]))
-    before = (services.tables.optout.get(ada), places(services, ada), services.tables.throttle.undo_record(ada))
+    before = (services.tables.optout.get(ada), places(services, ada), services.tables.undo_records.undo_record(ada))
 
     response = client.http.get(path)
 
     assert response.status_code == 200
     assert 'method="post"' in response.body.decode()
-    after = (services.tables.optout.get(ada), places(services, ada), services.tables.throttle.undo_record(ada))
+    after = (services.tables.optout.get(ada), places(services, ada), services.tables.undo_records.undo_record(ada))
     assert after == before
     assert after[0] is not None and after[1] == []
 
@@ -237,7 +237,7 @@ def test_a_list_that_no_longer_takes_the_place_is_named_and_the_others_are_joine
     assert "We could not put you back on the list for: Brass lamp" in page
     assert services.tables.optout.get(ada) is None
     assert [sku for sku, _ in places(services, ada)] == [chair]
-    assert services.tables.throttle.undo_record(ada) is None
+    assert services.tables.undo_records.undo_record(ada) is None
 
 
 def test_a_press_cut_short_after_the_lift_is_finished_by_the_next(
@@ -245,13 +245,13 @@ def test_a_press_cut_short_after_the_lift_is_finished_by_the_next(
 ) -> None:
     ada = lines["ada"].contact_key
     path = undo_path(unsubscribe(client, services, lines["ada"]))
-    kept = services.tables.throttle.undo_record(ada)
+    kept = services.tables.undo_records.undo_record(ada)
     assert kept is not None
     # The first press lifted the opt-out and stopped before joining any list.
     lift = (
         Tx()
         .add("optout", services.tables.optout.undo_item(ada, int(kept["at"])))
-        .add("undo", services.tables.throttle.lift_undo_item(ada, str(kept["nonce"]), clock.now()))
+        .add("undo", services.tables.undo_records.lift_undo_item(ada, str(kept["nonce"]), clock.now()))
     )
     services.tables.run(lift)
 
@@ -259,7 +259,7 @@ def test_a_press_cut_short_after_the_lift_is_finished_by_the_next(
 
     assert response.status_code == 200
     assert [sku for sku, _ in places(services, ada)] == sorted([chair, LAMP])
-    assert services.tables.throttle.undo_record(ada) is None
+    assert services.tables.undo_records.undo_record(ada) is None
 
 
 def test_a_held_unit_stays_held_and_its_list_is_not_joined_again(

@@ -100,21 +100,21 @@ def test_a_new_tap_costs_a_ticket_and_one_transaction(services: Services, chair:
 
 def test_a_tap_that_takes_no_new_place_hands_its_ticket_back(services: Services, chair: str) -> None:
     first = services.capture.capture("ip", TAP)
-    assert services.tables.throttle.line(chair) == (1, 0)
+    assert services.tables.line_tickets.line(chair) == (1, 0)
     again = services.capture.capture("ip", TAP)
     assert (again.status, again.joined_ts) == ("already_queued", first.joined_ts)
-    assert services.tables.throttle.line(chair) == (1, 0)  # handed back: the line's figures stay exact
+    assert services.tables.line_tickets.line(chair) == (1, 0)  # handed back: the line's figures stay exact
     with pytest.raises(UnknownSku):
         services.capture.capture("ip", {**TAP, "sku": "NO-SUCH-SKU", "contact": "07400 123458"})
-    assert services.tables.throttle.line("NO-SUCH-SKU") == (0, 0)
+    assert services.tables.line_tickets.line("NO-SUCH-SKU") == (0, 0)
 
 
 def test_a_ticket_handed_back_after_a_later_one_counts_as_burnt(services: Services, chair: str) -> None:
-    services.tables.throttle.take_ticket(chair, 10**10)
-    services.tables.throttle.take_ticket(chair, 10**10)
-    services.tables.throttle.return_ticket(chair, 1)  # ticket 2 is out: 1 cannot go back, so it is burnt
-    assert services.tables.throttle.line(chair) == (2, 1)
-    assert services.tables.throttle.take_ticket(chair, 10**10) == (3, 1)
+    services.tables.line_tickets.take_ticket(chair, 10**10)
+    services.tables.line_tickets.take_ticket(chair, 10**10)
+    services.tables.line_tickets.return_ticket(chair, 1)  # ticket 2 is out: 1 cannot go back, so it is burnt
+    assert services.tables.line_tickets.line(chair) == (2, 1)
+    assert services.tables.line_tickets.take_ticket(chair, 10**10) == (3, 1)
 
 
 def test_the_callers_address_is_stored_only_as_a_keyed_hash(services: Services, chair: str) -> None:
@@ -122,9 +122,7 @@ def test_the_callers_address_is_stored_only_as_a_keyed_hash(services: Services, 
     services.capture.capture(address, {"sku": chair, "channel": "sms", "contact": "+447400300001"})
     with pytest.raises(UnknownSku):
         services.capture.capture(address, {"sku": "NO-SUCH-SKU", "channel": "sms", "contact": "+447400300002"})
-    stored = [
-        str(item) for table in (services.tables.throttle, services.tables.audit) for item in table.table.scan()["Items"]
-    ]
+    stored = [str(item) for short in ("throttle", "audit") for item in services.tables.whole(short).scan()["Items"]]
     assert stored, "the taps were counted and audited"
     assert not [item for item in stored if address in item]
 
@@ -150,7 +148,7 @@ def test_a_tap_whose_retries_all_conflict_is_told_to_try_again(
         services.capture.capture("ip", TAP)
     assert attempts  # it tried, and wrote nothing
     assert list(services.tables.requests.queue(chair)) == []
-    assert services.tables.throttle.line(chair) == (0, 0)  # the ticket went back
+    assert services.tables.line_tickets.line(chair) == (0, 0)  # the ticket went back
 
 
 def test_an_email_tap_whose_retries_all_conflict_is_told_to_try_again(
@@ -169,7 +167,7 @@ def test_an_email_tap_whose_retries_all_conflict_is_told_to_try_again(
     with pytest.raises(Busy):
         services.capture.capture("ip", {**TAP, "channel": "email", "contact": "ada@example.com"})
     assert list(services.tables.requests.queue(chair)) == []
-    assert services.tables.throttle.line(chair) == (0, 0)
+    assert services.tables.line_tickets.line(chair) == (0, 0)
 
 
 def test_a_product_stored_before_waiting_shards_gets_them_at_its_first_tap(services: Services) -> None:

@@ -52,7 +52,7 @@ def sync(services: Services, feed: Feed) -> CatalogSync:
     reader = FeedReader(feed.path.as_uri(), lambda: None)
     return CatalogSync(
         catalog=services.tables.catalog,
-        cursors=services.tables.throttle,
+        cursors=services.tables.saved_states,
         reader=reader,
         clock=services.clock,
         threshold_changed=services.detector.reconsider,
@@ -175,7 +175,7 @@ def test_a_missing_feed_file_is_reported_not_raised(services: Services, tmp_path
     reader = FeedReader((tmp_path / "gone.json").as_uri(), lambda: None)
     report = CatalogSync(
         catalog=services.tables.catalog,
-        cursors=services.tables.throttle,
+        cursors=services.tables.saved_states,
         reader=reader,
         clock=services.clock,
         threshold_changed=services.detector.reconsider,
@@ -227,7 +227,7 @@ def test_products_added_by_hand_are_left_alone(services: Services, feed: Feed, s
 def test_a_stage_without_a_feed_reports_it(services: Services) -> None:
     report = CatalogSync(
         catalog=services.tables.catalog,
-        cursors=services.tables.throttle,
+        cursors=services.tables.saved_states,
         reader=None,
         clock=services.clock,
         threshold_changed=services.detector.reconsider,
@@ -297,7 +297,7 @@ def test_an_https_feed_is_fetched_with_the_bearer_token_from_secrets_manager(dep
     reader = FeedReader(deployed.settings.catalog_url, deployed.catalog_token, opener=opener)
     report = CatalogSync(
         catalog=deployed.tables.catalog,
-        cursors=deployed.tables.throttle,
+        cursors=deployed.tables.saved_states,
         reader=reader,
         clock=deployed.clock,
         threshold_changed=deployed.detector.reconsider,
@@ -314,7 +314,7 @@ def test_an_https_feed_that_does_not_answer_200_changes_nothing(deployed: Servic
     reader = FeedReader(deployed.settings.catalog_url, deployed.catalog_token, opener=opener)
     report: SyncReport = CatalogSync(
         catalog=deployed.tables.catalog,
-        cursors=deployed.tables.throttle,
+        cursors=deployed.tables.saved_states,
         reader=reader,
         clock=deployed.clock,
         threshold_changed=deployed.detector.reconsider,
@@ -367,7 +367,7 @@ def test_a_real_http_fetch_sends_the_token(services: Services, server: str) -> N
     reader = FeedReader(f"{server}/feed.json", lambda: "loopback-token")
     report = CatalogSync(
         catalog=services.tables.catalog,
-        cursors=services.tables.throttle,
+        cursors=services.tables.saved_states,
         reader=reader,
         clock=services.clock,
         threshold_changed=services.detector.reconsider,
@@ -380,7 +380,7 @@ def test_a_redirect_is_refused_so_the_token_goes_nowhere_else(services: Services
     reader = FeedReader(f"{server}/moved", lambda: "loopback-token")
     report = CatalogSync(
         catalog=services.tables.catalog,
-        cursors=services.tables.throttle,
+        cursors=services.tables.saved_states,
         reader=reader,
         clock=services.clock,
         threshold_changed=services.detector.reconsider,
@@ -393,7 +393,7 @@ def test_an_unreachable_feed_is_reported(services: Services) -> None:
     reader = FeedReader("http://127.0.0.1:9/feed.json", lambda: None)
     report = CatalogSync(
         catalog=services.tables.catalog,
-        cursors=services.tables.throttle,
+        cursors=services.tables.saved_states,
         reader=reader,
         clock=services.clock,
         threshold_changed=services.detector.reconsider,

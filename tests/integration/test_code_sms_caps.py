@@ -213,7 +213,7 @@ def test_switch_codes_count_against_the_number_a_resubscribe_tap_is_capped_by(
 
 def places_counted(services: Services, number: str) -> int:
     key, _ = places_key(number, services.hash_key, services.clock.now(), services.settings.request_ttl_days)
-    return services.tables.throttle.count(key)
+    return services.tables.rate_counters.count(key)
 
 
 def test_switches_nobody_proves_cost_the_numbers_owner_no_places(

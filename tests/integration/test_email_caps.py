@@ -120,7 +120,7 @@ def test_the_shop_wide_daily_cap_holds_across_addresses_and_clients(services: Se
     for i in range(6):
         tap(shop, sku, f"p{i}@example.com", source=f"198.51.100.{i}")
     assert confirmations_queued(shop) == 3
-    assert shop.tables.throttle.count(f"mailday#{int(shop.clock.now() // 86400)}") == 3
+    assert shop.tables.rate_counters.count(f"mailday#{int(shop.clock.now() // 86400)}") == 3
     clock.advance(86400)
     tap(shop, sku, "next-day@example.com", source="198.51.100.99")
     assert confirmations_queued(shop) == 1
@@ -226,4 +226,4 @@ def test_simultaneous_taps_for_many_products_never_pass_the_addresss_cap(service
     assert confirmations_queued(shop) == 3
     day = int(shop.clock.now() // 86400)
     who = contact_key(f"email:{VICTIM}", shop.hash_key)
-    assert shop.tables.throttle.count(f"mailaddr#{who}#{day}") == 3
+    assert shop.tables.rate_counters.count(f"mailaddr#{who}#{day}") == 3

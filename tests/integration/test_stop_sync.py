@@ -73,7 +73,8 @@ def test_sync_follows_next_token_across_pages(services: Services, clock: FixedCl
     sns.list_phone_numbers_opted_out.side_effect = pages
     service = OptoutService(
         optout=services.tables.optout,
-        cursors=services.tables.throttle,
+        cursors=services.tables.saved_states,
+        undos=services.tables.undo_records,
         exits=services.exits,
         sns=sns,
         clock=clock,
@@ -141,7 +142,8 @@ class PagedOptOuts:
 def paged_service(services: Services, clock: FixedClock, sns: PagedOptOuts, **kwargs: Any) -> OptoutService:
     return OptoutService(
         optout=services.tables.optout,
-        cursors=services.tables.throttle,
+        cursors=services.tables.saved_states,
+        undos=services.tables.undo_records,
         exits=services.exits,
         sns=sns,
         clock=clock,

@@ -140,16 +140,16 @@ def test_optout_keeps_the_first_reason_and_batches_lookups(services: Services, c
 
 
 def test_throttle_refuses_at_the_limit_and_counts(services: Services) -> None:
-    assert all(services.tables.throttle.charge("ip#1", 3, 999) for _ in range(3))
-    assert not services.tables.throttle.charge("ip#1", 3, 999)
-    assert services.tables.throttle.bump("unknown#X", 999) == 1
-    assert services.tables.throttle.bump("unknown#X", 999) == 2
+    assert all(services.tables.rate_counters.charge("ip#1", 3, 999) for _ in range(3))
+    assert not services.tables.rate_counters.charge("ip#1", 3, 999)
+    assert services.tables.rate_counters.bump("unknown#X", 999) == 1
+    assert services.tables.rate_counters.bump("unknown#X", 999) == 2
 
 
 def test_throttle_counts_every_concurrent_request(services: Services) -> None:
     results: list[bool] = []
     threads = [
-        threading.Thread(target=lambda: results.append(services.tables.throttle.charge("ip#2", 10, 999)))
+        threading.Thread(target=lambda: results.append(services.tables.rate_counters.charge("ip#2", 10, 999)))
         for _ in range(16)
     ]
     for t in threads:

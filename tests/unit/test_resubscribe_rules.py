@@ -104,7 +104,9 @@ def test_the_queue_message_names_the_proof_and_nothing_else_is_taken_for_one() -
 
 
 def _charge(services: Services, key: str, now: float) -> bool:
-    item = services.tables.throttle.proof_cap_item(cap_key(key), now, every_s=PROOF_EVERY_S, window_s=PROOF_WINDOW_S)
+    item = services.tables.rate_counters.proof_cap_item(
+        cap_key(key), now, every_s=PROOF_EVERY_S, window_s=PROOF_WINDOW_S
+    )
     try:
         services.tables.run(Tx().add("cap", item))
     except TransactionCancelled:
