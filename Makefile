@@ -33,8 +33,10 @@ test: $(STAMP)
 test-unit: $(STAMP)
 	$(PY) -m pytest tests/unit -q -m "not slow and not browser"
 
+# The heavier variants share the cores the same way; their storm pools take each worker's share of the cores, and a
+# worker takes the next test as soon as it is free (worksteal), since a few of them run for minutes.
 test-slow: $(STAMP)
-	$(PY) -m pytest -m "slow"; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; fi; exit $$rc
+	$(PY) -m pytest -n auto --dist worksteal -m "slow" --durations=20; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; fi; exit $$rc
 
 # The console journey and the widget on imitation shop pages in headless Chromium: Debian's chromium, driven by
 # Playwright (never a downloaded browser), and Debian's jQuery for the WooCommerce page. Installs chromium,

@@ -91,8 +91,11 @@ def bench() -> Iterator[Emulator]:
 
 @pytest.fixture(scope="module")
 def in_processes() -> Iterator[PlaySeeds]:
-    """Seeds played in one process per core, each with its own emulator (the many storms of `make test-slow`)."""
-    workers = int(os.environ.get("STORMS_WORKERS", "0")) or os.cpu_count() or 1
+    """Seeds played in one process per core, each with its own emulator (the many storms of `make test-slow`).
+
+    Under xdist the cores are already shared out among its workers, so each worker's pool takes its share."""
+    sharing = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    workers = int(os.environ.get("STORMS_WORKERS", "0")) or max(1, (os.cpu_count() or 1) // sharing)
     with storms.storm_pool(workers) as play_seeds:
         yield play_seeds
 
