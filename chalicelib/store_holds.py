@@ -88,12 +88,7 @@ class StoreHolds:
         try:
             hold = self.store.place_hold(self.request(row, product))
         except StoreUnavailable as exc:
-            # Refused credentials are the shop's to fix, not a store that is down: said as an error, retried alike.
-            if isinstance(exc, StoreCredentialsRefused):
-                log.error("store hold for %s not placed: %s", offer_ref(row.token_id), exc)
-                self._count_refused()
-            else:
-                log.warning("store hold for %s not placed yet: %s", offer_ref(row.token_id), exc)
+            self._unanswered(row, "placed", exc)
             self.tables.reservations.store_retry_at(
                 row.token_id, min(int(now) + STORE_RETRY_S, int(row.hold_expires_at or now))
             )
@@ -138,11 +133,7 @@ class StoreHolds:
         try:
             settled = self.store.release_duplicates(row.token_id, row.store_ref or "")
         except StoreUnavailable as exc:
-            if isinstance(exc, StoreCredentialsRefused):
-                log.error("store hold for %s not checked for duplicates: %s", offer_ref(row.token_id), exc)
-                self._count_refused()
-            else:
-                log.warning("store hold for %s not checked for duplicates yet: %s", offer_ref(row.token_id), exc)
+            self._unanswered(row, "checked for duplicates", exc)
             self.tables.reservations.store_unsettled_retry_at(row.token_id, due_again)
             return STORE_DOWN
         if not settled:
@@ -157,15 +148,20 @@ class StoreHolds:
         try:
             self.store.release_hold(row.token_id, row.store_ref)
         except StoreUnavailable as exc:
-            if isinstance(exc, StoreCredentialsRefused):
-                log.error("store hold for %s not released: %s", offer_ref(row.token_id), exc)
-                self._count_refused()
-            else:
-                log.warning("store hold for %s not released yet: %s", offer_ref(row.token_id), exc)
+            self._unanswered(row, "released", exc)
             return False
         self.faults("store.after_release")
         self.moves.store_released(row)
         return True
+
+    def _unanswered(self, row: Offer, done: str, exc: StoreUnavailable) -> None:
+        """Log a store call that did not go through. Refused credentials are the shop's to fix, not a store that is
+        down: said as an error and counted for the alarm, retried alike."""
+        if isinstance(exc, StoreCredentialsRefused):
+            log.error("store hold for %s not %s: %s", offer_ref(row.token_id), done, exc)
+            self._count_refused()
+        else:
+            log.warning("store hold for %s not %s yet: %s", offer_ref(row.token_id), done, exc)
 
     def _count_refused(self) -> None:
         # Flushed at once: a tap's or a sweep's invocation has no other buffer of its own to carry it.
