@@ -19,6 +19,7 @@ from typing import Any
 
 import boto3
 import botocore.session
+from botocore.hooks import HierarchicalEmitter
 from botocore.loaders import create_loader
 from moto import mock_aws
 from moto.core.base_backend import BackendDict
@@ -58,6 +59,11 @@ class ProvisionedEmulator:
         # boto3 sessions share one model loader: each test still gets its own session (its own event hooks, which
         # the reliability World registers), without parsing every service's JSON model again.
         self._loader = create_loader()
+        # A new botocore session registers its ~130 built-in event handlers one by one, checking each handler's
+        # signature: about half the cost of a test's set-up. They are registered once here, and each session
+        # starts from its own copy of them, as botocore gives each client its own copy of its session's handlers.
+        self._builtin_hooks = HierarchicalEmitter()
+        botocore.session.Session(event_hooks=self._builtin_hooks)
         self._mock.start()
         try:
             provision(self.new_session())
@@ -74,7 +80,7 @@ class ProvisionedEmulator:
             self._mock.stop()
 
     def _core_session(self) -> botocore.session.Session:
-        core = botocore.session.Session()
+        core = botocore.session.Session(event_hooks=copy.copy(self._builtin_hooks), include_builtin_handlers=False)
         core.register_component("data_loader", self._loader)
         return core
 
