@@ -22,11 +22,20 @@ venv: $(STAMP)
 dev: $(STAMP)
 	$(PY) -m devstack $(if $(filter 1 yes true,$(VERBOSE)),--verbose)
 
+# A machine may forbid bytecode files (PYTHONDONTWRITEBYTECODE=1): then every test process, and every process a test
+# starts, compiles the project's modules from source again. The suites write them (git ignores __pycache__), the
+# project's own compiled once up front on every core; pytest still rewrites each test module's asserts itself.
+BYTECODE := PYTHONDONTWRITEBYTECODE=
+COMPILE := $(BYTECODE) $(PY) -m compileall -q -j 0 -x '/test_[^/]*[.]py$$' app.py chalicelib devstack support infra bench tests
+
 # pytest exits 5 when it collects nothing; that is a broken suite, so say so instead of passing. The tests are shared
-# out among one process per core (pytest-xdist): each starts its own emulator, so none waits on another's. The 20
-# slowest tests are listed at the end, so a test that grows slow is seen where the time goes.
+# out among one process per core (pytest-xdist): each starts its own emulator, so none waits on another's. The
+# long-running modules' tests start first (tests/conftest.py) and a free worker takes tests from a busy one's queue
+# (worksteal), so the run ends on short tests. The 20 slowest tests are listed at the end, so a test that grows slow
+# is seen where the time goes.
 test: $(STAMP)
-	$(PY) -m pytest -n auto -m "not slow and not browser" --durations=20; rc=$$?; \
+	@$(COMPILE)
+	$(BYTECODE) $(PY) -m pytest -n auto --dist worksteal -m "not slow and not browser" --durations=20; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 # The quick loop while changing rules: the unit tests alone, which make no AWS call.
@@ -36,7 +45,8 @@ test-unit: $(STAMP)
 # The heavier variants share the cores the same way; their storm pools take each worker's share of the cores, and a
 # worker takes the next test as soon as it is free (worksteal), since a few of them run for minutes.
 test-slow: $(STAMP)
-	$(PY) -m pytest -n auto --dist worksteal -m "slow" --durations=20; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; fi; exit $$rc
+	@$(COMPILE)
+	$(BYTECODE) $(PY) -m pytest -n auto --dist worksteal -m "slow" --durations=20; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; fi; exit $$rc
 
 # The console journey and the widget on imitation shop pages in headless Chromium: Debian's chromium, driven by
 # Playwright (never a downloaded browser), and Debian's jQuery for the WooCommerce page. Installs chromium,

@@ -80,6 +80,30 @@ def chair(services: Services) -> str:
     return "CHAIR-WALNUT"
 
 
+# The modules whose tests run for seconds each (the storms, the power cuts, the fuzzers, the bench at tiny sizes):
+# their tests start first, so that the run ends on short tests and no core waits idle while another finishes a
+# long one. `make test` lists the 20 slowest tests at its end; a module that joins them belongs here.
+LONG_RUNNING = (
+    "tests/reliability/test_storms.py",
+    "tests/integration/test_bench_quick.py",
+    "tests/reliability/test_crashes.py",
+    "tests/reliability/test_fuzz.py",
+    "tests/integration/test_holds_properties.py",
+    "tests/reliability/test_store_storms.py",
+    "tests/integration/test_notifier_large.py",
+    "tests/integration/test_notifier.py",
+    "tests/integration/test_email_caps.py",
+    "tests/integration/test_catalog_sync.py",
+    "tests/integration/test_deploy_template.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long-running modules' tests first, in the order above; every other test after them, as collected."""
+    rank = {module: place for place, module in enumerate(LONG_RUNNING)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
 # The reliability suite's summary line (tests/reliability/tally.py). Here, not in tests/reliability/conftest.py:
 # an xdist controller collects nothing, so it loads only this conftest, and it is the process that prints.
 
