@@ -38,7 +38,7 @@ def error_code(raised: pytest.ExceptionInfo[ClientError]) -> str:
 def test_every_fast_path_is_in_place_on_the_pinned_emulator() -> None:
     # A moto upgrade turns them all off (slower, never wrong): this says it is time to look at them again.
     assert moto.__version__ == moto_patches.PINNED_MOTO
-    assert len(moto_patches.install(fidelity=True, speed=True)) == 7
+    assert len(moto_patches.install(fidelity=True, speed=True)) == 8
 
 
 def test_scalar_values_of_every_kind_come_back_as_written(session: boto3.session.Session) -> None:
@@ -178,3 +178,67 @@ def test_an_item_over_400_kb_is_still_refused(session: boto3.session.Session) ->
     assert error_code(raised) == "ValidationException"
     ddb.put_item(TableName=TABLE, Item={**key("1"), "a": {"S": "x" * 200_000}})
     assert len(ddb.get_item(TableName=TABLE, Key=key("1"))["Item"]["a"]["S"]) == 200_000
+
+
+# Update expressions of every clause kind, valid and refused, each with the names and values it uses.
+UPDATES: list[tuple[str, dict[str, str], dict[str, Any]]] = [
+    ("SET #s = :s, n = if_not_exists(n, :z) + :one REMOVE gone ADD c :one", {"#s": "state"}, {":s": "a"}),
+    ("SET l = list_append(if_not_exists(l, :empty), :more), m.part = :s", {}, {":s": "a"}),
+    ("SET l[0] = :s REMOVE l[1], l[2] DELETE tags :tag", {}, {":s": "a"}),
+    ("SET #s = :s, #s = :s", {"#s": "state"}, {":s": "a"}),  # two actions on one path: refused
+    ("SET m = :s REMOVE m.part", {}, {":s": "a"}),  # overlapping paths: refused
+    ("SET joined_ts = :s", {}, {":s": "a"}),  # the key: refused
+    ("ADD c :one SET n = n - :one", {}, {}),
+]
+
+
+def _outcome(ddb: Any, expression: str, names: dict[str, str], extra: dict[str, Any]) -> Any:
+    values = {":z": {"N": "0"}, ":one": {"N": "1"}, ":empty": {"L": []}, ":more": {"L": [{"S": "x"}]}}
+    values.update({k: {"S": v} for k, v in extra.items()})
+    values[":tag"] = {"SS": ["a"]}
+    used = {k: v for k, v in values.items() if k in expression}
+    ddb.put_item(
+        TableName=TABLE,
+        Item={
+            **key("1"),
+            "n": {"N": "5"},
+            "c": {"N": "1"},
+            "gone": {"S": "x"},
+            "tags": {"SS": ["a", "b"]},
+            "l": {"L": [{"S": "p"}, {"S": "q"}, {"S": "r"}]},
+            "m": {"M": {"part": {"S": "i"}}},
+        },
+    )
+    update: dict[str, Any] = {"TableName": TABLE, "Key": key("1"), "UpdateExpression": expression}
+    if names:
+        update["ExpressionAttributeNames"] = names
+    if used:
+        update["ExpressionAttributeValues"] = used
+    try:
+        ddb.update_item(**update)
+    except ClientError as refused:
+        return ("refused", refused.response["Error"]["Code"], refused.response["Error"]["Message"])
+    return ddb.get_item(TableName=TABLE, Key=key("1"), ConsistentRead=True)["Item"]
+
+
+def test_the_walks_asking_each_node_type_once_answer_as_moto_s_own(session: boto3.session.Session) -> None:
+    from devstack.moto_patches import speed
+
+    nodes = speed._untyped("moto.dynamodb.parsing.ast_nodes")
+    fast = {
+        (owner, name): vars(owner)[name]
+        for owner, name in ((nodes.DepthFirstTraverser, "traverse_node_recursively"), (nodes.Node, "find_clauses"))
+    }
+    moto_own = {(owner, name): before for owner, name, before in speed._replaced if (owner, name) in fast}
+    assert set(moto_own) == set(fast)
+    ddb = session.client("dynamodb")
+    refused = 0
+    for expression, names, values in UPDATES:
+        answers = []
+        for walks in (moto_own, fast):
+            for (owner, name), function in walks.items():
+                setattr(owner, name, function)
+            answers.append(_outcome(ddb, expression, names, values))
+        assert answers[0] == answers[1], expression
+        refused += isinstance(answers[1], tuple)
+    assert refused == 3, "the list holds three refused updates and four that apply"

@@ -83,4 +83,5 @@ def test_the_correctness_suite_runs_with_the_bookkeeping_patches_only() -> None:
         "syntax trees copied directly",
         "item size checked once",
         "traversal maps built once",
+        "node types asked once",
     ]
