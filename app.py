@@ -345,26 +345,28 @@ def sms_feedback(event: dict[str, Any], context: LambdaContext) -> None:
 def reserve_page(token: str) -> Response:
     """A notified shopper opens their link: a page whose button holds one. Holds nothing."""
     # Imported here, like every service module (wiring.py): only the API function ever loads it.
-    from chalicelib.pages import reserve_response
+    from chalicelib.pages import reserve_link_page
 
     services = wiring.current()
     outcome = services.holds.look(token)
-    response = reserve_response(outcome, RESERVE_STATUS[outcome.kind], services.shop, token, _accept_language())
-    return _no_body_for_head(response)
+    page = reserve_link_page(outcome, RESERVE_STATUS[outcome.kind], services.shop, token, _accept_language())
+    return _no_body_for_head(page_response(page))
 
 
 @app.route("/reserve/{token}", methods=["POST"], content_types=RESERVE_TYPES)
 @app.route("/r/{token}", methods=["POST"], content_types=RESERVE_TYPES)
 def reserve(token: str) -> Response:
     """The link's page's button: hold one unit and see the checkout (303), or an honest page."""
-    from chalicelib.pages import reserve_refused, reserve_response
+    from chalicelib.pages import reserve_link_page, reserve_refused
 
     services = wiring.current()
     # The token is what a tap needs; this only keeps another site's page from making a visitor's browser spend it.
     if cross_site(_request().headers, services.page_origin):
-        return reserve_refused(403, token, services.shop, _accept_language())
+        return page_response(reserve_refused(403, token, services.shop, _accept_language()))
     outcome = services.holds.reserve(token)
-    return reserve_response(outcome, RESERVE_STATUS[outcome.kind], services.shop, token, _accept_language())
+    return page_response(
+        reserve_link_page(outcome, RESERVE_STATUS[outcome.kind], services.shop, token, _accept_language())
+    )
 
 
 @app.route("/webhooks/orders", methods=["POST"], content_types=["application/json"])

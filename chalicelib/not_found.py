@@ -12,8 +12,8 @@ from chalice import Response
 
 from chalicelib import i18n
 from chalicelib.errors import NotFound
-from chalicelib.pages import PageText, Shop, text_page
-from chalicelib.web import error_response
+from chalicelib.pages import PageText, Shop, shopper_text_page
+from chalicelib.web import error_response, page_response
 
 # Paths under these are the API's: whoever calls them reads JSON (docs/openapi.yaml).
 API_PREFIXES = ("notify-me", "webhooks/", "admin/api", "widget.js")
@@ -36,4 +36,4 @@ def not_found(path: str, method: str, accept: str | None, shop: Shop, accept_lan
     if wants_json(path, accept):
         shown = "/" + path.lstrip("/")
         return error_response(NotFound(f"There is no {method} {shown} here; docs/openapi.yaml lists the API."))
-    return text_page(404, NOT_FOUND_PAGE, shop, i18n.negotiate(accept=accept_language))
+    return page_response(shopper_text_page(404, NOT_FOUND_PAGE, shop, i18n.negotiate(accept=accept_language)))

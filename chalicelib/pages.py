@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from chalice import Response
-
 from chalicelib import i18n
 from chalicelib.colours import DEFAULT_ACCENT, accent_or_default, link_colour, readable_on
 from chalicelib.holds import (
@@ -29,7 +27,6 @@ from chalicelib.holds import (
     UNKNOWN_LINK,
     ReserveOutcome,
 )
-from chalicelib.web import page_response
 
 if TYPE_CHECKING:
     from chalicelib.config import Settings
@@ -221,7 +218,7 @@ def _web_url(url: str | None) -> bool:
 @dataclass(frozen=True)
 class Page:
     """A rendered page: the status it is answered with, its HTML and its headers. Page modules return one and
-    never speak HTTP themselves; the entry point answers with it (chalicelib/web.py `page_response`)."""
+    never speak HTTP themselves; the entry point answers with it (chalicelib/web/responses.py `page_response`)."""
 
     status: int
     html: str
@@ -230,25 +227,6 @@ class Page:
     def with_headers(self, extra: dict[str, str]) -> Page:
         """The same page with more headers, after those it has."""
         return Page(self.status, self.html, {**self.headers, **extra})
-
-
-def html_page(
-    status: int,
-    title: str,
-    message: str,
-    shop: Shop,
-    extra_html: str = "",
-    *,
-    lang: str = i18n.DEFAULT_LANGUAGE,
-    about: About | None = None,
-    scripts: tuple[str, ...] = (),
-    form_action: bool = True,
-) -> Response:
-    """`framed_page` answered as a Response, for the pages not yet returned as a `Page`."""
-    rendered = framed_page(
-        status, title, message, shop, extra_html, lang=lang, about=about, scripts=scripts, form_action=form_action
-    )
-    return page_response(rendered)
 
 
 def framed_page(
@@ -316,28 +294,9 @@ def shopper_page(
     return framed_page(status, title, message, shop, extra_html, lang=lang, about=about)
 
 
-def page(
-    status: int,
-    title: str,
-    message: str,
-    shop: Shop,
-    extra_html: str = "",
-    *,
-    lang: str = i18n.DEFAULT_LANGUAGE,
-    about: About | None = None,
-) -> Response:
-    """A shopper page (a tokenised one: no Referer, no framing, never cached); its forms post only to us."""
-    return html_page(status, title, message, shop, extra_html, lang=lang, about=about)
-
-
 def see_other(location: str) -> Page:
     """303 See Other back to a page (POST, then redirect, then GET: a reload never re-submits)."""
     return Page(303, "", {"Location": location, **SECURITY_HEADERS})
-
-
-def redirect(location: str) -> Response:
-    """303 See Other back to a page (POST, then redirect, then GET: a reload never re-submits)."""
-    return Response(body="", status_code=303, headers={"Location": location, **SECURITY_HEADERS})
 
 
 def button_form(action: str, label: str, hidden: dict[str, str] | None = None, *, form_id: str = "") -> str:
@@ -383,11 +342,6 @@ SIGNED_OUT = PageText(
 def shopper_text_page(status: int, text: PageText, shop: Shop, lang: str, about: About | None = None) -> Page:
     """A page that is only a heading and a message, in the shopper's language."""
     return shopper_page(status, tr(lang, text.title), tr(lang, text.message), shop, lang=lang, about=about)
-
-
-def text_page(status: int, text: PageText, shop: Shop, lang: str, about: About | None = None) -> Response:
-    """A page that is only a heading and a message, in the shopper's language."""
-    return page(status, tr(lang, text.title), tr(lang, text.message), shop, lang=lang, about=about)
 
 
 # --- Reserve links. Opening one (GET) holds nothing: mail and chat scanners open links before the shopper does.
@@ -448,11 +402,11 @@ def _about(outcome: ReserveOutcome) -> About | None:
 
 def _reserve_form(
     title: str, message: Html, button: str, token: str, shop: Shop, outcome: ReserveOutcome, lang: str
-) -> Response:
+) -> Page:
     form = button_form(token, button, form_id="go")
     # Without form-action: browsers apply it to the redirect that answers the form, and this form's answer is a
     # 303 to the shop's checkout on another origin.
-    return html_page(
+    return framed_page(
         200,
         title,
         message,
@@ -464,19 +418,17 @@ def _reserve_form(
     )
 
 
-def reserve_response(
-    outcome: ReserveOutcome, status: int, shop: Shop, token: str, accept: str | None = None
-) -> Response:
-    """The HTTP answer to an opened link or a tap, with the status the entry point chose: the page whose form
+def reserve_link_page(outcome: ReserveOutcome, status: int, shop: Shop, token: str, accept: str | None = None) -> Page:
+    """The answer to an opened link or a tap, with the status the entry point chose: the page whose form
     holds (or goes on to checkout), a redirect to checkout, or a small page that says why not. The page is in
     the offer's language, or the browser's (`accept`, its Accept-Language) when the link names no offer."""
     lang = i18n.negotiate(outcome.lang, accept=accept)
     if outcome.location is not None:
         link = html.escape(tr(lang, "Continue to checkout"))
-        return Response(
-            body=f'<!doctype html><p><a href="{html.escape(outcome.location)}">{link}</a></p>',
-            status_code=status,
-            headers={
+        return Page(
+            status,
+            f'<!doctype html><p><a href="{html.escape(outcome.location)}">{link}</a></p>',
+            {
                 **SECURITY_HEADERS,
                 "Location": outcome.location,
                 "Content-Type": "text/html; charset=utf-8",
@@ -514,12 +466,12 @@ def reserve_response(
         text = PageText(EXPIRED_TITLE, RESERVE_EXPIRED_MESSAGES.get(outcome.reason or "", RESERVE_EXPIRED_DEFAULT))
     else:
         text = RESERVE_PAGES[outcome.kind]
-    return text_page(status, text, shop, lang, _about(outcome))
+    return shopper_text_page(status, text, shop, lang, _about(outcome))
 
 
-def reserve_refused(status: int, token: str, shop: Shop, accept: str | None) -> Response:
+def reserve_refused(status: int, token: str, shop: Shop, accept: str | None) -> Page:
     """A tap sent from another website's page: nothing is held; the shopper's own link still works. The page is
     in the browser's language (the offer is not read for a refused tap)."""
     lang = i18n.negotiate(accept=accept)
     back = f'<p><a href="{html.escape(token)}">{html.escape(tr(lang, "Open your link"))}</a></p>'
-    return page(status, tr(lang, CROSS_SITE.title), tr(lang, CROSS_SITE.message), shop, back, lang=lang)
+    return shopper_page(status, tr(lang, CROSS_SITE.title), tr(lang, CROSS_SITE.message), shop, back, lang=lang)

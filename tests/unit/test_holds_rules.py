@@ -9,7 +9,8 @@ from chalicelib import holds
 from chalicelib.errors import BadRequest
 from chalicelib.holds import ReserveOutcome, checkout_location
 from chalicelib.orders import Order, parse_order
-from chalicelib.pages import LOCAL_TIMES, LOCAL_TIMES_HASH, Shop, reserve_response
+from chalicelib.pages import LOCAL_TIMES, LOCAL_TIMES_HASH, Shop, reserve_link_page
+from chalicelib.web import page_response
 
 
 def test_checkout_url_fills_sku_and_reservation_id_url_encoded() -> None:
@@ -43,11 +44,13 @@ def test_every_outcome_has_a_status_below_500(kind: str, status: int) -> None:
 
 
 def test_redirect_keeps_the_link_out_of_the_referrer() -> None:
-    response = reserve_response(
-        ReserveOutcome(holds.HELD_NOW, "https://shop.example/c?a=1&b=2"),
-        RESERVE_STATUS[holds.HELD_NOW],
-        Shop("Shop"),
-        "t",
+    response = page_response(
+        reserve_link_page(
+            ReserveOutcome(holds.HELD_NOW, "https://shop.example/c?a=1&b=2"),
+            RESERVE_STATUS[holds.HELD_NOW],
+            Shop("Shop"),
+            "t",
+        )
     )
     assert response.status_code == 303
     assert response.headers["Location"] == "https://shop.example/c?a=1&b=2"
@@ -70,7 +73,7 @@ def test_redirect_keeps_the_link_out_of_the_referrer() -> None:
     ],
 )
 def test_pages_are_honest_and_carry_the_shop_name(outcome: ReserveOutcome, title: str, says: str) -> None:
-    response = reserve_response(outcome, RESERVE_STATUS[outcome.kind], Shop("Walnut & Wool"), "tok.en")
+    response = page_response(reserve_link_page(outcome, RESERVE_STATUS[outcome.kind], Shop("Walnut & Wool"), "tok.en"))
     assert response.status_code == RESERVE_STATUS[outcome.kind]
     assert response.headers["Content-Type"] == "text/html; charset=utf-8"
     assert f"<h1>{title}</h1>" in response.body
@@ -94,7 +97,7 @@ def test_pages_are_honest_and_carry_the_shop_name(outcome: ReserveOutcome, title
 def test_an_opened_link_is_a_page_whose_button_alone_posts_to_the_link(
     outcome: ReserveOutcome, title: str, button: str
 ) -> None:
-    response = reserve_response(outcome, RESERVE_STATUS[outcome.kind], Shop("Walnut & Wool"), "tok.en")
+    response = page_response(reserve_link_page(outcome, RESERVE_STATUS[outcome.kind], Shop("Walnut & Wool"), "tok.en"))
     assert response.status_code == 200
     assert "Mug &lt;blue&gt;" in response.body and title in response.body and button in response.body
     assert '<form id="go" method="post" action="tok.en">' in response.body

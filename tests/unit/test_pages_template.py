@@ -19,10 +19,11 @@ from chalicelib.pages import (
     Shop,
     img_sources,
     on_accent,
-    page,
-    reserve_response,
-    text_page,
+    reserve_link_page,
+    shopper_page,
+    shopper_text_page,
 )
+from chalicelib.web import page_response
 
 SHOP = Shop("Walnut <&> Wool", "https://shop.example/", "https://cdn.shop.example/logo.svg", "#7a4b2a")
 CHAIR = About('Chair "Oak" <b>', "https://cdn.shop.example/chair.jpg", "https://shop.example/chair?a=1&b=2")
@@ -53,7 +54,7 @@ def outline(body: str) -> Outline:
 
 
 def test_names_are_escaped_wherever_they_appear() -> None:
-    body = page(200, "Title", "Message", SHOP, lang="en", about=CHAIR).body
+    body = shopper_page(200, "Title", "Message", SHOP, lang="en", about=CHAIR).html
     assert "<b>" not in body and "<&>" not in body
     parsed = outline(body)
     [logo, picture] = parsed.all("img")
@@ -64,7 +65,7 @@ def test_names_are_escaped_wherever_they_appear() -> None:
 
 
 def test_every_page_has_one_heading_landmarks_its_language_and_a_way_back_to_the_shop() -> None:
-    body = text_page(400, LINK_INCOMPLETE, SHOP, "de").body
+    body = shopper_text_page(400, LINK_INCOMPLETE, SHOP, "de").html
     parsed = outline(body)
     assert parsed.all("html") == [{"lang": "de"}]
     assert len(parsed.all("h1")) == 1 and parsed.all("main") and parsed.all("header") and parsed.all("footer")
@@ -74,25 +75,27 @@ def test_every_page_has_one_heading_landmarks_its_language_and_a_way_back_to_the
 
 def test_without_a_shop_url_the_way_back_is_the_products_page_and_without_either_there_is_none() -> None:
     no_home = Shop("W&W")
-    with_product = outline(page(200, "T", "M", no_home, about=About("Chair", url="https://shop.example/chair")).body)
+    with_product = outline(
+        shopper_page(200, "T", "M", no_home, about=About("Chair", url="https://shop.example/chair")).html
+    )
     assert {"href": "https://shop.example/chair"} in with_product.all("a") and "Back to the shop" in with_product.text
-    bare = outline(page(200, "T", "M", no_home).body)
+    bare = outline(shopper_page(200, "T", "M", no_home).html)
     assert bare.all("a") == [] and bare.all("footer") == [] and "Back to the shop" not in bare.text
 
 
 def test_without_a_logo_the_shop_is_named_in_words() -> None:
-    parsed = outline(page(200, "T", "M", Shop("Walnut & Wool", "https://shop.example/")).body)
+    parsed = outline(shopper_page(200, "T", "M", Shop("Walnut & Wool", "https://shop.example/")).html)
     assert parsed.all("img") == [] and "Walnut & Wool" in parsed.text
 
 
 @pytest.mark.parametrize("url", ["javascript:alert(1)", "data:image/svg+xml,<svg/>", "//evil.example/x.png"])
 def test_only_web_addresses_become_links_or_images(url: str) -> None:
-    parsed = outline(page(200, "T", "M", Shop("S", url, url), about=About("Chair", url, url)).body)
+    parsed = outline(shopper_page(200, "T", "M", Shop("S", url, url), about=About("Chair", url, url)).html)
     assert parsed.all("img") == [] and parsed.all("a") == []
 
 
 def _scripts_and_policy(outcome: ReserveOutcome) -> tuple[list[str], str]:
-    response = reserve_response(outcome, RESERVE_STATUS[outcome.kind], SHOP, "tok.en")
+    response = page_response(reserve_link_page(outcome, RESERVE_STATUS[outcome.kind], SHOP, "tok.en"))
     return re.findall(r"<script>(.*?)</script>", response.body), response.headers["Content-Security-Policy"]
 
 
@@ -117,7 +120,7 @@ def test_the_policy_allows_exactly_the_pages_own_scripts_by_their_hashes(outcome
 
 def test_times_are_utc_in_the_page_and_local_with_the_script() -> None:
     outcome = ReserveOutcome(holds.HOLDING_PAGE, product_name="Stuhl", hold_expires_at=1796400000, lang="de")
-    response = reserve_response(outcome, 200, SHOP, "tok.en")
+    response = page_response(reserve_link_page(outcome, 200, SHOP, "tok.en"))
     assert '<time datetime="2026-12-04T16:00:00Z" data-local>4. Dez., 16:00 UTC</time>' in response.body
     scripts, _ = _scripts_and_policy(outcome)
     assert any("Intl.DateTimeFormat(document.documentElement.lang" in s for s in scripts)
@@ -134,7 +137,7 @@ def test_images_may_come_from_https_and_from_the_configured_local_origins_only()
     assert img_sources("http://127.0.0.1:8001/static/logo.svg", "http://127.0.0.1:8001/x.png", "") == (
         "https: http://127.0.0.1:8001"
     )
-    response = page(200, "T", "M", Shop("S", logo_url="http://127.0.0.1:8001/static/logo.svg"))
+    response = page_response(shopper_page(200, "T", "M", Shop("S", logo_url="http://127.0.0.1:8001/static/logo.svg")))
     assert "img-src https: http://127.0.0.1:8001;" in response.headers["Content-Security-Policy"]
 
 
@@ -155,7 +158,7 @@ def test_links_read_on_light_and_dark_pages(accent: str, background: str, text: 
 
 
 def test_the_stylesheet_carries_the_accent_the_readable_text_and_touch_sized_buttons() -> None:
-    body = page(200, "T", "M", Shop("S", accent="#ffcc00")).body
+    body = shopper_page(200, "T", "M", Shop("S", accent="#ffcc00")).html
     assert "--accent:#ffcc00;--on-accent:#000000" in body
     assert "min-height:44px" in body and "prefers-color-scheme:dark" in body
-    assert "--accent:#1f2937" in page(200, "T", "M", Shop("S", accent="red; } body{display:none")).body
+    assert "--accent:#1f2937" in shopper_page(200, "T", "M", Shop("S", accent="red; } body{display:none")).html
