@@ -14,18 +14,8 @@ from chalicelib import admin_pages, logs, wiring
 from chalicelib.clock import remaining_ms_of
 from chalicelib.config import NOTIFIER_MAX_CONCURRENCY
 from chalicelib.errors import DomainError, Forbidden, NotFound
-from chalicelib.web import (
-    MAX_BODY_BYTES,
-    Headers,
-    cors_headers,
-    cross_site,
-    error_response,
-    house_error,
-    json_response,
-    page_response,
-    parse_body,
-    simple_post_allowed,
-)
+from chalicelib.web import MAX_BODY_BYTES, Headers, cors_headers, cross_site, parse_body, simple_post_allowed
+from chalicelib.web.responses import error_response, house_error, json_response, page_response
 from chalicelib.widget import widget_source
 
 if TYPE_CHECKING:

@@ -1,5 +1,5 @@
 """Domain errors: a refusal's kind (its class) and stable error code. The HTTP status each kind is answered with
-belongs to the entry points (chalicelib/web.py ERROR_STATUS), not to the domain."""
+belongs to the entry points (chalicelib/web/errors.py ERROR_STATUS), not to the domain."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from chalicelib.errors import BadRequest, DomainError
 from chalicelib.i18n import accept_language, text
 from chalicelib.pages import About, Page, Shop, shopper_page
 from chalicelib.tables.catalog import Product
-from chalicelib.web import error_status
+from chalicelib.web.errors import error_status
 from chalicelib.widget import STRINGS, home_regions, phone_example, served_regions
 
 # A refusal's code, as capture raises it, to what the widget says about it (chalicelib/widget.py STRINGS keys).

@@ -13,7 +13,7 @@ from chalice import Response
 from chalicelib import i18n
 from chalicelib.errors import NotFound
 from chalicelib.pages import PageText, Shop, shopper_text_page
-from chalicelib.web import error_response, page_response
+from chalicelib.web.responses import error_response, page_response
 
 # Paths under these are the API's: whoever calls them reads JSON (docs/openapi.yaml).
 API_PREFIXES = ("notify-me", "webhooks/", "admin/api", "widget.js")

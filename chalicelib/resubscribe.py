@@ -55,7 +55,7 @@ from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
 from chalicelib.tables.optout import resubscribe_code_key, resubscribe_link_key
 from chalicelib.tables.store import Tables
 from chalicelib.tokens import KeySource
-from chalicelib.web import error_status
+from chalicelib.web.errors import error_status
 
 log = logging.getLogger(__name__)
 

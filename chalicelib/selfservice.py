@@ -37,7 +37,8 @@ from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.requests import RequestState
 from chalicelib.tokens import TokenExpired, TokenInvalid, TokenRevoked, Tokens
 from chalicelib.undo import ALREADY, EXPIRED, KEPT, NEWER, UndoOutcome, UnsubscribeUndo
-from chalicelib.web import MAX_PAGE_FORM_BYTES, error_status, page_form
+from chalicelib.web import MAX_PAGE_FORM_BYTES, page_form
+from chalicelib.web.errors import error_status
 
 # Switching off one's links is not unsubscribing, and its words must never read as such in any language: a shopper
 # who thinks they left would keep receiving messages (tests/unit/test_glossary.py keeps the two apart).

@@ -16,7 +16,7 @@ from chalicelib.contacts import contact_key, normalise_contact
 from chalicelib.errors import DomainError, RateLimited
 from chalicelib.messages import OptinLink, SwitchCode
 from chalicelib.sms_caps import places_key
-from chalicelib.web import error_status
+from chalicelib.web.errors import error_status
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.flows.test_manage_flow import code_for, form_for, forms

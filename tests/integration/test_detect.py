@@ -21,7 +21,7 @@ from chalicelib.jobs import JobQueue
 from chalicelib.messages import Job
 from chalicelib.owed import ENQUEUE_LEASE_S, OwedJobs
 from chalicelib.tables.base import TransactionCancelled, transact
-from chalicelib.web import error_status
+from chalicelib.web.errors import error_status
 from chalicelib.webhooks import sign
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock

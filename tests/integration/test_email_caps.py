@@ -13,7 +13,7 @@ import pytest
 from chalicelib.contacts import contact_key
 from chalicelib.errors import Busy, RateLimited
 from chalicelib.messages import ResubscribeProof, parse
-from chalicelib.web import error_status
+from chalicelib.web.errors import error_status
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.integration.test_code_sms_caps import emitted

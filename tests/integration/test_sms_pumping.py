@@ -13,7 +13,7 @@ from chalice.test import Client
 from chalicelib.capture import CaptureService
 from chalicelib.errors import Conflict, DomainError, RateLimited
 from chalicelib.tables.catalog import WAITING_SHARDS, shard_cap, shard_for, shard_key
-from chalicelib.web import error_status
+from chalicelib.web.errors import error_status
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.builders import key_of

@@ -21,7 +21,7 @@ from chalicelib.admin.auth import (
     parse_jwks,
     pkcs1_v15_sha256_valid,
 )
-from chalicelib.web import error_status
+from chalicelib.web.errors import error_status
 
 REGION, POOL, CLIENT = "eu-west-2", "eu-west-2_AbC123", "client123"
 ISSUER = f"https://cognito-idp.{REGION}.amazonaws.com/{POOL}"

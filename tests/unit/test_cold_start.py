@@ -24,6 +24,8 @@ AT_LOAD = {
     # The app's log handler is installed as the app loads, so the first invocation's lines are JSON too.
     "chalicelib.logs",
     "chalicelib.web",
+    "chalicelib.web.errors",
+    "chalicelib.web.responses",
     "chalicelib.widget",
     "chalicelib.wiring",
 }

@@ -24,7 +24,7 @@ from chalicelib.detect import (
     restock_ts_for,
 )
 from chalicelib.errors import BadRequest
-from chalicelib.web import error_status
+from chalicelib.web.errors import error_status
 
 NOW = 1_800_000_000.0
 

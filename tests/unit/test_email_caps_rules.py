@@ -7,7 +7,7 @@ import pytest
 
 from chalicelib.config import ConfigError, settings_from_env
 from chalicelib.email_caps import ADDRESS, CEILING, SOURCE_DAY, SOURCE_HOUR, email_caps, refusal
-from chalicelib.web import error_status
+from chalicelib.web.errors import error_status
 from tests.unit.test_config import local
 
 KEY = "k" * 32

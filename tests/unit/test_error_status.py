@@ -1,4 +1,4 @@
-"""Every kind of refusal is answered with its own HTTP status, from the one table at the edge (chalicelib/web.py)."""
+"""Every kind of refusal is answered with its own HTTP status, from the one table at the edge (chalicelib/web/errors.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from chalicelib.challenge import ChallengeFailed, ChallengeUnavailable
 from chalicelib.manage import FormRefused, NotConfirmed
 from chalicelib.notifier import UnknownRestock
 from chalicelib.support_desk import StillHolding, UnknownProduct
-from chalicelib.web import ERROR_STATUS, error_response, error_status
+from chalicelib.web.errors import ERROR_STATUS, error_status
+from chalicelib.web.responses import error_response
 
 STATUSES: list[tuple[type[errors.DomainError], int]] = [
     (errors.DomainError, 400),

@@ -10,7 +10,7 @@ from chalicelib.errors import BadRequest
 from chalicelib.holds import ReserveOutcome, checkout_location
 from chalicelib.orders import Order, parse_order
 from chalicelib.pages import LOCAL_TIMES, LOCAL_TIMES_HASH, Shop, reserve_link_page
-from chalicelib.web import page_response
+from chalicelib.web.responses import page_response
 
 
 def test_checkout_url_fills_sku_and_reservation_id_url_encoded() -> None:

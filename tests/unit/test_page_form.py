@@ -1,4 +1,4 @@
-"""A shopper page's form body, read once for every page that posts one (chalicelib/web.py page_form)."""
+"""A shopper page's form body, read once for every page that posts one (chalicelib/web/__init__.py page_form)."""
 
 from __future__ import annotations
 

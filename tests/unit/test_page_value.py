@@ -1,10 +1,10 @@
 """A page module returns a rendered `Page`; the entry point answers with it through one function
-(chalicelib/web.py page_response), byte for byte what the page frame rendered."""
+(chalicelib/web/responses.py page_response), byte for byte what the page frame rendered."""
 
 from __future__ import annotations
 
 from chalicelib.pages import LINK_INCOMPLETE, About, Shop, shopper_page, shopper_text_page
-from chalicelib.web import page_response
+from chalicelib.web.responses import page_response
 
 SHOP = Shop("Walnut <&> Wool", "https://shop.example/", "https://cdn.shop.example/logo.svg", "#7a4b2a")
 

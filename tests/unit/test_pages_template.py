@@ -23,7 +23,7 @@ from chalicelib.pages import (
     shopper_page,
     shopper_text_page,
 )
-from chalicelib.web import page_response
+from chalicelib.web.responses import page_response
 
 SHOP = Shop("Walnut <&> Wool", "https://shop.example/", "https://cdn.shop.example/logo.svg", "#7a4b2a")
 CHAIR = About('Chair "Oak" <b>', "https://cdn.shop.example/chair.jpg", "https://shop.example/chair?a=1&b=2")

@@ -18,7 +18,8 @@ from chalicelib.config import settings_from_env
 from chalicelib.errors import DomainError
 from chalicelib.tables.base import CONDITION_FAILED as FAILED
 from chalicelib.tables.base import TRANSACTION_CONFLICT, Reason, TransactionCancelled
-from chalicelib.web import MAX_BODY_BYTES, error_status, parse_body
+from chalicelib.web import MAX_BODY_BYTES, parse_body
+from chalicelib.web.errors import error_status
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock

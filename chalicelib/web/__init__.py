@@ -1,18 +1,16 @@
-"""HTTP plumbing shared by the entry points: body parsing, JSON errors, CORS (HTML pages are in pages.py)."""
+"""The HTTP edge, shared by the entry points: reading request bodies and forms, and which origins may post.
+
+The status each refusal is answered with is in web/errors.py and every Response is made in web/responses.py. The
+HTML of a page is pages.py's, never HTTP's."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from chalice import Response
-
-from chalicelib.errors import BadRequest, DomainError, FormRefused, PayloadTooLarge, RateLimited
-
-if TYPE_CHECKING:
-    from chalicelib.pages import Page
+from chalicelib.errors import BadRequest, FormRefused, PayloadTooLarge
 
 # The largest notify-me body accepted: a SKU, a contact and a name fit many times over.
 MAX_BODY_BYTES = 4096
@@ -76,80 +74,6 @@ def json_object(text: str) -> dict[str, Any]:
     if not isinstance(parsed, dict):
         raise BadRequest("The body must be a JSON object.", code="invalid_body")
     return parsed
-
-
-# HTTP belongs to the entry points, not to the domain: the status each kind of refusal is answered with
-# (docs/openapi.yaml), by the error's class or its nearest ancestor here. Classes are named, not imported, so that
-# loading the app imports no service module (tests/unit/test_cold_start.py).
-ERROR_STATUS: dict[str, int] = {
-    "DomainError": 400,
-    "BadRequest": 400,
-    "PayloadTooLarge": 413,
-    "UnknownSku": 404,  # also chalicelib.notifier.UnknownRestock, a NotFound
-    "Discontinued": 404,
-    "RateLimited": 429,
-    "Forbidden": 403,
-    "InvalidSignature": 401,
-    "Busy": 503,
-    "NotFound": 404,
-    "Conflict": 409,  # also chalicelib.manage.NotConfirmed
-    "FormRefused": 403,  # chalicelib/manage.py
-    "ChallengeFailed": 403,  # chalicelib/challenge.py
-    "ChallengeUnavailable": 503,  # chalicelib/challenge.py
-    "Unauthorized": 401,  # chalicelib/admin/api.py
-    "SignInFailed": 401,  # chalicelib/admin/signin.py
-    "StillHolding": 409,  # chalicelib/support_desk.py
-    "UnknownProduct": 404,  # chalicelib/support_desk.py
-}
-
-
-def error_status(error: DomainError) -> int:
-    """The HTTP status a refusal is answered with: its class's in ERROR_STATUS, or its nearest ancestor's."""
-    for kind in type(error).__mro__:
-        status = ERROR_STATUS.get(kind.__name__)
-        if status is not None:
-            return status
-    return ERROR_STATUS["DomainError"]
-
-
-def json_response(status: int, body: dict[str, Any], headers: Mapping[str, str | list[str]] | None = None) -> Response:
-    """A JSON response."""
-    return Response(body=body, status_code=status, headers={"Content-Type": "application/json", **(headers or {})})
-
-
-def page_response(page: Page) -> Response:
-    """The one place a rendered page becomes an HTTP answer."""
-    return Response(body=page.html, status_code=page.status, headers=page.headers)
-
-
-def error_response(error: DomainError, headers: Mapping[str, str | list[str]] | None = None) -> Response:
-    """A DomainError as `{"error": code, "message": ...}` (and its `reason`, when it has one) with its status."""
-    extra = dict(headers or {})
-    if isinstance(error, RateLimited):
-        extra["Retry-After"] = str(error.retry_after_s)
-    body = {"error": error.code, "message": error.message}
-    if error.reason:
-        body["reason"] = error.reason
-    return json_response(error_status(error), body, extra)
-
-
-# Refusals Chalice makes before any route runs, as {"Code", "Message"}: the code each answers with here.
-CHALICE_CODES = {
-    "UnsupportedMediaType": "unsupported_media_type",
-    "MethodNotAllowedError": "method_not_allowed",
-    "BadRequestError": "bad_request",
-    "InternalServerError": "internal_error",
-}
-
-
-def house_error(response: Response) -> Response:
-    """A refusal Chalice made itself (a body type the route does not take, say) in the app's JSON error shape."""
-    body = response.body
-    if response.status_code < 400 or not isinstance(body, dict) or set(body) != {"Code", "Message"}:
-        return response
-    code = CHALICE_CODES.get(str(body["Code"]), "refused")
-    headers = {k: v for k, v in (response.headers or {}).items() if k.lower() != "content-type"}
-    return json_response(response.status_code, {"error": code, "message": str(body["Message"])}, headers)
 
 
 def cross_site(headers: Mapping[str, str], allowed_origin: str) -> bool:
