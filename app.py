@@ -663,7 +663,7 @@ DEAD_END_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
 @app.route("/{proxy+}", methods=DEAD_END_METHODS, content_types=["*/*"])
 def not_found() -> Response:
     """Any address no route serves: the shop's 404 page for a browser, a JSON 404 for a program."""
-    from chalicelib.not_found import not_found as answer
+    from chalicelib.web.not_found import not_found as answer
 
     request = _request()
     params = request.uri_params or {}

@@ -344,6 +344,14 @@ def shopper_text_page(status: int, text: PageText, shop: Shop, lang: str, about:
     return shopper_page(status, tr(lang, text.title), tr(lang, text.message), shop, lang=lang, about=about)
 
 
+# An address no route serves, opened in a browser (chalicelib/web/not_found.py).
+NOT_FOUND_PAGE = PageText(
+    "We cannot find that page",
+    "There is nothing at this address. If you followed a link from one of our messages, please open it again "
+    "straight from the message: a link that was cut short or copied in part leads here.",
+)
+
+
 # --- Reserve links. Opening one (GET) holds nothing: mail and chat scanners open links before the shopper does.
 # The page holds (or goes on to checkout) only through its form, a POST, and only a press of its button sends it:
 # no script sends it, since a scanner that runs the page's scripts (a sandbox that "detonates" links) would start

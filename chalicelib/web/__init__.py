@@ -1,7 +1,7 @@
 """The HTTP edge, shared by the entry points: reading request bodies and forms, and which origins may post.
 
-The status each refusal is answered with is in web/errors.py and every Response is made in web/responses.py. The
-HTML of a page is pages.py's, never HTTP's."""
+The status each refusal is answered with is in web/errors.py, every Response is made in web/responses.py, and the
+answer to an address no route serves is web/not_found.py. The HTML of a page is pages.py's, never HTTP's."""
 
 from __future__ import annotations
 

@@ -12,17 +12,11 @@ from chalice import Response
 
 from chalicelib import i18n
 from chalicelib.errors import NotFound
-from chalicelib.pages import PageText, Shop, shopper_text_page
+from chalicelib.pages import NOT_FOUND_PAGE, Shop, shopper_text_page
 from chalicelib.web.responses import error_response, page_response
 
 # Paths under these are the API's: whoever calls them reads JSON (docs/openapi.yaml).
 API_PREFIXES = ("notify-me", "webhooks/", "admin/api", "widget.js")
-
-NOT_FOUND_PAGE = PageText(
-    "We cannot find that page",
-    "There is nothing at this address. If you followed a link from one of our messages, please open it again "
-    "straight from the message: a link that was cut short or copied in part leads here.",
-)
 
 
 def wants_json(path: str, accept: str | None) -> bool:
