@@ -243,20 +243,30 @@ class ReservationsTable:
                 return
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def clear_due(self, token_id: str, state: str) -> bool:
-        """Take a settled row out of the sweep's index once the top-up for its freed unit is queued."""
+    def _update_if(self, token_id: str, update: str, condition: str, values: dict[str, Any]) -> bool:
+        """One conditional write to a row's sweep fields, `#state` naming the row's state; False when the condition
+        refuses it (the row had moved on), which each caller treats as nothing left to do."""
         try:
             self.table.update_item(
                 Key={"token_id": token_id},
-                UpdateExpression="REMOVE due_key, due_at",
-                # Only a row still in the settled state it was seen in; a missing row is not recreated.
-                ConditionExpression="#state = :state",
+                UpdateExpression=update,
+                ConditionExpression=condition,
                 ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues={":state": state},
+                ExpressionAttributeValues=values,
             )
         except self.table.meta.client.exceptions.ConditionalCheckFailedException:
             return False
         return True
+
+    def clear_due(self, token_id: str, state: str) -> bool:
+        """Take a settled row out of the sweep's index once the top-up for its freed unit is queued."""
+        return self._update_if(
+            token_id,
+            "REMOVE due_key, due_at",
+            # Only a row still in the settled state it was seen in; a missing row is not recreated.
+            "#state = :state",
+            {":state": state},
+        )
 
     def store_placed_item(
         self, token_id: str, *, ref: str, checkout_url: str, due_at: int, unsettled: bool = False
@@ -289,80 +299,45 @@ class ReservationsTable:
 
     def store_retry_at(self, token_id: str, due_at: int) -> bool:
         """Placing failed for now: the sweep tries again at `due_at` (never later than the hold's own end)."""
-        try:
-            self.table.update_item(
-                Key={"token_id": token_id},
-                UpdateExpression="SET due_at = :due",
-                # Only while still placing, and never past the hold's end: its expiry must be found on time.
-                ConditionExpression="#state = :held AND store_state = :placing AND hold_expires_at >= :due",
-                ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues={
-                    ":due": int(due_at),
-                    ":held": OfferState.HELD,
-                    ":placing": StoreState.PLACING,
-                },
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return False
-        return True
+        return self._update_if(
+            token_id,
+            "SET due_at = :due",
+            # Only while still placing, and never past the hold's end: its expiry must be found on time.
+            "#state = :held AND store_state = :placing AND hold_expires_at >= :due",
+            {":due": int(due_at), ":held": OfferState.HELD, ":placing": StoreState.PLACING},
+        )
 
     def store_settled(self, token_id: str, due_at: int) -> bool:
         """The store shows the hold's own hold and nothing else: the flag goes, and the row is due at the hold's end
         (`due_at`) again. False when the hold had moved on or was settled already."""
-        try:
-            self.table.update_item(
-                Key={"token_id": token_id},
-                UpdateExpression="REMOVE store_unsettled SET due_at = :due",
-                # Only a live placed hold: an ended one is due for its release and must stay so.
-                ConditionExpression="#state = :held AND store_state = :placed AND attribute_exists(store_unsettled)",
-                ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues={
-                    ":due": int(due_at),
-                    ":held": OfferState.HELD,
-                    ":placed": StoreState.PLACED,
-                },
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return False
-        return True
+        return self._update_if(
+            token_id,
+            "REMOVE store_unsettled SET due_at = :due",
+            # Only a live placed hold: an ended one is due for its release and must stay so.
+            "#state = :held AND store_state = :placed AND attribute_exists(store_unsettled)",
+            {":due": int(due_at), ":held": OfferState.HELD, ":placed": StoreState.PLACED},
+        )
 
     def store_unsettle(self, token_id: str, due_at: int) -> bool:
         """A placed hold the store may hold a second unit for (a simultaneous call made another hold than the one
         recorded): flag it, due for the sweep at `due_at`. False when the hold had moved on."""
-        try:
-            self.table.update_item(
-                Key={"token_id": token_id},
-                UpdateExpression="SET store_unsettled = :unsettled, due_at = :due",
-                # Only a live placed hold, never past its end: an ended hold's release takes every store hold back.
-                ConditionExpression="#state = :held AND store_state = :placed AND hold_expires_at >= :due",
-                ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues={
-                    ":unsettled": True,
-                    ":due": int(due_at),
-                    ":held": OfferState.HELD,
-                    ":placed": StoreState.PLACED,
-                },
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return False
-        return True
+        return self._update_if(
+            token_id,
+            "SET store_unsettled = :unsettled, due_at = :due",
+            # Only a live placed hold, never past its end: an ended hold's release takes every store hold back.
+            "#state = :held AND store_state = :placed AND hold_expires_at >= :due",
+            {":unsettled": True, ":due": int(due_at), ":held": OfferState.HELD, ":placed": StoreState.PLACED},
+        )
 
     def store_unsettled_retry_at(self, token_id: str, due_at: int) -> bool:
         """The store could not show yet that the hold's is its only one: the sweep looks again at `due_at`."""
-        try:
-            self.table.update_item(
-                Key={"token_id": token_id},
-                UpdateExpression="SET due_at = :due",
-                # Only while still unsettled, and never past the hold's end: its expiry must be found on time.
-                ConditionExpression=(
-                    "#state = :held AND attribute_exists(store_unsettled) AND hold_expires_at >= :due"
-                ),
-                ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues={":due": int(due_at), ":held": OfferState.HELD},
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return False
-        return True
+        return self._update_if(
+            token_id,
+            "SET due_at = :due",
+            # Only while still unsettled, and never past the hold's end: its expiry must be found on time.
+            "#state = :held AND attribute_exists(store_unsettled) AND hold_expires_at >= :due",
+            {":due": int(due_at), ":held": OfferState.HELD},
+        )
 
     def store_released_item(self, token_id: str) -> dict[str, Any]:
         """Transaction item: the store has the unit back; the row may go on to its top-up."""
