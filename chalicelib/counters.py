@@ -315,13 +315,7 @@ class UnitMoves:
                 ),
             )
         )
-        try:
-            self.tables.run(tx)
-        except TransactionCancelled as cancelled:
-            if cancelled.failed("units"):
-                return False
-            raise
-        return True
+        return self._ran_unless(tx, "units")
 
     def _lapse(self, row: Offer, now: float, reason: str) -> Tx:
         """offered → lapsed and units_offerable + 1: the part every lapse shares.
@@ -444,7 +438,7 @@ class UnitMoves:
             ),
         )
         tx.add("shelf", self.tables.catalog.store_held_item(row.sku, 1))
-        return self._row_moved(tx)
+        return self._ran_unless(tx, "row")
 
     def store_released(self, row: Offer) -> bool:
         """The store has the unit of an ended hold back: the unit is available and offerable again (the return
@@ -457,14 +451,15 @@ class UnitMoves:
         )
         if row.store_ref is not None:
             tx.add("shelf", self.tables.catalog.store_held_item(row.sku, -1))
-        return self._row_moved(tx)
+        return self._ran_unless(tx, "row")
 
-    def _row_moved(self, tx: Tx) -> bool:
-        """Run a store move; False when its row had already moved on (the move was recorded, or the hold ended)."""
+    def _ran_unless(self, tx: Tx, which: str) -> bool:
+        """Run a move that happens at most once; False when its item `which` refused it because it had happened
+        already (or its row had moved on). Any other refusal is not that, so it is raised."""
         try:
             self.tables.run(tx)
         except TransactionCancelled as cancelled:
-            if cancelled.failed("row"):
+            if cancelled.failed(which):
                 return False
             raise
         return True
