@@ -185,7 +185,8 @@ def recipient_keys(address: str, hash_key: str) -> tuple[str, ...]:
 
 @dataclass
 class FeedbackReport:
-    """What one batch of queue messages did."""
+    """What one batch of queue messages did: each outcome counted by name (SMS feedback counts its own the same
+    way, chalicelib/sms_feedback.py)."""
 
     counts: dict[str, int] = field(default_factory=dict)
 

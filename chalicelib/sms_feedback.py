@@ -35,6 +35,7 @@ from typing import Any
 
 from chalicelib.clock import Clock
 from chalicelib.contacts import contact_key
+from chalicelib.feedback import FeedbackReport
 from chalicelib.metrics import SMS_DELIVERY_FAILURES, MetricsFactory
 from chalicelib.optout_service import OptoutService, sms_match
 from chalicelib.tables.base import TransactionCancelled, Tx
@@ -110,15 +111,10 @@ def parse_record(message: str) -> SmsFailure | None:
 
 
 @dataclass
-class SmsFeedbackReport:
-    """What one invocation did."""
+class SmsFeedbackReport(FeedbackReport):
+    """What one invocation did: outcomes counted as for SES feedback, and the metrics written."""
 
-    counts: dict[str, int] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)  # what was written to CloudWatch
-
-    def add(self, what: str) -> None:
-        """Count one outcome."""
-        self.counts[what] = self.counts.get(what, 0) + 1
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
