@@ -593,57 +593,46 @@ class RestocksTable:
         )
         return "#state = :seen AND units_available = :seen_a AND units_offerable = :seen_o"
 
-    def fall_item(
-        self,
-        sku: str,
-        restock_ts: str,
-        *,
-        seen: Restock,
-        available: int,
-        offerable: int,
-    ) -> dict:
+    def fall_item(self, sku: str, restock_ts: str, *, seen: Restock, available: int, offerable: int) -> dict:
         """Transaction item: the level fell while the restock is open; set the lowered counters."""
-        names = {"#state": "state"}
-        values: dict[str, Any] = {":a": available, ":o": offerable}
-        # Counters unchanged since we read them: no hold or offer slipped in, so the fall is taken from exactly
-        # the units we saw, and a hold granted meanwhile is never taken back (invariant 4).
-        condition = self._seen_condition(seen, values)
-        sets, sales_condition = self._sales_update(seen, names, values)
-        return {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"sku": sku, "restock_ts": restock_ts},
-                "UpdateExpression": f"SET units_available = :a, units_offerable = :o{sets}",
-                "ConditionExpression": condition + sales_condition,
-                "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": values,
-            }
-        }
+        return self._over_seen_counters(
+            sku,
+            restock_ts,
+            seen,
+            "SET units_available = :a, units_offerable = :o",
+            {":a": available, ":o": offerable},
+        )
 
     def close_item(
-        self,
-        sku: str,
-        restock_ts: str,
-        *,
-        seen: Restock,
-        available: int,
-        offerable: int,
-        now: float,
+        self, sku: str, restock_ts: str, *, seen: Restock, available: int, offerable: int, now: float
     ) -> dict:
         """Transaction item: close the restock: nothing more is offered and no job is owed any more."""
+        return self._over_seen_counters(
+            sku,
+            restock_ts,
+            seen,
+            "SET #state = :closed, closed_at = :now, units_available = :a, units_offerable = :o",
+            {":closed": RestockState.CLOSED, ":now": int(now), ":a": available, ":o": offerable},
+            then=" REMOVE pending_key, pending_since, pending_kind, pending_token, enqueue_lease_until",
+        )
+
+    def _over_seen_counters(
+        self, sku: str, restock_ts: str, seen: Restock, sets: str, values: dict[str, Any], *, then: str = ""
+    ) -> dict:
+        """The update a fall and a close share: `sets` (a SET clause; the sales we read are marked seen after it)
+        and `then`, made only over the counters we read."""
         names = {"#state": "state"}
-        values: dict[str, Any] = {":closed": RestockState.CLOSED, ":now": int(now), ":a": available, ":o": offerable}
-        # As for a fall: counters unchanged since we read them, so the units left for live offers are exact.
+        values = dict(values)
+        # Counters unchanged since we read them: no hold or offer slipped in, so the level is taken from exactly
+        # the units we saw (those left for live offers are exact), and a hold granted meanwhile is never taken
+        # back (invariant 4).
         condition = self._seen_condition(seen, values)
-        sets, sales_condition = self._sales_update(seen, names, values)
+        sales_sets, sales_condition = self._sales_update(seen, names, values)
         return {
             "Update": {
                 "TableName": self.name,
                 "Key": {"sku": sku, "restock_ts": restock_ts},
-                "UpdateExpression": (
-                    f"SET #state = :closed, closed_at = :now, units_available = :a, units_offerable = :o{sets} "
-                    "REMOVE pending_key, pending_since, pending_kind, pending_token, enqueue_lease_until"
-                ),
+                "UpdateExpression": sets + sales_sets + then,
                 "ConditionExpression": condition + sales_condition,
                 "ExpressionAttributeNames": names,
                 "ExpressionAttributeValues": values,
