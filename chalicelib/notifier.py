@@ -524,7 +524,7 @@ class Notifier:
                 # Whatever ended the walk, the notices already committed go out and are accounted for.
                 while walk.pending:
                     self._collect(walk, block=True)
-                self._write_sent_facts(walk)
+                self._write_facts(walk.sent_facts)
                 self._write_mark(walk)
 
     def _pages(self, walk: _Walk) -> Iterator[tuple[bool, list[Request]]]:
@@ -584,7 +584,7 @@ class Notifier:
         if not moved and not park:
             return None
         if moved:
-            self._write_skip_facts(walk)
+            self._write_facts(walk.skip_facts)
         return WalkMark(cursor=cursor if moved else None, passed=passed, park=park)
 
     def _marked(self, walk: _Walk, mark: WalkMark | None) -> None:
@@ -598,7 +598,7 @@ class Notifier:
     def _write_mark(self, walk: _Walk) -> None:
         """Write where the walk left off, once it is done: whatever no offer transaction carried already. Parked
         places first, then those now settled come off (never the other way round, so none is ever lost)."""
-        self._write_skip_facts(walk)
+        self._write_facts(walk.skip_facts)
         job = walk.job
         mark = self._mark(walk, walk.mark_cursor, walk.mark_passed)
         if mark is not None:
@@ -858,13 +858,14 @@ class Notifier:
                 **extra,
             )
         )
-        if len(walk.sent_facts) >= FACTS_PER_TRANSACTION:
-            self._write_sent_facts(walk)
+        self._write_facts(walk.sent_facts, at_least=FACTS_PER_TRANSACTION)
 
-    def _write_sent_facts(self, walk: _Walk) -> None:
-        if walk.sent_facts:
-            self.tables.audit.record_many(walk.sent_facts)
-            walk.sent_facts = []
+    def _write_facts(self, facts: list[dict[str, Any]], *, at_least: int = 1) -> None:
+        """Write a walk's kept facts, of notices sent or of places passed over alike, once there are `at_least` of
+        them (a full transaction while walking, whatever is left at the end), and start the list again."""
+        if len(facts) >= at_least:
+            self.tables.audit.record_many(facts)
+            facts.clear()
 
     def _roll_back(self, walk: _Walk, pending: _Pending) -> bool:
         """Undo the offer of a notice that did not go: unit back, row gone, request waiting and untold.
@@ -1008,10 +1009,4 @@ class Notifier:
         if park and reason in CHANGEABLE:
             walk.known_changeable.add(request.joined_ts)
             self._park(walk, request, reason, position if live else None)
-        if len(walk.skip_facts) >= FACTS_PER_TRANSACTION:
-            self._write_skip_facts(walk)
-
-    def _write_skip_facts(self, walk: _Walk) -> None:
-        if walk.skip_facts:
-            self.tables.audit.record_many(walk.skip_facts)
-            walk.skip_facts = []
+        self._write_facts(walk.skip_facts, at_least=FACTS_PER_TRANSACTION)
