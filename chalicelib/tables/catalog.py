@@ -529,19 +529,30 @@ class CatalogTable:
     def idle_items(self, sku: str, restock_ts: str, restock_id: str) -> list[TxItem]:
         """Transaction items: mark `restock_ts` idle on the product and every shard, only while it is still the open
         restock (the caller adds the restock's own check that it has units to offer)."""
-        return [
-            {
-                "Update": {
-                    "TableName": self.name,
-                    "Key": {"sku": sku},
-                    "UpdateExpression": "SET idle_restock_ts = :rts, idle_restock_id = :rid",
-                    # Only the restock still open: a closed one's mark would send jobs for nothing.
-                    "ConditionExpression": "open_restock_ts = :rts",
-                    "ExpressionAttributeValues": {":rts": restock_ts, ":rid": restock_id},
-                }
-            },
-            *self._shard_marks(sku, (restock_ts, restock_id)),
-        ]
+        return self._idle_mark_items(
+            sku,
+            (restock_ts, restock_id),
+            "SET idle_restock_ts = :rts, idle_restock_id = :rid",
+            # Only the restock still open: a closed one's mark would send jobs for nothing.
+            "open_restock_ts = :rts",
+            {":rts": restock_ts, ":rid": restock_id},
+        )
+
+    def _idle_mark_items(
+        self, sku: str, mark: tuple[str, str] | None, update: str, condition: str, values: dict[str, Any]
+    ) -> list[TxItem]:
+        """The product's idle mark (`update` under `condition`) and every shard's with it (`_shard_marks`): the mark
+        is set and taken off all together, or not at all."""
+        product: TxItem = {
+            "Update": {
+                "TableName": self.name,
+                "Key": {"sku": sku},
+                "UpdateExpression": update,
+                "ConditionExpression": condition,
+                "ExpressionAttributeValues": values,
+            }
+        }
+        return [product, *self._shard_marks(sku, mark)]
 
     def _shard_marks(self, sku: str, mark: tuple[str, str] | None) -> list[TxItem]:
         """Transaction items: set (`mark`) or take off (None) the idle mark on every shard, so every tap's
@@ -571,19 +582,14 @@ class CatalogTable:
     def clear_idle_items(self, sku: str, restock_ts: str) -> list[TxItem]:
         """Transaction items: take `restock_ts`'s idle mark off the product and every shard (the caller adds the
         restock's own check that it has nothing left to offer)."""
-        return [
-            {
-                "Update": {
-                    "TableName": self.name,
-                    "Key": {"sku": sku},
-                    "UpdateExpression": "REMOVE idle_restock_ts, idle_restock_id",
-                    # Only this restock's mark; a unit freed meanwhile keeps it (the restock's check beside it refuses).
-                    "ConditionExpression": "idle_restock_ts = :rts",
-                    "ExpressionAttributeValues": {":rts": restock_ts},
-                }
-            },
-            *self._shard_marks(sku, None),
-        ]
+        return self._idle_mark_items(
+            sku,
+            None,
+            "REMOVE idle_restock_ts, idle_restock_id",
+            # Only this restock's mark; a unit freed meanwhile keeps it (the restock's check beside it refuses).
+            "idle_restock_ts = :rts",
+            {":rts": restock_ts},
+        )
 
     # --- Catalogue sync.
 
