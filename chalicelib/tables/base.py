@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol, Self, TypeVar, overload
@@ -198,8 +198,18 @@ def transact(client: Any, items: Sequence[TxItem], *, attempts: int = 6) -> None
 
 def query_all(table: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
     """Every item of a Query, following pagination."""
+    return _every_page(table.query, kwargs)
+
+
+def scan_all(table: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
+    """Every item of a Scan, following pagination."""
+    return _every_page(table.scan, kwargs)
+
+
+def _every_page(read: Callable[..., dict[str, Any]], kwargs: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    # A Query and a Scan page alike: each page's last key starts the next, until a page has none.
     while True:
-        page = table.query(**kwargs)
+        page = read(**kwargs)
         yield from page.get("Items", [])
         if "LastEvaluatedKey" not in page:
             return

@@ -13,7 +13,17 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Self
 
-from chalicelib.tables.base import TransactionCancelled, Tx, TxItem, get_all, int_or_none, present, str_or_none
+from chalicelib.tables.base import (
+    TransactionCancelled,
+    Tx,
+    TxItem,
+    get_all,
+    int_or_none,
+    present,
+    query_all,
+    scan_all,
+    str_or_none,
+)
 
 PRODUCT_FIELDS = ("name", "threshold", "hold_window_s", "offer_window_s", "voice", "checkout_url")
 DEFAULTS: dict[str, Any] = {"threshold": 1, "hold_window_s": 900, "offer_window_s": 3600, "voice": "friendly"}
@@ -359,14 +369,8 @@ class CatalogTable:
 
     def all(self) -> list[Product]:
         """Every product (dev console and catalogue sync only: the catalogue is small)."""
-        items: list[Product] = []
-        kwargs: dict[str, Any] = {}
-        while True:
-            page = self.table.scan(**kwargs)
-            items.extend(Product.from_item(i) for i in page.get("Items", []) if not is_shard(i))
-            if "LastEvaluatedKey" not in page:
-                return sorted(items, key=lambda i: i.sku)
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        items = [Product.from_item(i) for i in scan_all(self.table) if not is_shard(i)]
+        return sorted(items, key=lambda i: i.sku)
 
     def get_many(self, skus: list[str], *, consistent: bool = False) -> dict[str, Product]:
         """The products among `skus` that exist, read 100 at a time (BatchGetItem; eventually consistent for catalogue
@@ -379,17 +383,10 @@ class CatalogTable:
         discontinued): what a finished sync compares with the SKUs its feed named."""
         from boto3.dynamodb.conditions import Attr
 
-        found: list[tuple[str, bool]] = []
-        kwargs: dict[str, Any] = {
-            "FilterExpression": Attr("synced_at").exists(),
-            "ProjectionExpression": "sku, discontinued",
-        }
-        while True:
-            page = self.table.scan(**kwargs)
-            found.extend((str(i["sku"]), bool(i.get("discontinued"))) for i in page.get("Items", []))
-            if "LastEvaluatedKey" not in page:
-                return sorted(found)
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        items = scan_all(
+            self.table, FilterExpression=Attr("synced_at").exists(), ProjectionExpression="sku, discontinued"
+        )
+        return sorted((str(i["sku"]), bool(i.get("discontinued"))) for i in items)
 
     def join_item(self, sku: str, shard: int, *, unless_idle: bool = False, max_waiting: int | None = None) -> TxItem:
         """Transaction item: count one more shopper waiting on one of the product's shards, only for a product
@@ -662,17 +659,10 @@ class CatalogTable:
         and never on a shopper's path, so it does not earn an index of its own."""
         from boto3.dynamodb.conditions import Attr
 
-        skus: list[str] = []
-        kwargs: dict[str, Any] = {
-            "FilterExpression": Attr("store_product").eq(store_product),
-            "ProjectionExpression": "sku",
-        }
-        while True:
-            page = self.table.scan(**kwargs)
-            skus.extend(str(item["sku"]) for item in page.get("Items", []))
-            if "LastEvaluatedKey" not in page:
-                return sorted(skus)
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        items = scan_all(
+            self.table, FilterExpression=Attr("store_product").eq(store_product), ProjectionExpression="sku"
+        )
+        return sorted(str(item["sku"]) for item in items)
 
     def discontinue(self, sku: str, now: float) -> bool:
         """Mark a product no longer sold (never delete it: its waiting list and level stay); False if it was."""
@@ -702,34 +692,26 @@ class CatalogTable:
         """Every out-of-stock product's SKU, from GSI by-demand (keys only read)."""
         from boto3.dynamodb.conditions import Key
 
-        kwargs: dict[str, Any] = {
-            "IndexName": "by-demand",
-            "KeyConditionExpression": Key("demand_key").eq(DEMAND_OUT),
-            "ProjectionExpression": "sku",
-        }
-        while True:
-            page = self.table.query(**kwargs)
-            yield from (str(item["sku"]) for item in page.get("Items", []))
-            if "LastEvaluatedKey" not in page:
-                return
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        keys = query_all(
+            self.table,
+            IndexName="by-demand",
+            KeyConditionExpression=Key("demand_key").eq(DEMAND_OUT),
+            ProjectionExpression="sku",
+        )
+        yield from (str(item["sku"]) for item in keys)
 
     def waited_skus(self) -> Iterator[str]:
         """The SKUs of out-of-stock products somebody waits for (rolled-up `waiting_count` above 0), from GSI
         by-demand (keys only read): what the reconciliation reads, at a cost that grows with them alone."""
         from boto3.dynamodb.conditions import Key
 
-        kwargs: dict[str, Any] = {
-            "IndexName": "by-demand",
-            "KeyConditionExpression": Key("demand_key").eq(DEMAND_OUT) & Key("waiting_count").gt(0),
-            "ProjectionExpression": "sku",
-        }
-        while True:
-            page = self.table.query(**kwargs)
-            yield from (str(item["sku"]) for item in page.get("Items", []))
-            if "LastEvaluatedKey" not in page:
-                return
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        keys = query_all(
+            self.table,
+            IndexName="by-demand",
+            KeyConditionExpression=Key("demand_key").eq(DEMAND_OUT) & Key("waiting_count").gt(0),
+            ProjectionExpression="sku",
+        )
+        yield from (str(item["sku"]) for item in keys)
 
     def demand(self, *, limit: int = 20) -> list[Product]:
         """Out-of-stock products with the most people waiting first, read from GSI by-demand (never a scan): which
