@@ -416,11 +416,7 @@ class WooCommerceConnector:
         # List all webhooks: https://woocommerce.github.io/woocommerce-rest-api-docs/#list-all-webhooks (status is
         # active, paused or disabled; WC_REST_Webhooks_V2_Controller shows no failure count).
         response = self._request("GET", "/webhooks", {"per_page": str(PER_PAGE)})
-        if response.status != 200:
-            raise _transient(response, "list the webhooks")
-        listed = _json(response, StoreUnavailable)
-        if not isinstance(listed, list):
-            raise StoreUnavailable("the webhook list is not a list")
+        listed = _listed(response, "list the webhooks", "the webhook list is not a list")
         ours = [
             {
                 "id": hook.get("id"),
@@ -544,11 +540,7 @@ class WooCommerceConnector:
             query["product"] = str(product_id)
         for page in range(1, MAX_ORDER_PAGES + 1):
             response = self._request("GET", "/orders", {**query, "per_page": str(PER_PAGE), "page": str(page)})
-            if response.status != 200:
-                raise _transient(response, "look up the hold order")
-            orders = _json(response, StoreUnavailable)
-            if not isinstance(orders, list):
-                raise StoreUnavailable("the order list is not a list")
+            orders = _listed(response, "look up the hold order", "the order list is not a list")
             for order in orders:
                 if isinstance(order, dict) and reservation_id in _reservation_ids(order):
                     return order
@@ -761,6 +753,17 @@ def _json(response: HttpResponse, error: type[Exception]) -> Any:
         return json.loads(response.body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise error("WooCommerce's answer is not JSON") from exc
+
+
+def _listed(response: HttpResponse, doing: str, not_list: str) -> list[Any]:
+    """A store call whose answer is a JSON list (orders, webhooks, products); anything else is the store not
+    answering as it should, StoreUnavailable (`doing` names the call, `not_list` says what came back)."""
+    if response.status != 200:
+        raise _transient(response, doing)
+    listed = _json(response, StoreUnavailable)
+    if not isinstance(listed, list):
+        raise StoreUnavailable(not_list)
+    return listed
 
 
 def _int_header(response: HttpResponse, name: str) -> int | None:

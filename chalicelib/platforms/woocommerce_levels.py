@@ -14,16 +14,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from chalicelib.errors import BadRequest
-from chalicelib.platforms.base import LevelReport, StoreUnavailable
+from chalicelib.platforms.base import LevelReport
 from chalicelib.platforms.levels import StockQuery
 from chalicelib.platforms.woocommerce import (
     PER_PAGE,
     PRODUCT_ID,
     VARIATION_ID,
     WooCommerceConnector,
-    _json,
     _level,
-    _transient,
+    _listed,
 )
 
 
@@ -58,11 +57,7 @@ class WooCommerceLevels:
             chunk = ids[start : start + PER_PAGE]
             query = {"include": ",".join(str(i) for i in chunk), "per_page": str(PER_PAGE)}
             response = self.connector._request("GET", path, query)
-            if response.status != 200:
-                raise _transient(response, "read stock levels")
-            listed = _json(response, StoreUnavailable)
-            if not isinstance(listed, list):
-                raise StoreUnavailable("a product list that is not a list")
+            listed = _listed(response, "read stock levels", "a product list that is not a list")
             for resource in listed:
                 report = _report(resource, skus)
                 if report is not None:
