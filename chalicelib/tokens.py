@@ -142,9 +142,7 @@ class Tokens:
     def read_confirm(self, token: str, max_age_s: int | None = None) -> tuple[str, str]:
         """The (sku, joined_ts) a confirm token names; TokenInvalid or TokenExpired."""
         data, _ = self._data(CONFIRM, token, max_age_s)
-        sku, joined_ts = data.get("s"), data.get("j")
-        if not isinstance(sku, str) or not sku or not isinstance(joined_ts, str) or not joined_ts:
-            raise TokenInvalid("token payload has no place")
+        sku, joined_ts = _texts(data, ("s", "j"), "token payload has no place")
         return sku, joined_ts
 
     def optin(self, contact_key: str, nonce: str) -> str:
@@ -154,9 +152,7 @@ class Tokens:
     def read_optin(self, token: str, max_age_s: int | None = None) -> tuple[str, str]:
         """The (contact key, nonce) an opt-in token names; TokenInvalid or TokenExpired."""
         data, _ = self._data(OPTIN, token, max_age_s)
-        key, nonce = data.get("k"), data.get("n")
-        if not isinstance(key, str) or not key or not isinstance(nonce, str) or not nonce:
-            raise TokenInvalid("token payload has no opt-in")
+        key, nonce = _texts(data, ("k", "n"), "token payload has no opt-in")
         return key, nonce
 
     def undo(self, contact_key: str, at: int, nonce: str) -> str:
@@ -167,9 +163,17 @@ class Tokens:
     def read_undo(self, token: str, max_age_s: int) -> tuple[str, int, str]:
         """The (contact key, opt-out stamp, nonce) an undo token names; TokenInvalid or TokenExpired."""
         data, _ = self._data(UNDO, token, max_age_s)
-        key, at, nonce = data.get("k"), data.get("a"), data.get("n")
-        if not isinstance(key, str) or not key or not isinstance(nonce, str) or not nonce:
-            raise TokenInvalid("token payload has no undo")
+        key, nonce = _texts(data, ("k", "n"), "token payload has no undo")
+        at = data.get("a")
         if isinstance(at, bool) or not isinstance(at, int):
             raise TokenInvalid("token payload has no opt-out stamp")
         return key, at, nonce
+
+
+def _texts(data: dict[str, Any], fields: tuple[str, ...], missing: str) -> list[str]:
+    """The payload's `fields`, each of which must be a non-empty string (a place's, an opt-in's, an undo's parts);
+    TokenInvalid(`missing`) when any is not."""
+    values = [data.get(name) for name in fields]
+    if not all(isinstance(value, str) and value for value in values):
+        raise TokenInvalid(missing)
+    return [str(value) for value in values]
