@@ -145,17 +145,13 @@ class SmsFeedbackService:
         try:
             messages = log_messages(event)
         except MalformedLogs as error:
-            # Reading it again would never make it readable: said and dropped.
-            log.warning("SMS delivery status payload dropped: %s", error)
-            report.add("dropped")
+            _dropped("payload", error, report)
             return
         for message in messages:
             try:
                 failure = parse_record(message)
             except MalformedLogs as error:
-                # The reason only: the record holds a phone number.
-                log.warning("SMS delivery status record dropped: %s", error)
-                report.add("dropped")
+                _dropped("record", error, report)
                 continue
             if failure is None:
                 report.add("ignored")
@@ -196,3 +192,10 @@ class SmsFeedbackService:
         outcome = "permanent" if source is not None else "transient"
         log.info("SMS %s not delivered (%s): %s", failure.message_id, failure.provider_response, outcome)
         report.add(outcome)
+
+
+def _dropped(what: str, error: MalformedLogs, report: SmsFeedbackReport) -> None:
+    """An unreadable payload or record: reading it again would never make it readable, so it is said and
+    dropped. The reason only is logged: a record holds a phone number."""
+    log.warning("SMS delivery status %s dropped: %s", what, error)
+    report.add("dropped")
