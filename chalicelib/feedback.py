@@ -97,6 +97,15 @@ class SesEvent:
         return Verdict.IGNORED
 
 
+# The event types acted on, each read by one rule: SES's object for it (its refusals name it so) and the list in it
+# that names the recipients.
+RECIPIENTS = {
+    "Bounce": ("bounce", "bouncedRecipients"),
+    "Complaint": ("complaint", "complainedRecipients"),
+    "Delivery": ("delivery", "recipients"),
+}
+
+
 def _object(value: Any, what: str) -> Mapping[str, Any]:
     if not isinstance(value, dict):
         raise MalformedEvent(f"{what} is not a JSON object")
@@ -132,28 +141,24 @@ def parse_event(record: Mapping[str, Any]) -> SesEvent:
         raise MalformedEvent("the event record has no eventType")
     mail = _object(record.get("mail"), "mail")
     message_id = _text(mail, "messageId", "mail")
-    if event_type == "Bounce":
-        bounce = _object(record.get("bounce"), "bounce")
-        return SesEvent(
-            event_type,
-            message_id,
-            _addresses(bounce.get("bouncedRecipients"), "bounce"),
-            bounce_type=_text(bounce, "bounceType", "bounce"),
-            bounce_subtype=str(bounce.get("bounceSubType") or ""),
-            feedback_id=str(bounce.get("feedbackId") or ""),
-        )
-    if event_type == "Complaint":
-        complaint = _object(record.get("complaint"), "complaint")
-        return SesEvent(
-            event_type,
-            message_id,
-            _addresses(complaint.get("complainedRecipients"), "complaint"),
-            feedback_id=str(complaint.get("feedbackId") or ""),
-        )
+    if event_type not in RECIPIENTS:
+        return SesEvent(event_type, message_id)
+    what, listed = RECIPIENTS[event_type]
+    details = _object(record.get(what), what)
+    recipients = _addresses(details.get(listed), what)
     if event_type == "Delivery":
-        delivery = _object(record.get("delivery"), "delivery")
-        return SesEvent(event_type, message_id, _addresses(delivery.get("recipients"), "delivery"))
-    return SesEvent(event_type, message_id)
+        return SesEvent(event_type, message_id, recipients)
+    feedback_id = str(details.get("feedbackId") or "")
+    if event_type == "Complaint":
+        return SesEvent(event_type, message_id, recipients, feedback_id=feedback_id)
+    return SesEvent(
+        event_type,
+        message_id,
+        recipients,
+        bounce_type=_text(details, "bounceType", "bounce"),
+        bounce_subtype=str(details.get("bounceSubType") or ""),
+        feedback_id=feedback_id,
+    )
 
 
 def parse_message(body: str) -> SesEvent:
