@@ -299,13 +299,8 @@ class ReservationsTable:
 
     def store_retry_at(self, token_id: str, due_at: int) -> bool:
         """Placing failed for now: the sweep tries again at `due_at` (never later than the hold's own end)."""
-        return self._update_if(
-            token_id,
-            "SET due_at = :due",
-            # Only while still placing, and never past the hold's end: its expiry must be found on time.
-            "#state = :held AND store_state = :placing AND hold_expires_at >= :due",
-            {":due": int(due_at), ":held": OfferState.HELD, ":placing": StoreState.PLACING},
-        )
+        # Only while still placing.
+        return self._retry_at(token_id, due_at, "store_state = :placing", {":placing": StoreState.PLACING})
 
     def store_settled(self, token_id: str, due_at: int) -> bool:
         """The store shows the hold's own hold and nothing else: the flag goes, and the row is due at the hold's end
@@ -331,12 +326,18 @@ class ReservationsTable:
 
     def store_unsettled_retry_at(self, token_id: str, due_at: int) -> bool:
         """The store could not show yet that the hold's is its only one: the sweep looks again at `due_at`."""
+        # Only while still unsettled.
+        return self._retry_at(token_id, due_at, "attribute_exists(store_unsettled)", {})
+
+    def _retry_at(self, token_id: str, due_at: int, still: str, values: dict[str, Any]) -> bool:
+        """A live hold's store step that did not finish is looked at again by the sweep at `due_at`, while `still`
+        holds; placing and settling retry alike."""
         return self._update_if(
             token_id,
             "SET due_at = :due",
-            # Only while still unsettled, and never past the hold's end: its expiry must be found on time.
-            "#state = :held AND attribute_exists(store_unsettled) AND hold_expires_at >= :due",
-            {":due": int(due_at), ":held": OfferState.HELD},
+            # Never past the hold's end: its expiry must be found on time.
+            f"#state = :held AND {still} AND hold_expires_at >= :due",
+            {":due": int(due_at), ":held": OfferState.HELD, **values},
         )
 
     def store_released_item(self, token_id: str) -> dict[str, Any]:
