@@ -141,6 +141,7 @@ CALLS = {
     "count_all": "dynamodb:Query",
     "get_all": "dynamodb:BatchGetItem",
     "scan": "dynamodb:Scan",
+    "scan_all": "dynamodb:Scan",
     "batch_get_item": "dynamodb:BatchGetItem",
     "batch_write_item": "dynamodb:BatchWriteItem",
     "transact_get_items": "dynamodb:GetItem",
