@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from chalicelib.clock import Clock, Deadline
 from chalicelib.confirm import OWED_AFTER_S, OWED_LOOKBACK_DAYS
-from chalicelib.counters import DONE, Move, UnitMoves
+from chalicelib.counters import DONE, UnitMoves
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.jobs import PROOF_OWED_AFTER_S, PROOF_OWED_LOOKBACK_DAYS, JobQueue
 from chalicelib.leaving import QueueExits
@@ -162,12 +162,20 @@ class SweepService:
     def _settle(self, row: Offer, at: float, summary: dict[str, int], owed: dict[tuple[str, str], _Owed]) -> None:
         state = row.state
         if state == OfferState.OFFERED and (row.offer_expires_at or 0) <= at:
-            if not self._ended(self.moves.lapse(row, at), summary, "lapsed", "sweep.after_lapse"):
+            move = self.moves.lapse(row, at)
+            if move.result != DONE:
+                summary["raced"] += 1
                 return
+            summary["lapsed"] += 1
+            self.faults("sweep.after_lapse")
             state = OfferState.LAPSED
         elif state == OfferState.HELD and (row.hold_expires_at or 0) <= at:
-            if not self._ended(self.moves.expire(row, at), summary, "expired", "sweep.after_expiry"):
+            move = self.moves.expire(row, at)
+            if move.result != DONE:
+                summary["raced"] += 1
                 return
+            summary["expired"] += 1
+            self.faults("sweep.after_expiry")
             state = OfferState.EXPIRED
         elif state == OfferState.HELD and row.store_state == StoreState.PLACING:
             # A live hold whose store hold is still owed (the tap crashed, or the store was down).
@@ -200,16 +208,6 @@ class SweepService:
         key = (row.sku, row.restock_ts)
         entry = owed.setdefault(key, _Owed(key[0], row.restock_id, key[1]))
         entry.rows.append((row.token_id, str(state)))
-
-    def _ended(self, move: Move, summary: dict[str, int], counted: str, fault: str) -> bool:
-        """Tally an offer's lapse or a hold's expiry made by this run; False when another move got to the row first
-        (counted as raced: the row is someone else's to finish)."""
-        if move.result != DONE:
-            summary["raced"] += 1
-            return False
-        summary[counted] += 1
-        self.faults(fault)
-        return True
 
     def _leave_if_asked(self, row: Offer) -> None:
         """A hold ended unbought whose owner asked to leave while holding (the manage page's "leave this list",
