@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -17,7 +16,6 @@ import pytest
 from chalicelib.config import NOTIFIER_MAX_CONCURRENCY
 from chalicelib.reconcile import RECONCILE_EVERY_MIN
 from infra import policies
-from infra.bytecode import own_source
 from infra.pin_stage import ANY_ACCOUNT, PackageError, own_account, pin
 from infra.policies import DEPLOY_REGION, FUNCTIONS
 from infra.stages import load_config, stage_env
@@ -69,7 +67,6 @@ def build(stage: str, out: Path) -> Package:
     for command in (
         [str(BIN / "chalice"), "package", "--stage", stage, "--merge-template", "infra/template.json", str(out)],
         [sys.executable, "-m", "infra.trim_package", str(out / "deployment.zip")],
-        [sys.executable, "-m", "infra.bytecode", str(out / "deployment.zip"), "--template", str(out / "sam.json")],
         [sys.executable, "-m", "infra.pin_stage", str(out / "sam.json"), "--stage", stage],
     ):
         done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
@@ -315,10 +312,6 @@ def test_the_zip_ships_the_app_and_its_runtime_libraries_only(package: Package) 
     chalice = {name for name in names if name.startswith("chalice/")}
     assert chalice <= {"chalice/__init__.py", "chalice/app.py", "chalice/app.pyi"}, "more than the Chalice runtime"
     assert package.zip_path.stat().st_size < 10 * 1024 * 1024
-    own = [name for name in names if own_source(name)]
-    assert "app.py" in own and "chalicelib/wiring.py" in own
-    missing = [name for name in own if importlib.util.cache_from_source(name) not in names]
-    assert missing == [], "every module of the app ships compiled for its runtime (infra/bytecode.py)"
 
 
 def test_packaging_refuses_an_unnamed_function_an_undefined_one_or_a_foreign_queue(package: Package) -> None:
