@@ -65,8 +65,7 @@ from chalicelib.feed_stream import FeedSyntaxError, feed_entries
 from chalicelib.metrics import STORE_CREDENTIALS_REFUSED, MetricsFactory
 from chalicelib.platforms.base import CatalogEntry, Catalogue, CatalogUnavailable
 from chalicelib.tables.base import error_code
-from chalicelib.tables.catalog import CatalogTable
-from chalicelib.tables.catalog import Product as CatalogProduct
+from chalicelib.tables.catalog import CatalogTable, Product
 from chalicelib.tables.throttle import SavedStates
 from chalicelib.wording import DEFAULT_TONE, check_name, check_voice
 
@@ -111,7 +110,7 @@ class FeedError(Exception):
 
 
 @dataclass(frozen=True)
-class Product:
+class FeedEntry:
     """One valid feed entry."""
 
     sku: str
@@ -293,7 +292,7 @@ def _link(entry: dict[str, Any], key: str) -> str | None:
     return value.strip() if value is not None else None
 
 
-def parse_product(entry: Any) -> Product:
+def parse_product(entry: Any) -> FeedEntry:
     """Validate one feed entry (pure); BadRequest says what is wrong."""
     if not isinstance(entry, dict):
         raise BadRequest("an entry must be a JSON object")
@@ -301,7 +300,7 @@ def parse_product(entry: Any) -> Product:
     price, currency = _price(_link(entry, "price") or None, _link(entry, "currency") or None)
     if (price is None) != (currency is None):
         raise BadRequest("price and currency go together: give both or neither")
-    return Product(
+    return FeedEntry(
         sku=parse_sku(entry.get("sku")),
         name=check_name(_text(entry, "name", MAX_NAME_LEN)),
         voice=check_voice(_text(entry, "voice", MAX_VOICE_LEN, default=DEFAULT_TONE)),
@@ -314,7 +313,7 @@ def parse_product(entry: Any) -> Product:
     )
 
 
-def parse_feed(raw: bytes) -> tuple[list[Product], list[Skipped], set[str]]:
+def parse_feed(raw: bytes) -> tuple[list[FeedEntry], list[Skipped], set[str]]:
     """Valid products, skipped entries, and every SKU the feed names (valid or not) (pure)."""
     return _collect(((_named_sku(entry), entry) for entry in _entries_of([raw])), parse_product, "feed")
 
@@ -328,7 +327,7 @@ def _entries_of(chunks: Iterable[bytes]) -> Iterator[Any]:
 
 
 _Entry = TypeVar("_Entry")
-_Parsed = TypeVar("_Parsed", "Product", "StoreProduct")
+_Parsed = TypeVar("_Parsed", "FeedEntry", "StoreProduct")
 
 
 def _named_sku(entry: Any) -> str | None:
@@ -508,7 +507,7 @@ class CatalogSync:
 
     def _flush(
         self,
-        batch: list[tuple[int, Product | StoreProduct]],
+        batch: list[tuple[int, FeedEntry | StoreProduct]],
         batch_at: int,
         deadline: Deadline,
         report: SyncReport,
@@ -534,7 +533,7 @@ class CatalogSync:
         named: set[str] = set()
         seen: set[str] = set()
         usable = 0
-        batch: list[tuple[int, Product | StoreProduct]] = []  # (feed index, product)
+        batch: list[tuple[int, FeedEntry | StoreProduct]] = []  # (feed index, product)
         batch_at = start  # the feed index of the first entry of `batch`
         index = -1
         try:
@@ -598,7 +597,7 @@ class CatalogSync:
         self._log(report)
         return report
 
-    def _parsed(self) -> Iterator[tuple[str | None, Product | StoreProduct | BadRequest]]:
+    def _parsed(self) -> Iterator[tuple[str | None, FeedEntry | StoreProduct | BadRequest]]:
         """Each feed (or platform catalogue) entry: the SKU it names, and the valid product or why it is not one."""
         if self.store is not None:
             try:
@@ -622,7 +621,7 @@ class CatalogSync:
 
     def _apply_batch(
         self,
-        batch: Sequence[tuple[int, Product | StoreProduct]],
+        batch: Sequence[tuple[int, FeedEntry | StoreProduct]],
         now: float,
         report: SyncReport,
         pool: ThreadPoolExecutor,
@@ -692,8 +691,8 @@ class CatalogSync:
 
     def _upsert(
         self,
-        products: Sequence[tuple[int, Product | StoreProduct]],
-        existing: dict[str, CatalogProduct],
+        products: Sequence[tuple[int, FeedEntry | StoreProduct]],
+        existing: dict[str, Product],
         now: float,
         report: SyncReport,
         pool: ThreadPoolExecutor,
@@ -737,7 +736,7 @@ class CatalogSync:
         return refused
 
     @staticmethod
-    def _write_for(product: Product | StoreProduct, current: CatalogProduct | None) -> _Write | None:
+    def _write_for(product: FeedEntry | StoreProduct, current: Product | None) -> _Write | None:
         """What to write for one product compared with what is stored; None when nothing changed."""
         settings = product.settings()
         if current is None:
