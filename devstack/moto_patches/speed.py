@@ -293,6 +293,14 @@ def _item_size_checked_once() -> None:
     _installed.append("item size checked once")
 
 
+def _pass_map(walk: Any) -> dict[Any, Any]:
+    """A tree pass's map of node types to handlers, built on first use and kept for the rest of its walk."""
+    built: dict[Any, Any] | None = walk.__dict__.get("_built_map")
+    if built is None:
+        built = walk.__dict__["_built_map"] = type(walk)._processing_map(walk)
+    return built
+
+
 def _traversal_maps_built_once() -> None:
     """Build a tree pass's map of node types to handlers once per pass, not twice per node it visits.
 
@@ -301,12 +309,7 @@ def _traversal_maps_built_once() -> None:
     so the first map built serves the whole walk; the handlers run exactly as before, in the same order.
     """
     DepthFirstTraverser = _untyped("moto.dynamodb.parsing.ast_nodes").DepthFirstTraverser
-
-    def processing_map(self: Any) -> dict[Any, Any]:
-        built: dict[Any, Any] | None = self.__dict__.get("_built_map")
-        if built is None:
-            built = self.__dict__["_built_map"] = type(self)._processing_map(self)
-        return built
+    processing_map = _pass_map
 
     def nodes_to_be_processed(self: Any) -> tuple[Any, ...]:
         kinds: tuple[Any, ...] | None = self.__dict__.get("_built_kinds")
@@ -346,11 +349,8 @@ def _node_types_asked_once() -> None:
         if handlers is None:
             handlers = walk.__dict__["_handler_by_type"] = {}
         if kind not in handlers:
-            built: dict[Any, Any] | None = walk.__dict__.get("_built_map")
-            if built is None:
-                built = walk.__dict__["_built_map"] = type(walk)._processing_map(walk)
             # The first kind of the pass's map the node is an instance of, as moto's `process` picks it.
-            handlers[kind] = next((h for k, h in built.items() if issubclass(kind, k)), None)
+            handlers[kind] = next((h for k, h in _pass_map(walk).items() if issubclass(kind, k)), None)
         return handlers[kind]
 
     def traverse_node_recursively(self: Any, node: Any, child_id: int = -1) -> Any:
