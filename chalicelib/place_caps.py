@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from chalicelib.config import Settings
-from chalicelib.contacts import Contact, contact_key
+from chalicelib.contacts import PLUS_ADDRESSING_DOMAINS, Contact, contact_key
 from chalicelib.errors import RateLimited
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.throttle import RateCounters
@@ -28,33 +28,15 @@ CAP_NAMES = (DOMAIN_PLACES, SOURCE_PLACES)
 
 # Free-mail domains big enough that many real shoppers of one shop share them. The list need not be complete: a
 # domain missing from it only gets the smaller cap, which a real drop reaches only from one company's staff.
-FREEMAIL_DOMAINS = frozenset(
+# Every provider that honours plus-addressing (chalicelib/contacts.py) is one of them.
+FREEMAIL_DOMAINS = PLUS_ADDRESSING_DOMAINS | frozenset(
     {
-        "gmail.com",
-        "googlemail.com",
-        "outlook.com",
-        "hotmail.com",
-        "hotmail.co.uk",
-        "hotmail.fr",
-        "hotmail.de",
-        "hotmail.it",
-        "hotmail.es",
-        "live.com",
-        "live.co.uk",
-        "live.fr",
-        "msn.com",
         "yahoo.com",
         "yahoo.co.uk",
         "yahoo.fr",
         "yahoo.de",
         "ymail.com",
         "aol.com",
-        "icloud.com",
-        "me.com",
-        "mac.com",
-        "proton.me",
-        "protonmail.com",
-        "pm.me",
         "gmx.de",
         "gmx.net",
         "gmx.com",
@@ -70,7 +52,6 @@ FREEMAIL_DOMAINS = frozenset(
         "qq.com",
         "163.com",
         "naver.com",
-        "fastmail.com",
         "zoho.com",
     }
 )
