@@ -324,6 +324,15 @@ class CodeOutcome:
     lang: str
 
 
+@dataclass(frozen=True)
+class _LiveProof:
+    """A re-subscribe link that can still be used: its proof's key, the proof, and the language it was asked in."""
+
+    key: str
+    proof: dict[str, Any]
+    lang: str
+
+
 @dataclass(frozen=True, kw_only=True, eq=False)
 class Resubscribe:
     """The re-subscribe link's page and button, and the code check."""
@@ -423,7 +432,8 @@ class Resubscribe:
             t("Please open it straight from your email: it may have been cut short when it was copied."),
         )
 
-    def _live(self, link_id: str) -> tuple[str, dict[str, Any]] | Page:
+    def _live(self, link_id: str) -> _LiveProof | Page:
+        """The proof an unused, unexpired re-subscribe link names, or the page that says why it cannot be used."""
         if not LINK_ID.match(link_id):
             return self._unknown()
         proof_key = resubscribe_link_key(link_id)
@@ -433,7 +443,7 @@ class Resubscribe:
         lang = str(proof.get("lang") or i18n.DEFAULT_LANGUAGE)
         if proof.get("used_at") is not None or int(proof.get("expires_at") or 0) <= int(self.clock.now()):
             return self._gone(lang)
-        return proof_key, proof
+        return _LiveProof(proof_key, proof, lang)
 
     def _product(self, sku: str) -> str:
         product = self.tables.catalog.get_cached(sku)
@@ -444,9 +454,7 @@ class Resubscribe:
         live = self._live(link_id)
         if isinstance(live, Page):
             return live
-        _, proof = live
-        lang = str(proof.get("lang") or i18n.DEFAULT_LANGUAGE)
-        t = self._t(lang)
+        proof, lang, t = live.proof, live.lang, self._t(live.lang)
         button = button_form(link_id, t("Turn messages back on"))
         return self._page(
             200,
@@ -465,9 +473,7 @@ class Resubscribe:
         live = self._live(link_id)
         if isinstance(live, Page):
             return live
-        proof_key, proof = live
-        lang = str(proof.get("lang") or i18n.DEFAULT_LANGUAGE)
-        t = self._t(lang)
+        proof_key, proof, lang, t = live.key, live.proof, live.lang, self._t(live.lang)
         tap = NotifyMe(
             sku=str(proof["sku"]),
             contact=normalise_contact(EMAIL, str(proof["to"]), self.default_region),
