@@ -229,7 +229,7 @@ class Page:
         return Page(self.status, self.html, {**self.headers, **extra})
 
 
-def framed_page(
+def shopper_page(
     status: int,
     title: str,
     message: str,
@@ -241,7 +241,8 @@ def framed_page(
     scripts: tuple[str, ...] = (),
     form_action: bool = True,
 ) -> Page:
-    """A shopper page in the shop's look, with the security headers every tokenised page needs.
+    """A shopper page in the shop's look, with the security headers every tokenised page needs (no Referer, no
+    framing, never cached); its forms post only to us unless `form_action` is False (a form to the shop's checkout).
 
     `message` is plain text unless it is `Html`; `extra_html` is HTML the caller built safely. `scripts` are the
     page's own inline scripts (each allowed by its hash); times add the script that shows them in local time.
@@ -278,20 +279,6 @@ def framed_page(
         "Content-Security-Policy": policy(scripts, images, form_action=form_action),
     }
     return Page(status, body, headers)
-
-
-def shopper_page(
-    status: int,
-    title: str,
-    message: str,
-    shop: Shop,
-    extra_html: str = "",
-    *,
-    lang: str = i18n.DEFAULT_LANGUAGE,
-    about: About | None = None,
-) -> Page:
-    """A shopper page (a tokenised one: no Referer, no framing, never cached); its forms post only to us."""
-    return framed_page(status, title, message, shop, extra_html, lang=lang, about=about)
 
 
 def see_other(location: str) -> Page:
@@ -414,7 +401,7 @@ def _reserve_form(
     form = button_form(token, button, form_id="go")
     # Without form-action: browsers apply it to the redirect that answers the form, and this form's answer is a
     # 303 to the shop's checkout on another origin.
-    return framed_page(
+    return shopper_page(
         200,
         title,
         message,
