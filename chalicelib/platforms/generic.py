@@ -15,15 +15,9 @@ from chalicelib.platforms.base import GENERIC, HoldRequest, StoreHold, StoreRefu
 class GenericStore:
     """A store we hold nothing on."""
 
-    @property
-    def name(self) -> str:
-        """GENERIC."""
-        return GENERIC
-
-    @property
-    def holds_on_store(self) -> bool:
-        """False: the shop's own checkout honours the reservation id in its URL, or nothing does."""
-        return False
+    name = GENERIC
+    # A hold lives in our tables only: the shop's own checkout honours the reservation id in its URL, or nothing does.
+    holds_on_store = False
 
     def place_hold(self, hold: HoldRequest) -> StoreHold:
         """The product's checkout URL for this reservation; StoreRefused when the product has no usable one."""

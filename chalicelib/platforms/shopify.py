@@ -248,15 +248,9 @@ class ShopifyConnector:
         self._sleep = sleep
         self.api_version = api_version
 
-    @property
-    def name(self) -> str:
-        """SHOPIFY."""
-        return SHOPIFY
-
-    @property
-    def holds_on_store(self) -> bool:
-        """A hold is also a draft order that reserves the unit on the shop."""
-        return True
+    name = SHOPIFY
+    # A hold is also a draft order that reserves the unit on the shop.
+    holds_on_store = True
 
     # --- webhooks -------------------------------------------------------------------------------------------------
 

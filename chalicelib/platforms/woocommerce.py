@@ -171,15 +171,9 @@ class WooCommerceConnector:
         # Learned once per container: the host drops the Authorization header, so the keys go in the query.
         self._keys_in_query = False
 
-    @property
-    def name(self) -> str:
-        """WOOCOMMERCE."""
-        return WOOCOMMERCE
-
-    @property
-    def holds_on_store(self) -> bool:
-        """A hold is an on-hold order on the store."""
-        return True
+    name = WOOCOMMERCE
+    # A hold is an on-hold order on the store.
+    holds_on_store = True
 
     # ------------------------------------------------------------------ webhooks
 
