@@ -254,17 +254,44 @@ def _update_expressions_parsed_once() -> None:
 
 
 def _syntax_trees_copied_directly() -> None:
-    """Copy an update expression's tree node by node instead of through the pickle protocol."""
+    """Copy an update expression's tree node by node instead of through the pickle protocol.
+
+    The validator copies the parsed tree for every update it checks (it fills the copy in with values). A node holds
+    strings, numbers, other nodes (its parent too) and lists of them: those are copied here directly, and anything
+    else still goes through `copy.deepcopy` with the same memo, so a node reached twice is copied once.
+    """
     Node = _untyped("moto.dynamodb.parsing.ast_nodes").Node
+    atoms = {str, int, float, bool, type(None)}
+    # Node's ABCMeta makes isinstance slow: each type is asked once whether it is a node.
+    node_types: dict[type, bool] = {}
 
-    def deepcopy_node(self: Any, memo: dict[int, Any]) -> Any:
-        clone = object.__new__(type(self))
-        memo[id(self)] = clone
-        for name, value in self.__dict__.items():
-            clone.__dict__[name] = value if isinstance(value, str | int | None) else copy.deepcopy(value, memo)
-        return clone
+    def is_node(kind: type) -> bool:
+        known = node_types.get(kind)
+        if known is None:
+            known = node_types[kind] = issubclass(kind, Node)
+        return known
 
-    _set(Node, "__deepcopy__", deepcopy_node)
+    def clone(node: Any, memo: dict[int, Any]) -> Any:
+        done = memo.get(id(node))
+        if done is not None:
+            return done
+        copied = object.__new__(type(node))
+        memo[id(node)] = copied
+        fields = copied.__dict__
+        for name, value in node.__dict__.items():
+            kind = type(value)
+            if kind in atoms:
+                fields[name] = value
+            elif kind is list:
+                fields[name] = [part if type(part) in atoms else copied_part(part, memo) for part in value]
+            else:
+                fields[name] = copied_part(value, memo)
+        return copied
+
+    def copied_part(value: Any, memo: dict[int, Any]) -> Any:
+        return clone(value, memo) if is_node(type(value)) else copy.deepcopy(value, memo)
+
+    _set(Node, "__deepcopy__", clone)
     _installed.append("syntax trees copied directly")
 
 

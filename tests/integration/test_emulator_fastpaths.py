@@ -242,3 +242,39 @@ def test_the_walks_asking_each_node_type_once_answer_as_moto_s_own(session: boto
         assert answers[0] == answers[1], expression
         refused += isinstance(answers[1], tuple)
     assert refused == 3, "the list holds three refused updates and four that apply"
+
+
+def test_a_tree_copied_node_by_node_is_the_tree_moto_s_own_copy_makes() -> None:
+    import copy
+    import pickle
+
+    from devstack.moto_patches import speed
+
+    nodes = speed._untyped("moto.dynamodb.parsing.ast_nodes")
+    parser = speed._untyped("moto.dynamodb.parsing.expressions").UpdateExpressionParser
+    for expression, _, _ in UPDATES:
+        tree = parser.make(expression)
+        fast = copy.deepcopy(tree)
+        # Without a __deepcopy__ of its own a node is copied through the pickle protocol, as moto does.
+        own = pickle.loads(pickle.dumps(tree))
+        assert _shape(fast, nodes.Node) == _shape(own, nodes.Node) == _shape(tree, nodes.Node), expression
+        assert not _ids(fast, nodes.Node) & _ids(tree, nodes.Node), "a copy shares no node with its original"
+
+
+def _shape(node: Any, node_class: type) -> Any:
+    """A node's type, its plain fields, its children's shapes, and whether each child's parent is this node."""
+    fields = {k: v for k, v in vars(node).items() if k not in ("children", "parent")}
+    children = node.children or []
+    return (
+        type(node).__name__,
+        sorted(fields.items()),
+        [(_shape(c, node_class), c.parent is node) if isinstance(c, node_class) else ("value", c) for c in children],
+    )
+
+
+def _ids(node: Any, node_class: type) -> set[int]:
+    found = {id(node)}
+    for child in node.children or []:
+        if isinstance(child, node_class):
+            found |= _ids(child, node_class)
+    return found
