@@ -1,7 +1,7 @@
 """What a shop's support staff can ask and do (the `bisn` CLI is only a thin layer over this).
 
 No Lambda runs this: staff run it with their own AWS credentials, so it lives here, outside chalicelib/, and
-never ships. It is built from the app's services (`desk_for`), so it reads and writes exactly as they do.
+never ships. It is built from the app's services (`Services.desk`), so it reads and writes exactly as they do.
 
 Answers come from the facts the app keeps: the waiting lists, the restocks and their counters, the
 opt-out table, and the append-only audit, where contacts appear only as keyed hashes. Staff type a
@@ -32,7 +32,6 @@ from chalicelib.tables.catalog import Product
 from chalicelib.tables.requests import Request, RequestState
 from chalicelib.tables.restocks import Restock, RestockState
 from chalicelib.tables.store import Tables
-from chalicelib.wiring import Services
 
 # Verdicts of `explain`, one per restock.
 TOLD = "told"
@@ -674,17 +673,3 @@ def _at(stamp: str) -> float:
 
 def _int(value: Any) -> int | None:
     return int(value) if value is not None else None
-
-
-def desk_for(services: Services) -> SupportDesk:
-    """The support desk on a stage's services: explain, queue, demand, opt-outs, export, forget, DLQ redrive."""
-    return SupportDesk(
-        settings=services.settings,
-        tables=services.tables,
-        exits=services.exits,
-        optouts=services.optouts,
-        sns=services.aws.sns,
-        sqs=services.aws.sqs,
-        clock=services.clock,
-        hash_key=services.hash_key,
-    )

@@ -689,10 +689,20 @@ class Services:
 
     @cached_property
     def desk(self) -> SupportDesk:
-        """The support desk (the `bisn` CLI's, and the dashboard's Support and Operations actions)."""
-        from chalicelib.support_desk import desk_for
+        """The support desk (the `bisn` CLI's, and the dashboard's Support and Operations actions): explain, queue,
+        demand, opt-outs, export, forget, DLQ redrive."""
+        from chalicelib.support_desk import SupportDesk
 
-        return desk_for(self)
+        return SupportDesk(
+            settings=self.settings,
+            tables=self.tables,
+            exits=self.exits,
+            optouts=self.optouts,
+            sns=self.aws.sns,
+            sqs=self.aws.sqs,
+            clock=self.clock,
+            hash_key=self.hash_key,
+        )
 
     @cached_property
     def staff_audit(self) -> StaffAudit:

@@ -27,7 +27,7 @@ from chalicelib.clock import iso
 from chalicelib.config import ConfigError, settings_from_env
 from chalicelib.errors import DomainError
 from chalicelib.line import PlaceInLine
-from chalicelib.support_desk import Explanation, QueueRow, SupportDesk, desk_for
+from chalicelib.support_desk import Explanation, QueueRow, SupportDesk
 from infra.stages import UnknownStage, stage_env
 from support import lift, stack_state
 from support.failures import describe
@@ -152,7 +152,7 @@ def build_desk(stage: str, endpoint_url: str | None, region: str | None) -> tupl
     except (ConfigError, UnknownStage) as exc:
         raise click.UsageError(str(exc)) from exc
     services = Services(settings, aws=Aws(chosen, session=boto3.session.Session(region_name=chosen)))
-    return desk_for(services), bool(endpoint)
+    return services.desk, bool(endpoint)
 
 
 def _desk(ctx: click.Context) -> SupportDesk:

@@ -22,7 +22,6 @@ from click.testing import CliRunner, Result
 from chalicelib.aws import Aws
 from chalicelib.config import settings_from_env
 from chalicelib.messages import Job, to_body
-from chalicelib.support_desk import desk_for
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
@@ -36,7 +35,7 @@ from tests.support import CHAIR, REGION
 
 
 def bisn(services: Services, *args: str, input: str | None = None) -> Result:
-    result = CliRunner().invoke(cli, list(args), obj={"desk": desk_for(services), "emulated": True}, input=input)
+    result = CliRunner().invoke(cli, list(args), obj={"desk": services.desk, "emulated": True}, input=input)
     return result
 
 
@@ -189,7 +188,7 @@ def test_explain_shows_an_opt_back_in_after_the_opt_out(services: Services, cloc
     clock.advance(60)
     ok(services, "optout", "add", "dee@example.com")
     clock.advance(60)
-    desk = desk_for(services)
+    desk = services.desk
     _, key = desk.contact("dee@example.com")
     services.tables.optout.remove(key)
     services.tables.audit.record(chair, "resubscribed", clock.now(), contact_key=key, channel="email")
@@ -272,7 +271,7 @@ def test_a_long_list_shows_progress_on_a_terminal_and_keeps_stdout_clean(
     monkeypatch.setattr(support_cli, "LIVE_FROM", 2)  # 100 places otherwise
     s = scene(services, clock, units=1, people=3)
     terminal = Terminal()
-    obj = {"desk": desk_for(services), "emulated": True, "progress_stream": terminal}
+    obj = {"desk": services.desk, "emulated": True, "progress_stream": terminal}
     result = CliRunner().invoke(cli, ["queue", s.sku, "--limit", "0", "--json"], obj=obj)
     assert result.exit_code == 0, result.output
     assert len(json.loads(result.stdout)) == 3
@@ -311,7 +310,7 @@ def test_a_missing_table_is_one_line(session: boto3.session.Session, env: dict[s
         clock=clock,
         model=FakeBedrock(),
     )
-    result = CliRunner().invoke(cli, ["queue", "CHAIR-WALNUT"], obj={"desk": desk_for(bare), "emulated": True})
+    result = CliRunner().invoke(cli, ["queue", "CHAIR-WALNUT"], obj={"desk": bare.desk, "emulated": True})
     assert result.exit_code == 1
     [line] = result.stderr.splitlines()
     assert line.startswith("Error: GetItem: Requested resource not found")
@@ -410,7 +409,7 @@ def test_following_a_move_task_reports_its_progress_until_it_ends(services: Serv
         {"Status": "COMPLETED", "ApproximateNumberOfMessagesMoved": 250, "ApproximateNumberOfMessagesToMove": 250},
     ]
     sqs, stub = stubbed_sqs(services, states)
-    desk = replace(desk_for(services), sqs=sqs)
+    desk = replace(services.desk, sqs=sqs)
     heard: list[int] = []
     naps: list[float] = []
     started = desk.dlq_redrive(emulated=False)
@@ -423,7 +422,7 @@ def test_following_a_move_task_reports_its_progress_until_it_ends(services: Serv
 def test_redrive_wait_shows_how_a_failed_move_task_ended(services: Services) -> None:
     failed = {"Status": "FAILED", "ApproximateNumberOfMessagesMoved": 40, "FailureReason": "AccessDenied"}
     sqs, stub = stubbed_sqs(services, [failed])
-    obj = {"desk": replace(desk_for(services), sqs=sqs), "emulated": False}
+    obj = {"desk": replace(services.desk, sqs=sqs), "emulated": False}
     result = CliRunner().invoke(cli, ["dlq", "redrive", "--wait"], obj=obj)
     assert result.exit_code == 0, result.output
     assert "Method: StartMessageMoveTask\nMoved 40 job(s) to " in result.stdout

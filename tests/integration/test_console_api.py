@@ -19,7 +19,7 @@ from chalicelib.aws import Aws
 from chalicelib.clock import parse_iso
 from chalicelib.config import settings_from_env
 from chalicelib.messages import Job, parse
-from chalicelib.support_desk import TOLD, desk_for
+from chalicelib.support_desk import TOLD
 from chalicelib.webhooks import verify
 from chalicelib.wiring import Services
 from chalicelib.wording import TONES
@@ -580,7 +580,7 @@ def test_a_restock_after_advancing_the_clock_comes_after_the_places_taken_since(
     assert parse_iso(answer["sent"]["occurred_at"]) == clock.now() + 5400
     post(console, "/api/run/notifier")
 
-    found = desk_for(stack_services).explain(throw, "07400 123456")
+    found = stack_services.desk.explain(throw, "07400 123456")
     [restock] = found.restocks
     assert restock.restock_ts > str(found.joined_ts)
     assert parse_iso(restock.restock_ts.split("#")[0]) == pytest.approx(restock.detected_at, abs=1)

@@ -19,7 +19,7 @@ from chalicelib.notifier import (
     skip_reason,
 )
 from chalicelib.senders import THROTTLE_ATTEMPTS, EmailSender, Senders, SmsSender
-from chalicelib.support_desk import UNDELIVERABLE, desk_for
+from chalicelib.support_desk import UNDELIVERABLE
 from chalicelib.tables.restocks import Restock
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
@@ -105,7 +105,7 @@ def test_a_number_sns_refuses_is_passed_over_and_its_unit_goes_to_the_next_perso
     assert fact["rolled_back"] is True and int(fact["position"]) == 1
     assert not audit(shop, "send_failed")
     # "Why was I not told?": the support desk says the provider refused the contact, and what became of the unit.
-    [verdict] = desk_for(shop).explain(SKU, numbers[0]).restocks
+    [verdict] = shop.desk.explain(SKU, numbers[0]).restocks
     assert verdict.verdict == UNDELIVERABLE and verdict.position == 1
     assert "InvalidParameter" in verdict.detail and "next person" in verdict.detail
 

@@ -21,7 +21,6 @@ from chalicelib.support_desk import (
     OPTED_OUT,
     TOLD,
     StillHolding,
-    desk_for,
 )
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
@@ -38,7 +37,7 @@ def notify(s: Scene, restock: dict[str, Any], kind: str = "restock") -> None:
 
 
 def verdicts(services: Services, sku: str, contact: str) -> list[str]:
-    return [r.verdict for r in desk_for(services).explain(sku, contact).restocks]
+    return [r.verdict for r in services.desk.explain(sku, contact).restocks]
 
 
 def test_explain_told_with_what_happened_next(services: Services, clock: FixedClock) -> None:
@@ -49,7 +48,7 @@ def test_explain_told_with_what_happened_next(services: Services, clock: FixedCl
     s.tap(token)
     clock.advance(MINUTE)
     services.moves.convert(s.row(token), "order-7", clock.now())
-    found = desk_for(services).explain(s.sku, "07400 100000")  # typed as the shopper would say it
+    found = services.desk.explain(s.sku, "07400 100000")  # typed as the shopper would say it
     assert (found.state, found.place) == ("converted", None)
     [r] = found.restocks
     assert (r.verdict, r.position, r.channel) == (TOLD, 1, "sms")
@@ -59,7 +58,7 @@ def test_explain_told_with_what_happened_next(services: Services, clock: FixedCl
 def test_explain_behind_the_cap(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=2)
     notify(s, s.restock)
-    found = desk_for(services).explain(s.sku, s.requests[1].contact)
+    found = services.desk.explain(s.sku, s.requests[1].contact)
     assert found.place is not None and found.place.exact == 2
     [r] = found.restocks
     assert r.verdict == BEHIND_CAP
@@ -77,7 +76,7 @@ def test_explain_opted_out(services: Services, clock: FixedClock) -> None:
     clock.advance(MINUTE)
     later = put_restock(services, s.sku, 1, clock.now(), webhook_id="wh_later")
     notify(s, later)
-    found = desk_for(services).explain(s.sku, s.requests[1].contact)
+    found = services.desk.explain(s.sku, s.requests[1].contact)
     assert found.opted_out is not None and found.opted_out["source"] == "stop"
     assert found.state is None
     assert [r.verdict for r in found.restocks][-1] == OPTED_OUT
@@ -122,7 +121,7 @@ def test_explain_told_then_lapsed_after_a_later_pass(services: Services, clock: 
     services.sweep.run()
     [topup] = queued_jobs(services)
     notify(s, s.restock, kind=topup.kind)
-    [r] = desk_for(services).explain(s.sku, s.requests[0].contact).restocks
+    [r] = services.desk.explain(s.sku, s.requests[0].contact).restocks
     assert r.verdict == TOLD
     assert any(f.startswith("lapse at") for f in r.follow_ups)
     # The top-up started after them (they were settled for this restock), so it wrote no second fact about them.
@@ -148,7 +147,7 @@ def test_explain_not_yet_joined(services: Services, clock: FixedClock) -> None:
     early = put_restock(services, "LAMP", 1, clock.now(), webhook_id="wh_early")
     clock.advance(MINUTE)
     join_request(services, "LAMP", "+447400100050", clock.now())
-    found = desk_for(services).explain("LAMP", "+447400100050")
+    found = services.desk.explain("LAMP", "+447400100050")
     assert [(r.restock_id, r.verdict) for r in found.restocks] == [(early.restock_id, NOT_YET_JOINED)]
     assert found.place is not None and found.place.exact == 1
 
@@ -159,14 +158,14 @@ def test_explain_not_on_the_list_after_leaving(services: Services, clock: FixedC
     clock.advance(MINUTE)
     later = put_restock(services, s.sku, 1, clock.now(), webhook_id="wh_after_leaving")
     notify(s, later)
-    found = desk_for(services).explain(s.sku, s.requests[1].contact)
+    found = services.desk.explain(s.sku, s.requests[1].contact)
     assert [r.verdict for r in found.restocks][-1] == NOT_ON_LIST
 
 
 def test_queue_lists_live_places_in_order_masked(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=3)
     s.offer(0)
-    rows = desk_for(services).queue(s.sku)
+    rows = services.desk.queue(s.sku)
     assert [(r.position, r.state) for r in rows] == [(1, "offered"), (2, "waiting"), (3, "waiting")]
     assert rows[0].contact == "+4474•••••000"
     assert all(r.contact not in {q.contact for q in s.requests} for r in rows)
@@ -178,7 +177,7 @@ def out_of_stock(services: Services, sku: str, name: str, clock: FixedClock) -> 
 
 
 def ranking(services: Services) -> list[tuple[str, int]]:
-    return [(r.sku, r.waiting) for r in desk_for(services).demand()]
+    return [(r.sku, r.waiting) for r in services.desk.demand()]
 
 
 def test_demand_ranking_follows_joins_serves_and_leaves(services: Services, clock: FixedClock) -> None:
@@ -200,7 +199,7 @@ def test_demand_ranking_follows_joins_serves_and_leaves(services: Services, cloc
     assert ranking(services) == [("LAMP", 3), ("CHAIR", 2), ("RUG", 1)]
     # Two LAMP shoppers leave; one CHAIR shopper is served (told, holds, buys).
     for n in range(2):
-        services.exits.leave_sku(desk_for(services).contact(f"+4474001002{n:02d}")[1], "LAMP", reason="manage")
+        services.exits.leave_sku(services.desk.contact(f"+4474001002{n:02d}")[1], "LAMP", reason="manage")
     chair = put_restock(services, "CHAIR", 1, clock.now())
     services.notifier.handle(Job("CHAIR", chair.restock_id, chair.restock_ts), lambda: 60_000)
     [first] = [r for r in services.tables.requests.queue("CHAIR") if r.state == "offered"]
@@ -219,23 +218,23 @@ def test_demand_ranking_follows_joins_serves_and_leaves(services: Services, cloc
 
 def test_optout_add_and_remove(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=1)
-    result = desk_for(services).optout_add("07400 100000")
+    result = services.desk.optout_add("07400 100000")
     assert result.newly and [e.sku for e in result.left] == [s.sku]
     assert services.tables.optout.get(s.requests[0].contact_key)["source"] == "admin"
-    assert desk_for(services).optout_add("+447400100000").newly is False
-    removal = optout_remove(desk_for(services), "+447400100000")
+    assert services.desk.optout_add("+447400100000").newly is False
+    removal = optout_remove(services.desk, "+447400100000")
     assert (removal.removed, removal.sms_still_opted_out) == (True, False)
     assert services.tables.optout.get(s.requests[0].contact_key) is None
     # The emulator reports numbers ending in 99 as opted out at SNS (a STOP reply).
-    desk_for(services).optout_add("+447400100099")
-    assert optout_remove(desk_for(services), "+447400100099").sms_still_opted_out is True
-    assert optout_remove(desk_for(services), "ada@example.com").sms_still_opted_out is None
+    services.desk.optout_add("+447400100099")
+    assert optout_remove(services.desk, "+447400100099").sms_still_opted_out is True
+    assert optout_remove(services.desk, "ada@example.com").sms_still_opted_out is None
 
 
 def test_export_holds_everything_about_them(services: Services, clock: FixedClock) -> None:
     s = scene(services, clock, units=1, people=2)
     notify(s, s.restock)
-    data = desk_for(services).export("+447400100000")
+    data = services.desk.export("+447400100000")
     assert data["contact"] == "+447400100000"
     assert [r["sku"] for r in data["requests"]] == [s.sku]
     assert [u["ref"] for u in data["uniqueness_items"]] == [s.requests[0].joined_ts]
@@ -268,14 +267,14 @@ def test_forget_leaves_no_personal_data_readable(
         services.tables.optout.add(s.requests[0].contact_key, "unsubscribe", clock.now())
     forms = ["+447400100000", "07400100000", "7400100000", "Ada@Example.com", "ada@example.com", "Ada"]
     assert any(f in everything_stored(session) for f in forms)
-    phone = desk_for(services).forget("07400 100000")
-    email = desk_for(services).forget("ada@example.com")
+    phone = services.desk.forget("07400 100000")
+    email = services.desk.forget("ada@example.com")
     stored = everything_stored(session)
     assert [f for f in forms if f in stored] == []
     assert (phone.requests_erased, phone.offers_released, email.requests_erased) == (2, 1, 1)
     assert phone.kept_optout is opted_out_first
     assert (services.tables.optout.get(s.requests[0].contact_key) is not None) is opted_out_first
-    assert desk_for(services).export("+447400100000")["requests"] == []
+    assert services.desk.export("+447400100000")["requests"] == []
     assert services.tables.requests.get(s.sku, s.requests[1].joined_ts).state == "waiting"
     [topup] = queued_jobs(services)
     assert topup.kind == "topup"
@@ -292,7 +291,7 @@ def test_forget_takes_their_keyed_hash_off_every_audit_fact_and_keeps_the_facts(
     facts_before = len(services.tables.audit.for_sku(s.sku))
     others_before = services.tables.audit.for_contact(other)
 
-    report = desk_for(services).forget(s.requests[0].contact)
+    report = services.desk.forget(s.requests[0].contact)
 
     # Every fact that named them, including the one the erasure itself wrote, no longer does.
     assert report.audit_facts_anonymised == len(named) + 1
@@ -302,7 +301,7 @@ def test_forget_takes_their_keyed_hash_off_every_audit_fact_and_keeps_the_facts(
     assert len(services.tables.audit.for_sku(s.sku)) == facts_before + 1
     assert services.tables.audit.for_contact(other) == others_before
     # A second run finds nothing left to change.
-    assert desk_for(services).forget(s.requests[0].contact).audit_facts_anonymised == 0
+    assert services.desk.forget(s.requests[0].contact).audit_facts_anonymised == 0
 
 
 def test_audit_facts_expire_after_the_retention(services: Services, clock: FixedClock) -> None:
@@ -320,7 +319,7 @@ def test_forget_waits_for_a_hold_to_end(services: Services, clock: FixedClock) -
     token = s.offer(0)
     s.tap(token)
     with pytest.raises(StillHolding):
-        desk_for(services).forget(s.requests[0].contact)
+        services.desk.forget(s.requests[0].contact)
     assert s.request(0).contact == s.requests[0].contact
 
 
@@ -330,7 +329,7 @@ def test_dlq_redrive_moves_dead_letters_back(services: Services) -> None:
     bodies = [to_body(Job("CHAIR", f"rs_{i}", "2026-01-01T00:00:00.000000Z#x", kind="topup")) for i in range(12)]
     for body in bodies:
         sqs.send_message(QueueUrl=dlq, MessageBody=body)
-    report = desk_for(services).dlq_redrive(emulated=True)
+    report = services.desk.dlq_redrive(emulated=True)
     assert (report.method, report.waiting_before, report.moved) == ("receive-and-resend", 12, 12)
     assert sorted(to_body(j) for j in queued_jobs(services)) == sorted(bodies)
     assert sqs.receive_message(QueueUrl=dlq).get("Messages", []) == []
@@ -347,7 +346,7 @@ def test_a_place_stored_before_mailbox_matching_is_explained_exported_and_forgot
     old = join_request(services, chair, OLD_SPELLING, clock.now())
     assert old.contact_key == contact_key(OLD_SPELLING, services.hash_key)
     services.tables.optout.add(contact_key("adalovelace@gmail.com", services.hash_key), "unsubscribe", clock.now())
-    desk = desk_for(services)
+    desk = services.desk
 
     found = desk.explain(chair, TYPED)
     assert (found.state, found.joined_ts, found.contact_key) == ("waiting", old.joined_ts, old.contact_key)
@@ -371,11 +370,11 @@ def test_a_place_stored_before_mailbox_matching_is_explained_exported_and_forgot
 def test_opting_out_and_lifting_by_hand_act_under_both_keys(services: Services, clock: FixedClock, chair: str) -> None:
     old = join_request(services, chair, OLD_SPELLING, clock.now())
     mailbox = contact_key("adalovelace@gmail.com", services.hash_key)
-    result = desk_for(services).optout_add(TYPED)
+    result = services.desk.optout_add(TYPED)
     assert result.newly and [e.sku for e in result.left] == [chair]
     assert [p for p in services.exits.places(old.contact_key) if p.live] == []
     assert services.tables.optout.get(mailbox) is not None
     assert services.tables.optout.get(old.contact_key) is not None
-    assert optout_remove(desk_for(services), TYPED).removed
+    assert optout_remove(services.desk, TYPED).removed
     assert services.tables.optout.get(mailbox) is None
     assert services.tables.optout.get(old.contact_key) is None
