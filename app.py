@@ -14,16 +14,16 @@ from chalicelib import admin_pages, logs, wiring
 from chalicelib.clock import remaining_ms_of
 from chalicelib.config import NOTIFIER_MAX_CONCURRENCY
 from chalicelib.errors import DomainError, Forbidden, NotFound
+from chalicelib.shopper.widget import widget_source
 from chalicelib.web import MAX_BODY_BYTES, Headers, cors_headers, cross_site, parse_body, simple_post_allowed
 from chalicelib.web.responses import error_response, house_error, json_response, page_response
-from chalicelib.widget import widget_source
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
     from chalicelib.admin.auth import Staff
     from chalicelib.challenge import TurnstileCheck
-    from chalicelib.nojs import FormAnswers
+    from chalicelib.shopper.nojs import FormAnswers
 
 # Every chalicelib logger writes JSON lines at the stage's POWERTOOLS_LOG_LEVEL (chalicelib/logs.py).
 logs.configure()
@@ -165,7 +165,7 @@ def _wants_page(content_type: str, accept: str | None) -> bool:
 
 
 def _form_answers() -> FormAnswers:
-    from chalicelib.nojs import FormAnswers
+    from chalicelib.shopper.nojs import FormAnswers
 
     services = wiring.current()
     return FormAnswers(settings=services.settings, catalog=services.tables.catalog)
@@ -302,7 +302,7 @@ def notifier(event: SQSEvent) -> None:
     for record in event:
         # A malformed body raises too: it is retried, then parked in the DLQ intact for a person to look at.
         with logs.correlated(message_id=str(record.to_dict().get("messageId", ""))):
-            # Restock jobs share the queue with the messages that owe one send each (chalicelib/messages.py).
+            # Restock jobs share the queue with the messages that owe one send each (chalicelib/queue/messages.py).
             services.handle_message(record.body, context.get_remaining_time_in_millis)
 
 
@@ -335,7 +335,7 @@ def sms_feedback(event: dict[str, Any], context: LambdaContext) -> None:
 def reserve_page(token: str) -> Response:
     """A notified shopper opens their link: a page whose button holds one. Holds nothing."""
     # Imported here, like every service module (wiring.py): only the API function ever loads it.
-    from chalicelib.pages import reserve_link_page
+    from chalicelib.shopper.pages import reserve_link_page
 
     services = wiring.current()
     outcome = services.holds.look(token)
@@ -347,7 +347,7 @@ def reserve_page(token: str) -> Response:
 @app.route("/r/{token}", methods=["POST"], content_types=RESERVE_TYPES)
 def reserve(token: str) -> Response:
     """The link's page's button: hold one unit and see the checkout (303), or an honest page."""
-    from chalicelib.pages import reserve_link_page, reserve_refused
+    from chalicelib.shopper.pages import reserve_link_page, reserve_refused
 
     services = wiring.current()
     # The token is what a tap needs; this only keeps another site's page from making a visitor's browser spend it.
@@ -389,7 +389,7 @@ def _form_from_another_site() -> Response | None:
     if not cross_site(_request().headers, services.page_origin):
         return None
     from chalicelib.i18n import negotiate
-    from chalicelib.pages import FORM_CROSS_SITE, shopper_text_page
+    from chalicelib.shopper.pages import FORM_CROSS_SITE, shopper_text_page
 
     return page_response(shopper_text_page(403, FORM_CROSS_SITE, services.shop, negotiate(accept=_accept_language())))
 
@@ -477,7 +477,7 @@ def my_requests(token: str) -> Response:
     """A shopper's own page: what they wait for and their place in each line; changes nothing."""
     params: Mapping[str, str] = _request().query_params or {}
     done = params.get("done")
-    # An SMS's "Stop texts" link (chalicelib/compose.py STOP_QUERY): the page opens on stopping.
+    # An SMS's "Stop texts" link (chalicelib/messages/compose.py STOP_QUERY): the page opens on stopping.
     stop_first = "stop" in params
     page = wiring.current().self_service.manage_page(token, done, _accept_language(), stop_first=stop_first)
     return _no_body_for_head(page_response(page))

@@ -21,7 +21,7 @@ MINUTES_A_MONTH = 30 * 24 * 60
 SQS_TRIGGER_POLLS = 650_000
 SECRET_READS = 40_000
 SECRETS = 4
-BEDROCK_TOKENS = (1_000, 2_000)  # one call per restock: the copy in five languages (chalicelib/copywriter.py)
+BEDROCK_TOKENS = (1_000, 2_000)  # one call per restock: the copy in five languages (chalicelib/messages/copywriter.py)
 MS_PER_CALL, MS_BASE, MEMORY_GB = 15, 10, 0.5
 
 

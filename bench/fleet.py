@@ -116,7 +116,7 @@ def _invocation_services(s: Stack, quota: SesQuota) -> Any:
 
 def _trigger(s: Stack, services: Any, url: str, handled: list[str], failures: list[str]) -> None:
     """One of the trigger's concurrent invocations: take a job, run it against a fresh deadline, until none is left."""
-    from chalicelib.messages import Job, parse
+    from chalicelib.queue.messages import Job, parse
 
     while True:
         messages = s.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1).get("Messages", [])
@@ -136,7 +136,7 @@ def _trigger(s: Stack, services: Any, url: str, handled: list[str], failures: li
 def two_restocks_at_once(people_per_product: int = PEOPLE_PER_PRODUCT) -> dict[str, Any]:
     """Two restocks (300 people each) notified together by the trigger's concurrent invocations under one SES quota."""
     from chalicelib.config import NOTIFIER_MAX_CONCURRENCY
-    from chalicelib.senders import per_function_rate
+    from chalicelib.messages.senders import per_function_rate
     from infra.stages import stage_env
 
     prod = stage_env("prod")

@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.stack import bench_env
-from chalicelib.compose import compose_sms
 from chalicelib.config import Settings, settings_from_env
-from chalicelib.copywriter import Copywriter
 from chalicelib.i18n import DEFAULT_LANGUAGE, LANGUAGES
 from chalicelib.link_ids import new_link_id
 from chalicelib.links import Links
+from chalicelib.messages.compose import compose_sms
+from chalicelib.messages.copywriter import Copywriter
+from chalicelib.messages.sms import is_gsm, septets, sms_segments
 from chalicelib.metrics import Metrics
-from chalicelib.sms import is_gsm, septets, sms_segments
 from chalicelib.tables.catalog import Product
 from chalicelib.tables.restocks import RestocksTable
 from chalicelib.tokens import Tokens

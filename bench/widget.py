@@ -10,7 +10,7 @@ import gzip
 from typing import Any
 
 from chalicelib.config import settings_from_env
-from chalicelib.widget import widget_source
+from chalicelib.shopper.widget import widget_source
 from infra.stages import stage_env
 
 # What the widget may weigh, gzipped, with its styles and every language: 10 KB.

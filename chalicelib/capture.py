@@ -15,14 +15,11 @@ from chalicelib.clock import Clock
 from chalicelib.config import Settings
 from chalicelib.confirm import MAX_CONFIRMATIONS, RESEND_AFTER_S
 from chalicelib.contacts import Contact, check_sms_number, contact_key, match_keys, normalise_contact
-from chalicelib.email_caps import EmailCaps, EmailSends, only_caps_refused
 from chalicelib.errors import BadRequest, Busy, Conflict, Discontinued, DomainError, RateLimited, UnknownSku
 from chalicelib.i18n import DEFAULT_LANGUAGE, negotiate
-from chalicelib.messages import ConfirmEmail, Message
-from chalicelib.owed import OwedJobs
-from chalicelib.place_caps import PlaceCaps, add_place_caps, place_caps, place_caps_refused
-from chalicelib.senders import EMAIL
-from chalicelib.sms_caps import (
+from chalicelib.messages.email_caps import EmailCaps, EmailSends, only_caps_refused
+from chalicelib.messages.senders import EMAIL
+from chalicelib.messages.sms_caps import (
     SmsCaps,
     add_caps,
     sms_caps,
@@ -30,6 +27,9 @@ from chalicelib.sms_caps import (
     source_rate_key,
     taps_refused,
 )
+from chalicelib.place_caps import PlaceCaps, add_place_caps, place_caps, place_caps_refused
+from chalicelib.queue.messages import ConfirmEmail, Message
+from chalicelib.queue.owed import OwedJobs
 from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
 from chalicelib.tables.catalog import WaitingShard, shard_for
 from chalicelib.tables.requests import Request, UniqueItem, new_joined_ts
@@ -221,7 +221,7 @@ class NotProven(Exception):
 
 
 # Told about a tap for a suppressed contact: (the tap, its contact key, the opt-out record, now, the keyed hash of
-# the client address or None). Answers it with a proof message where one may go (chalicelib/resubscribe.py); the
+# the client address or None). Answers it with a proof message where one may go (chalicelib/shopper/resubscribe.py); the
 # tap's HTTP answer is the same either way.
 SuppressedTap = Callable[[NotifyMe, str, dict[str, Any] | None, float, str | None], object]
 
@@ -238,7 +238,7 @@ class CaptureService:
     hash_key: str
     send_message: Callable[[Message], object]  # puts a message on the jobs queue (a place's confirmation email)
     on_suppressed: SuppressedTap | None = None  # a tap for a suppressed contact (opting back in)
-    # The caps a confirmation email is charged to (chalicelib/email_caps.py); None sends one for every place.
+    # The caps a confirmation email is charged to (chalicelib/messages/email_caps.py); None sends one for every place.
     email_sends: EmailSends | None = None
 
     def _rate_key(self, source: str, now: float) -> tuple[str, int, int]:
@@ -562,7 +562,7 @@ class CaptureService:
         suppressed_by = self._suppressed_by(cancelled)
         if suppressed_by is not None:
             # Opted out: acknowledged with the same answer as any tap; no place, and at most one proof message to
-            # the contact itself (chalicelib/resubscribe.py), under the key its opt-out is stored by.
+            # the contact itself (chalicelib/shopper/resubscribe.py), under the key its opt-out is stored by.
             keys = match_keys(tap.contact, self.hash_key)
             suppressed_key = keys[0] if suppressed_by == "optout" else keys[-1]
             return self._suppressed(tap, suppressed_key, cancelled.old(suppressed_by), now, source)
@@ -692,7 +692,7 @@ class CaptureService:
             raise
         return True
 
-    # --- Proven joins: a suppressed contact that answered its proof message (chalicelib/resubscribe.py).
+    # --- Proven joins: a suppressed contact that answered its proof message (chalicelib/shopper/resubscribe.py).
 
     def join_proven(self, tap: NotifyMe, proof: Callable[[], Tx]) -> CaptureOutcome:
         """Join `tap`'s list as a tap would, with `proof` in place of the opt-out check: its items (named "optout",

@@ -62,12 +62,12 @@ from chalicelib.capture import parse_sku
 from chalicelib.clock import Clock, Deadline
 from chalicelib.errors import BadRequest
 from chalicelib.feed_stream import FeedSyntaxError, feed_entries
+from chalicelib.messages.wording import DEFAULT_TONE, check_name, check_voice
 from chalicelib.metrics import STORE_CREDENTIALS_REFUSED, MetricsFactory
 from chalicelib.platforms.base import CatalogEntry, Catalogue, CatalogUnavailable
 from chalicelib.tables.base import error_code
 from chalicelib.tables.catalog import CatalogTable, Product
 from chalicelib.tables.throttle import SavedStates
-from chalicelib.wording import DEFAULT_TONE, check_name, check_voice
 
 logger = logging.getLogger(__name__)
 

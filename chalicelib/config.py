@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 from chalicelib.colours import DEFAULT_ACCENT, is_colour
 
 # Notifier invocations that may run at once: the `MaximumConcurrency` of its SQS trigger (app.py; SQS allows 2 to
-# 1000). The account's send rates are shared out among them (chalicelib/senders.py: `per_function_rate`).
+# 1000). The account's send rates are shared out among them (chalicelib/messages/senders.py: `per_function_rate`).
 NOTIFIER_MAX_CONCURRENCY = 2
 
 
@@ -50,7 +50,7 @@ class Settings:
     taps_per_number_per_hour: int = 10
     taps_per_prefix_per_hour: int = 30  # a prefix is the E.164 number less its last 4 digits
     # SMS that are not restock notices (switch and re-subscribe codes) the whole shop sends per UTC day: codes are
-    # bounded only by requests, notices by units in stock (chalicelib/sms_caps.py).
+    # bounded only by requests, notices by units in stock (chalicelib/messages/sms_caps.py).
     non_notice_sms_per_day: int = 200
     # New places an hour per email domain (a small one, and a big free-mail one) and per client address: one script
     # with many inboxes must not take a whole drop (chalicelib/place_caps.py).
@@ -61,7 +61,7 @@ class Settings:
     turnstile_site_key: str = ""
     # Emails that are not restock notices (confirmations, re-subscribe emails, codes by email) a stranger can make
     # us send: per address per UTC day across every product, per client address an hour and a day, and shop-wide
-    # per UTC day (chalicelib/email_caps.py).
+    # per UTC day (chalicelib/messages/email_caps.py).
     emails_per_address_per_day: int = 5
     emails_per_source_per_hour: int = 20
     emails_per_source_per_day: int = 50

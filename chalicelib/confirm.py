@@ -36,7 +36,9 @@ from dataclasses import dataclass
 
 from chalicelib.clock import Clock
 from chalicelib.colours import DEFAULT_ACCENT
-from chalicelib.compose import (
+from chalicelib.i18n import DEFAULT_LANGUAGE
+from chalicelib.links import Links
+from chalicelib.messages.compose import (
     P_STYLE,
     SMALL,
     button,
@@ -46,9 +48,7 @@ from chalicelib.compose import (
     window_words,
     words,
 )
-from chalicelib.i18n import DEFAULT_LANGUAGE
-from chalicelib.links import Links
-from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent
+from chalicelib.messages.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent
 from chalicelib.tables.store import Tables
 from chalicelib.tokens import KeySource, current_keys
 

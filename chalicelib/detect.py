@@ -23,8 +23,8 @@ from chalicelib.clock import Clock, iso, parse_iso
 from chalicelib.counters import UnitMoves
 from chalicelib.errors import BadRequest, Busy
 from chalicelib.faults import FaultHook, no_faults
-from chalicelib.owed import OwedJobs
 from chalicelib.platforms.base import LevelReport
+from chalicelib.queue.owed import OwedJobs
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.catalog import Product
 from chalicelib.tables.restocks import Restock, RestockState, unseen_sales

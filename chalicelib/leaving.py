@@ -25,8 +25,8 @@ from typing import Any
 from chalicelib.clock import Clock
 from chalicelib.counters import UnitMoves
 from chalicelib.faults import FaultHook, no_faults
-from chalicelib.jobs import JobQueue
-from chalicelib.messages import Job
+from chalicelib.queue.jobs import JobQueue
+from chalicelib.queue.messages import Job
 from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
 from chalicelib.tables.requests import Request, RequestState
 from chalicelib.tables.reservations import OfferState

@@ -25,14 +25,14 @@ from chalicelib.confirm import (
     switch_key,
 )
 from chalicelib.contacts import CHANNELS, check_sms_number, contact_key, mask, match_keys, normalise_contact
-from chalicelib.email_caps import EmailSends
 from chalicelib.errors import BadRequest, Conflict, DomainError, FormRefused
 from chalicelib.leaving import Exit, QueueExits
 from chalicelib.line import PlaceInLine, read_place
 from chalicelib.link_ids import is_link_id
 from chalicelib.manage_ids import ManageIds
-from chalicelib.messages import Message, SwitchCode
-from chalicelib.sms_caps import SmsSends, places_key, source_key
+from chalicelib.messages.email_caps import EmailSends
+from chalicelib.messages.sms_caps import SmsSends, places_key, source_key
+from chalicelib.queue.messages import Message, SwitchCode
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.requests import ACTIVE_STATES, Request, RequestState, UniqueItem
@@ -179,10 +179,10 @@ class ManageService:
     codes: CodeKey
     send_message: Callable[[Message], object]  # puts a message on the jobs queue (a switch code)
     link_max_age_s: int  # a manage link lives as long as the places it shows
-    # Every code SMS is charged to the caps a tap is, and to the shop's daily ceiling (chalicelib/sms_caps.py).
+    # Every code SMS is charged to the caps a tap is, and to the shop's daily ceiling (chalicelib/messages/sms_caps.py).
     sms_sends: SmsSends
     # Every code email is charged to the email caps per address, per client address and shop-wide, with the
-    # confirmation and re-subscribe emails taps ask for (chalicelib/email_caps.py); None leaves it uncapped.
+    # confirmation and re-subscribe emails taps ask for (chalicelib/messages/email_caps.py); None leaves it uncapped.
     email_sends: EmailSends | None = None
     # SMS pumping guards, as at capture: where SMS may go (None: the default region only), and how many places
     # one number may take in a window (REQUEST_TTL_DAYS long).

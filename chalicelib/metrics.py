@@ -20,11 +20,11 @@ CONTINUATIONS = "ContinuationsQueued"
 # 0 whenever the check ran and the rule held; the `notices-over-units` alarm fires on anything above 0.
 NOTICES_OVER_UNITS = "NoticesOverUnits"
 SMS_DELIVERY_FAILURES = "SmsDeliveryFailures"  # SMS SNS accepted and could not deliver (chalicelib/sms_feedback.py)
-# A code SMS refused because the shop sent NON_NOTICE_SMS_PER_DAY of them today (chalicelib/sms_caps.py): real
+# A code SMS refused because the shop sent NON_NOTICE_SMS_PER_DAY of them today (chalicelib/messages/sms_caps.py): real
 # shoppers are being turned away, or someone is pumping SMS through the codes.
 NON_NOTICE_SMS_REFUSED = "NonNoticeSmsRefused"
 # An email that is not a restock notice (a confirmation, a re-subscribe email, a code) refused by one of its caps per
-# address, per client address or shop-wide (chalicelib/email_caps.py): someone is using the shop to flood inboxes,
+# address, per client address or shop-wide (chalicelib/messages/email_caps.py): someone is using the shop to flood inboxes,
 # or real shoppers are asking for more than the caps allow.
 NON_NOTICE_EMAIL_REFUSED = "NonNoticeEmailRefused"
 # A store (Shopify, WooCommerce) answered and refused our API credentials (chalicelib/platforms/base.py

@@ -23,19 +23,28 @@ from functools import cached_property
 from typing import Any
 
 from chalicelib.clock import Clock, iso, parse_iso
-from chalicelib.compose import Copy, Facts, compose_email, compose_sms
 from chalicelib.config import Settings
-from chalicelib.copywriter import Copywriter
 from chalicelib.counters import NewOffer, UnitMoves
 from chalicelib.errors import NotFound
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.i18n import DEFAULT_LANGUAGE
-from chalicelib.jobs import JobQueue
 from chalicelib.link_ids import new_link_id
 from chalicelib.links import Links
 from chalicelib.logs import correlated, offer_ref
 from chalicelib.manage_ids import ManageIds
-from chalicelib.messages import Job
+from chalicelib.messages.compose import Copy, Facts, compose_email, compose_sms
+from chalicelib.messages.copywriter import Copywriter
+from chalicelib.messages.optout_gate import OPTED_OUT, Addressee, BatchLook, LastLooks
+from chalicelib.messages.senders import (
+    EMAIL,
+    SMS,
+    Notice,
+    Senders,
+    error_code,
+    maybe_sent,
+    refused_recipient,
+    throttled,
+)
 from chalicelib.metrics import (
     CONTINUATIONS,
     NOTICES_OVER_UNITS,
@@ -50,9 +59,9 @@ from chalicelib.metrics import (
     MetricsFactory,
     skip_metric,
 )
-from chalicelib.optout_gate import OPTED_OUT, Addressee, BatchLook, LastLooks
-from chalicelib.owed import OwedJobs
-from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent, refused_recipient, throttled
+from chalicelib.queue.jobs import JobQueue
+from chalicelib.queue.messages import Job
+from chalicelib.queue.owed import OwedJobs
 from chalicelib.tables.audit import FACTS_PER_TRANSACTION
 from chalicelib.tables.base import TransactionCancelled, Tx, get_together
 from chalicelib.tables.catalog import Product

@@ -28,7 +28,7 @@ MAX_PAGES_PER_RUN = 50
 PASS_EVERY_S = 86_400
 SYNC_CURSOR = "cursor#sms-optouts"
 CURSOR_TTL_S = 7 * 86_400
-# How long an unsubscribe by link can be taken back (chalicelib/undo.py): long enough to notice a mistaken press,
+# How long an unsubscribe by link can be taken back (chalicelib/shopper/undo.py): long enough to notice a mistaken press,
 # short enough that the contact and the lists left are not kept in clear for long.
 UNDO_WINDOW_S = 30 * 60
 
@@ -112,7 +112,7 @@ class OptoutService:
 
     def unsubscribe(self, key: str) -> tuple[OptOutResult, UndoOffer | None]:
         """The unsubscribe link: opt out as `opt_out` does, and keep for UNDO_WINDOW_S what putting the person back
-        on the lists they left needs (chalicelib/undo.py). The offer of an undo, or None when there is none to make
+        on the lists they left needs (chalicelib/shopper/undo.py). The offer of an undo, or None when there is none to make
         (the contact was suppressed already for another reason, or that unsubscribe's window has passed)."""
         now = self.clock.now()
         newly = self.optout.add(key, "unsubscribe", now)

@@ -1,7 +1,7 @@
 """Caps on new places per email domain and per client address an hour (a bot taking a whole drop).
 
 Matching by mailbox (chalicelib/contacts.py) stops one inbox from taking many places; these stop many inboxes one
-script controls. Both counters live in bisn-throttle beside the SMS caps (chalicelib/sms_caps.py), are charged in
+script controls. Both counters live in bisn-throttle beside the SMS caps (chalicelib/messages/sms_caps.py), are charged in
 the transaction that writes the place (a repeat tap or a refused one costs nothing), and expire by TTL:
 
 - per email domain: PLACES_PER_DOMAIN_PER_HOUR for a shop's or a person's own domain, and the much higher

@@ -71,7 +71,7 @@ LEAVE_KINDS = ("leave", "switch")
 # Opting back in after an opt-out: the re-subscribe proof (written on the SKU it joined) and a staff-made opt-in link
 # the person confirmed (written on its own partition, so it belongs to every SKU's story).
 OPT_BACK_IN = {"resubscribed": "the proof sent to their contact came back", "optin": "their own opt-in link"}
-# An unsubscribe by link taken back with the Undo on its done page (chalicelib/undo.py): one fact on each list the
+# An unsubscribe by link taken back with the Undo on its done page (chalicelib/shopper/undo.py): one fact on each list the
 # person joined again, at its end.
 UNSUBSCRIBE_UNDONE = "unsubscribe_undone"
 # How close a mistyped SKU must be to a catalogued one to be suggested (difflib's ratio, case ignored).

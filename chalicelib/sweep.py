@@ -17,9 +17,9 @@ from chalicelib.clock import Clock, Deadline
 from chalicelib.confirm import OWED_AFTER_S, OWED_LOOKBACK_DAYS
 from chalicelib.counters import DONE, UnitMoves
 from chalicelib.faults import FaultHook, no_faults
-from chalicelib.jobs import PROOF_OWED_AFTER_S, PROOF_OWED_LOOKBACK_DAYS, JobQueue
 from chalicelib.leaving import QueueExits
-from chalicelib.messages import ConfirmEmail, Job, ResubscribeProof
+from chalicelib.queue.jobs import PROOF_OWED_AFTER_S, PROOF_OWED_LOOKBACK_DAYS, JobQueue
+from chalicelib.queue.messages import ConfirmEmail, Job, ResubscribeProof
 from chalicelib.store_holds import PLACED, SETTLED, STORE_DOWN, StoreHolds
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.store import Tables
@@ -333,7 +333,7 @@ class SweepService:
 
     def _requeue_proofs(self, at: float, deadline: Deadline) -> int:
         """Re-subscribe emails and codes owed for over a minute (a tap cut short before its message,
-        chalicelib/resubscribe.py): send the message again. The notifier takes an owed message once."""
+        chalicelib/shopper/resubscribe.py): send the message again. The notifier takes an owed message once."""
         sent = 0
         for key in self.tables.optout.owed_proofs(
             at - PROOF_OWED_AFTER_S, lookback_days=PROOF_OWED_LOOKBACK_DAYS, page_size=self.page_size

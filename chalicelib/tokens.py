@@ -157,7 +157,7 @@ class Tokens:
 
     def undo(self, contact_key: str, at: int, nonce: str) -> str:
         """An unsubscribe's undo: the person (by keyed hash), the opt-out's written-at stamp and the nonce of the
-        record kept for taking it back (chalicelib/undo.py)."""
+        record kept for taking it back (chalicelib/shopper/undo.py)."""
         return self._dump(UNDO, "k", contact_key, a=int(at), n=nonce)
 
     def read_undo(self, token: str, max_age_s: int) -> tuple[str, int, str]:

@@ -25,35 +25,36 @@ if TYPE_CHECKING:
     from chalicelib.capture import CaptureService
     from chalicelib.catalog_sync import CatalogSync
     from chalicelib.confirm import MessageSender
-    from chalicelib.confirm_pages import ConfirmPages
-    from chalicelib.copywriter import Copywriter
     from chalicelib.counters import UnitMoves
     from chalicelib.detect import DetectService
-    from chalicelib.email_caps import EmailSends
     from chalicelib.feedback import FeedbackService
     from chalicelib.holds import HoldsService
-    from chalicelib.jobs import JobQueue
     from chalicelib.leaving import QueueExits
     from chalicelib.links import Links
     from chalicelib.manage import ManageService
-    from chalicelib.messages import MessageBus
+    from chalicelib.messages.copywriter import Copywriter
+    from chalicelib.messages.email_caps import EmailSends
+    from chalicelib.messages.senders import Senders
+    from chalicelib.messages.sms_caps import SmsSends
     from chalicelib.metrics import MetricsFactory
     from chalicelib.notifier import Notifier
-    from chalicelib.optin import OptIns, OptInSender
     from chalicelib.optout_service import OptoutService
     from chalicelib.orders import OrdersService
-    from chalicelib.owed import OwedJobs
-    from chalicelib.pages import Shop
     from chalicelib.platforms.base import Store, WebhookReader
     from chalicelib.platforms.http import Transport
     from chalicelib.platforms.shopify import ShopifyConnector
     from chalicelib.platforms.woocommerce import WooCommerceConnector
+    from chalicelib.queue.jobs import JobQueue
+    from chalicelib.queue.messages import MessageBus
+    from chalicelib.queue.owed import OwedJobs
     from chalicelib.reconcile import ReconcileService
-    from chalicelib.resubscribe import ProofRequests, ProofSender, Resubscribe
     from chalicelib.secrets import Secrets
-    from chalicelib.selfservice import SelfService
-    from chalicelib.senders import Senders
-    from chalicelib.sms_caps import SmsSends
+    from chalicelib.shopper.confirm_pages import ConfirmPages
+    from chalicelib.shopper.optin import OptIns, OptInSender
+    from chalicelib.shopper.pages import Shop
+    from chalicelib.shopper.resubscribe import ProofRequests, ProofSender, Resubscribe
+    from chalicelib.shopper.selfservice import SelfService
+    from chalicelib.shopper.undo import UnsubscribeUndo
     from chalicelib.sms_feedback import SmsFeedbackService
     from chalicelib.store_holds import StoreHolds
     from chalicelib.store_webhooks import StoreWebhooks
@@ -61,7 +62,6 @@ if TYPE_CHECKING:
     from chalicelib.sweep import SweepService
     from chalicelib.tables.store import Tables
     from chalicelib.tokens import Tokens
-    from chalicelib.undo import UnsubscribeUndo
     from chalicelib.unknown_skus import UnknownSkus
 
 
@@ -151,14 +151,14 @@ class Services:
     @cached_property
     def jobs(self) -> JobQueue:
         """The notifier's job queue."""
-        from chalicelib.jobs import JobQueue
+        from chalicelib.queue.jobs import JobQueue
 
         return JobQueue(self.aws.sqs, self.settings.jobs_queue_name)
 
     @cached_property
     def owed(self) -> OwedJobs:
         """Sends the notifier job a restock owes (detection, capture, and the sweep's re-send)."""
-        from chalicelib.owed import OwedJobs
+        from chalicelib.queue.owed import OwedJobs
 
         return OwedJobs(restocks=self.tables.restocks, jobs=self.jobs, faults=self.faults)
 
@@ -188,7 +188,7 @@ class Services:
     @cached_property
     def copywriter(self) -> Copywriter:
         """One restock's message copy, written once and cached on the restock."""
-        from chalicelib.copywriter import Copywriter
+        from chalicelib.messages.copywriter import Copywriter
 
         return Copywriter(settings=self.settings, restocks=self.tables.restocks, links=self.links, bedrock=self.bedrock)
 
@@ -198,7 +198,7 @@ class Services:
 
         Built on the first job of a container, which reads the account's SES sending rate once (GetAccount)."""
         from chalicelib.config import NOTIFIER_MAX_CONCURRENCY
-        from chalicelib.senders import EmailSender, Senders, SmsSender, per_function_rate, ses_max_send_rate
+        from chalicelib.messages.senders import EmailSender, Senders, SmsSender, per_function_rate, ses_max_send_rate
 
         if self._senders is not None:
             return self._senders
@@ -250,7 +250,7 @@ class Services:
     @cached_property
     def proof_requests(self) -> ProofRequests:
         """A tap for a suppressed contact: the one proof message that may answer it (opting back in)."""
-        from chalicelib.resubscribe import ProofRequests
+        from chalicelib.shopper.resubscribe import ProofRequests
 
         return ProofRequests(
             tables=self.tables,
@@ -262,8 +262,8 @@ class Services:
     @cached_property
     def proofs(self) -> ProofSender:
         """The notifier's side of opting back in: a re-subscribe email or code, sent once."""
-        from chalicelib.compose import brand_of
-        from chalicelib.resubscribe import ProofCodes, ProofSender
+        from chalicelib.messages.compose import brand_of
+        from chalicelib.shopper.resubscribe import ProofCodes, ProofSender
 
         return ProofSender(
             tables=self.tables,
@@ -278,7 +278,7 @@ class Services:
     @cached_property
     def resubscribe(self) -> Resubscribe:
         """GET/POST /resubscribe/{id} and POST /notify-me/code: a proof coming back lifts the opt-out and joins."""
-        from chalicelib.resubscribe import ProofCodes, Resubscribe
+        from chalicelib.shopper.resubscribe import ProofCodes, Resubscribe
 
         return Resubscribe(
             tables=self.tables,
@@ -309,9 +309,9 @@ class Services:
     @cached_property
     def message_bus(self) -> MessageBus:
         """Where each message on the jobs queue goes: a restock job to the notifier, an owed confirmation email or
-        switch code to chalicelib/confirm.py, a re-subscribe email or code to chalicelib/resubscribe.py, an opt-in
-        link staff started to chalicelib/optin.py. Each handler builds its service only when a message needs it."""
-        from chalicelib.messages import ConfirmEmail, Job, MessageBus, OptinLink, ResubscribeProof, SwitchCode
+        switch code to chalicelib/confirm.py, a re-subscribe email or code to chalicelib/shopper/resubscribe.py, an opt-in
+        link staff started to chalicelib/shopper/optin.py. Each handler builds its service only when a message needs it."""
+        from chalicelib.queue.messages import ConfirmEmail, Job, MessageBus, OptinLink, ResubscribeProof, SwitchCode
 
         return MessageBus(
             handlers={
@@ -325,21 +325,21 @@ class Services:
 
     def handle_message(self, body: str, remaining_ms: Callable[[], int]) -> object:
         """One message from the jobs queue, handled where it belongs; BadRequest for a malformed body."""
-        from chalicelib.messages import parse
+        from chalicelib.queue.messages import parse
 
         return self.message_bus.handle(parse(body), remaining_ms)
 
     @cached_property
     def shop(self) -> Shop:
         """The shop's name and look on every page a shopper's link opens."""
-        from chalicelib.pages import Shop
+        from chalicelib.shopper.pages import Shop
 
         return Shop.of(self.settings)
 
     @cached_property
     def confirm_pages(self) -> ConfirmPages:
         """GET/POST /confirm/{token}: email double opt-in."""
-        from chalicelib.confirm_pages import ConfirmPages
+        from chalicelib.shopper.confirm_pages import ConfirmPages
 
         return ConfirmPages(
             tables=self.tables,
@@ -646,21 +646,21 @@ class Services:
     def email_sends(self) -> EmailSends:
         """The caps every email a stranger can make us send (confirmations, re-subscribe emails, codes) is charged to,
         whichever request asked for it."""
-        from chalicelib.email_caps import EmailSends
+        from chalicelib.messages.email_caps import EmailSends
 
         return EmailSends(tables=self.tables, settings=self.settings, hash_key=self.hash_key, metrics=self.metrics)
 
     @cached_property
     def sms_sends(self) -> SmsSends:
         """The caps every code SMS is charged to, whichever request asked for it."""
-        from chalicelib.sms_caps import SmsSends
+        from chalicelib.messages.sms_caps import SmsSends
 
         return SmsSends(tables=self.tables, settings=self.settings, hash_key=self.hash_key, metrics=self.metrics)
 
     @cached_property
     def self_service(self) -> SelfService:
         """GET/POST /unsubscribe/{token} and /me/{token}."""
-        from chalicelib.selfservice import SelfService
+        from chalicelib.shopper.selfservice import SelfService
 
         return SelfService(
             shop=self.shop,
@@ -675,7 +675,7 @@ class Services:
     @cached_property
     def unsubscribe_undo(self) -> UnsubscribeUndo:
         """POST /unsubscribe/undo/{token}: taking back an unsubscribe by link inside its window."""
-        from chalicelib.undo import UnsubscribeUndo
+        from chalicelib.shopper.undo import UnsubscribeUndo
 
         return UnsubscribeUndo(
             tables=self.tables,
@@ -719,7 +719,7 @@ class Services:
     @cached_property
     def optins(self) -> OptIns:
         """Opting back in: a link staff give the person; only its button lifts the opt-out."""
-        from chalicelib.optin import OptIns
+        from chalicelib.shopper.optin import OptIns
 
         return OptIns(
             tables=self.tables,
@@ -734,8 +734,8 @@ class Services:
     @cached_property
     def optin_links(self) -> OptInSender:
         """The notifier's side of an opt-in staff started: its link, sent once to the person's own contact."""
-        from chalicelib.compose import brand_of
-        from chalicelib.optin import OptInSender
+        from chalicelib.messages.compose import brand_of
+        from chalicelib.shopper.optin import OptInSender
 
         return OptInSender(
             tables=self.tables,

@@ -6,9 +6,9 @@ import json
 import re
 from typing import Any
 
-from chalicelib.compose import LINK, PRODUCT, SHOP
 from chalicelib.config import Settings
 from chalicelib.i18n import LANGUAGES
+from chalicelib.messages.compose import LINK, PRODUCT, SHOP
 
 # What the fake writes in each language, with the placeholders for the names (the prompt holds none) and the link
 # once: sms, email_subject, then the email body's paragraphs (the link's paragraph between them).
@@ -49,7 +49,7 @@ WRITTEN: dict[str, tuple[str, str, str, str, str]] = {
         "Gebruik je hem niet op tijd, dan gaat hij naar de volgende persoon.",
     ),
 }
-# The languages a prompt asks for: its "- de (German...): ..." lines (chalicelib/copywriter.py user_prompt).
+# The languages a prompt asks for: its "- de (German...): ..." lines (chalicelib/messages/copywriter.py user_prompt).
 ASKED = re.compile(r"^- ([a-z]{2}) \(", re.MULTILINE)
 
 

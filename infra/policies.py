@@ -92,7 +92,7 @@ NEEDS: dict[str, Needs] = {
             # by-store-item: a platform's stock webhook names its inventory item, not the SKU (a query on the index
             # only; the table itself is never queried). SCAN: a product deleted on the platform reaches its SKUs
             # (rare, never a shopper's path: chalicelib/tables/catalog.py). CHECK: a confirmed email place looks for
-            # units waiting for nobody (chalicelib/confirm_pages.py). BATCH_GET: a place in line sums the product's
+            # units waiting for nobody (chalicelib/shopper/confirm_pages.py). BATCH_GET: a place in line sums the product's
             # waiting shards (chalicelib/line.py); the dashboard's names and prices of a period's restocks.
             # by-demand: the dashboard's most-wanted products.
             "catalog": TableAccess((GET, BATCH_GET, UPDATE, SCAN, CHECK), ("by-store-item", "by-demand")),
@@ -104,7 +104,7 @@ NEEDS: dict[str, Needs] = {
             "restocks": TableAccess((GET, QUERY, PUT, UPDATE), ("by-opened",)),
             "reservations": TableAccess((GET, UPDATE)),
             # UPDATE: a person's manage-link version, raised when they sign out everywhere. DELETE: a person's own
-            # opt-in link, or their proof from a tap (a re-subscribe link or code, chalicelib/resubscribe.py), lifts it.
+            # opt-in link, or their proof from a tap (a re-subscribe link or code, chalicelib/shopper/resubscribe.py), lifts it.
             "optout": TableAccess((GET, PUT, UPDATE, DELETE, CHECK)),
             # Rate limits; inventory webhook ids remembered, so a late retry is known; pending channel switches.
             "throttle": TableAccess((GET, PUT, UPDATE, DELETE)),
@@ -132,7 +132,7 @@ NEEDS: dict[str, Needs] = {
             "reservations": TableAccess((PUT, DELETE)),
             # BATCH_GET: one read per batch of people about to be told; GET: a switch code's new contact, once.
             # PUT, UPDATE: a person's short manage id, issued on their first SMS (chalicelib/manage_ids.py).
-            # UPDATE: a re-subscribe message, taken once for sending (chalicelib/resubscribe.py).
+            # UPDATE: a re-subscribe message, taken once for sending (chalicelib/shopper/resubscribe.py).
             "optout": TableAccess((GET, BATCH_GET, PUT, UPDATE)),
             "audit": TableAccess((PUT,)),
             # A pending channel switch's code, taken once for sending (chalicelib/confirm.py).

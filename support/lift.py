@@ -1,7 +1,7 @@
 """Lifting an opt-out by hand (`bisn optout remove`): staff only, with their own AWS credentials.
 
 Not in the shipped desk (chalicelib/support_desk.py): it asks SNS whether the number is still blocked, which no
-function's role may (the dashboard opts people back in only through their own link, chalicelib/optin.py).
+function's role may (the dashboard opts people back in only through their own link, chalicelib/shopper/optin.py).
 """
 
 from __future__ import annotations

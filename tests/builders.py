@@ -10,7 +10,7 @@ from typing import Any
 from chalicelib.clock import iso
 from chalicelib.contacts import contact_key
 from chalicelib.detect import restock_id_for, restock_ts_for
-from chalicelib.messages import Job
+from chalicelib.queue.messages import Job
 from chalicelib.tables.base import transact
 from chalicelib.tables.catalog import shard_for
 from chalicelib.tables.requests import ACTIVE_STATES, Request, RequestState, new_joined_ts

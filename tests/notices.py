@@ -14,8 +14,8 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ses.models import ses_backends
 from moto.sns.models import sns_backends
 
-from chalicelib.messages import Job, parse
 from chalicelib.notifier import Outcome
+from chalicelib.queue.messages import Job, parse
 from chalicelib.wiring import Services
 from tests.support import CHAIR, REGION
 
@@ -85,7 +85,7 @@ def drain(services: Services, *, looks: int | None = None, limit: int = 500) -> 
         message = messages[0]
         job = parse(message["Body"])
         if not isinstance(job, Job):
-            # A message that owes one send (chalicelib/messages.py), handled as the Lambda does.
+            # A message that owes one send (chalicelib/queue/messages.py), handled as the Lambda does.
             services.message_bus.handle(job, plenty)
             sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
             continue

@@ -89,7 +89,7 @@ def queued_bodies(services: Any) -> list[str]:
 def queued_jobs(services: Any) -> list[Any]:
     """Every restock job waiting on the notifier's queue, taken off it (the messages that owe one send each, on the
     same queue, are taken off and left out)."""
-    from chalicelib.messages import Job, parse
+    from chalicelib.queue.messages import Job, parse
 
     return [message for message in map(parse, queued_bodies(services)) if isinstance(message, Job)]
 
@@ -97,8 +97,8 @@ def queued_jobs(services: Any) -> list[Any]:
 def queued_messages(services: Any) -> list[Any]:
     """Every message waiting on the notifier's queue that owes one send (a confirmation email, a switch code, a
     re-subscribe message, an opt-in link), taken off it (restock jobs too). Parsed as the notifier parses them
-    (chalicelib/messages.py)."""
-    from chalicelib.messages import Job, parse
+    (chalicelib/queue/messages.py)."""
+    from chalicelib.queue.messages import Job, parse
 
     return [message for message in map(parse, queued_bodies(services)) if not isinstance(message, Job)]
 

@@ -17,7 +17,7 @@ from chalicelib.clock import Clock, iso
 from chalicelib.contacts import mask
 from chalicelib.errors import BadRequest, Forbidden
 from chalicelib.line import PlaceInLine
-from chalicelib.optin import OptIns
+from chalicelib.shopper.optin import OptIns
 from chalicelib.support_desk import SupportDesk
 from chalicelib.tables.audit import AuditTable
 

@@ -10,7 +10,7 @@ their current id (`link`, issued at `link_at`), so every SMS reuses it rather th
 Signing out everywhere raises the version and forgets the current id: every older id is refused by its version,
 and the next SMS carries a new one. An id item expires (`ttl`) when a link of its age would be refused anyway.
 
-Opting back in from a tap (chalicelib/resubscribe.py) keeps its pending proofs here too: `rs#<random id>` for a
+Opting back in from a tap (chalicelib/shopper/resubscribe.py) keeps its pending proofs here too: `rs#<random id>` for a
 re-subscribe email's link, `rc#<contact key>` for an SMS code. While its message is owed, a pending proof carries
 `owed_day`/`owed_at` (the sparse index "by-owed"), so the sweep finds a message a crash left unsent.
 """
@@ -138,7 +138,7 @@ class OptoutTable:
         }
 
     def undo_item(self, contact_key: str, at: int) -> TxItem:
-        """Transaction item: lift the unsubscribe written at `at` (chalicelib/undo.py), and no other opt-out."""
+        """Transaction item: lift the unsubscribe written at `at` (chalicelib/shopper/undo.py), and no other opt-out."""
         return {
             "Delete": {
                 "TableName": self.name,
@@ -151,7 +151,7 @@ class OptoutTable:
             }
         }
 
-    # --- Pending proofs of opting back in (chalicelib/resubscribe.py).
+    # --- Pending proofs of opting back in (chalicelib/shopper/resubscribe.py).
 
     def pending_proof_item(self, key: str, fields: dict[str, Any], *, now: float, ttl_s: int) -> TxItem:
         """Transaction item: a pending proof (`key` from resubscribe_link_key or resubscribe_code_key) whose message

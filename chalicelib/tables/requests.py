@@ -126,7 +126,7 @@ class Request:
         bought from or left): the new place is never told about it again (invariant 6 is per person).
         `unconfirmed`: an email place under double opt-in; it owes one confirmation email from this moment (the
         sweep sends any still owed after a minute), and `ttl` is its deadline; with `owes` False (its address is past
-        an email cap, chalicelib/email_caps.py) it owes none until a later tap. `ticket` and `burnt_before`: the
+        an email cap, chalicelib/messages/email_caps.py) it owes none until a later tap. `ticket` and `burnt_before`: the
         line's ticket this place took, so its place is read without counting the list (chalicelib/line.py).
         `waiting_shard`: the catalogue shard the same transaction counts the place on, so leaving takes it off the
         same one.

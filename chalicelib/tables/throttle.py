@@ -9,7 +9,7 @@ A deployed table holds them all under its one key attribute (`key`), a key's pre
 - `PendingSteps`: a pending channel switch's code, a pending opt-in's link;
 - `SavedStates`: a small state kept between runs (where a sync stopped, what a platform's order named);
 - `LineTickets`: each SKU's line tickets (chalicelib/line.py);
-- `UndoRecords`: what taking back an unsubscribe needs, for its short window (chalicelib/undo.py).
+- `UndoRecords`: what taking back an unsubscribe needs, for its short window (chalicelib/shopper/undo.py).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class RateCounters(TableRole):
         }
 
     def proof_cap_item(self, key: str, now: float, *, every_s: int, window_s: int) -> TxItem:
-        """Transaction item: count one proof message (chalicelib/resubscribe.py) against a person's cap, refused
+        """Transaction item: count one proof message (chalicelib/shopper/resubscribe.py) against a person's cap, refused
         when one went under `every_s` ago or three went within the last `window_s` (sliding, not fixed windows)."""
         return {
             "Update": {
@@ -173,7 +173,7 @@ class Digests(TableRole):
 
 class PendingSteps(TableRole):
     """Steps a person must finish, each pending under one key with a nonce until it is done or expires: a channel
-    switch's code (chalicelib/confirm.py) and an opt-in's link (chalicelib/optin.py)."""
+    switch's code (chalicelib/confirm.py) and an opt-in's link (chalicelib/shopper/optin.py)."""
 
     def _start_pending(self, item: dict[str, Any], *, now: float, ttl_s: int, every_s: int) -> bool:
         """Write a pending step (a channel switch's code, an opt-in link) with a fresh nonce, replacing an older one;
@@ -258,7 +258,7 @@ class PendingSteps(TableRole):
         except self.table.meta.client.exceptions.ConditionalCheckFailedException:
             return
 
-    # --- Pending opt-ins (chalicelib/optin.py): a staff member started one; only the person's own button ends it.
+    # --- Pending opt-ins (chalicelib/shopper/optin.py): a staff member started one; only the person's own button ends it.
 
     def start_optin(self, key: str, *, nonce: str, now: float, ttl_s: int, every_s: int, **fields: Any) -> bool:
         """Record a pending opt-in with a fresh nonce (older links stop working), keeping `fields` (where its link
@@ -352,7 +352,7 @@ class LineTickets(TableRole):
 
 
 class UndoRecords(TableRole):
-    """Taking back an unsubscribe (chalicelib/undo.py): for its short window, what putting the person back needs,
+    """Taking back an unsubscribe (chalicelib/shopper/undo.py): for its short window, what putting the person back needs,
     under `undo#<contact key>`, one per person (the newest unsubscribe's), gone by TTL after the window."""
 
     def keep_undo(self, contact_key: str, record: dict[str, Any], expires_at: int) -> None:

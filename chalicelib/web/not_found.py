@@ -12,7 +12,7 @@ from chalice import Response
 
 from chalicelib import i18n
 from chalicelib.errors import NotFound
-from chalicelib.pages import NOT_FOUND_PAGE, Shop, shopper_text_page
+from chalicelib.shopper.pages import NOT_FOUND_PAGE, Shop, shopper_text_page
 from chalicelib.web.responses import error_response, page_response
 
 # Paths under these are the API's: whoever calls them reads JSON (docs/openapi.yaml).

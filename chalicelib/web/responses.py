@@ -12,7 +12,7 @@ from chalicelib.errors import DomainError, RateLimited
 from chalicelib.web.errors import error_status
 
 if TYPE_CHECKING:
-    from chalicelib.pages import Page
+    from chalicelib.shopper.pages import Page
 
 
 def json_response(status: int, body: dict[str, Any], headers: Mapping[str, str | list[str]] | None = None) -> Response:

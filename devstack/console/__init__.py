@@ -15,8 +15,8 @@ from flask import Flask, Response, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
 from chalicelib.errors import BadRequest, DomainError
+from chalicelib.messages.wording import TONES
 from chalicelib.web.errors import error_status
-from chalicelib.wording import TONES
 from devstack import views
 from devstack.console import validate
 from devstack.stack import NotAvailable, Stack

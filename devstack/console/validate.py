@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 
 from chalicelib.capture import parse_sku
 from chalicelib.errors import BadRequest
+from chalicelib.messages.wording import check_name, check_voice
 from chalicelib.tables.catalog import PRODUCT_FIELDS
-from chalicelib.wording import check_name, check_voice
 
 INT_LIMITS = {
     "threshold": (1, 1_000_000),

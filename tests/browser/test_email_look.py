@@ -97,8 +97,8 @@ def test_the_re_subscribe_email_wears_the_shops_look(browser: Any) -> None:
     import base64
     from pathlib import Path
 
-    from chalicelib.compose import Brand
-    from chalicelib.resubscribe import proof_email
+    from chalicelib.messages.compose import Brand
+    from chalicelib.shopper.resubscribe import proof_email
     from tests.browser.axe import assert_accessible
 
     logo = Path(__file__).resolve().parents[2] / "devstack" / "console" / "static" / "logo.svg"

@@ -19,7 +19,7 @@ import pytest
 from chalicelib.config import settings_from_env
 from chalicelib.contacts import check_sms_number, normalise_contact
 from chalicelib.errors import BadRequest
-from chalicelib.widget import widget_source
+from chalicelib.shopper.widget import widget_source
 from infra.stages import stage_env
 from tests.browser.axe import assert_accessible
 from tests.browser.running import RunningStack, shot

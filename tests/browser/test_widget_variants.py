@@ -1,4 +1,4 @@
-"""The widget as the API serves it (chalicelib/widget.py) on imitation shop pages, in headless Chromium.
+"""The widget as the API serves it (chalicelib/shopper/widget.py) on imitation shop pages, in headless Chromium.
 
 Every page is served from a made-up origin (http://shop.test) by Playwright's request routing, so no server runs:
 a Shopify-style product page (a variant picker, the URL's ?variant= and the widget's JSON map), a WooCommerce
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from chalicelib.config import settings_from_env
-from chalicelib.widget import widget_source
+from chalicelib.shopper.widget import widget_source
 from infra.stages import stage_env
 from tests.support import REGION
 

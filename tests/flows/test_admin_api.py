@@ -17,7 +17,7 @@ from chalice.test import Client
 
 from chalicelib.aws import Aws
 from chalicelib.config import settings_from_env
-from chalicelib.messages import Job
+from chalicelib.queue.messages import Job
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock

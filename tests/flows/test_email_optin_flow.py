@@ -8,8 +8,8 @@ from typing import Any
 
 from chalice.test import Client
 
-from chalicelib.messages import ConfirmEmail
 from chalicelib.notifier import SkipReason
+from chalicelib.queue.messages import ConfirmEmail
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.builders import add_restock

@@ -20,8 +20,8 @@ from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 from chalice.test import Client
 
 from chalicelib import logs
-from chalicelib.messages import to_body
-from chalicelib.senders import EmailSender, Senders, SmsSender
+from chalicelib.messages.senders import EmailSender, Senders, SmsSender
+from chalicelib.queue.messages import to_body
 from chalicelib.webhooks import sign
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock

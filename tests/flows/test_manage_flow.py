@@ -13,7 +13,7 @@ from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 
 from chalicelib.confirm import CodeKey, switch_key
 from chalicelib.contacts import contact_key
-from chalicelib.messages import SwitchCode
+from chalicelib.queue.messages import SwitchCode
 from chalicelib.tables.requests import Request
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock

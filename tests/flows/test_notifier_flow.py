@@ -13,8 +13,8 @@ from chalice.test import Client
 
 from chalicelib import wiring
 from chalicelib.errors import BadRequest
-from chalicelib.messages import Job, parse, to_body
 from chalicelib.notifier import UnknownRestock
+from chalicelib.queue.messages import Job, parse, to_body
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.builders import add_restock

@@ -13,7 +13,7 @@ from chalice.local import LambdaEventConverter
 from chalice.test import Client
 
 from chalicelib.contacts import contact_key
-from chalicelib.senders import EmailSender, Senders, SmsSender
+from chalicelib.messages.senders import EmailSender, Senders, SmsSender
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.builders import add_restock

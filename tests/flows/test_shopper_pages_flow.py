@@ -8,7 +8,7 @@ from posixpath import join, normpath
 
 from chalice.test import Client
 
-from chalicelib.optin import optin_key
+from chalicelib.shopper.optin import optin_key
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.builders import add_request, joined

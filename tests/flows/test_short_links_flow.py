@@ -13,7 +13,7 @@ from urllib.parse import urlencode, urlsplit
 from chalice.test import Client
 
 from chalicelib.link_ids import is_link_id, new_link_id
-from chalicelib.sms import sms_segments
+from chalicelib.messages.sms import sms_segments
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.builders import add_restock

@@ -21,7 +21,7 @@ from click.testing import CliRunner, Result
 
 from chalicelib.aws import Aws
 from chalicelib.config import settings_from_env
-from chalicelib.messages import Job, to_body
+from chalicelib.queue.messages import Job, to_body
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock

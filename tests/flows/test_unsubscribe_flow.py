@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from chalice.test import Client
 
-from chalicelib.messages import Job
+from chalicelib.queue.messages import Job
 from chalicelib.tables.requests import Request
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock

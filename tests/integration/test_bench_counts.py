@@ -46,7 +46,7 @@ class Outbox:
 def test_the_reported_sms_segments_are_those_the_notifier_sends_for_the_demo_catalogue() -> None:
     from bench.sms import DEMO_CATALOG, demo_products, measured_settings, sms_segments_per_notice
     from bench.stack import stack, waiting_list
-    from chalicelib.sms import sms_segments
+    from chalicelib.messages.sms import sms_segments
 
     reported = sms_segments_per_notice()
     catalogue = {p["sku"]: p for p in json.loads(DEMO_CATALOG.read_text())["products"]}
@@ -68,7 +68,7 @@ def test_the_reported_sms_segments_are_those_the_notifier_sends_for_the_demo_cat
 
 def test_the_ses_gate_refuses_what_is_over_the_accounts_rate_as_ses_does() -> None:
     from bench.fleet import GatedSes, SesQuota
-    from chalicelib.senders import throttled
+    from chalicelib.messages.senders import throttled
 
     class Recorder:
         def __init__(self) -> None:

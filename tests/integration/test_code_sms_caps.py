@@ -1,5 +1,5 @@
 """SMS pumping through codes: a channel switch's code and a re-subscribe code spend the caps a tap does, and the
-shop's daily ceiling of SMS that are not notices (chalicelib/sms_caps.py, docs/SECURITY.md)."""
+shop's daily ceiling of SMS that are not notices (chalicelib/messages/sms_caps.py, docs/SECURITY.md)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from chalice.test import Client
 
 from chalicelib.contacts import contact_key, normalise_contact
 from chalicelib.errors import DomainError, RateLimited
-from chalicelib.messages import OptinLink, SwitchCode
-from chalicelib.sms_caps import places_key
+from chalicelib.messages.sms_caps import places_key
+from chalicelib.queue.messages import OptinLink, SwitchCode
 from chalicelib.web.errors import error_status
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock

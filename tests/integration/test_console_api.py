@@ -18,11 +18,11 @@ from chalicelib import wiring
 from chalicelib.aws import Aws
 from chalicelib.clock import parse_iso
 from chalicelib.config import settings_from_env
-from chalicelib.messages import Job, parse
+from chalicelib.messages.wording import TONES
+from chalicelib.queue.messages import Job, parse
 from chalicelib.support_desk import TOLD
 from chalicelib.webhooks import verify
 from chalicelib.wiring import Services
-from chalicelib.wording import TONES
 from devstack import demo, outbox
 from devstack.clocks import FixedClock
 from devstack.console import create_console

@@ -173,7 +173,7 @@ def test_the_notifier_consumes_the_stacks_own_queue_one_job_at_a_time(package: P
     assert event["Type"] == "SQS"
     assert event["Properties"]["Queue"] == {"Fn::GetAtt": ["JobsQueue", "Arn"]}
     assert event["Properties"]["BatchSize"] == 1
-    # At most this many jobs at once: the account's send rates are divided by it (chalicelib/senders.py).
+    # At most this many jobs at once: the account's send rates are divided by it (chalicelib/messages/senders.py).
     assert event["Properties"]["ScalingConfig"] == {"MaximumConcurrency": NOTIFIER_MAX_CONCURRENCY}
     schedules = {name: package.function(name)["Events"] for name in ("sweep", "catalog_sync", "reconcile")}
     assert [e["Properties"]["Schedule"] for e in schedules["sweep"].values()] == ["rate(1 minute)"]

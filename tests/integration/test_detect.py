@@ -17,9 +17,9 @@ from chalicelib.clock import iso
 from chalicelib.config import settings_from_env
 from chalicelib.detect import DetectOutcome, restock_id_for
 from chalicelib.errors import InvalidSignature
-from chalicelib.jobs import JobQueue
-from chalicelib.messages import Job
-from chalicelib.owed import ENQUEUE_LEASE_S, OwedJobs
+from chalicelib.queue.jobs import JobQueue
+from chalicelib.queue.messages import Job
+from chalicelib.queue.owed import ENQUEUE_LEASE_S, OwedJobs
 from chalicelib.tables.base import TransactionCancelled, transact
 from chalicelib.web.errors import error_status
 from chalicelib.webhooks import sign

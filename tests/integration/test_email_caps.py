@@ -1,5 +1,5 @@
 """Email bombing: every confirmation, re-subscribe and code email a stranger can make us send is charged to caps per
-address (across every product), per client address and shop-wide (chalicelib/email_caps.py, docs/SECURITY.md)."""
+address (across every product), per client address and shop-wide (chalicelib/messages/email_caps.py, docs/SECURITY.md)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from chalicelib.contacts import contact_key
 from chalicelib.errors import Busy, RateLimited
-from chalicelib.messages import ResubscribeProof, parse
+from chalicelib.queue.messages import ResubscribeProof, parse
 from chalicelib.web.errors import error_status
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock

@@ -1,5 +1,5 @@
 """Invariant 3 at the moment of sending: a notice held back by its channel's rate limit, or by a throttle's back-off,
-never goes to someone whose opt-out (or leave) completed meanwhile (chalicelib/optout_gate.py).
+never goes to someone whose opt-out (or leave) completed meanwhile (chalicelib/messages/optout_gate.py).
 
 The senders here run at the stage's own per-function rate (SMS_PER_SECOND and EMAIL_PER_SECOND over
 NOTIFIER_MAX_CONCURRENCY), so a batch of 25 takes seconds to go out, as it does in Lambda.
@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 
 from chalicelib.clock import SystemClock
 from chalicelib.config import NOTIFIER_MAX_CONCURRENCY
-from chalicelib.senders import EmailSender, Senders, SmsSender, per_function_rate
+from chalicelib.messages.senders import EmailSender, Senders, SmsSender, per_function_rate
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock

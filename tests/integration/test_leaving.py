@@ -124,7 +124,7 @@ def test_leave_all_covers_every_sku(services: Services, clock: FixedClock) -> No
 def test_unsubscribing_while_the_notifier_runs_keeps_every_count_right(services: Services, clock: FixedClock) -> None:
     import threading
 
-    from chalicelib.messages import Job
+    from chalicelib.queue.messages import Job
 
     s = scene(services, clock, units=3, people=12)
     leavers = s.requests[:6]

@@ -13,7 +13,8 @@ import pytest
 
 from chalicelib.i18n import LANGUAGES
 from chalicelib.link_ids import is_link_id
-from chalicelib.messages import Job
+from chalicelib.messages.senders import EmailSender, Senders, SmsSender
+from chalicelib.messages.sms import sms_segments
 from chalicelib.metrics import (
     NOTICES_SENT,
     SEND_FAILURES,
@@ -29,8 +30,7 @@ from chalicelib.notifier import (
     StopReason,
     UnknownRestock,
 )
-from chalicelib.senders import EmailSender, Senders, SmsSender
-from chalicelib.sms import sms_segments
+from chalicelib.queue.messages import Job
 from chalicelib.tables.restocks import Restock
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from chalicelib.senders import EmailSender, Senders, SmsSender
+from chalicelib.messages.senders import EmailSender, Senders, SmsSender
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.builders import add_many_requests, add_restock, key_of

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from chalicelib.messages import Job
+from chalicelib.messages.senders import THROTTLE_ATTEMPTS, EmailSender, Senders, SmsSender
 from chalicelib.metrics import NOTICES_UNDELIVERABLE, SENDS_THROTTLED, skip_metric
 from chalicelib.notifier import (
     MAX_REFUSALS_IN_A_ROW,
@@ -18,7 +18,7 @@ from chalicelib.notifier import (
     SkipReason,
     skip_reason,
 )
-from chalicelib.senders import THROTTLE_ATTEMPTS, EmailSender, Senders, SmsSender
+from chalicelib.queue.messages import Job
 from chalicelib.support_desk import UNDELIVERABLE
 from chalicelib.tables.restocks import Restock
 from chalicelib.wiring import Services

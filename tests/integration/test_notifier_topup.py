@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from chalicelib.messages import Job
+from chalicelib.messages.senders import EmailSender, Senders, SmsSender
 from chalicelib.notifier import PARKED_MAX, SendFailed, SkipReason
-from chalicelib.senders import EmailSender, Senders, SmsSender
+from chalicelib.queue.messages import Job
 from chalicelib.tables.requests import RequestState
 from chalicelib.tables.reservations import Offer
 from chalicelib.tables.restocks import ROLLED_BACK, Restock, WalkMark

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from chalicelib.messages import Job
 from chalicelib.notifier import Notifier, StopReason
+from chalicelib.queue.messages import Job
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.scenes import Scene, scene

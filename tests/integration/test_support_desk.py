@@ -9,7 +9,7 @@ import boto3
 import pytest
 
 from chalicelib.contacts import contact_key
-from chalicelib.messages import Job, to_body
+from chalicelib.queue.messages import Job, to_body
 from chalicelib.support_desk import (
     ALREADY_NOTIFIED,
     BEHIND_CAP,

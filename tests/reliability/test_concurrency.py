@@ -147,7 +147,7 @@ def test_one_job_handled_by_several_invocations_at_once_tells_each_person_once(w
     world.inventory(6)
     url = world.sqs.get_queue_url(QueueName=world.services.settings.jobs_queue_name)["QueueUrl"]
     [message] = world.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1)["Messages"]
-    from chalicelib.messages import parse
+    from chalicelib.queue.messages import parse
 
     job = parse(message["Body"])
     results = at_once(world, [lambda s: s.notifier.handle(job, lambda: PLENTY_MS) for _ in range(runs)])

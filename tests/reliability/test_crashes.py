@@ -26,9 +26,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from chalicelib.messages import parse
+from chalicelib.messages.senders import EmailSender, Senders, SmsSender
 from chalicelib.notifier import AFTER_UNDELIVERABLE
-from chalicelib.senders import EmailSender, Senders, SmsSender
+from chalicelib.queue.messages import parse
 from chalicelib.tables.reservations import OfferState
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock

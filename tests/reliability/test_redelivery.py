@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from chalicelib.messages import Job, parse
+from chalicelib.queue.messages import Job, parse
 from chalicelib.tables.reservations import OfferState
 from chalicelib.wiring import Services
 from tests.reliability.invariants import Tables, assert_invariants

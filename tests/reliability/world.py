@@ -27,7 +27,7 @@ from chalicelib.aws import Aws
 from chalicelib.config import settings_from_env
 from chalicelib.contacts import contact_key
 from chalicelib.link_ids import is_link_id
-from chalicelib.messages import Job, parse
+from chalicelib.queue.messages import Job, parse
 from chalicelib.tables.base import query_all
 from chalicelib.webhooks import sign
 from chalicelib.wiring import Services
@@ -468,7 +468,7 @@ class World:
             bus = (services or self.services).message_bus
             job = parse(message["Body"])
             if not isinstance(job, Job):
-                # A message that owes one send (chalicelib/messages.py), handled by the same function.
+                # A message that owes one send (chalicelib/queue/messages.py), handled by the same function.
                 bus.handle(job, lambda: PLENTY_MS)
                 sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
                 continue

@@ -11,7 +11,7 @@ from bench.calls import CallLog
 from bench.cost import MINUTES_A_MONTH, Shop, monthly_cost
 from bench.prices import USD
 from bench.sms import composed_sms, demo_products, measured_settings, sms_segments_per_notice
-from chalicelib.sms import sms_segments
+from chalicelib.messages.sms import sms_segments
 
 
 def activity(total: float, writes: float = 0.0, reads: float = 0.0, **calls: float) -> dict[str, Any]:

@@ -10,8 +10,8 @@ import pytest
 from chalicelib.catalog_sync import FeedError, parse_feed, parse_product, parse_store_catalog
 from chalicelib.config import ConfigError, settings_from_env
 from chalicelib.errors import BadRequest
+from chalicelib.messages.wording import TONES
 from chalicelib.platforms.base import CatalogEntry
-from chalicelib.wording import TONES
 from infra.stages import stage_env
 from tests.support import ROOT
 

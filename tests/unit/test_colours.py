@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from chalicelib import compose, pages
 from chalicelib.colours import (
     DEFAULT_ACCENT,
     accent_or_default,
@@ -15,6 +14,8 @@ from chalicelib.colours import (
     relative_luminance,
 )
 from chalicelib.config import ConfigError, Settings, settings_from_env
+from chalicelib.messages import compose
+from chalicelib.shopper import pages
 from infra.stages import stage_env
 
 LOCAL = {**stage_env("local"), "AWS_DEFAULT_REGION": "eu-west-2"}

@@ -9,7 +9,10 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 
-from chalicelib.compose import (
+from chalicelib.config import settings_from_env
+from chalicelib.i18n import LANGUAGES
+from chalicelib.links import Links
+from chalicelib.messages.compose import (
     LINK,
     PRODUCT,
     SHOP,
@@ -21,14 +24,11 @@ from chalicelib.compose import (
     facts_for,
     window_words,
 )
-from chalicelib.config import settings_from_env
-from chalicelib.copy_rules import SMS_TOTAL_SEGMENTS, template_copy, validate
-from chalicelib.copywriter import Copywriter
-from chalicelib.i18n import LANGUAGES
-from chalicelib.links import Links
+from chalicelib.messages.copy_rules import SMS_TOTAL_SEGMENTS, template_copy, validate
+from chalicelib.messages.copywriter import Copywriter
+from chalicelib.messages.senders import STOP_LINE
+from chalicelib.messages.sms import septets, sms_segments, to_gsm
 from chalicelib.metrics import FALLBACK_COPY, Metrics
-from chalicelib.senders import STOP_LINE
-from chalicelib.sms import septets, sms_segments, to_gsm
 from chalicelib.tables.catalog import Product
 from chalicelib.tables.restocks import RestocksTable
 from chalicelib.tokens import Tokens

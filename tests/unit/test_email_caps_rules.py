@@ -1,4 +1,4 @@
-"""The pure rules of the email caps (chalicelib/email_caps.py): which counters an email is charged to, their
+"""The pure rules of the email caps (chalicelib/messages/email_caps.py): which counters an email is charged to, their
 windows, and the refusal each cap answers with."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from chalicelib.config import ConfigError, settings_from_env
-from chalicelib.email_caps import ADDRESS, CEILING, SOURCE_DAY, SOURCE_HOUR, email_caps, refusal
+from chalicelib.messages.email_caps import ADDRESS, CEILING, SOURCE_DAY, SOURCE_HOUR, email_caps, refusal
 from chalicelib.web.errors import error_status
 from tests.unit.test_config import local
 

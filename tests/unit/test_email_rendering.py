@@ -11,10 +11,10 @@ from html.parser import HTMLParser
 import pytest
 
 from chalicelib import i18n
-from chalicelib.compose import Brand, Facts, compose_email, facts_for, on_colour
-from chalicelib.copy_rules import template_copy
 from chalicelib.i18n import LANGUAGES
-from chalicelib.senders import Notice
+from chalicelib.messages.compose import Brand, Facts, compose_email, facts_for, on_colour
+from chalicelib.messages.copy_rules import template_copy
+from chalicelib.messages.senders import Notice
 from chalicelib.tables.catalog import Product
 from tests.support import CHAIR
 

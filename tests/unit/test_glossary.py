@@ -14,8 +14,8 @@ import pytest
 from babel.messages.pofile import read_po
 
 from chalicelib import i18n
-from chalicelib.pages import SIGNED_OUT
-from chalicelib.selfservice import (
+from chalicelib.shopper.pages import SIGNED_OUT
+from chalicelib.shopper.selfservice import (
     SIGNED_OUT_DONE,
     SWITCH_OFF_BUTTON,
     SWITCH_OFF_HEADING,

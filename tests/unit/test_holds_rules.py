@@ -9,7 +9,7 @@ from chalicelib import holds
 from chalicelib.errors import BadRequest
 from chalicelib.holds import ReserveOutcome, checkout_location
 from chalicelib.orders import Order, parse_order
-from chalicelib.pages import LOCAL_TIMES, LOCAL_TIMES_HASH, Shop, reserve_link_page
+from chalicelib.shopper.pages import LOCAL_TIMES, LOCAL_TIMES_HASH, Shop, reserve_link_page
 from chalicelib.web.responses import page_response
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from chalicelib.line import PlaceInLine, place_in_line
-from chalicelib.selfservice import place_words
+from chalicelib.shopper.selfservice import place_words
 
 
 def test_nobody_gone_gives_the_exact_place() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from chalicelib.config import settings_from_env
 from chalicelib.errors import BadRequest
-from chalicelib.messages import (
+from chalicelib.queue.messages import (
     ConfirmEmail,
     Job,
     Message,

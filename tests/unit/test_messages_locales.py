@@ -12,7 +12,12 @@ import pytest
 from babel.messages.pofile import read_po
 
 from chalicelib import i18n
-from chalicelib.compose import (
+from chalicelib.config import settings_from_env
+from chalicelib.confirm import CODE_TTL_S, code_email, code_sms, confirmation_email
+from chalicelib.i18n import LANGUAGES
+from chalicelib.link_ids import new_link_id
+from chalicelib.links import Links
+from chalicelib.messages.compose import (
     LINK,
     PRODUCT,
     SHOP,
@@ -24,16 +29,11 @@ from chalicelib.compose import (
     facts_for,
     window_words,
 )
-from chalicelib.config import settings_from_env
-from chalicelib.confirm import CODE_TTL_S, code_email, code_sms, confirmation_email
-from chalicelib.copy_rules import CopyRejected, template_copy, validate
-from chalicelib.copywriter import Copywriter
-from chalicelib.i18n import LANGUAGES
-from chalicelib.link_ids import new_link_id
-from chalicelib.links import Links
+from chalicelib.messages.copy_rules import CopyRejected, template_copy, validate
+from chalicelib.messages.copywriter import Copywriter
+from chalicelib.messages.senders import Notice
+from chalicelib.messages.sms import is_gsm, septets, sms_segments, to_gsm
 from chalicelib.metrics import FALLBACK_COPY, Metrics
-from chalicelib.senders import Notice
-from chalicelib.sms import is_gsm, septets, sms_segments, to_gsm
 from chalicelib.tables.catalog import Product
 from chalicelib.tables.restocks import RestocksTable
 from chalicelib.tokens import Tokens

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from chalicelib.errors import BadRequest
-from chalicelib.messages import Job, parse, to_body
 from chalicelib.metrics import skip_metric
 from chalicelib.notifier import skip_reason
+from chalicelib.queue.messages import Job, parse, to_body
 from chalicelib.tables.requests import Request
 
 RESTOCK = "rs_aaaaaaaaaaaaaaaaaaaaaaaa"

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from chalicelib.optout_gate import MAX_LOOK_AGE_S, NOT_WAITING, OPTED_OUT, Addressee, BatchLook, LastLooks
+from chalicelib.messages.optout_gate import MAX_LOOK_AGE_S, NOT_WAITING, OPTED_OUT, Addressee, BatchLook, LastLooks
 
 
 def to(contact: str) -> Addressee:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from chalicelib.pages import LINK_INCOMPLETE, About, Shop, shopper_page, shopper_text_page
+from chalicelib.shopper.pages import LINK_INCOMPLETE, About, Shop, shopper_page, shopper_text_page
 from chalicelib.web.responses import page_response
 
 SHOP = Shop("Walnut <&> Wool", "https://shop.example/", "https://cdn.shop.example/logo.svg", "#7a4b2a")

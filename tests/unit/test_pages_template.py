@@ -13,7 +13,7 @@ from app import RESERVE_STATUS
 from chalicelib import holds
 from chalicelib.colours import contrast, link_colour
 from chalicelib.holds import ReserveOutcome
-from chalicelib.pages import (
+from chalicelib.shopper.pages import (
     LINK_INCOMPLETE,
     About,
     Shop,

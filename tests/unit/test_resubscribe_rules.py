@@ -7,10 +7,11 @@ import html
 import pytest
 
 from chalicelib import i18n
-from chalicelib.compose import Brand, button, shop_header
 from chalicelib.errors import BadRequest
-from chalicelib.messages import ResubscribeProof, parse, to_body
-from chalicelib.resubscribe import (
+from chalicelib.messages.compose import Brand, button, shop_header
+from chalicelib.messages.sms import is_gsm, sms_segments
+from chalicelib.queue.messages import ResubscribeProof, parse, to_body
+from chalicelib.shopper.resubscribe import (
     CODE_ATTEMPTS,
     PROOF_EVERY_S,
     PROOF_WINDOW_S,
@@ -19,7 +20,6 @@ from chalicelib.resubscribe import (
     code_sms,
     proof_email,
 )
-from chalicelib.sms import is_gsm, sms_segments
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.optout import resubscribe_code_key
 from chalicelib.wiring import Services

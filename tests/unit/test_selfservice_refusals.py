@@ -1,5 +1,5 @@
 """The shopper's page words a refused form in the shopper's language, and a phone number's refusal says what is
-wrong with it (too short, too long) in every language, not only in English (chalicelib/selfservice.py REFUSALS)."""
+wrong with it (too short, too long) in every language, not only in English (chalicelib/shopper/selfservice.py REFUSALS)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from chalicelib import i18n
 from chalicelib.contacts import normalise_phone
 from chalicelib.errors import BadRequest
-from chalicelib.selfservice import REFUSALS, SelfService
+from chalicelib.shopper.selfservice import REFUSALS, SelfService
 
 SHORT = {
     "de": "zu kurz",

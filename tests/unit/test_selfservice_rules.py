@@ -7,8 +7,8 @@ import pytest
 from chalicelib.line import PlaceInLine
 from chalicelib.manage import FormGuard, FormRefused
 from chalicelib.optout_service import sms_match
-from chalicelib.pages import moment
-from chalicelib.selfservice import is_one_click, place_words
+from chalicelib.shopper.pages import moment
+from chalicelib.shopper.selfservice import is_one_click, place_words
 
 MULTIPART = b'--b1\r\nContent-Disposition: form-data; name="List-Unsubscribe"\r\n\r\nOne-Click\r\n--b1--\r\n'
 

@@ -11,8 +11,8 @@ import pytest
 from moto import mock_aws
 
 from chalicelib.config import ConfigError
+from chalicelib.messages.senders import EMAIL, SMS, EmailSender, Notice, RateLimiter, Senders, SmsSender
 from chalicelib.metrics import Metrics, MetricsFactory, skip_metric
-from chalicelib.senders import EMAIL, SMS, EmailSender, Notice, RateLimiter, Senders, SmsSender
 
 REGION = "eu-west-2"
 SES_FROM = "Walnut & Wool <hello@walnut-and-wool.test>"
@@ -214,7 +214,7 @@ def test_a_throttled_or_unreachable_provider_is_asked_again_because_nothing_was_
 def test_a_lost_answer_is_never_sent_again_and_says_it_may_have_gone() -> None:
     from botocore.exceptions import ConnectionClosedError, ReadTimeoutError
 
-    from chalicelib.senders import error_code, maybe_sent
+    from chalicelib.messages.senders import error_code, maybe_sent
 
     for lost in (
         ReadTimeoutError(endpoint_url="https://sns.eu-west-2.amazonaws.com/"),
@@ -233,7 +233,7 @@ def test_a_lost_answer_is_never_sent_again_and_says_it_may_have_gone() -> None:
 def test_a_refusal_is_not_retried_here_and_is_not_maybe_sent() -> None:
     from botocore.exceptions import ClientError
 
-    from chalicelib.senders import error_code, maybe_sent
+    from chalicelib.messages.senders import error_code, maybe_sent
 
     refused = ClientError({"Error": {"Code": "InvalidParameter", "Message": "bad number"}}, "Publish")
     sns = client_double("sns", "publish", {"MessageId": "sms-1"})
@@ -283,7 +283,7 @@ def refusal(code: str, message: str = "refused", operation: str = "SendEmail") -
 
 
 def test_refusals_of_one_recipient_are_told_apart_from_our_accounts_and_our_requests() -> None:
-    from chalicelib.senders import refused_recipient
+    from chalicelib.messages.senders import refused_recipient
 
     # SES v2 SendEmail: MessageRejected refuses this message to its recipient (an invalid address, or in the
     # sandbox one not verified: SES API reference, SendEmail).
@@ -317,7 +317,7 @@ def test_refusals_of_one_recipient_are_told_apart_from_our_accounts_and_our_requ
 
 
 def test_a_throttle_is_back_pressure_asked_again_longer_than_other_answers() -> None:
-    from chalicelib.senders import THROTTLE_ATTEMPTS
+    from chalicelib.messages.senders import THROTTLE_ATTEMPTS
 
     sns = client_double("sns", "publish", {"MessageId": "sms-1"})
     # SNS Publish's ThrottledException has the code "Throttled" (botocore's SNS service model).
@@ -330,7 +330,7 @@ def test_a_throttle_is_back_pressure_asked_again_longer_than_other_answers() -> 
 
 
 def test_a_provider_failure_on_its_side_is_asked_again_as_nothing_was_sent() -> None:
-    from chalicelib.senders import ATTEMPTS
+    from chalicelib.messages.senders import ATTEMPTS
 
     sns = client_double("sns", "publish", {"MessageId": "sms-1"})
     # SNS Publish's InternalErrorException: code "InternalError", HTTP 500 (botocore's SNS service model).
@@ -343,7 +343,7 @@ def test_a_provider_failure_on_its_side_is_asked_again_as_nothing_was_sent() -> 
 
 
 def test_a_functions_share_of_the_send_rate_is_the_accounts_divided_among_the_notifiers() -> None:
-    from chalicelib.senders import per_function_rate
+    from chalicelib.messages.senders import per_function_rate
 
     # The stage's rate is the ceiling; SES's MaxSendRate lowers it when lower; the notifiers share it.
     assert per_function_rate(14.0, 50.0, 2) == 7.0
@@ -357,7 +357,7 @@ def test_a_functions_share_of_the_send_rate_is_the_accounts_divided_among_the_no
 
 
 def test_the_accounts_ses_rate_is_read_from_get_account_or_left_to_the_stage() -> None:
-    from chalicelib.senders import ses_max_send_rate
+    from chalicelib.messages.senders import ses_max_send_rate
 
     # GetAccount's SendQuota (SES v2 API reference, GetAccount; botocore's sesv2 model, shape SendQuota).
     ses = client_double(
@@ -381,7 +381,7 @@ def test_the_notifier_trigger_is_capped_at_the_concurrency_the_rates_are_divided
 def test_a_batch_reads_the_suppression_list_once_when_its_first_send_is_due() -> None:
     from collections.abc import Sequence
 
-    from chalicelib.optout_gate import OPTED_OUT, Addressee, BatchLook
+    from chalicelib.messages.optout_gate import OPTED_OUT, Addressee, BatchLook
 
     reads: list[list[str]] = []
 

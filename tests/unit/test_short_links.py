@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 
 from chalicelib import i18n
-from chalicelib.compose import SHOP_NAME_LIMIT, SMS_PRODUCT_MIN, SMS_TOTAL_SEGMENTS, compose_sms, facts_for
 from chalicelib.config import settings_from_env
 from chalicelib.confirm import code_sms
-from chalicelib.copywriter import Copywriter
 from chalicelib.i18n import LANGUAGES
 from chalicelib.link_ids import LINK_ID_BYTES, LINK_ID_CHARS, is_link_id, new_link_id
 from chalicelib.links import Links
+from chalicelib.messages.compose import SHOP_NAME_LIMIT, SMS_PRODUCT_MIN, SMS_TOTAL_SEGMENTS, compose_sms, facts_for
+from chalicelib.messages.copywriter import Copywriter
+from chalicelib.messages.sms import is_gsm, septets, sms_segments, to_gsm
 from chalicelib.metrics import Metrics
-from chalicelib.sms import is_gsm, septets, sms_segments, to_gsm
 from chalicelib.tables.catalog import Product
 from chalicelib.tables.restocks import RestocksTable
 from chalicelib.tokens import Tokens

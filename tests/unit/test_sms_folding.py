@@ -6,12 +6,12 @@ import dataclasses
 
 import pytest
 
-from chalicelib.compose import SMS_TOTAL_SEGMENTS, compose_sms, facts_for, gsm_only
-from chalicelib.copy_rules import template_copy
 from chalicelib.i18n import LANGUAGES
 from chalicelib.link_ids import new_link_id
 from chalicelib.links import Links
-from chalicelib.sms import GSM_BASIC, is_gsm, sms_segments, to_gsm
+from chalicelib.messages.compose import SMS_TOTAL_SEGMENTS, compose_sms, facts_for, gsm_only
+from chalicelib.messages.copy_rules import template_copy
+from chalicelib.messages.sms import GSM_BASIC, is_gsm, sms_segments, to_gsm
 from chalicelib.tables.catalog import Product
 from chalicelib.tokens import Tokens
 

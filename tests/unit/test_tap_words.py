@@ -1,4 +1,4 @@
-"""What a shopper reads after a tap without JavaScript (chalicelib/nojs.py): the same words the widget says, with an
+"""What a shopper reads after a tap without JavaScript (chalicelib/shopper/nojs.py): the same words the widget says, with an
 example number of the shopper's own country among those the shop texts, and nothing that tells a listed contact from
 a new one."""
 
@@ -11,8 +11,8 @@ import pytest
 from chalicelib.config import Settings, settings_from_env
 from chalicelib.contacts import normalise_contact
 from chalicelib.errors import BadRequest, DomainError
-from chalicelib.nojs import FormAnswers
-from chalicelib.pages import Page
+from chalicelib.shopper.nojs import FormAnswers
+from chalicelib.shopper.pages import Page
 from chalicelib.tables.catalog import Product
 from infra.stages import stage_env
 from tests.support import REGION

@@ -6,8 +6,8 @@ import pytest
 
 from chalicelib.confirm import CodeKey
 from chalicelib.manage import FormGuard, FormRefused
-from chalicelib.resubscribe import ProofCodes
 from chalicelib.secrets import split_values
+from chalicelib.shopper.resubscribe import ProofCodes
 from chalicelib.tokens import TokenInvalid, Tokens
 from chalicelib.wiring import Services
 

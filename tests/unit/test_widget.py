@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from chalicelib import i18n, widget
+from chalicelib import i18n
 from chalicelib.config import Settings, settings_from_env
-from chalicelib.widget import (
+from chalicelib.shopper import widget
+from chalicelib.shopper.widget import (
     STRINGS,
     WIDGET_PATH,
     build,

@@ -21,10 +21,10 @@ from typing import Any
 from chalicelib import i18n
 from chalicelib.colours import DEFAULT_ACCENT, accent_or_default, link_colour, readable_on
 from chalicelib.config import Settings
-from chalicelib.senders import EMAIL, STOP_LINE, Notice
-from chalicelib.sms import GSM_PART, is_gsm, septets, to_gsm
+from chalicelib.messages.senders import EMAIL, STOP_LINE, Notice
+from chalicelib.messages.sms import GSM_PART, is_gsm, septets, to_gsm
+from chalicelib.messages.wording import DEFAULT_TONE, tone_of
 from chalicelib.tables.catalog import Product
-from chalicelib.wording import DEFAULT_TONE, tone_of
 
 DOMAIN = "messages"
 LINK = "{link}"

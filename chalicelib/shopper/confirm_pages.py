@@ -10,9 +10,18 @@ from dataclasses import dataclass
 
 from chalicelib import i18n
 from chalicelib.clock import Clock
-from chalicelib.owed import OwedJobs
-from chalicelib.pages import LINK_INCOMPLETE, About, Page, Shop, button_form, shopper_page, shopper_text_page, tr
-from chalicelib.senders import EMAIL
+from chalicelib.messages.senders import EMAIL
+from chalicelib.queue.owed import OwedJobs
+from chalicelib.shopper.pages import (
+    LINK_INCOMPLETE,
+    About,
+    Page,
+    Shop,
+    button_form,
+    shopper_page,
+    shopper_text_page,
+    tr,
+)
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.catalog import Product
 from chalicelib.tables.requests import Request

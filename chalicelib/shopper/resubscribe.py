@@ -15,14 +15,14 @@ A proof message goes only for an opt-out of the person's own choice (PROOF_SOURC
 on their request, an SMS STOP), never after a hard bounce, a complaint or an invalid number, where sending harms
 the sender. A number that replied STOP is opted out at SNS too, which refuses the send: then nothing goes, and
 the number comes back by replying START (UNSTOP) where the shop's number takes replies, or by staff's opt-in link
-(chalicelib/optin.py). Each contact gets at most one proof message a day and three in 30 days, and an SMS tap is
+(chalicelib/shopper/optin.py). Each contact gets at most one proof message a day and three in 30 days, and an SMS tap is
 counted against its number's and block's hourly caps before it gets here (chalicelib/capture.py).
 
 Exactly once: the tap writes the pending proof (its message owed: the sparse index "by-owed") with its cap and
 an audit fact in one transaction, then puts a message on the jobs queue; the notifier (the only function that
 may send) takes the owed message once, sends it, and gives it back only when the provider provably did not take
 it. A tap cut short before its message is finished by the sweep, which re-sends every message owed for over
-PROOF_OWED_AFTER_S (chalicelib/jobs.py). The code itself is never stored: it is derived from the pending proof's random nonce with a key
+PROOF_OWED_AFTER_S (chalicelib/queue/jobs.py). The code itself is never stored: it is derived from the pending proof's random nonce with a key
 drawn from TOKEN_KEY for this purpose alone.
 """
 
@@ -40,17 +40,17 @@ from chalicelib import i18n
 from chalicelib.capture import CaptureService, NotifyMe, NotProven, parse_lang, parse_sku
 from chalicelib.clock import Clock
 from chalicelib.colours import accent_or_default
-from chalicelib.compose import P_STYLE, SMALL, Brand, button, email_document, shop_header, sms_shop
 from chalicelib.confirm import CodeKey
 from chalicelib.contacts import contact_key, match_keys, normalise_contact
-from chalicelib.email_caps import EmailSends
 from chalicelib.errors import BadRequest, DomainError, RateLimited
 from chalicelib.links import Links
-from chalicelib.messages import Message, ResubscribeProof
-from chalicelib.pages import Page, Shop, button_form, shopper_page
-from chalicelib.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent, refused_recipient
-from chalicelib.sms import to_gsm
-from chalicelib.sms_caps import SmsSends
+from chalicelib.messages.compose import P_STYLE, SMALL, Brand, button, email_document, shop_header, sms_shop
+from chalicelib.messages.email_caps import EmailSends
+from chalicelib.messages.senders import EMAIL, SMS, Notice, Senders, error_code, maybe_sent, refused_recipient
+from chalicelib.messages.sms import to_gsm
+from chalicelib.messages.sms_caps import SmsSends
+from chalicelib.queue.messages import Message, ResubscribeProof
+from chalicelib.shopper.pages import Page, Shop, button_form, shopper_page
 from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
 from chalicelib.tables.optout import resubscribe_code_key, resubscribe_link_key
 from chalicelib.tables.store import Tables
@@ -102,7 +102,7 @@ class ProofRequests:
     # and address's caps already, chalicelib/capture.py).
     sms_sends: SmsSends
     # A re-subscribe email counts against the email caps per address, per client address and shop-wide
-    # (chalicelib/email_caps.py), with every confirmation email; None leaves only the contact's proof cap.
+    # (chalicelib/messages/email_caps.py), with every confirmation email; None leaves only the contact's proof cap.
     email_sends: EmailSends | None = None
 
     def ask(
@@ -207,7 +207,7 @@ def proof_email(
 def link_email(*, lang: str, to: str, shop: str, paragraphs: list[str], unsubscribe_url: str, brand: Brand) -> Notice:
     """An email asking to turn the shop's messages back on, whose next-to-last paragraph is its link (a button in the
     HTML part). Re-subscribe proofs and staff-started opt-ins are both this shape (their paragraphs given translated).
-    It wears the shop's look as its restock notices do (chalicelib/compose.py): the logo or name at the top, linking
+    It wears the shop's look as its restock notices do (chalicelib/messages/compose.py): the logo or name at the top, linking
     to the shop, the button in the shop's accent, the card that reads in light and dark."""
     t = i18n.text(DOMAIN, lang)
     subject, label = t("Turn {shop} messages back on?", shop=shop), t("Turn messages back on")
@@ -255,7 +255,7 @@ class ProofSender:
     codes: ProofCodes
     clock: Clock
     shop_name: str
-    brand: Brand  # the shop's look for the email (chalicelib/compose.py brand_of)
+    brand: Brand  # the shop's look for the email (chalicelib/messages/compose.py brand_of)
 
     def handle(self, proof_key: str) -> bool:
         """Send what the proof owes, if it still owes it; True when it went."""

@@ -3,9 +3,9 @@ the whole SMS within its segment budget, no promise the system cannot keep), and
 it does not (pure). Copy comes in every language of chalicelib/i18n.py, each checked on its own with its own words
 and windows, and each language's template is its translation in the `messages` catalogue.
 
-The model writes {product} and {shop} for the names and {link} for the link (chalicelib/compose.py fills them in);
+The model writes {product} and {shop} for the names and {link} for the link (chalicelib/messages/compose.py fills them in);
 any other placeholder, or a required one missing, refuses the copy. The words it writes itself are read folded
-(chalicelib/wording.py: NFKC, invisible characters dropped, look-alike letters made Latin), so a host spelled with
+(chalicelib/messages/wording.py: NFKC, invisible characters dropped, look-alike letters made Latin), so a host spelled with
 fullwidth dots, zero-width spaces or Cyrillic letters is still a host, and "half price" is still a discount.
 """
 
@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 import re
 
-from chalicelib.compose import (
+from chalicelib.i18n import LANGUAGES
+from chalicelib.messages.compose import (
     LINK,
     MAX_SUBJECT,
     PLACEHOLDER,
@@ -25,9 +26,8 @@ from chalicelib.compose import (
     compose_sms,
     words,
 )
-from chalicelib.i18n import LANGUAGES
-from chalicelib.sms import is_gsm, sms_segments, to_gsm
-from chalicelib.wording import find_deal, find_host, fold
+from chalicelib.messages.sms import is_gsm, sms_segments, to_gsm
+from chalicelib.messages.wording import find_deal, find_host, fold
 
 __all__ = ["MAX_SUBJECT", "SMS_TOTAL_SEGMENTS", "CopyRejected", "parse_model_text", "template_copy", "validate"]
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from chalicelib.config import Settings
 from chalicelib.contacts import contact_key
 from chalicelib.errors import RateLimited
+from chalicelib.messages.sms_caps import DAY_S
 from chalicelib.metrics import NON_NOTICE_EMAIL_REFUSED, MetricsFactory
-from chalicelib.sms_caps import DAY_S
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.store import Tables
 

@@ -19,7 +19,7 @@ from chalicelib.line import PlaceInLine
 from chalicelib.link_ids import is_link_id
 from chalicelib.manage import ACTIONS, CONFIRM_FIRST, ManageService, ManageView, Place, product_name
 from chalicelib.optout_service import UNDO_WINDOW_S, OptoutService, UndoOffer
-from chalicelib.pages import (
+from chalicelib.shopper.pages import (
     LINK_INCOMPLETE,
     OWN_LINK_EXPIRED,
     SIGNED_OUT,
@@ -33,10 +33,10 @@ from chalicelib.pages import (
     shopper_text_page,
     tr,
 )
+from chalicelib.shopper.undo import ALREADY, EXPIRED, KEPT, NEWER, UndoOutcome, UnsubscribeUndo
 from chalicelib.tables.catalog import CatalogTable
 from chalicelib.tables.requests import RequestState
 from chalicelib.tokens import TokenExpired, TokenInvalid, TokenRevoked, Tokens
-from chalicelib.undo import ALREADY, EXPIRED, KEPT, NEWER, UndoOutcome, UnsubscribeUndo
 from chalicelib.web import MAX_PAGE_FORM_BYTES, page_form
 from chalicelib.web.errors import error_status
 
@@ -252,7 +252,7 @@ class SelfService:
             parts.append(self._undo_form(self.tokens.undo(offer.contact_key, offer.at, offer.nonce), lang))
         return self._page(200, lang, "You are unsubscribed", tr(lang, message), "".join(parts))
 
-    # --- Undoing an unsubscribe (chalicelib/undo.py)
+    # --- Undoing an unsubscribe (chalicelib/shopper/undo.py)
 
     @staticmethod
     def _undo_form(undo_token: str, lang: str) -> str:

@@ -1,11 +1,11 @@
-"""The bisn-jobs queue: how a message (chalicelib/messages.py) is sent to the notifier."""
+"""The bisn-jobs queue: how a message (chalicelib/queue/messages.py) is sent to the notifier."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
 
-from chalicelib.messages import Message, to_body
+from chalicelib.queue.messages import Message, to_body
 
 # The sweep re-sends the message of a proof owed for over this long (the tap was cut short), looking back this far.
 PROOF_OWED_AFTER_S = 60

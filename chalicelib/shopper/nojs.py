@@ -19,12 +19,12 @@ from chalicelib.config import Settings
 from chalicelib.contacts import TOO_LONG, TOO_SHORT, example_region
 from chalicelib.errors import BadRequest, DomainError
 from chalicelib.i18n import accept_language, text
-from chalicelib.pages import About, Page, Shop, shopper_page
+from chalicelib.shopper.pages import About, Page, Shop, shopper_page
+from chalicelib.shopper.widget import STRINGS, home_regions, phone_example, served_regions
 from chalicelib.tables.catalog import Product
 from chalicelib.web.errors import error_status
-from chalicelib.widget import STRINGS, home_regions, phone_example, served_regions
 
-# A refusal's code, as capture raises it, to what the widget says about it (chalicelib/widget.py STRINGS keys).
+# A refusal's code, as capture raises it, to what the widget says about it (chalicelib/shopper/widget.py STRINGS keys).
 # Codes whose words depend on the channel chosen are settled in `_refusal_key`.
 REFUSAL_KEYS = {
     "invalid_phone": "phoneFix",

@@ -4,7 +4,7 @@ Staff start an opt-in on the dashboard; the shop sends its link to the person's 
 only function that may send, as every other message), and never shows it to staff: whoever starts one, only the
 owner of the contact can use it. The link opens a page with a button (scanners open links; only the button's POST
 acts), and only that button lifts the opt-out. It is the one message besides a tap's proof message
-(chalicelib/resubscribe.py) a suppressed contact can be sent, and only where that proof may go: after an opt-out
+(chalicelib/shopper/resubscribe.py) a suppressed contact can be sent, and only where that proof may go: after an opt-out
 of the person's own choice (PROOF_SOURCES), never after a hard bounce, a complaint or an invalid number, where
 sending harms the sender (409 `not_their_choice`). Each opt-in is pending in the throttle table under
 `optin#<contact key>` with a nonce the link carries, where its message goes and who started it; a newer opt-in,
@@ -21,16 +21,16 @@ from typing import Any
 
 from chalicelib import i18n
 from chalicelib.clock import Clock, iso
-from chalicelib.compose import Brand, sms_shop
 from chalicelib.contacts import Contact
 from chalicelib.errors import Conflict, RateLimited
 from chalicelib.links import Links
-from chalicelib.messages import Message, OptinLink
-from chalicelib.pages import LINK_INCOMPLETE, Page, Shop, button_form, shopper_page, shopper_text_page, tr
-from chalicelib.resubscribe import DOMAIN, PROOF_SOURCES, link_email
-from chalicelib.senders import SMS, Notice, Senders, error_code, maybe_sent, refused_recipient
-from chalicelib.sms import to_gsm
-from chalicelib.sms_caps import SmsSends
+from chalicelib.messages.compose import Brand, sms_shop
+from chalicelib.messages.senders import SMS, Notice, Senders, error_code, maybe_sent, refused_recipient
+from chalicelib.messages.sms import to_gsm
+from chalicelib.messages.sms_caps import SmsSends
+from chalicelib.queue.messages import Message, OptinLink
+from chalicelib.shopper.pages import LINK_INCOMPLETE, Page, Shop, button_form, shopper_page, shopper_text_page, tr
+from chalicelib.shopper.resubscribe import DOMAIN, PROOF_SOURCES, link_email
 from chalicelib.tables.store import Tables
 from chalicelib.tokens import TokenExpired, TokenInvalid, Tokens
 
@@ -57,7 +57,7 @@ class OptIns:
     clock: Clock
     shop: Shop
     send_message: Callable[[Message], object]  # puts a message on the jobs queue (the link, for the notifier to send)
-    # A link by SMS counts against the shop's daily ceiling of SMS that are not notices (chalicelib/sms_caps.py).
+    # A link by SMS counts against the shop's daily ceiling of SMS that are not notices (chalicelib/messages/sms_caps.py).
     sms_sends: SmsSends | None = None
 
     def start(
@@ -248,7 +248,7 @@ class OptInSender:
     senders: Senders
     clock: Clock
     shop_name: str
-    brand: Brand  # the shop's look for the email (chalicelib/compose.py brand_of)
+    brand: Brand  # the shop's look for the email (chalicelib/messages/compose.py brand_of)
 
     def handle(self, contact_key: str, nonce: str) -> bool:
         """Send the link if it is still owed; True when it went."""

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from chalicelib.faults import FaultHook, no_faults
-from chalicelib.jobs import JobQueue
-from chalicelib.messages import Job
+from chalicelib.queue.jobs import JobQueue
+from chalicelib.queue.messages import Job
 from chalicelib.tables.restocks import RestocksTable
 
 # Longest a sender may hold the right to send a job. It equals the Lambda timeout, so a holder still

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from chalicelib.config import Settings
 
-WIDGET_PATH = Path(__file__).parent / "static" / "widget.js"
+WIDGET_PATH = Path(__file__).parent.parent / "static" / "widget.js"
 PLACEHOLDER = re.compile(r"/\*bisn-config\*/\{[^\n]*\};")
 # Whole-line comments only: a `//` inside a string (a URL) is never on a line of its own.
 LINE_COMMENT = re.compile(r"^\s*//[^\n]*\n", re.MULTILINE)

@@ -3,8 +3,8 @@
 The queue carries the notifier's restock jobs (kinds 'restock', 'topup', 'continue': `Job`) and four messages that
 owe one send each, which only the notifier function may make (DESIGN §7): a place's confirmation email
 (`ConfirmEmail`, chalicelib/confirm.py), a channel switch's code (`SwitchCode`, chalicelib/confirm.py), a pending
-proof's re-subscribe email or code (`ResubscribeProof`, chalicelib/resubscribe.py) and an opt-in link staff started
-(`OptinLink`, chalicelib/optin.py). `parse` reads any body, `to_body` writes one, and a `MessageBus` built by
+proof's re-subscribe email or code (`ResubscribeProof`, chalicelib/shopper/resubscribe.py) and an opt-in link staff started
+(`OptinLink`, chalicelib/shopper/optin.py). `parse` reads any body, `to_body` writes one, and a `MessageBus` built by
 chalicelib/wiring.py hands each message to its one handler by its type.
 
 Bodies are compact JSON exactly as they were before these types existed (a job's keys sorted; the others' `kind`

@@ -3,7 +3,7 @@ language's copy checked against what the system can promise.
 
 The model is told the tone and the two windows, never the product's or the shop's name: it writes the
 placeholders {product} and {shop} where the names go and LINK where each recipient's reserve link goes, and the
-names are put in only when each message is composed (chalicelib/compose.py). So nothing a catalogue name or a
+names are put in only when each message is composed (chalicelib/messages/compose.py). So nothing a catalogue name or a
 shop's setting holds is ever read by the model as an instruction. It answers one JSON object keyed by language;
 each language's copy is checked on its own, and any language whose copy breaks a rule (a placeholder missing,
 doubled or unknown, other links or hosts, an SMS that would need more than its segment budget, prices, discounts,
@@ -18,16 +18,16 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from chalicelib.compose import LINK, PRODUCT, SHOP, Brand, Copy, Facts, brand_of, facts_for
 from chalicelib.config import Settings
-from chalicelib.copy_rules import CopyRejected, parse_model_text, template_copy, validate
 from chalicelib.i18n import DEFAULT_LANGUAGE, LANGUAGE_NAMES, LANGUAGES
 from chalicelib.link_ids import new_link_id
 from chalicelib.links import Links
+from chalicelib.messages.compose import LINK, PRODUCT, SHOP, Brand, Copy, Facts, brand_of, facts_for
+from chalicelib.messages.copy_rules import CopyRejected, parse_model_text, template_copy, validate
+from chalicelib.messages.wording import DEFAULT_TONE, TONES
 from chalicelib.metrics import FALLBACK_COPY, Metrics
 from chalicelib.tables.catalog import Product
 from chalicelib.tables.restocks import Restock, RestocksTable
-from chalicelib.wording import DEFAULT_TONE, TONES
 
 log = logging.getLogger(__name__)
 

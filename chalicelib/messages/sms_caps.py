@@ -1,7 +1,7 @@
 """The caps every SMS a request can make us send is charged to (SMS pumping, docs/SECURITY.md).
 
 A tap (chalicelib/capture.py), a channel switch's code (chalicelib/manage.py) and a re-subscribe code
-(chalicelib/resubscribe.py) share one set of counters in bisn-throttle, so whichever door a script uses it spends
+(chalicelib/shopper/resubscribe.py) share one set of counters in bisn-throttle, so whichever door a script uses it spends
 the same budget:
 
 - per client address: RATE_LIMIT_PER_MINUTE requests a minute (`tap#<address hash>#<minute>`);
