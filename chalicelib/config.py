@@ -10,6 +10,7 @@ from functools import lru_cache
 from urllib.parse import urlparse
 
 from chalicelib.colours import DEFAULT_ACCENT, is_colour
+from chalicelib.tables.catalog import DEFAULTS as CATALOG_DEFAULTS
 
 # Notifier invocations that may run at once: the `MaximumConcurrency` of its SQS trigger (app.py; SQS allows 2 to
 # 1000). The account's send rates are shared out among them (chalicelib/messages/senders.py: `per_function_rate`).
@@ -69,6 +70,12 @@ class Settings:
     max_waiting_per_sku: int = 10_000  # places waiting on one SKU's list at once
     # Offers on one restock that may lapse unused with no sale in between before it stops re-offering its units.
     reoffer_lapse_limit: int = 20
+    # One reminder before an unused offer lapses ("your unit goes to the next person in 10 minutes";
+    # chalicelib/reminders.py): "off", "email" (email offers only) or "email+sms" (SMS offers too, each reminder
+    # SMS billed as its segments). Sent LAPSE_REMINDER_MINUTES before the offer's end, and only for an offer whose
+    # window is longer than that.
+    lapse_reminder: str = "off"
+    lapse_reminder_minutes: int = 10
     # Secrets: either the value itself (local stage) or the name of a Secrets Manager secret.
     secret_refs: Mapping[str, str] = field(default_factory=dict)
     secret_values: Mapping[str, str] = field(default_factory=dict)
@@ -368,6 +375,30 @@ def _turnstile(env: Mapping[str, str], secrets: set[str]) -> str:
     return site_key
 
 
+LAPSE_REMINDERS = {"off": (), "email": ("email",), "email+sms": ("email", "sms")}
+
+
+def _lapse_reminder(env: Mapping[str, str]) -> str:
+    """LAPSE_REMINDER: off, email or email+sms."""
+    mode = env.get("LAPSE_REMINDER", "").strip().lower() or Settings.lapse_reminder
+    if mode not in LAPSE_REMINDERS:
+        raise ConfigError(f"LAPSE_REMINDER must be off, email or email+sms, got {mode!r}")
+    return mode
+
+
+def _lapse_reminder_minutes(env: Mapping[str, str]) -> int:
+    """LAPSE_REMINDER_MINUTES, which must leave the reminder inside a product's default offer window (a product
+    with a shorter window gets no reminder: chalicelib/reminders.py)."""
+    minutes = _int(env, "LAPSE_REMINDER_MINUTES", Settings.lapse_reminder_minutes, minimum=1)
+    window_minutes = CATALOG_DEFAULTS["offer_window_s"] // 60
+    if minutes >= window_minutes:
+        raise ConfigError(
+            f"LAPSE_REMINDER_MINUTES must be less than the default offer window ({window_minutes} minutes), "
+            f"got {minutes}"
+        )
+    return minutes
+
+
 def settings_from_env(env: Mapping[str, str]) -> Settings:
     """Build Settings from a mapping of environment variables, failing fast on anything missing. A setting with a
     default in `Settings` takes it from there, so each default is written once (and docs say the same number:
@@ -441,6 +472,8 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         non_notice_emails_per_day=_int(env, "NON_NOTICE_EMAILS_PER_DAY", Settings.non_notice_emails_per_day, minimum=1),
         max_waiting_per_sku=_int(env, "MAX_WAITING_PER_SKU", Settings.max_waiting_per_sku, minimum=1),
         reoffer_lapse_limit=_int(env, "REOFFER_LAPSE_LIMIT", Settings.reoffer_lapse_limit, minimum=1),
+        lapse_reminder=_lapse_reminder(env),
+        lapse_reminder_minutes=_lapse_reminder_minutes(env),
         secret_refs=refs,
         secret_values=values,
         catalog_url=_catalog_url(env),

@@ -91,6 +91,7 @@ class NewOffer:
     contact_key: str
     channel: str
     lang: str = "en"  # the place's language, kept on the offer for the pages its link opens
+    remind_before_s: int = 0  # its lapse reminder is owed this long before the offer ends (0: none)
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -179,6 +180,7 @@ class UnitMoves:
                     lang=new.lang,
                     now=now,
                     offer_window_s=offer_window_s,
+                    remind_before_s=new.remind_before_s,
                 ),
             )
             tx.add(

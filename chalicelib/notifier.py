@@ -62,6 +62,7 @@ from chalicelib.metrics import (
 from chalicelib.queue.jobs import JobQueue
 from chalicelib.queue.messages import Job
 from chalicelib.queue.owed import OwedJobs
+from chalicelib.reminders import ReminderPolicy
 from chalicelib.tables.audit import FACTS_PER_TRANSACTION
 from chalicelib.tables.base import TransactionCancelled, Tx, get_together
 from chalicelib.tables.catalog import Product
@@ -322,6 +323,11 @@ class Notifier:
     def __post_init__(self) -> None:
         if not 1 <= self.offer_batch <= MAX_OFFER_BATCH:
             raise ValueError(f"offer_batch must be 1..{MAX_OFFER_BATCH}, got {self.offer_batch}")
+
+    @cached_property
+    def reminders(self) -> ReminderPolicy:
+        """Which offers are written owing a reminder before they lapse (LAPSE_REMINDER)."""
+        return ReminderPolicy.of(self.settings)
 
     @cached_property
     def manage_ids(self) -> ManageIds:
@@ -722,6 +728,7 @@ class Notifier:
                     contact_key=candidate.request.contact_key,
                     channel=candidate.request.channel,
                     lang=candidate.request.lang,
+                    remind_before_s=self.reminders.remind_before_s(candidate.request.channel, walk.offer_window_s),
                 )
                 for candidate, token_id in zip(chosen, tokens, strict=True)
             ],

@@ -19,7 +19,8 @@ from chalicelib.counters import DONE, UnitMoves
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.leaving import QueueExits
 from chalicelib.queue.jobs import PROOF_OWED_AFTER_S, PROOF_OWED_LOOKBACK_DAYS, JobQueue
-from chalicelib.queue.messages import ConfirmEmail, Job, ResubscribeProof
+from chalicelib.queue.messages import ConfirmEmail, Job, LapseReminder, ResubscribeProof
+from chalicelib.reminders import ReminderPolicy
 from chalicelib.store_holds import PLACED, SETTLED, STORE_DOWN, StoreHolds
 from chalicelib.tables.base import TransactionCancelled, Tx
 from chalicelib.tables.store import Tables
@@ -79,6 +80,7 @@ class SweepService:
     optouts: OptoutService  # SMS STOP replies recorded by SNS become opt-outs here (and their places leave)
     store_holds: StoreHolds  # holds on the store itself: placed when a crash or an outage left them owed, released
     clock: Clock
+    reminders: ReminderPolicy = field(default_factory=ReminderPolicy)  # which offers get one reminder before they lapse
     faults: FaultHook = no_faults
     page_size: int = 100
     budget_s: float = BUDGET_S
@@ -90,7 +92,7 @@ class SweepService:
         remaining_ms: Callable[[], int] | None = None,
         deadline: Deadline | None = None,
     ) -> dict[str, int]:
-        """One sweep; returns counts: lapsed, expired, topups, stale_requests, pending_requeued, unknown_sku_digests,
+        """One sweep; returns counts: lapsed, reminders_queued, expired, topups, stale_requests, pending_requeued, unknown_sku_digests,
         optouts_synced, raced, store_placed, store_settled, store_released, store_unanswered, confirmations_requeued,
         proofs_requeued, demand_rolled_up and out_of_time (1 when it stopped early; the next run carries on).
 
@@ -108,6 +110,7 @@ class SweepService:
         summary = dict.fromkeys(
             (
                 "lapsed",
+                "reminders_queued",
                 "expired",
                 "topups",
                 "stale_requests",
@@ -169,6 +172,10 @@ class SweepService:
             summary["lapsed"] += 1
             self.faults("sweep.after_lapse")
             state = OfferState.LAPSED
+        elif state == OfferState.OFFERED and row.reminder_queued_at is None:
+            # Due before its end: the offer's reminder is owed (chalicelib/reminders.py).
+            summary["reminders_queued"] += self._remind(row, at)
+            return
         elif state == OfferState.HELD and (row.hold_expires_at or 0) <= at:
             move = self.moves.expire(row, at)
             if move.result != DONE:
@@ -208,6 +215,17 @@ class SweepService:
         key = (row.sku, row.restock_ts)
         entry = owed.setdefault(key, _Owed(key[0], row.restock_id, key[1]))
         entry.rows.append((row.token_id, str(state)))
+
+    def _remind(self, row: Offer, at: float) -> int:
+        """Queue a live offer's reminder (unless the shop has turned reminders off for its channel since), then
+        make the row due at the offer's end again. A crash between the two queues it again next run: the notifier
+        sends one reminder however many messages ask (ReservationsTable.claim_reminder)."""
+        queued = 0
+        if self.reminders.reminds(row.channel):
+            self.jobs.send(LapseReminder(row.token_id))
+            queued = 1
+        self.tables.reservations.reminder_queued(row.token_id, due_at=int(row.offer_expires_at or at), now=at)
+        return queued
 
     def _leave_if_asked(self, row: Offer) -> None:
         """A hold ended unbought whose owner asked to leave while holding (the manage page's "leave this list",

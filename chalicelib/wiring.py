@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from chalicelib.queue.messages import MessageBus
     from chalicelib.queue.owed import OwedJobs
     from chalicelib.reconcile import ReconcileService
+    from chalicelib.reminders import LapseReminders
     from chalicelib.secrets import Secrets
     from chalicelib.shopper.confirm_pages import ConfirmPages
     from chalicelib.shopper.optin import OptIns, OptInSender
@@ -307,11 +308,36 @@ class Services:
         )
 
     @cached_property
+    def lapse_reminders(self) -> LapseReminders:
+        """The notifier's sending of an offer's one reminder before it lapses."""
+        from chalicelib.messages.compose import brand_of
+        from chalicelib.reminders import LapseReminders, ReminderPolicy
+
+        return LapseReminders(
+            tables=self.tables,
+            links=self.links,
+            senders=self.senders,
+            clock=self.clock,
+            policy=ReminderPolicy.of(self.settings),
+            shop_name=self.settings.shop_name,
+            brand=brand_of(self.settings),
+            sms_two_way=self.settings.sms_two_way,
+        )
+
+    @cached_property
     def message_bus(self) -> MessageBus:
         """Where each message on the jobs queue goes: a restock job to the notifier, an owed confirmation email or
         switch code to chalicelib/confirm.py, a re-subscribe email or code to chalicelib/shopper/resubscribe.py, an opt-in
         link staff started to chalicelib/shopper/optin.py. Each handler builds its service only when a message needs it."""
-        from chalicelib.queue.messages import ConfirmEmail, Job, MessageBus, OptinLink, ResubscribeProof, SwitchCode
+        from chalicelib.queue.messages import (
+            ConfirmEmail,
+            Job,
+            LapseReminder,
+            MessageBus,
+            OptinLink,
+            ResubscribeProof,
+            SwitchCode,
+        )
 
         return MessageBus(
             handlers={
@@ -320,6 +346,7 @@ class Services:
                 SwitchCode: lambda m, _: self.messages.send_code(m.key, m.nonce),
                 ResubscribeProof: lambda m, _: self.proofs.handle(m.key),
                 OptinLink: lambda m, _: self.optin_links.handle(m.key, m.nonce),
+                LapseReminder: lambda m, _: self.lapse_reminders.send(m.token_id),
             }
         )
 
@@ -553,6 +580,7 @@ class Services:
     @cached_property
     def sweep(self) -> SweepService:
         """The every-minute sweep."""
+        from chalicelib.reminders import ReminderPolicy
         from chalicelib.sweep import SweepService
 
         return SweepService(
@@ -565,6 +593,7 @@ class Services:
             optouts=self.optouts,
             store_holds=self.store_holds,
             clock=self.clock,
+            reminders=ReminderPolicy.of(self.settings),
             faults=self.faults,
         )
 

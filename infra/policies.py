@@ -128,8 +128,9 @@ NEEDS: dict[str, Needs] = {
             "requests": TableAccess((GET, BATCH_GET, QUERY, UPDATE)),
             # CHECK: the idle mark is set or cleared only while the restock's units say so.
             "restocks": TableAccess((GET, UPDATE, CHECK)),
-            # An offer row is written, or taken back when its notice is refused; never read.
-            "reservations": TableAccess((PUT, DELETE)),
+            # An offer row is written, or taken back when its notice is refused. GET, UPDATE: its one lapse reminder,
+            # taken once for sending and looked at again right before it goes (chalicelib/reminders.py).
+            "reservations": TableAccess((GET, PUT, UPDATE, DELETE)),
             # BATCH_GET: one read per batch of people about to be told; GET: a switch code's new contact, once.
             # PUT, UPDATE: a person's short manage id, issued on their first SMS (chalicelib/manage_ids.py).
             # UPDATE: a re-subscribe message, taken once for sending (chalicelib/shopper/resubscribe.py).

@@ -395,3 +395,82 @@ def compose_email(
         html=email_document(facts.lang, subject, rows),
         unsubscribe_url=unsubscribe_url,
     )
+
+
+# --- The reminder before an offer lapses (chalicelib/reminders.py): fixed words only, no model copy.
+
+REMINDER_SUBJECT = "Still want {product}? It goes to the next person in {window}"
+REMINDER_TEXT = (
+    "We are still keeping one {product} for you, for {window} more. If you do not hold it by then, it goes to the "
+    "next person waiting."
+)
+REMINDER_ONCE = "This is the only reminder we send about it."
+REMINDER_SMS = "{shop}: {product} is kept for you for {window} more, then goes to the next person: {link}"
+
+
+def compose_reminder_sms(facts: Facts, window: str, reserve_url: str, manage_url: str, *, two_way: bool) -> str:
+    """The reminder SMS in the facts' language: the shop, the product, the time left, the reserve link and the
+    opt-out ending the notices have, folded to GSM-7, its product name shortened to keep SMS_TOTAL_SEGMENTS."""
+    t = words(facts.lang)
+    stop_link = manage_url + STOP_QUERY
+    ending = f"{t(MANAGE_LABEL, link=manage_url)}\n{t(STOP_LINE)}" if two_way else t(OPT_OUT_LABEL, link=stop_link)
+    product = gsm_only(facts.product).strip()
+    limit = len(product)
+    while True:
+        name = shorten(product, limit)
+        body = t(REMINDER_SMS, shop=sms_shop(facts.shop), product=name, window=window, link=reserve_url)
+        text = gsm_only(f"{body}\n{ending}")
+        over = septets(text) - SMS_TOTAL_SEGMENTS * GSM_PART
+        if over <= 0 or limit <= SMS_PRODUCT_MIN:
+            return text
+        limit = max(SMS_PRODUCT_MIN, min(limit, len(name)) - over)
+
+
+def compose_reminder_email(
+    facts: Facts,
+    window: str,
+    *,
+    to: str,
+    name: str,
+    reserve_url: str,
+    manage_url: str,
+    unsubscribe_url: str,
+) -> Notice:
+    """The reminder email in the facts' language: the time left, the hold button, and the footer every notice
+    has (why they got it, their manage and unsubscribe links, the shop), the text part saying the same."""
+    t = words(facts.lang)
+    accent = _accent(facts)
+    greeting = t("Hi {name},", name=name) if name else t("Hello,")
+    keeping = t(REMINDER_TEXT, product=facts.product, window=window)
+    once = t(REMINDER_ONCE)
+    why = t("You asked {shop} to tell you when {product} was back in stock.", shop=facts.shop, product=facts.product)
+    hold, manage, unsubscribe = t("Hold one for me"), t("Manage your alerts"), t("Unsubscribe")
+    subject = shorten(" ".join(t(REMINDER_SUBJECT, product=facts.product, window=window).split()), MAX_SUBJECT)
+    shop_line = f"{facts.shop} - {facts.brand.shop_url}" if facts.brand.shop_url else facts.shop
+    footer = [why, f"{manage}: {manage_url}", f"{unsubscribe}: {unsubscribe_url}", shop_line, ""]
+    text = "\n".join([greeting, "", keeping, "", f"{hold}: {reserve_url}", "", once, "", "--", *footer])
+    safe = {k: html.escape(v, quote=True) for k, v in (("r", reserve_url), ("m", manage_url), ("u", unsubscribe_url))}
+    shop = html.escape(facts.shop, quote=True)
+    if facts.brand.shop_url:
+        shop = f'<a class="lnk" href="{html.escape(facts.brand.shop_url, quote=True)}" style="color:#4b5563">{shop}</a>'
+    rows = [
+        _header(facts),
+        f'<p class="fg" style="{P_STYLE}">{html.escape(greeting)}</p>',
+        f'<p class="fg" style="{P_STYLE}">{html.escape(keeping)}</p>',
+        button(safe["r"], html.escape(hold), accent),
+        f'<p class="muted" style="{SMALL}">{html.escape(once)}</p>',
+        '<hr style="border:0;border-top:1px solid #e5e7eb;margin:24px 0 16px">'
+        f'<p class="muted" style="{SMALL}">{html.escape(why)}</p>'
+        f'<p class="muted" style="{SMALL}"><a class="lnk" href="{safe["m"]}" style="color:#4b5563">'
+        f"{html.escape(manage)}</a>"
+        f' &middot; <a class="lnk" href="{safe["u"]}" style="color:#4b5563">{html.escape(unsubscribe)}</a></p>'
+        f'<p class="muted" style="{SMALL}">{shop}</p>',
+    ]
+    return Notice(
+        channel=EMAIL,
+        to=to,
+        subject=subject,
+        text=text,
+        html=email_document(facts.lang, subject, rows),
+        unsubscribe_url=unsubscribe_url,
+    )

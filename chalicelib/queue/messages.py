@@ -1,10 +1,11 @@
 """Every message on the jobs queue: one frozen dataclass per kind, its body on the wire, and where each goes.
 
-The queue carries the notifier's restock jobs (kinds 'restock', 'topup', 'continue': `Job`) and four messages that
+The queue carries the notifier's restock jobs (kinds 'restock', 'topup', 'continue': `Job`) and five messages that
 owe one send each, which only the notifier function may make (DESIGN §7): a place's confirmation email
 (`ConfirmEmail`, chalicelib/confirm.py), a channel switch's code (`SwitchCode`, chalicelib/confirm.py), a pending
-proof's re-subscribe email or code (`ResubscribeProof`, chalicelib/shopper/resubscribe.py) and an opt-in link staff started
-(`OptinLink`, chalicelib/shopper/optin.py). `parse` reads any body, `to_body` writes one, and a `MessageBus` built by
+proof's re-subscribe email or code (`ResubscribeProof`, chalicelib/shopper/resubscribe.py), an opt-in link staff started
+(`OptinLink`, chalicelib/shopper/optin.py) and an offer's reminder before it lapses (`LapseReminder`,
+chalicelib/reminders.py). `parse` reads any body, `to_body` writes one, and a `MessageBus` built by
 chalicelib/wiring.py hands each message to its one handler by its type.
 
 Bodies are compact JSON exactly as they were before these types existed (a job's keys sorted; the others' `kind`
@@ -76,9 +77,19 @@ class OptinLink:
     nonce: str
 
 
-Owed = ConfirmEmail | SwitchCode | ResubscribeProof | OptinLink
+@dataclass(frozen=True)
+class LapseReminder:
+    """Send the offer `token_id` its one reminder before it lapses (it names no contact: the offer's place does)."""
+
+    KIND: ClassVar[str] = "reminder"
+    token_id: str
+
+
+Owed = ConfirmEmail | SwitchCode | ResubscribeProof | OptinLink | LapseReminder
 Message = Job | Owed
-OWED: dict[str, type[Owed]] = {cls.KIND: cls for cls in (ConfirmEmail, SwitchCode, ResubscribeProof, OptinLink)}
+OWED: dict[str, type[Owed]] = {
+    cls.KIND: cls for cls in (ConfirmEmail, SwitchCode, ResubscribeProof, OptinLink, LapseReminder)
+}
 
 
 def to_body(message: Message) -> str:

@@ -68,6 +68,10 @@ class Offer:
     # The store could not confirm store_ref is the hold's only one: the sweep looks for others each run until it can.
     store_unsettled: bool = False
     lang: str = "en"  # the shopper's language (chalicelib/i18n.py); rows from before it are English
+    # The reminder before the offer lapses (chalicelib/reminders.py): when the sweep queued it (the row is then due
+    # at its end again), and when the notifier took it to send (at most once: a lost answer is never resent).
+    reminder_queued_at: int | None = None
+    reminder_sent_at: int | None = None
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Self:
@@ -100,6 +104,8 @@ class Offer:
             store_checkout_url=str_or_none(item.get("store_checkout_url")),
             store_unsettled=bool(item.get("store_unsettled")),
             lang=str(item.get("lang") or "en"),
+            reminder_queued_at=int_or_none(item.get("reminder_queued_at")),
+            reminder_sent_at=int_or_none(item.get("reminder_sent_at")),
         )
 
     def to_item(self) -> dict[str, Any]:
@@ -141,8 +147,10 @@ class ReservationsTable:
         now: float,
         offer_window_s: int,
         lang: str = "en",
+        remind_before_s: int = 0,
     ) -> dict[str, Any]:
-        """Transaction item: a new offer row, due for the sweep when the offer window ends."""
+        """Transaction item: a new offer row, due for the sweep when the offer window ends, or `remind_before_s`
+        earlier, when its lapse reminder is owed then (chalicelib/reminders.py)."""
         expires = int(now) + int(offer_window_s)
         return {
             "Put": {
@@ -160,7 +168,7 @@ class ReservationsTable:
                     "offered_at": int(now),
                     "offer_expires_at": expires,
                     "due_key": DUE_KEY,
-                    "due_at": expires,
+                    "due_at": expires - max(0, int(remind_before_s)),
                     # Rows are kept a month for explanations, then tidied by TTL.
                     "ttl": expires + 30 * 86400,
                 },
@@ -267,6 +275,50 @@ class ReservationsTable:
             "#state = :state",
             {":state": state},
         )
+
+    def reminder_queued(self, token_id: str, *, due_at: int, now: float) -> bool:
+        """The lapse reminder's message is on the queue (or is not owed after all): note it, and make the row due at
+        the offer's end (`due_at`) again. False when the offer had moved on or its reminder was queued already."""
+        return self._update_if(
+            token_id,
+            "SET reminder_queued_at = :now, due_at = :due",
+            # Only a live offer, once: a held row's due time is its hold's end, and a second sweep adds nothing.
+            "#state = :offered AND attribute_not_exists(reminder_queued_at)",
+            {":now": int(now), ":due": int(due_at), ":offered": OfferState.OFFERED},
+        )
+
+    def claim_reminder(self, token_id: str, now: float) -> Offer | None:
+        """Take the offer's one lapse reminder to send: the row, or None when no reminder may go (already taken by
+        this or another delivery, the offer held, lapsed or past its end, or no such row)."""
+        try:
+            answer = self.table.update_item(
+                Key={"token_id": token_id},
+                UpdateExpression="SET reminder_sent_at = :now",
+                # Exactly once (invariant 6), and never after a hold or the offer's end.
+                ConditionExpression=(
+                    "#state = :offered AND offer_expires_at > :now AND attribute_not_exists(reminder_sent_at)"
+                ),
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues={":now": int(now), ":offered": OfferState.OFFERED},
+                ReturnValues="ALL_NEW",
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return None
+        return Offer.from_item(answer["Attributes"])
+
+    def release_reminder(self, token_id: str, sent_at: int) -> bool:
+        """Give a taken reminder back when the provider provably did not take it, so a redelivery may send it."""
+        try:
+            self.table.update_item(
+                Key={"token_id": token_id},
+                UpdateExpression="REMOVE reminder_sent_at",
+                # Only this claim's own mark: one a later delivery took is not undone.
+                ConditionExpression="reminder_sent_at = :sent",
+                ExpressionAttributeValues={":sent": int(sent_at)},
+            )
+        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
 
     def store_placed_item(
         self, token_id: str, *, ref: str, checkout_url: str, due_at: int, unsettled: bool = False

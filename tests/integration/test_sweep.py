@@ -314,6 +314,7 @@ def test_sweep_runs_as_if_at_a_given_time(s: Scene) -> None:
 def test_summary_counts_every_kind_of_work(s: Scene) -> None:
     assert set(s.services.sweep.run()) == {
         "lapsed",
+        "reminders_queued",
         "expired",
         "topups",
         "stale_requests",

@@ -12,6 +12,7 @@ from chalicelib.errors import BadRequest
 from chalicelib.queue.messages import (
     ConfirmEmail,
     Job,
+    LapseReminder,
     Message,
     MessageBus,
     OptinLink,
@@ -46,6 +47,7 @@ TODAYS_BODIES: list[tuple[str, Message]] = [
     (f'{{"kind":"code","key":"{KEY}","nonce":"n0nce"}}', SwitchCode(KEY, "n0nce")),
     ('{"kind":"resubscribe","key":"rs#' + "b" * 32 + '"}', ResubscribeProof("rs#" + "b" * 32)),
     (f'{{"kind":"optin","key":"{KEY}","nonce":"n0nce"}}', OptinLink(KEY, "n0nce")),
+    ('{"kind":"reminder","token_id":"tok_abc"}', LapseReminder("tok_abc")),
 ]
 
 
@@ -75,6 +77,7 @@ def test_a_job_body_without_a_kind_is_a_restocks_first_pass() -> None:
         '{"kind":"code","key":"k","nonce":7}',
         '{"kind":"resubscribe"}',
         '{"kind":"optin","key":"k","nonce":""}',
+        '{"kind":"reminder"}',
     ],
 )
 def test_a_malformed_body_is_refused_as_an_invalid_job(body: str) -> None:
