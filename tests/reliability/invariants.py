@@ -497,7 +497,19 @@ def exactly_once(services: Services, t: Tables) -> list[str]:
         per_token = Counter(str(f.get("token_id")) for f in t.facts(kind))
         found += [f"6 exactly once: offer {tok[:8]} has {n} '{kind}' facts" for tok, n in per_token.items() if n > 1]
     rows = {str(r["token_id"]): r for r in t.rows}
+    # An offer's one reminder before it lapses (chalicelib/reminders.py) carries its link too, once at most, and
+    # only while the offer was live: never after its hold, its lapse or its end.
+    reminded = Counter(str(f.get("token_id")) for f in t.facts("reminder_sent"))
+    found += [f"6 exactly once: offer {tok[:8]} was reminded {n} times" for tok, n in reminded.items() if n > 1]
+    for token_id, row in rows.items():
+        at = row.get("reminder_sent_at")
+        if at is None:
+            continue
+        ends = [row.get(k) for k in ("offer_expires_at", "held_at", "lapsed_at") if row.get(k) is not None]
+        if any(_int(at) > _int(end) for end in ends):
+            found.append(f"6 exactly once: offer {token_id[:8]} was reminded after its hold or its end")
     sent = Counter(_sent_tokens(services))
+    sent.subtract(reminded)
     for token_id, n in sent.items():
         if n > 1:
             found.append(f"6 exactly once: offer {token_id[:8]} was messaged {n} times")
