@@ -9,7 +9,7 @@ import re
 import pytest
 from chalice.test import Client
 
-from chalicelib.messages import to_body
+from chalicelib.queue.messages import to_body
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.builders import add_restock

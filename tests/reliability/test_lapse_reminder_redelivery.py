@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from chalicelib.messages import LapseReminder, parse
+from chalicelib.queue.messages import LapseReminder, parse
 from tests.reliability.invariants import Tables, assert_invariants
 from tests.reliability.test_redelivery import queue_of, twice
 from tests.reliability.world import World, outbox_texts
