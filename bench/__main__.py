@@ -176,6 +176,7 @@ def sms_fields(sms: dict[str, Any]) -> dict[str, Any]:
     used = [x for x in sms["samples"] if x["two_way"] == sms["two_way"]]
     return {
         "sms_segments_per_notice": sms["segments"],
+        "sms_segments_per_reminder": sms["reminder_segments"],
         "sms_segments_by_lang": sms["by_lang"],
         "sms_two_way": sms["two_way"],
         "sms_characters": [min(x["characters"] for x in used), max(x["characters"] for x in used)],

@@ -23,7 +23,7 @@ from chalicelib.config import Settings, settings_from_env
 from chalicelib.i18n import DEFAULT_LANGUAGE, LANGUAGES
 from chalicelib.link_ids import new_link_id
 from chalicelib.links import Links
-from chalicelib.messages.compose import compose_sms
+from chalicelib.messages.compose import compose_reminder_sms, compose_sms, facts_for, window_words
 from chalicelib.messages.copywriter import Copywriter
 from chalicelib.messages.sms import is_gsm, septets, sms_segments
 from chalicelib.metrics import Metrics
@@ -69,6 +69,16 @@ def composed_sms(settings: Settings, product: Product, *, model: bool, lang: str
     return compose_sms(copy.sms, facts, reserve, manage, two_way=settings.sms_two_way)
 
 
+def composed_reminder_sms(settings: Settings, product: Product, lang: str = DEFAULT_LANGUAGE) -> str:
+    """One recipient's reminder before their offer lapses (LAPSE_REMINDER=email+sms), composed as the notifier
+    composes it (chalicelib/reminders.py), with the same links as the notice."""
+    links = Links(settings.public_base_url, Tokens(secrets.token_urlsafe(48)))
+    facts = facts_for(product, settings.shop_name, lang)
+    window = window_words(settings.lapse_reminder_minutes * 60, lang)
+    reserve, manage = links.reserve(new_link_id()), links.manage_short(new_link_id())
+    return compose_reminder_sms(facts, window, reserve, manage, two_way=settings.sms_two_way)
+
+
 def sample(text: str) -> dict[str, Any]:
     """What a composed SMS costs: characters, encoding and segments."""
     gsm = is_gsm(text)
@@ -102,8 +112,15 @@ def sms_segments_per_notice(settings: Settings | None = None) -> dict[str, Any]:
                     }
                 )
     used = [s for s in samples if s["two_way"] == settings.sms_two_way]
+    # The reminder before an offer lapses, billed the same way when a shop turns it on for SMS.
+    reminders = [
+        sms_segments(composed_reminder_sms(settings, product, lang))
+        for product in demo_products().values()
+        for lang in LANGUAGES
+    ]
     return {
         "segments": max(s["segments"] for s in used),
+        "reminder_segments": max(reminders),
         "by_lang": {lang: max(s["segments"] for s in used if s["lang"] == lang) for lang in LANGUAGES},
         "two_way": settings.sms_two_way,
         "link_base": settings.public_base_url,

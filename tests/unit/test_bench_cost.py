@@ -10,7 +10,7 @@ from bench.__main__ import scale_fields, sms_fields, sync_fields, table
 from bench.calls import CallLog
 from bench.cost import MINUTES_A_MONTH, Shop, monthly_cost
 from bench.prices import USD
-from bench.sms import composed_sms, demo_products, measured_settings, sms_segments_per_notice
+from bench.sms import composed_reminder_sms, composed_sms, demo_products, measured_settings, sms_segments_per_notice
 from chalicelib.messages.sms import sms_segments
 
 
@@ -164,4 +164,8 @@ def test_the_reported_segments_are_those_of_a_composed_demo_message() -> None:
     # A deployed stage's longest links: an API Gateway default endpoint outlasts the prod stage's custom domain.
     assert fields["sms_link_base"] == "https://abcdefghij.execute-api.eu-west-2.amazonaws.com/api"
     assert fields["sms_segments_per_notice"] == 2
+    # The reminder before an offer lapses, for a shop that turns it on for SMS: no more than a notice.
+    reminder = composed_reminder_sms(settings, demo_products()["longest"])
+    assert reminder.startswith("Walnut & Wool (demo shop): ") and "10 minutes" in reminder
+    assert fields["sms_segments_per_reminder"] == measured["reminder_segments"] == 2
     json.dumps(fields)
