@@ -10,7 +10,10 @@ from functools import lru_cache
 from urllib.parse import urlparse
 
 from chalicelib.colours import DEFAULT_ACCENT, is_colour
-from chalicelib.tables.catalog import DEFAULTS as CATALOG_DEFAULTS
+
+# How long an offer waits for its shopper when the product names no window of its own (a catalogued product's
+# default, chalicelib/tables/catalog.py DEFAULTS): written here, where the settings that must fit inside it are checked.
+DEFAULT_OFFER_WINDOW_S = 3600
 
 # Notifier invocations that may run at once: the `MaximumConcurrency` of its SQS trigger (app.py; SQS allows 2 to
 # 1000). The account's send rates are shared out among them (chalicelib/messages/senders.py: `per_function_rate`).
@@ -390,7 +393,7 @@ def _lapse_reminder_minutes(env: Mapping[str, str]) -> int:
     """LAPSE_REMINDER_MINUTES, which must leave the reminder inside a product's default offer window (a product
     with a shorter window gets no reminder: chalicelib/reminders.py)."""
     minutes = _int(env, "LAPSE_REMINDER_MINUTES", Settings.lapse_reminder_minutes, minimum=1)
-    window_minutes = CATALOG_DEFAULTS["offer_window_s"] // 60
+    window_minutes = DEFAULT_OFFER_WINDOW_S // 60
     if minutes >= window_minutes:
         raise ConfigError(
             f"LAPSE_REMINDER_MINUTES must be less than the default offer window ({window_minutes} minutes), "

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Self
 
+from chalicelib.config import DEFAULT_OFFER_WINDOW_S
 from chalicelib.tables.base import (
     TransactionCancelled,
     Tx,
@@ -26,7 +27,12 @@ from chalicelib.tables.base import (
 )
 
 PRODUCT_FIELDS = ("name", "threshold", "hold_window_s", "offer_window_s", "voice", "checkout_url")
-DEFAULTS: dict[str, Any] = {"threshold": 1, "hold_window_s": 900, "offer_window_s": 3600, "voice": "friendly"}
+DEFAULTS: dict[str, Any] = {
+    "threshold": 1,
+    "hold_window_s": 900,
+    "offer_window_s": DEFAULT_OFFER_WINDOW_S,
+    "voice": "friendly",
+}
 NOT_DISCONTINUED = "(attribute_not_exists(discontinued) OR discontinued = :no)"
 DEMAND_OUT = "out"  # demand_key of a product below its threshold (sparse GSI by-demand)
 # A product's waiting count is kept on this many shard items, so taps on one product spread their transactions

@@ -14,7 +14,7 @@ from chalicelib.colours import (
     relative_luminance,
 )
 from chalicelib.config import ConfigError, Settings, settings_from_env
-from chalicelib.queue.messages import compose
+from chalicelib.messages import compose
 from chalicelib.shopper import pages
 from infra.stages import stage_env
 
