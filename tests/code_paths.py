@@ -2,8 +2,9 @@
 
 The reading follows `self.<attribute>.<method>(...)` through the types that constructors and
 `Services` properties declare, so it sees what a code path may call without running it. It
-over-approximates within one method (every branch counts), follows module-level helpers through
-their parameters' declared types, its own methods handed on as `self.<method>`, and callables that
+over-approximates within one method (every branch counts), follows module-level helpers and methods
+through their parameters' declared types, objects a method builds itself (`dispatch = Dispatch(...)`),
+its own methods handed on as `self.<method>`, and callables that
 `Services` wires as `self.<service>.<method>` references; a callable handed over any other way is not
 followed.
 """
@@ -130,6 +131,27 @@ def _self_attribute_calls(body: ast.AST) -> list[tuple[tuple[str, ...], str]]:
             target = target.value
         if path and isinstance(target, ast.Name) and target.id == "self":
             found.append((tuple(path), node.attr))  # type: ignore[union-attr]
+    return found
+
+
+def _value_calls(method: ast.FunctionDef) -> list[tuple[str, tuple[str, ...], str]]:
+    """(declared class, attribute path, method) for every `<name>[.<attribute>...].<method>(...)` on a value the
+    method is handed with a declared type (`walk: Walk`) or builds itself (`dispatch = Dispatch(...)`)."""
+    types = {a.arg: _annotation_name(a.annotation) for a in method.args.args + method.args.kwonlyargs if a.annotation}
+    for node in ast.walk(method):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
+            types.update((t.id, node.value.func.id) for t in node.targets if isinstance(t, ast.Name))
+    found = []
+    for node in ast.walk(method):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        path: list[str] = []
+        target = node.func.value
+        while isinstance(target, ast.Attribute):
+            path.insert(0, target.attr)
+            target = target.value
+        if isinstance(target, ast.Name) and target.id != "self" and target.id in types:
+            found.append((types[target.id], tuple(path), node.func.attr))
     return found
 
 
@@ -287,6 +309,15 @@ class Reader:
             kind = holder.attribute_types.get(attribute, "")
         return kind
 
+    def _kind_along(self, kind: str, path: tuple[str, ...]) -> str:
+        """The declared class at the end of `<value of class kind>.<a>.<b>...`."""
+        for attribute in path:
+            holder = self.classes.get(kind)
+            if holder is None:
+                return ""
+            kind = holder.attribute_types.get(attribute, "")
+        return kind
+
     def reach(
         self, cls: str, method: str, reach: Reach | None = None, route: str = "", seen: set | None = None
     ) -> Reach:
@@ -320,6 +351,11 @@ class Reader:
                 self.reach(kind, name, reach, here, seen)
         for name in _bare_calls(node):
             self.reach_function(name, reach, here, seen)
+        # A value handed to the method or built by it (a walk and its dispatch, say): calls on it go to its class.
+        for declared, path, name in _value_calls(node):
+            kind = self._kind_along(declared, path)
+            if kind in self.classes:
+                self.reach(kind, name, reach, here, seen)
         # A collaborator picked from a container (`self._senders[channel].send(...)`): follow every
         # collaborator the constructor was given that has a method of that name.
         for name in _other_calls(node):
