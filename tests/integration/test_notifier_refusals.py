@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from chalicelib.dispatch import MAX_REFUSALS_IN_A_ROW
 from chalicelib.messages.senders import THROTTLE_ATTEMPTS, EmailSender, Senders, SmsSender
 from chalicelib.metrics import NOTICES_UNDELIVERABLE, SENDS_THROTTLED, skip_metric
 from chalicelib.notifier import (
-    MAX_REFUSALS_IN_A_ROW,
     THROTTLED_RETRY_S,
     SendFailed,
     SkipReason,

@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 
 from chalicelib.messages.senders import EmailSender, Senders, SmsSender
-from chalicelib.notifier import PARKED_MAX, SendFailed, SkipReason
+from chalicelib.notifier import SendFailed, SkipReason
 from chalicelib.queue.messages import Job
 from chalicelib.tables.requests import RequestState
 from chalicelib.tables.reservations import Offer
 from chalicelib.tables.restocks import ROLLED_BACK, Restock, WalkMark
+from chalicelib.walk import PARKED_MAX
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from tests.builders import add_request, add_restock, joined, make_offer, put_restock

@@ -26,8 +26,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from chalicelib.dispatch import AFTER_UNDELIVERABLE
 from chalicelib.messages.senders import EmailSender, Senders, SmsSender
-from chalicelib.notifier import AFTER_UNDELIVERABLE
 from chalicelib.queue.messages import parse
 from chalicelib.tables.reservations import OfferState
 from chalicelib.wiring import Services
