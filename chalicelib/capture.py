@@ -156,10 +156,12 @@ class NewPlace:
     now: float
     unconfirmed: bool
     owes: bool
-    ticket: int
+    ticket: int | None  # None: an imported place, which takes no ticket (chalicelib/line.py)
     burnt_before: int
     # One shard of the product's waiting count, the same for this person at every tap (docs/SCALE.md).
     waiting_shard: int
+    inserted_before: int = 0  # places imports put in the line before the ticket was taken (chalicelib/line.py)
+    consent_source: str = ""  # an imported place's consent, as its file named it (docs/IMPORT.md)
 
     @property
     def owes_confirmation(self) -> bool:
@@ -184,6 +186,8 @@ class NewPlace:
             ticket=self.ticket,
             burnt_before=self.burnt_before,
             waiting_shard=self.waiting_shard,
+            inserted_before=self.inserted_before,
+            consent_source=self.consent_source or None,
         )
 
     def under(self, key: str) -> NewPlace:
@@ -197,6 +201,7 @@ class LineTicket:
 
     number: int
     burnt_before: int
+    inserted_before: int = 0
     kept: bool = False
 
     def settle(self, outcome: CaptureOutcome) -> CaptureOutcome:
@@ -348,6 +353,7 @@ class CaptureService:
             ticket=ticket.number,
             burnt_before=ticket.burnt_before,
             waiting_shard=shard_for(key),
+            inserted_before=ticket.inserted_before,
         )
 
     def _not_suppressed(self, tap: NotifyMe) -> Tx:
@@ -420,6 +426,46 @@ class CaptureService:
                 return self._capture(tap, source, ticket, owes=False)
             return self._refused(cancelled, tap, new, source, retry_after, caps, places)
         return self._queued(tap, new)
+
+    def join_imported(self, contact: Contact, place: NewPlace, facts: Tx) -> str:
+        """Write one place an import brings (docs/IMPORT.md) as a tap's transaction writes a new one: the catalogue's
+        shard (the SKU sold, the list not full, its count), the opt-out checks, the uniqueness item and the place, the
+        check for a place under an older key; no rate, tap or email caps (staff bring the file, no request does).
+        Returns "queued", or what refused it: "already" (the person holds this SKU's uniqueness item), "suppressed",
+        or raises the DomainError a tap would get from the catalogue (unknown, discontinued, full) or Busy. A place
+        that owes a confirmation email has it asked for, as a tap's does. `facts` (its audit fact) commit with it."""
+        tap = NotifyMe(sku=place.sku, contact=contact, name=place.name, lang=place.lang)
+        keys = match_keys(contact, self.hash_key)
+
+        def join(place: NewPlace, quiet: bool) -> Tx:
+            unique, request = self.tables.requests.join_items(place.row())
+            return (
+                Tx()
+                .add("product", self._join_item(place, quiet))
+                .join(self._not_suppressed(tap))
+                .add("unique", unique)
+                .add("request", request)
+                .join(self._legacy_place(place.sku, keys))
+                .join(facts)
+            )
+
+        try:
+            self._join(place, join)
+        except TransactionCancelled as cancelled:
+            if cancelled.failed("product"):
+                refusal = self.refusal_of(cancelled, place.sku)
+                if refusal is not None:
+                    raise refusal from None
+            if self._suppressed_by(cancelled) is not None:
+                return "suppressed"
+            if _refused_any(cancelled, "unique", "legacy place"):
+                return "already"
+            refusal = self.refusal_of(cancelled, place.sku)
+            if refusal is not None:
+                raise refusal from None
+            raise
+        self._queued(tap, place)
+        return "queued"
 
     def _legacy_place(self, sku: str, keys: tuple[str, ...]) -> Tx:
         """A check that the address, spelled as it was typed, holds no place from before taps were matched by

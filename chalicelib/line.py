@@ -10,8 +10,12 @@ now W (the sum of the product's waiting shards, each moved in the same transacti
 * Everyone behind holds a higher ticket: at most J - T of them, so place >= W - (J - T).
 
 With nobody gone and no ticket burnt the two bounds meet and the place is exact; once people left (or bought)
-they give a range that holds the true place, and the pages say so. A place from before tickets has only the
-second upper bound. Tickets follow the join stamps (the fair order, invariant 1) except between taps in the same
+they give a range that holds the true place, and the pages say so. A place from before tickets, or one an import
+wrote (it keeps the join time of the app it came from, so it may stand ahead of tickets handed out before it:
+docs/IMPORT.md), has only the second upper bound. The line counts the places imports put in it (I, counted before
+they are written), and a ticket records how many were counted before it was taken (I0): any of the I may stand
+ahead of it, so place <= T - B + I; only the I - I0 counted after it may stand behind it, so
+place >= W - (J - T) - (I - I0). A place that joined after an import is exact again while nobody leaves. Tickets follow the join stamps (the fair order, invariant 1) except between taps in the same
 few milliseconds, which may cross: there a bound may be off by the taps that crossed. `place_in_line` is pure;
 `read_place` is its two reads.
 """
@@ -39,13 +43,15 @@ class PlaceInLine:
         return self.lowest if self.lowest == self.highest else None
 
 
-def place_in_line(*, ticket: int | None, burnt_before: int, issued: int, waiting: int) -> PlaceInLine:
+def place_in_line(
+    *, ticket: int | None, burnt_before: int, issued: int, waiting: int, inserted: int = 0, inserted_before: int = 0
+) -> PlaceInLine:
     """The bounds of a live place (see the module's docstring); `waiting` counts the place itself."""
     waiting = max(waiting, 1)
     if ticket is None:
         return PlaceInLine(1, waiting)
-    highest = max(1, min(waiting, ticket - burnt_before))
-    lowest = max(1, waiting - max(issued - ticket, 0))
+    highest = max(1, min(waiting, ticket - burnt_before + inserted))
+    lowest = max(1, waiting - max(issued - ticket, 0) - max(inserted - inserted_before, 0))
     return PlaceInLine(min(lowest, highest), highest)
 
 
@@ -53,10 +59,12 @@ def read_place(tables: Tables, request: Request) -> PlaceInLine:
     """A live place's bounds from strongly consistent reads: the product's waiting shards (one BatchGetItem of
     WAITING_SHARDS keys) and the line's tickets (one GetItem)."""
     waiting = tables.catalog.waiting(request.sku)
-    issued, _ = tables.line_tickets.line(request.sku)
+    issued, _, inserted = tables.line_tickets.figures(request.sku)
     return place_in_line(
         ticket=request.ticket,
         burnt_before=request.burnt_before,
         issued=issued,
         waiting=waiting,
+        inserted=inserted,
+        inserted_before=request.inserted_before,
     )

@@ -107,7 +107,8 @@ def request_items(
 
 def take_ticket(services: Services, sku: str, now: float) -> tuple[int, int]:
     """The next ticket of a SKU's line, as capture takes it: (its number, tickets burnt before it)."""
-    return services.tables.line_tickets.take_ticket(sku, int(now) + 91 * 86400)
+    number, burnt_before, _ = services.tables.line_tickets.take_ticket(sku, int(now) + 91 * 86400)
+    return number, burnt_before
 
 
 def add_request(

@@ -70,6 +70,11 @@ class Request:
     burnt_before: int = 0  # tickets of that line burnt before this one was handed out
     waiting_shard: int | None = None  # the catalogue shard this place is counted on (chalicelib/tables/catalog.py)
     lang: str = "en"  # the language the shopper tapped in (chalicelib/i18n.py); places from before it are English
+    # Places an import put in line without a ticket, counted on the line before this place took its ticket: any of
+    # them may stand ahead of it (chalicelib/line.py, docs/IMPORT.md).
+    inserted_before: int = 0
+    # Where an imported place's consent came from, as the file named it (docs/IMPORT.md); None for a tap's place.
+    consent_source: str | None = None
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Self:
@@ -98,6 +103,8 @@ class Request:
             ticket=int_or_none(item.get("ticket")),
             burnt_before=int(item.get("burnt_before") or 0),
             waiting_shard=int_or_none(item.get("waiting_shard")),
+            inserted_before=int(item.get("inserted_before") or 0),
+            consent_source=str_or_none(item.get("consent_source")),
         )
 
     @classmethod
@@ -119,6 +126,8 @@ class Request:
         ticket: int | None = None,
         burnt_before: int = 0,
         waiting_shard: int | None = None,
+        inserted_before: int = 0,
+        consent_source: str | None = None,
     ) -> Self:
         """A new place, waiting from `now`, as `RequestsTable.join_items` writes it.
 
@@ -129,7 +138,8 @@ class Request:
         an email cap, chalicelib/messages/email_caps.py) it owes none until a later tap. `ticket` and `burnt_before`: the
         line's ticket this place took, so its place is read without counting the list (chalicelib/line.py).
         `waiting_shard`: the catalogue shard the same transaction counts the place on, so leaving takes it off the
-        same one.
+        same one. `inserted_before`: the places imports put in that line without a ticket before this ticket was
+        taken. `consent_source`: an imported place's consent, as its file named it.
         """
         return cls(
             sku=sku,
@@ -150,12 +160,14 @@ class Request:
             ticket=ticket,
             burnt_before=burnt_before if ticket is not None else 0,
             waiting_shard=waiting_shard,
+            inserted_before=inserted_before if ticket is not None else 0,
+            consent_source=consent_source or None,
         )
 
     def to_item(self) -> dict[str, Any]:
         """The stored item (absent attributes left out; an owed confirmation with its "by-confirm" day)."""
         item = present({**self.__dict__, "state": str(self.state)})
-        for flag in ("unconfirmed", "confirm_sends", "burnt_before"):
+        for flag in ("unconfirmed", "confirm_sends", "burnt_before", "inserted_before"):
             if not item.get(flag):
                 item.pop(flag, None)
         if self.confirm_owed_at is not None:
@@ -329,6 +341,13 @@ class RequestsTable:
         """The uniqueness item of one person for one SKU, or None."""
         item = self._item(sku, unique_sk(contact_key))
         return UniqueItem.from_item(item) if item else None
+
+    def uniques(self, sku: str, contact_keys: Iterable[str]) -> dict[str, UniqueItem]:
+        """The uniqueness items of some people for one SKU, by contact key, read strongly consistent in batches of
+        100 (an import's look before it writes); a person with none is absent."""
+        keys = [{"sku": sku, "joined_ts": unique_sk(k)} for k in dict.fromkeys(contact_keys)]
+        found = (UniqueItem.from_item(i) for i in get_all(self.table, keys, consistent=True))
+        return {u.contact_key: u for u in found}
 
     def place_named(self, unique: UniqueItem | None) -> Request | None:
         """The place a uniqueness item names (in any state), while that place is still its person's; None when it

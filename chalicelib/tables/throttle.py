@@ -314,8 +314,9 @@ class LineTickets(TableRole):
     """Each SKU's line tickets (chalicelib/line.py): the order a new place was handed out in, kept off the tap's
     transaction so no transaction ever holds this item (one plain write a tap, see docs/SCALE.md)."""
 
-    def take_ticket(self, sku: str, expires_at: int) -> tuple[int, int]:
-        """Hand out the next ticket of a SKU's line: (its number, tickets burnt before it)."""
+    def take_ticket(self, sku: str, expires_at: int) -> tuple[int, int, int]:
+        """Hand out the next ticket of a SKU's line: (its number, tickets burnt before it, places imports put in the
+        line without a ticket before it)."""
         result = self.table.update_item(
             Key={"key": line_key(sku)},
             # The line lives while anybody taps for it (a place lives at most a ttl after its last tap).
@@ -325,7 +326,19 @@ class LineTickets(TableRole):
             ReturnValues="ALL_NEW",
         )
         attributes = result["Attributes"]
-        return int(attributes["issued"]), int(attributes.get("burnt") or 0)
+        return int(attributes["issued"]), int(attributes.get("burnt") or 0), int(attributes.get("inserted") or 0)
+
+    def note_inserted(self, sku: str, count: int, expires_at: int) -> None:
+        """Count `count` places an import is about to put in a SKU's line without tickets (they may stand ahead of any
+        ticket), before they are written: a count no place took only widens the bounds (chalicelib/line.py)."""
+        self.table.update_item(
+            Key={"key": line_key(sku)},
+            # The line outlives the places counted (as a tap's ticket makes it, from now), so no later ticket is
+            # read without them.
+            UpdateExpression="ADD inserted :n SET #ttl = :ttl",
+            ExpressionAttributeNames={"#ttl": "ttl"},
+            ExpressionAttributeValues={":n": count, ":ttl": expires_at},
+        )
 
     def return_ticket(self, sku: str, ticket: int) -> None:
         """A ticket no place took (a repeat tap, an opt-out, a refusal): hand it back while it is still the last one
@@ -347,8 +360,13 @@ class LineTickets(TableRole):
 
     def line(self, sku: str) -> tuple[int, int]:
         """A SKU's line figures, read strongly consistent: (tickets issued, tickets burnt)."""
+        issued, burnt, _ = self.figures(sku)
+        return issued, burnt
+
+    def figures(self, sku: str) -> tuple[int, int, int]:
+        """A SKU's line figures, read strongly consistent: (tickets issued, tickets burnt, places inserted)."""
         item = self.table.get_item(Key={"key": line_key(sku)}, ConsistentRead=True).get("Item") or {}
-        return int(item.get("issued") or 0), int(item.get("burnt") or 0)
+        return int(item.get("issued") or 0), int(item.get("burnt") or 0), int(item.get("inserted") or 0)
 
 
 class UndoRecords(TableRole):

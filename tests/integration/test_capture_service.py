@@ -114,7 +114,7 @@ def test_a_ticket_handed_back_after_a_later_one_counts_as_burnt(services: Servic
     services.tables.line_tickets.take_ticket(chair, 10**10)
     services.tables.line_tickets.return_ticket(chair, 1)  # ticket 2 is out: 1 cannot go back, so it is burnt
     assert services.tables.line_tickets.line(chair) == (2, 1)
-    assert services.tables.line_tickets.take_ticket(chair, 10**10) == (3, 1)
+    assert services.tables.line_tickets.take_ticket(chair, 10**10) == (3, 1, 0)
 
 
 def test_the_callers_address_is_stored_only_as_a_keyed_hash(services: Services, chair: str) -> None:
