@@ -619,6 +619,12 @@ def admin_redrive() -> Response:
     return _staff_json(lambda staff: wiring.current().admin.redrive(staff, _admin_body()))
 
 
+@app.route("/admin/api/imports", methods=["POST"], content_types=["text/csv"], authorizer=ADMIN_AUTHORIZER)
+def admin_import() -> Response:
+    """Import a waiting list exported by another app (docs/IMPORT.md): the CSV is the body, ?format= names it."""
+    return _staff_json(lambda staff: wiring.current().admin.import_list(staff, _body(_request()), _params()))
+
+
 # Support: the contact is typed in full and travels only in a POST body, never in a URL.
 
 

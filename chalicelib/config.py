@@ -71,6 +71,8 @@ class Settings:
     emails_per_source_per_day: int = 50
     non_notice_emails_per_day: int = 2000
     max_waiting_per_sku: int = 10_000  # places waiting on one SKU's list at once
+    # The largest CSV the dashboard imports in one request (docs/IMPORT.md); a bigger file goes through `bisn import`.
+    import_max_bytes: int = 262_144
     # Offers on one restock that may lapse unused with no sale in between before it stops re-offering its units.
     reoffer_lapse_limit: int = 20
     # One reminder before an unused offer lapses ("your unit goes to the next person in 10 minutes";
@@ -474,6 +476,7 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         emails_per_source_per_day=_int(env, "EMAILS_PER_SOURCE_PER_DAY", Settings.emails_per_source_per_day, minimum=1),
         non_notice_emails_per_day=_int(env, "NON_NOTICE_EMAILS_PER_DAY", Settings.non_notice_emails_per_day, minimum=1),
         max_waiting_per_sku=_int(env, "MAX_WAITING_PER_SKU", Settings.max_waiting_per_sku, minimum=1),
+        import_max_bytes=_int(env, "IMPORT_MAX_BYTES", Settings.import_max_bytes, minimum=1024),
         reoffer_lapse_limit=_int(env, "REOFFER_LAPSE_LIMIT", Settings.reoffer_lapse_limit, minimum=1),
         lapse_reminder=_lapse_reminder(env),
         lapse_reminder_minutes=_lapse_reminder_minutes(env),

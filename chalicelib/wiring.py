@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from chalicelib.detect import DetectService
     from chalicelib.feedback import FeedbackService
     from chalicelib.holds import HoldsService
+    from chalicelib.importer import ImportService
     from chalicelib.leaving import QueueExits
     from chalicelib.links import Links
     from chalicelib.manage import ManageService
@@ -246,6 +247,15 @@ class Services:
             send_message=self.jobs.send,
             on_suppressed=self.proof_requests.ask,
             email_sends=self.email_sends,
+        )
+
+    @cached_property
+    def imports(self) -> ImportService:
+        """Importing a waiting list another app exported (`bisn import`, the dashboard's import), through capture."""
+        from chalicelib.importer import ImportService
+
+        return ImportService(
+            settings=self.settings, tables=self.tables, capture=self.capture, clock=self.clock, hash_key=self.hash_key
         )
 
     @cached_property
@@ -819,6 +829,8 @@ class Services:
             operations=self._operations(),
             staff_audit=self.staff_audit,
             clock=self.clock,
+            imports=self.imports,
+            import_max_bytes=settings.import_max_bytes,
         )
 
     @cached_property

@@ -99,13 +99,15 @@ NEEDS: dict[str, Needs] = {
             # QUERY: the dashboard's pages of a waiting list and a period's joins, each a bounded page. A shopper's
             # path never queries the table: a place in line is read from the line's figures (chalicelib/line.py).
             # CHECK: a tap under a mailbox's new key makes sure its old key holds no place (chalicelib/contacts.py).
-            "requests": TableAccess((GET, QUERY, PUT, UPDATE, DELETE, CHECK), ("by-contact",)),
+            # BATCH_GET: the dashboard's import reads the uniqueness items of a file's people (chalicelib/importer.py).
+            "requests": TableAccess((GET, BATCH_GET, QUERY, PUT, UPDATE, DELETE, CHECK), ("by-contact",)),
             # QUERY: a SKU's restocks (the dashboard's "explain"); by-opened: the restocks of a period.
             "restocks": TableAccess((GET, QUERY, PUT, UPDATE), ("by-opened",)),
             "reservations": TableAccess((GET, UPDATE)),
             # UPDATE: a person's manage-link version, raised when they sign out everywhere. DELETE: a person's own
             # opt-in link, or their proof from a tap (a re-subscribe link or code, chalicelib/shopper/resubscribe.py), lifts it.
-            "optout": TableAccess((GET, PUT, UPDATE, DELETE, CHECK)),
+            # BATCH_GET: the dashboard's import passes over the people of a file who opted out.
+            "optout": TableAccess((GET, BATCH_GET, PUT, UPDATE, DELETE, CHECK)),
             # Rate limits; inventory webhook ids remembered, so a late retry is known; pending channel switches.
             "throttle": TableAccess((GET, PUT, UPDATE, DELETE)),
             # QUERY: the facts the dashboard's "explain" and export read. Erasure's one change to a fact is

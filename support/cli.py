@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -33,10 +33,16 @@ from support import lift, stack_state
 from support.failures import describe
 from support.progress import Progress
 
+if TYPE_CHECKING:
+    from chalicelib.importer import ImportReport, ImportService
+    from chalicelib.wiring import Services
+
 LOCAL_REGION = "eu-west-2"
 # How often a long operation reports progress when stderr is not a terminal.
 QUEUE_PROGRESS_EVERY = 1000
 REDRIVE_PROGRESS_EVERY = 100
+IMPORT_PROGRESS_EVERY = 500
+IMPORT_FORMATS = ("klaviyo", "cwginstock", "woo-waitlist", "generic")
 # On a terminal, progress shows once this many items are done: a short answer comes without it.
 LIVE_FROM = 100
 F = TypeVar("F", bound=Callable[..., Any])
@@ -132,6 +138,12 @@ def split_contact_and_sku(words: Sequence[str], known_sku: Callable[[str], bool]
 
 def build_desk(stage: str, endpoint_url: str | None, region: str | None) -> tuple[SupportDesk, bool]:
     """The support desk for a stage, and whether it talks to an emulator rather than AWS."""
+    services, emulated = build_services(stage, endpoint_url, region)
+    return services.desk, emulated
+
+
+def build_services(stage: str, endpoint_url: str | None, region: str | None) -> tuple[Services, bool]:
+    """A stage's services, and whether they talk to an emulator rather than AWS."""
     import boto3
 
     from chalicelib.aws import Aws
@@ -152,7 +164,7 @@ def build_desk(stage: str, endpoint_url: str | None, region: str | None) -> tupl
     except (ConfigError, UnknownStage) as exc:
         raise click.UsageError(str(exc)) from exc
     services = Services(settings, aws=Aws(chosen, session=boto3.session.Session(region_name=chosen)))
-    return services.desk, bool(endpoint)
+    return services, bool(endpoint)
 
 
 def _desk(ctx: click.Context) -> SupportDesk:
@@ -233,6 +245,7 @@ def cli(ctx: click.Context, stage: str, endpoint_url: str | None, region: str | 
         "region": region,
         "json": as_json,
         "progress_stream": given.get("progress_stream"),
+        "importer": given.get("importer"),
     }
 
 
@@ -442,6 +455,63 @@ def redrive(ctx: click.Context, wait: bool) -> None:
     if report.note:
         lines.append(report.note)
     _emit(ctx, report, "\n".join(lines))
+
+
+def _importer(ctx: click.Context) -> ImportService:
+    obj = ctx.obj
+    if obj.get("importer") is None:
+        chosen = endpoint_for(obj["stage"], obj["endpoint_url"])
+        obj["endpoint"] = chosen.url
+        click.echo(f"Using {chosen.url or 'AWS'} ({chosen.source})", err=True)
+        services, obj["emulated"] = build_services(obj["stage"], obj["endpoint_url"], obj["region"])
+        obj["importer"] = services.imports
+    return obj["importer"]
+
+
+@cli.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--format", "format_name", type=click.Choice(IMPORT_FORMATS), required=True, help="Whose export.")
+@click.option("--dry-run", is_flag=True, help="Check every row against the catalogue and the lists; write nothing.")
+@json_option
+@click.pass_context
+def import_list(ctx: click.Context, file: Path, format_name: str, dry_run: bool) -> None:
+    """Put the people of another app's waiting-list export on our lists, each at their original join time
+    (docs/IMPORT.md). Rows not imported are listed with their line and why; running it again imports nothing twice
+    and finishes a run that stopped midway."""
+    try:
+        text = file.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise click.UsageError(f"{file} is not UTF-8 text") from error
+    importer = _importer(ctx)
+    rows = max(0, text.count("\n") - 1) or None
+    progress = _progress(ctx, "Rows handled", IMPORT_PROGRESS_EVERY, rows)
+    try:
+        report = importer.run(text, format_name, dry_run=dry_run, progress=progress, source="bisn import")
+    finally:
+        progress.finish()
+    _emit(ctx, report.body(), render_import(report))
+
+
+def render_import(report: ImportReport) -> str:
+    """The report as staff read it: the counts, then each row not imported with its line."""
+    verb = "Would import" if report.dry_run else "Imported"
+    lines = [
+        f"{verb} {report.imported:,} of {report.rows:,} row(s) ({report.format}).",
+        f"{report.confirmations_owed:,} email place(s) owe a confirmation email (double opt-in)."
+        if report.confirmations_owed
+        else "No place owes a confirmation email.",
+    ]
+    if report.already:
+        lines.append(f"Already on the list: {len(report.already):,} row(s) (lines {_lines(report.already)}).")
+    if report.refused:
+        lines.append(f"Refused: {len(report.refused):,} row(s):")
+        lines += [f"  line {r.line}: {r.reason}" for r in report.refused]
+    return "\n".join(lines)
+
+
+def _lines(rows: Sequence[Any]) -> str:
+    shown = ", ".join(str(r.line) for r in rows[:20])
+    return shown + (f" and {len(rows) - 20} more" if len(rows) > 20 else "")
 
 
 def main() -> None:

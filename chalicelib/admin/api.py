@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chalicelib.admin.auth import Staff, StaffGroups, TokenRefused, TokenVerifier
 from chalicelib.admin.contacts import ContactSupport, StaffAudit
@@ -16,8 +16,11 @@ from chalicelib.admin.operations import Operations
 from chalicelib.admin.periods import period_of, unseal
 from chalicelib.admin.signin import SignIn
 from chalicelib.clock import Clock
-from chalicelib.errors import BadRequest, Conflict, DomainError, NotFound
+from chalicelib.errors import BadRequest, Conflict, DomainError, Forbidden, NotFound, PayloadTooLarge
 from chalicelib.leaving import GONE, HOLDING
+
+if TYPE_CHECKING:
+    from chalicelib.importer import ImportService
 
 # The columns of each list's CSV (the JSON list they come from is named beside them).
 CSV_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -87,6 +90,8 @@ class AdminApi:
     operations: Operations
     staff_audit: StaffAudit
     clock: Clock
+    imports: ImportService
+    import_max_bytes: int  # IMPORT_MAX_BYTES: a bigger file goes through `bisn import`
 
     def staff(self, authorization: str | None) -> Staff:
         """The staff member an `Authorization: Bearer <id token>` header names; Unauthorized otherwise."""
@@ -186,3 +191,33 @@ class AdminApi:
         answer = self.operations.redrive(data)
         self.staff_audit.record(staff, "redrive", queue=str(data.get("queue")), moved=answer["moved"])
         return answer
+
+    # --- Importing a waiting list from another app (docs/IMPORT.md)
+
+    def import_list(self, staff: Staff, body: bytes, params: Mapping[str, str]) -> dict[str, Any]:
+        """POST /admin/api/imports?format=...[&dry_run=true] with the CSV as the body (owner): the report, each row
+        not imported with its line and why. Audited with the staff member and the counts, never a contact."""
+        if staff.role != "owner":
+            raise Forbidden("Only the shop's owner may import a waiting list.")
+        if len(body) > self.import_max_bytes:
+            raise PayloadTooLarge(
+                f"The file is over {self.import_max_bytes} bytes, the most the dashboard imports at once; "
+                "import it with `bisn import` instead."
+            )
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise BadRequest("The file must be UTF-8 CSV.", code="import_unreadable") from None
+        dry_run = params.get("dry_run", "").lower() in ("1", "true", "yes")
+        report = self.imports.run(text, params.get("format", ""), dry_run=dry_run, source=f"staff:{staff.sub}")
+        self.staff_audit.record(
+            staff,
+            "import",
+            format=report.format,
+            dry_run=report.dry_run,
+            rows=report.rows,
+            imported=report.imported,
+            already=len(report.already),
+            refused=len(report.refused),
+        )
+        return report.body()
