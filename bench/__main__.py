@@ -113,6 +113,19 @@ def fields(outcomes: dict[str, Outcome], size: str, seconds: float) -> dict[str,
     r["prices"] = f"{REGION} on demand, list prices as of {PRICES_AS_OF} (bench/prices.py)"
     if "scale" in got:
         r.update(scale_fields(got["scale"]))
+    if "waitlist_import" in got:
+        imported = got["waitlist_import"]
+        r.update(
+            {
+                "import_rows": imported["rows"],
+                "import_first_s": imported["first"]["seconds"],
+                "import_first_rows_per_s": imported["first"]["rows_per_s"],
+                "import_first_calls": imported["first"]["calls"],
+                "import_again_s": imported["again"]["seconds"],
+                "import_again_written": imported["again"]["imported"],
+                "import_again_calls": imported["again"]["calls"],
+            }
+        )
     r.update(
         {
             "bench_size": size,
@@ -378,6 +391,15 @@ def table(r: dict[str, Any]) -> str:
                 "",
                 f"one pass a day ({r['stop_sync_10k_pass_calls']} calls); a full pass every minute "
                 f"would be ${r['stop_sync_10k_usd_per_day_full_pass_every_minute']:.4f}",
+            ),
+        ],
+        lambda: [
+            (
+                f"waiting-list import, {r['import_rows']:,} rows",
+                f"{r['import_first_s']:g} s ({r['import_first_rows_per_s']:g} rows/s)",
+                "minutes",
+                f"{r['import_first_calls']} calls; the re-run {r['import_again_s']:g} s, "
+                f"{r['import_again_written']} written, {r['import_again_calls']} calls",
             ),
         ],
         lambda: [

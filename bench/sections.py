@@ -40,6 +40,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "catalog": 10_000,
         "offers": 10_000,
         "optouts": 10_000,
+        "import_rows": 10_000,
     },
     "quick": {
         "taps": 50,
@@ -53,6 +54,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "catalog": 500,
         "offers": 500,
         "optouts": 1_000,
+        "import_rows": 1_000,
     },
     "tiny": {
         "taps": 5,
@@ -66,6 +68,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "catalog": 20,
         "offers": 20,
         "optouts": 200,
+        "import_rows": 20,
     },
 }
 
@@ -151,6 +154,12 @@ def _stop_sync(size: dict[str, Any]) -> Any:
     return syncs.stop_sync_day(size["optouts"])
 
 
+def _waitlist_import(size: dict[str, Any]) -> Any:
+    from bench.waitlist_import import import_rows
+
+    return import_rows(size["import_rows"])
+
+
 @dataclass(frozen=True)
 class Section:
     name: str
@@ -172,6 +181,7 @@ SECTIONS = (
     Section("catalog_sync", "catalogue sync of the whole feed, then the same feed again", _catalog_sync),
     Section("sweep_offers", "the sweep with every offer live, then lapsing", _sweep_offers),
     Section("stop_sync", "the STOP sync's day", _stop_sync),
+    Section("waitlist_import", "a 10,000-row waiting-list export imported, then imported again", _waitlist_import),
 )
 BY_NAME = {s.name: s for s in SECTIONS}
 
