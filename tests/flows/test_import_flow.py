@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -74,10 +74,6 @@ def fixture(name: str) -> str:
 
 def in_line(services: Services) -> list[str]:
     return [r.contact for r in services.tables.requests.queue("CHAIR-WALNUT")]
-
-
-def at(day: str) -> float:
-    return datetime.fromisoformat(day).replace(tzinfo=UTC).timestamp()
 
 
 # Per format: the people placed, in line order (oldest ask first), and the lines refused.
@@ -162,7 +158,7 @@ def test_the_dashboard_import_is_the_owners_bounded_and_says_what_is_wrong(
 
 
 def test_bisn_import_shows_progress_and_a_re_run_finishes_a_run_cut_short(
-    shop: Services, monkeypatch: pytest.MonkeyPatch
+    shop: Services, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setattr("support.cli.IMPORT_PROGRESS_EVERY", 10)
     rows = [f"CHAIR-WALNUT,email,p{i}@example.com,2026-09-01T08:{i:02d}:00Z,storefront form,yes" for i in range(30)]
@@ -170,8 +166,7 @@ def test_bisn_import_shows_progress_and_a_re_run_finishes_a_run_cut_short(
     # A run that stopped after its first 12 rows had written them (a crash, a closed laptop).
     first = shop.imports.run("\n".join([header, *rows[:12]]), "generic")
     assert first.imported == 12
-    path = ROOT / "build" / "import-resume.csv"
-    path.parent.mkdir(exist_ok=True)
+    path = tmp_path / "export.csv"
     path.write_text("\n".join([header, *rows]) + "\n")
     stream = io.StringIO()
     result = CliRunner().invoke(
