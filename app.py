@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from chalice import Chalice, CognitoUserPoolAuthorizer, Rate, Response
-from chalice.app import CloudWatchEvent, Request, SQSEvent
+from chalice.app import CloudWatchEvent, DynamoDBEvent, Request, SQSEvent
 
 from chalicelib import admin_pages, logs, wiring
 from chalicelib.clock import remaining_ms_of
@@ -318,6 +318,33 @@ def feedback(event: SQSEvent) -> None:
     wiring.current().feedback.handle(record.body for record in event)
 
 
+# Chalice writes a stream trigger's ARN as given here, which no stage can know before its table exists: `make
+# package` (infra/pin_stage.py) binds this trigger to the stack's own AuditTable stream.
+AUDIT_STREAM = "arn:aws:dynamodb:eu-west-2:000000000000:table/bisn-audit/stream/bound-at-package"
+
+
+@app.on_dynamodb_record(stream_arn=AUDIT_STREAM, batch_size=100, maximum_batching_window_in_seconds=1)
+def events_feed(event: DynamoDBEvent) -> None:
+    """New audit facts: those that are events the shop chose (docs/EVENTS.md) go on the events queue. Raising
+    hands the batch over again; an event queued twice keeps its id."""
+    wiring.current().event_feed.handle(record.to_dict() for record in event)
+
+
+EVENTS_QUEUE = os.environ.get("NAME_PREFIX", "bisn") + "-events"
+
+
+@app.on_sqs_message(queue=EVENTS_QUEUE, batch_size=1)
+def outbound(event: SQSEvent) -> None:
+    """Deliver one outbound event to the shop's webhook receiver or Klaviyo. A failure raises after setting the
+    message's next try (backoff); after 8 attempts it waits in the events DLQ for the dashboard's redrive."""
+    services = wiring.current()
+    for record in event:
+        raw = record.to_dict()
+        with logs.correlated(message_id=str(raw.get("messageId", ""))):
+            attempt = int(raw.get("attributes", {}).get("ApproximateReceiveCount", 1))
+            services.outbound.handle(record.body, receipt_handle=record.receipt_handle, attempt=attempt)
+
+
 @app.lambda_function(name="sms_feedback")
 def sms_feedback(event: dict[str, Any], context: LambdaContext) -> None:
     """SNS's SMS delivery failures, from a CloudWatch Logs subscription on its delivery status log group: a number
@@ -613,9 +640,15 @@ def admin_operations() -> Response:
     return _staff_json(lambda staff: wiring.current().admin.operations_view(), "alarms")
 
 
+@app.route("/admin/api/operations/events", methods=["GET"], authorizer=ADMIN_AUTHORIZER)
+def admin_dead_events() -> Response:
+    """Outbound events waiting in their dead-letter queue (up to 10 listed), persons never named."""
+    return _staff_json(lambda staff: wiring.current().admin.dead_events(), "dead_events")
+
+
 @app.route("/admin/api/operations/redrive", methods=["POST"], content_types=ADMIN_TYPES, authorizer=ADMIN_AUTHORIZER)
 def admin_redrive() -> Response:
-    """Move the job queue's dead letters back to it (audited)."""
+    """Move the job queue's dead letters, or the outbound events', back to their queue (audited)."""
     return _staff_json(lambda staff: wiring.current().admin.redrive(staff, _admin_body()))
 
 

@@ -131,6 +131,12 @@ class Settings:
     shop_logo_url: str = ""
     shop_accent: str = DEFAULT_ACCENT
     widget_consent: str = ""
+    # Events out (docs/EVENTS.md): which events go to the shop's own platform ('' = none), which fields their
+    # payloads carry, and the Standard Webhooks receiver they are posted to ('' = no webhook; Klaviyo is the
+    # other destination, on when KLAVIYO_API_KEY is set).
+    outbound_events: tuple[str, ...] = ()
+    outbound_event_fields: tuple[str, ...] = ("sku",)
+    outbound_webhook_url: str = ""
 
     def table_name(self, short: str) -> str:
         """Full name of a table from infra/template.json, e.g. 'catalog' -> 'bisn-catalog'."""
@@ -151,6 +157,26 @@ class Settings:
         """Name of the queue SES's bounce, complaint and delivery events arrive on (through SNS)."""
         return f"{self.name_prefix}-ses-feedback"
 
+    @property
+    def events_queue_name(self) -> str:
+        """Name of the queue outbound events wait on for delivery."""
+        return f"{self.name_prefix}-events"
+
+    @property
+    def events_dlq_name(self) -> str:
+        """Name of the events queue's dead-letter queue."""
+        return f"{self.name_prefix}-events-dlq"
+
+    @property
+    def outbound_destinations(self) -> tuple[str, ...]:
+        """Where each outbound event goes: "webhook" and/or "klaviyo" (none when no event is chosen)."""
+        if not self.outbound_events:
+            return ()
+        webhook = ("webhook",) if self.outbound_webhook_url else ()
+        keyed = "KLAVIYO_API_KEY" in self.secret_values or "KLAVIYO_API_KEY" in self.secret_refs
+        klaviyo = ("klaviyo",) if keyed else ()
+        return webhook + klaviyo
+
 
 SECRETS = ("WEBHOOK_SECRET", "TOKEN_KEY", "CONTACT_HASH_KEY")
 # Secrets a stage may leave out: the catalogue feed's bearer token (a public feed needs none), and each platform's
@@ -164,6 +190,8 @@ OPTIONAL_SECRETS = (
     "WOOCOMMERCE_CONSUMER_KEY",
     "WOOCOMMERCE_CONSUMER_SECRET",
     "TURNSTILE_SECRET",
+    "OUTBOUND_WEBHOOK_SECRET",
+    "KLAVIYO_API_KEY",
 )
 PLATFORM_NEEDS = {
     "generic": (),
@@ -404,6 +432,42 @@ def _lapse_reminder_minutes(env: Mapping[str, str]) -> int:
     return minutes
 
 
+def _names(env: Mapping[str, str], name: str, allowed: tuple[str, ...], default: tuple[str, ...]) -> tuple[str, ...]:
+    """A comma-separated list of names, each one of `allowed`; `default` when unset."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    names = tuple(dict.fromkeys(part.strip().lower() for part in raw.split(",") if part.strip()))
+    unknown = [n for n in names if n not in allowed]
+    if unknown:
+        raise ConfigError(f"{name} takes {', '.join(allowed)}; got {unknown[0]!r}")
+    return names
+
+
+def _outbound(env: Mapping[str, str], secrets: set[str]) -> tuple[tuple[str, ...], tuple[str, ...], str]:
+    """OUTBOUND_EVENTS, OUTBOUND_EVENT_FIELDS and OUTBOUND_WEBHOOK_URL (docs/EVENTS.md), checked together."""
+    from chalicelib.events_out import EVENT_TYPES, FIELDS
+
+    events = _names(env, "OUTBOUND_EVENTS", EVENT_TYPES, Settings.outbound_events)
+    fields = _names(env, "OUTBOUND_EVENT_FIELDS", FIELDS, Settings.outbound_event_fields)
+    url = env.get("OUTBOUND_WEBHOOK_URL", "").strip()
+    if url:
+        parsed = urlparse(url)
+        local = parsed.scheme == "http" and parsed.hostname in ("127.0.0.1", "localhost", "::1")
+        # The payloads may carry contacts: never across a network in clear.
+        if not (parsed.scheme == "https" and parsed.netloc) and not local:
+            raise ConfigError(f"OUTBOUND_WEBHOOK_URL must be an https:// URL, got {url!r}")
+        if "OUTBOUND_WEBHOOK_SECRET" not in secrets:
+            raise ConfigError("OUTBOUND_WEBHOOK_URL needs OUTBOUND_WEBHOOK_SECRET (or its _SECRET_ID) to sign with")
+    klaviyo = "KLAVIYO_API_KEY" in secrets
+    if events and not url and not klaviyo:
+        raise ConfigError("OUTBOUND_EVENTS needs OUTBOUND_WEBHOOK_URL or KLAVIYO_API_KEY: somewhere to send them")
+    if events and klaviyo and "contact" not in fields:
+        # A Klaviyo event belongs to a profile, which is found by email or phone number.
+        raise ConfigError("KLAVIYO_API_KEY needs contact in OUTBOUND_EVENT_FIELDS: Klaviyo events name a profile")
+    return events, fields, url
+
+
 def settings_from_env(env: Mapping[str, str]) -> Settings:
     """Build Settings from a mapping of environment variables, failing fast on anything missing. A setting with a
     default in `Settings` takes it from there, so each default is written once (and docs say the same number:
@@ -430,6 +494,7 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
     if not region:
         raise ConfigError("AWS_REGION is required")
     phone_region = _required(env, "DEFAULT_PHONE_REGION").upper()
+    outbound = _outbound(env, set(values) | set(refs))
     return Settings(
         stage=_required(env, "STAGE"),
         name_prefix=_required(env, "NAME_PREFIX"),
@@ -499,6 +564,9 @@ def settings_from_env(env: Mapping[str, str]) -> Settings:
         shop_logo_url=_public_url(env, "SHOP_LOGO_URL"),
         shop_accent=_accent(env),
         widget_consent=" ".join(env.get("WIDGET_CONSENT", "").split())[:300],
+        outbound_events=outbound[0],
+        outbound_event_fields=outbound[1],
+        outbound_webhook_url=outbound[2],
         metrics_namespace=env.get("POWERTOOLS_METRICS_NAMESPACE", "").strip() or Settings.metrics_namespace,
         metrics_enabled=env.get("POWERTOOLS_METRICS_DISABLED", "").strip().lower() not in ("1", "true", "yes"),
         service_name=env.get("POWERTOOLS_SERVICE_NAME", "").strip() or _required(env, "NAME_PREFIX"),

@@ -538,14 +538,23 @@ class SupportDesk:
 
     # --- dead letters
 
-    def dlq_redrive(self, *, emulated: bool, progress: ProgressHook = _no_progress) -> RedriveReport:
-        """Move dead-lettered jobs back to the job queue (StartMessageMoveTask; by hand where an emulator lacks it).
+    def dlq_redrive(
+        self, *, emulated: bool, progress: ProgressHook = _no_progress, events: bool = False
+    ) -> RedriveReport:
+        """Move dead-lettered jobs back to the job queue (StartMessageMoveTask; by hand where an emulator lacks it);
+        with `events`, dead-lettered outbound events back to the events queue.
 
         `progress` hears of each batch moved by hand; AWS's own task reports its progress through
         ListMessageMoveTasks instead.
         """
-        dlq_url = self.sqs.get_queue_url(QueueName=self.settings.dlq_name)["QueueUrl"]
-        jobs_url = self.sqs.get_queue_url(QueueName=self.settings.jobs_queue_name)["QueueUrl"]
+        settings = self.settings
+        source, destination = (
+            (settings.events_dlq_name, settings.events_queue_name)
+            if events
+            else (settings.dlq_name, settings.jobs_queue_name)
+        )
+        dlq_url = self.sqs.get_queue_url(QueueName=source)["QueueUrl"]
+        jobs_url = self.sqs.get_queue_url(QueueName=destination)["QueueUrl"]
         dlq = self.sqs.get_queue_attributes(
             QueueUrl=dlq_url, AttributeNames=["QueueArn", "ApproximateNumberOfMessages"]
         )["Attributes"]
@@ -606,10 +615,10 @@ class SupportDesk:
     def _redrive_by_hand(
         self, dlq_url: str, jobs_url: str, source: str, destination: str, waiting: int, progress: ProgressHook
     ) -> RedriveReport:
-        """Receive dead letters ten at a time, send them to the job queue, then delete those sent.
+        """Receive dead letters ten at a time, send them to their queue, then delete those sent.
 
-        A crash between the send and the delete sends a job twice, never loses one: the notifier makes a
-        repeated job harmless. A message the job queue refuses is not deleted; it stays dead-lettered (hidden
+        A crash between the send and the delete sends a message twice, never loses one: the notifier makes a
+        repeated job harmless, and a repeated event keeps its id. A message the queue refuses is not deleted; it stays dead-lettered (hidden
         for the dead-letter queue's visibility timeout, so this loop ends) and is counted as failed.
         """
         moved = failed = 0
@@ -638,10 +647,10 @@ class SupportDesk:
             progress(len(done))
         note = (
             "This endpoint does not implement StartMessageMoveTask, so each message was received, "
-            "re-sent to the job queue and then deleted from the dead-letter queue."
+            "re-sent to its queue and then deleted from the dead-letter queue."
         )
         if failed:
-            note += f" The job queue refused {failed} message(s); they stay on the dead-letter queue."
+            note += f" The queue refused {failed} message(s); they stay on the dead-letter queue."
         return RedriveReport(
             method="receive-and-resend",
             source=source,

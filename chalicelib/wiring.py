@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from chalicelib.notifier import Notifier
     from chalicelib.optout_service import OptoutService
     from chalicelib.orders import OrdersService
+    from chalicelib.outbound import EventFeed, Outbound
     from chalicelib.platforms.base import Store, WebhookReader
     from chalicelib.platforms.http import Transport
     from chalicelib.platforms.shopify import ShopifyConnector
@@ -638,6 +639,37 @@ class Services:
             hash_key=self.hash_key,
             faults=self.faults,
         )
+
+    @cached_property
+    def event_feed(self) -> EventFeed:
+        """New audit facts from the audit table's stream, queued as outbound events (docs/EVENTS.md)."""
+        from chalicelib.outbound import EventFeed
+
+        return EventFeed(settings=self.settings, sqs=self.aws.sqs)
+
+    @cached_property
+    def outbound(self) -> Outbound:
+        """Each outbound event delivered to the shop's webhook receiver or Klaviyo, retried with backoff."""
+        from chalicelib.outbound import Outbound
+
+        return Outbound(
+            settings=self.settings,
+            tables=self.tables,
+            secrets=self.secrets,
+            transport=self.outbound_transport,
+            sqs=self.aws.sqs,
+            clock=self.clock,
+        )
+
+    @cached_property
+    def outbound_transport(self) -> Transport:
+        """How events reach the shop's receiver and Klaviyo: the caller's transport (the tests' receiver), else
+        urllib with a 15-second timeout, the shortest Standard Webhooks recommends giving a receiver."""
+        if self._transport is not None:
+            return self._transport
+        from chalicelib.platforms.http import UrllibTransport
+
+        return UrllibTransport(timeout_s=15.0)
 
     @cached_property
     def feedback(self) -> FeedbackService:

@@ -7,7 +7,8 @@ region but the policies' one, so such a deployment fails at once with a clear me
 
 It binds the dashboard's Cognito authorizer to the stack's AdminUserPool (refusing a package in which some
 /admin/api route but sign-in goes without it). It also binds each SQS trigger to the stack's own queue (the notifier's to JobsQueue, the SES feedback
-handler's to FeedbackQueue): Chalice writes the queue as
+handler's to FeedbackQueue, the outbound events' to EventsQueue), and the events feed's stream trigger to the
+AuditTable's stream, for the facts that can be events only: Chalice writes the queue as
 ARN text built from the name given in app.py, which cannot know the stage and orders nothing (the
 queue must exist before Lambda maps it). And it refuses a template in which some function has no
 name or log group from infra/template.json.
@@ -66,7 +67,7 @@ def check_functions(template: dict[str, Any]) -> None:
 
 
 # The queues a function may consume, by the end of the name app.py gives them, and their logical ids.
-QUEUES = {"-jobs": "JobsQueue", "-ses-feedback": "FeedbackQueue"}
+QUEUES = {"-jobs": "JobsQueue", "-ses-feedback": "FeedbackQueue", "-events": "EventsQueue"}
 
 
 def bind_queue(template: dict[str, Any]) -> None:
@@ -81,9 +82,28 @@ def bind_queue(template: dict[str, Any]) -> None:
             bound = [q for suffix, q in QUEUES.items() if queue.rstrip('"}').endswith(suffix)]
             if not bound:
                 raise PackageError(
-                    f"{logical}.{name} consumes {queue}; only the jobs queue and the feedback queue exist"
+                    f"{logical}.{name} consumes {queue}; only the jobs, feedback and events queues exist"
                 )
             event["Properties"]["Queue"] = {"Fn::GetAtt": [bound[0], "Arn"]}
+
+
+# The one stream a function may read, and the facts on it that can be events (chalicelib/events_out.py): Lambda
+# invokes the function for those only, so a shop with no events out pays for no invocation per fact.
+STREAM_TABLE = "AuditTable"
+EVENT_FACTS = ("confirmed", "notice_sent", "hold", "conversion", "lapse", "expiry", "leave")
+
+
+def bind_stream(template: dict[str, Any]) -> None:
+    """Point every DynamoDB Streams trigger at the stack's own audit table's stream, for new facts of the kinds
+    that can be events: Chalice writes the stream's ARN as given in app.py, which no stage knows before the table
+    exists."""
+    pattern = {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"kind": {"S": list(EVENT_FACTS)}}}}
+    for function in functions(template).values():
+        for event in function["Properties"].get("Events", {}).values():
+            if event.get("Type") != "DynamoDB":
+                continue
+            event["Properties"]["Stream"] = {"Fn::GetAtt": [STREAM_TABLE, "StreamArn"]}
+            event["Properties"]["FilterCriteria"] = {"Filters": [{"Pattern": json.dumps(pattern)}]}
 
 
 # An ARN whose region is named and whose account is left as `*` by infra/policies.py.
@@ -150,6 +170,7 @@ def pin(template: dict[str, Any], prefix: str, region: str = DEPLOY_REGION) -> d
     and the roles' policies naming the deploying account."""
     check_functions(template)
     bind_queue(template)
+    bind_stream(template)
     bind_admin_authorizer(template)
     pin_accounts(template)
     parameter = template["Parameters"]["NamePrefix"]

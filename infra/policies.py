@@ -31,7 +31,17 @@ POLICY_DIR = ROOT / ".chalice" / "policies"
 
 DEPLOY_REGION = "eu-west-2"
 LOCAL_STAGES = ("local",)  # run on the emulator only; never packaged
-FUNCTIONS = ("api_handler", "notifier", "sweep", "catalog_sync", "reconcile", "feedback", "sms_feedback")
+FUNCTIONS = (
+    "api_handler",
+    "notifier",
+    "sweep",
+    "catalog_sync",
+    "reconcile",
+    "feedback",
+    "sms_feedback",
+    "events_feed",
+    "outbound",
+)
 
 # The copy model: Claude Haiku 4.5 through the global cross-region inference profile.
 BEDROCK_PROFILE = "global.anthropic.claude-haiku-4-5-20251001-v1:0"
@@ -48,6 +58,10 @@ DELETE = "dynamodb:DeleteItem"
 # The queue actions Lambda's SQS event source needs on the role of the function it feeds.
 CONSUME = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
 PRODUCE = ("sqs:SendMessage", "sqs:GetQueueUrl")
+# A failed delivery sets its own next try (chalicelib/outbound.py backoff_s).
+BACK_OFF = ("sqs:ChangeMessageVisibility", "sqs:GetQueueUrl")
+# What Lambda's DynamoDB Streams event source reads on the role of the function it feeds.
+STREAM_READ = ("dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams")
 
 
 # A platform's API credentials, and those with its webhook secrets (chalicelib/config.py's OPTIONAL_SECRETS).
@@ -83,6 +97,8 @@ class Needs:
     optional_secrets: tuple[str, ...] = ()  # granted only when the stage configures them
     feedback_queue: bool = False  # consume the SES feedback queue (its trigger)
     dashboard: bool = False  # the shop's dashboard (/admin/api): dead letters, alarms, monthly figures, erasure
+    events_queue: tuple[str, ...] = ()  # the outbound events queue (docs/EVENTS.md)
+    audit_stream: bool = False  # read the audit table's stream (its trigger)
 
 
 NEEDS: dict[str, Needs] = {
@@ -231,6 +247,17 @@ NEEDS: dict[str, Needs] = {
         queue=PRODUCE,  # top-ups for live offers given up
         secrets=("CONTACT_HASH_KEY",),  # numbers are known by keyed hash
     ),
+    # New audit facts from the table's stream: those that are events the shop chose go on the events queue.
+    "events_feed": Needs(tables={}, events_queue=PRODUCE, audit_stream=True),
+    # Each outbound event to the shop's webhook receiver or Klaviyo.
+    "outbound": Needs(
+        tables={
+            "requests": TableAccess((GET,)),  # the person's place: their uniqueness item, then the place
+            "optout": TableAccess((BATCH_GET,)),  # whether they opted out since the event was queued
+        },
+        events_queue=CONSUME + BACK_OFF,  # its trigger, and each failure's next try
+        optional_secrets=("OUTBOUND_WEBHOOK_SECRET", "KLAVIYO_API_KEY"),
+    ),
 }
 
 
@@ -339,6 +366,24 @@ def policy(stage: Stage, function: str) -> dict[str, Any]:
                 "Effect": "Allow",
                 "Action": list(CONSUME),
                 "Resource": f"arn:aws:sqs:{region}:*:{stage.prefix}-ses-feedback",
+            }
+        )
+    if needs.events_queue:
+        statements.append(
+            {
+                "Sid": "EventsQueue",
+                "Effect": "Allow",
+                "Action": list(dict.fromkeys(needs.events_queue)),
+                "Resource": f"arn:aws:sqs:{region}:*:{stage.prefix}-events",
+            }
+        )
+    if needs.audit_stream:
+        statements.append(
+            {
+                "Sid": "AuditStream",
+                "Effect": "Allow",
+                "Action": list(STREAM_READ),
+                "Resource": f"{_table_arn(stage, 'audit')}/stream/*",
             }
         )
     wanted = list(needs.secrets) + [name for name in needs.optional_secrets if name in stage.secret_ids]
@@ -456,6 +501,26 @@ def _dashboard(stage: Stage) -> list[dict[str, Any]]:
                 "sqs:StartMessageMoveTask",
             ],
             "Resource": f"arn:aws:sqs:{region}:*:{prefix}-jobs-dlq",
+        },
+        {
+            "Sid": "DashboardEventDeadLetters",
+            "Effect": "Allow",
+            # The events DLQ's messages are listed (received, never deleted) and moved back to the events queue.
+            "Action": [
+                "sqs:GetQueueUrl",
+                "sqs:GetQueueAttributes",
+                "sqs:ReceiveMessage",
+                "sqs:DeleteMessage",
+                "sqs:StartMessageMoveTask",
+            ],
+            "Resource": f"arn:aws:sqs:{region}:*:{prefix}-events-dlq",
+        },
+        {
+            "Sid": "DashboardEventRedrive",
+            "Effect": "Allow",
+            # The destination of an events redrive (by hand where StartMessageMoveTask is not there).
+            "Action": ["sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:SendMessage"],
+            "Resource": f"arn:aws:sqs:{region}:*:{prefix}-events",
         },
         {
             "Sid": "DashboardQueueDepths",

@@ -381,7 +381,7 @@ def entry_points(app_source: str) -> dict[str, list[tuple[str, str]]]:
             kind = ast.unparse(call.func if call else decorator)
             if kind == "app.route":
                 function = "api_handler"
-            elif kind in ("app.schedule", "app.on_sqs_message", "app.lambda_function"):
+            elif kind in ("app.schedule", "app.on_sqs_message", "app.on_dynamodb_record", "app.lambda_function"):
                 named = [kw.value.value for kw in (call.keywords if call else []) if kw.arg == "name"]
                 function = str(named[0]) if named else node.name
         if function is None:

@@ -61,6 +61,7 @@ CSV_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
     "restock": ("funnel", ("stage", "count")),
     "waiting": ("entries", ("position", "contact", "channel", "state", "unconfirmed", "joined_at", "action")),
     "queues": ("queues", ("name", "dlq_depth")),
+    "dead_events": ("events", ("event_id", "type", "sku", "occurred", "destination", "queued_at")),
     "alarms": ("alarms", ("name", "state")),
 }
 
@@ -185,6 +186,10 @@ class AdminApi:
     def operations_view(self) -> dict[str, Any]:
         """GET /admin/api/operations."""
         return self.operations.view()
+
+    def dead_events(self) -> dict[str, Any]:
+        """GET /admin/api/operations/events."""
+        return self.operations.dead_events()
 
     def redrive(self, staff: Staff, data: Mapping[str, Any]) -> dict[str, Any]:
         """POST /admin/api/operations/redrive."""

@@ -18,6 +18,7 @@ from botocore.exceptions import ClientError
 from chalicelib.clock import Clock
 from chalicelib.config import Settings
 from chalicelib.errors import BadRequest
+from chalicelib.events_out import OutboundEvent
 from chalicelib.metrics import NOTICES_UNDELIVERABLE, SEND_FAILURES
 from chalicelib.support_desk import SupportDesk
 from chalicelib.tables.base import error_code
@@ -46,8 +47,9 @@ class Operations:
 
     @property
     def dead_letter_queues(self) -> tuple[str, ...]:
-        """The job queue's DLQ, and the SES feedback queue's."""
-        return (self.settings.dlq_name, f"{self.settings.feedback_queue_name}-dlq")
+        """The job queue's DLQ, the SES feedback queue's, and the outbound events queue's."""
+        settings = self.settings
+        return (settings.dlq_name, f"{settings.feedback_queue_name}-dlq", settings.events_dlq_name)
 
     def _depth(self, name: str) -> int | None:
         try:
@@ -105,10 +107,50 @@ class Operations:
         }
 
     def redrive(self, data: Mapping[str, Any]) -> dict[str, Any]:
-        """Move the job queue's dead letters back to it (the desk's `bisn dlq redrive`)."""
-        if data.get("queue") != self.settings.dlq_name:
-            raise BadRequest(f"Only `{self.settings.dlq_name}` can be redriven from here.", code="invalid_queue")
-        report = self.desk.dlq_redrive(emulated=self.settings.stage == "local")
+        """Move the job queue's dead letters back to it (the desk's `bisn dlq redrive`), or the outbound events'
+        back to the events queue."""
+        settings = self.settings
+        if data.get("queue") not in (settings.dlq_name, settings.events_dlq_name):
+            raise BadRequest(
+                f"Only `{settings.dlq_name}` and `{settings.events_dlq_name}` can be redriven from here.",
+                code="invalid_queue",
+            )
+        events = data.get("queue") == settings.events_dlq_name
+        report = self.desk.dlq_redrive(emulated=settings.stage == "local", events=events)
         # StartMessageMoveTask moves every message it found in the background; by hand, each one is counted.
         moved = report.moved if report.moved is not None else report.waiting_before
         return {"moved": moved, "method": report.method}
+
+    def dead_events(self) -> dict[str, Any]:
+        """The outbound events waiting in their dead-letter queue: how many, and up to 10 of them (a look that leaves
+        them there: received with no visibility timeout, never deleted). An event names its type, product, time and
+        destination, never its person."""
+        url = self.sqs.get_queue_url(QueueName=self.settings.events_dlq_name)["QueueUrl"]
+        page = self.sqs.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=10,
+            VisibilityTimeout=0,
+            WaitTimeSeconds=0,
+            MessageSystemAttributeNames=["SentTimestamp"],
+        )
+        listed: list[dict[str, Any]] = []
+        for message in page.get("Messages", []):
+            try:
+                event = OutboundEvent.parse(message["Body"])
+            except BadRequest:
+                listed.append({"event_id": None, "readable": False})
+                continue
+            sent_ms = int(message.get("Attributes", {}).get("SentTimestamp", 0))
+            listed.append(
+                {
+                    "event_id": event.event_id,
+                    "readable": True,
+                    "type": event.type,
+                    "sku": event.sku,
+                    "occurred": event.occurred,
+                    "destination": event.destination,
+                    "queued_at": int(sent_ms / 1000) if sent_ms else None,
+                }
+            )
+        waiting = self._depth(self.settings.events_dlq_name) or 0
+        return {"queue": self.settings.events_dlq_name, "waiting": waiting, "events": listed}

@@ -17,6 +17,7 @@ from chalice.test import Client
 
 from chalicelib.aws import Aws
 from chalicelib.config import settings_from_env
+from chalicelib.events_out import OutboundEvent
 from chalicelib.queue.messages import Job
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
@@ -393,6 +394,10 @@ def test_operations_show_dead_letters_alarms_and_spend_and_redrive_them(
     dlq = sqs.get_queue_url(QueueName="bisn-jobs-dlq")["QueueUrl"]
     for i in range(3):
         sqs.send_message(QueueUrl=dlq, MessageBody=json.dumps({"n": i}))
+    dead_event = OutboundEvent(event_id="evt_1", type="bought", sku="CHAIR-WALNUT", occurred="2026-12-04T10:00:00Z")
+    sqs.send_message(
+        QueueUrl=sqs.get_queue_url(QueueName="bisn-events-dlq")["QueueUrl"], MessageBody=dead_event.to_body()
+    )
     admin_services.aws.cloudwatch.put_metric_alarm(
         AlarmName="bisn-jobs-dead-letters",
         MetricName="ApproximateNumberOfMessagesVisible",
@@ -412,6 +417,7 @@ def test_operations_show_dead_letters_alarms_and_spend_and_redrive_them(
     assert body["queues"] == [
         {"name": "bisn-jobs-dlq", "dlq_depth": 3},
         {"name": "bisn-ses-feedback-dlq", "dlq_depth": 0},
+        {"name": "bisn-events-dlq", "dlq_depth": 1},
     ]
     assert body["alarms"] == [{"name": "bisn-jobs-dead-letters", "state": "ALARM"}]
     assert body["sms_spend"] == {"month_usd": 0.0, "limit_usd": 20.0}
@@ -421,6 +427,23 @@ def test_operations_show_dead_letters_alarms_and_spend_and_redrive_them(
     assert post(api, "/admin/api/operations/redrive", token, {"queue": "bisn-jobs"}).status_code == 400
     [fact] = [f for f in staff_facts(admin_services) if f["action"] == "redrive"]
     assert (fact["staff_email"], fact["moved"]) == (HELPER, 3)
+    # The outbound events' dead letters: listed (and left there), then moved back to the events queue.
+    dead = json.loads(get(api, "/admin/api/operations/events", token).body)
+    assert (dead["queue"], dead["waiting"]) == ("bisn-events-dlq", 1)
+    assert dead["events"][0] | {"queued_at": None} == {
+        "event_id": "evt_1",
+        "readable": True,
+        "type": "bought",
+        "sku": "CHAIR-WALNUT",
+        "occurred": "2026-12-04T10:00:00Z",
+        "destination": "webhook",
+        "queued_at": None,
+    }
+    assert "evt_1" in get(api, "/admin/api/operations/events?format=csv", token).body.decode()
+    moved = json.loads(post(api, "/admin/api/operations/redrive", token, {"queue": "bisn-events-dlq"}).body)
+    assert moved["moved"] == 1
+    facts = [f for f in staff_facts(admin_services) if f["action"] == "redrive"]
+    assert [(f["queue"], f["staff_email"]) for f in facts] == [("bisn-jobs-dlq", HELPER), ("bisn-events-dlq", HELPER)]
 
 
 # --- Support actions and roles

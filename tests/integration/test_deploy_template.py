@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from chalicelib.config import NOTIFIER_MAX_CONCURRENCY
+from chalicelib.outbound import MAX_ATTEMPTS
 from chalicelib.reconcile import RECONCILE_EVERY_MIN
 from infra import policies
 from infra.pin_stage import ANY_ACCOUNT, PackageError, own_account, pin
@@ -32,6 +33,8 @@ LOGICAL = {
     "reconcile": "Reconcile",
     "feedback": "Feedback",
     "sms_feedback": "SmsFeedback",
+    "events_feed": "EventsFeed",
+    "outbound": "Outbound",
 }
 TOPIC = {"Ref": "AlertsTopic"}
 
@@ -184,6 +187,23 @@ def test_the_notifier_consumes_the_stacks_own_queue_one_job_at_a_time(package: P
     ]
 
 
+def test_events_out_read_the_audit_stream_and_retry_eight_times_before_their_dlq(package: Package) -> None:
+    (feed,) = package.function("events_feed")["Events"].values()
+    assert feed["Type"] == "DynamoDB"
+    assert feed["Properties"]["Stream"] == {"Fn::GetAtt": ["AuditTable", "StreamArn"]}
+    (only,) = feed["Properties"]["FilterCriteria"]["Filters"]
+    assert json.loads(only["Pattern"])["eventName"] == ["INSERT"]
+    (delivery,) = package.function("outbound")["Events"].values()
+    assert delivery["Properties"]["Queue"] == {"Fn::GetAtt": ["EventsQueue", "Arn"]}
+    assert delivery["Properties"]["BatchSize"] == 1
+    resources = package.template["Resources"]
+    assert resources["AuditTable"]["Properties"]["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}
+    queue = resources["EventsQueue"]["Properties"]
+    assert queue["VisibilityTimeout"] >= 6 * package.function("outbound")["Timeout"]
+    assert queue["RedrivePolicy"]["maxReceiveCount"] == MAX_ATTEMPTS
+    assert resources["EventsDeadLetterQueue"]["Properties"]["MessageRetentionPeriod"] == 14 * 86400
+
+
 def test_a_job_outlives_six_notifier_timeouts_and_dead_letters_stay_two_weeks(package: Package) -> None:
     resources = package.template["Resources"]
     queue = resources["JobsQueue"]["Properties"]
@@ -325,7 +345,7 @@ def test_packaging_refuses_an_unnamed_function_an_undefined_one_or_a_foreign_que
     foreign = json.loads(json.dumps(package.template))
     (event,) = foreign["Resources"]["Notifier"]["Properties"]["Events"].values()
     event["Properties"]["Queue"] = {"Fn::Sub": "arn:${AWS::Partition}:sqs:${AWS::Region}:${AWS::AccountId}:orders"}
-    with pytest.raises(PackageError, match="only the jobs queue"):
+    with pytest.raises(PackageError, match="only the jobs, feedback and events queues"):
         pin(foreign, package.prefix)
 
 

@@ -46,6 +46,10 @@ TABLES_PER_FUNCTION = {
     "feedback": {"catalog", "requests", "restocks", "reservations", "optout", "throttle", "audit"},
     # A number that can never take an SMS is opted out and leaves every list, as a hard bounce does.
     "sms_feedback": {"catalog", "requests", "restocks", "reservations", "optout", "throttle", "audit"},
+    # Events out (docs/EVENTS.md): the feed reads the audit table's stream only; delivery reads a person's place
+    # and whether they opted out.
+    "events_feed": set(),
+    "outbound": {"requests", "optout"},
 }
 SECRETS_PER_FUNCTION = {
     "api_handler": {"webhook-secret", "token-key", "contact-hash-key"},
@@ -53,6 +57,7 @@ SECRETS_PER_FUNCTION = {
     "sweep": {"contact-hash-key"},
     "feedback": {"contact-hash-key"},
     "sms_feedback": {"contact-hash-key"},
+    "outbound": {"outbound-webhook-secret"},  # the shop's receiver's signing secret (Klaviyo's key, where set)
 }
 
 
@@ -108,7 +113,11 @@ def test_policy_keeps_every_least_privilege_rule(stage: str, function: str) -> N
 def test_function_touches_only_the_tables_and_indexes_it_needs(stage: str, function: str) -> None:
     targets = dynamodb_targets(policy(stage, function), prefix(stage))
     tables = template_tables()
-    assert {t for t in targets if "/index/" not in t} == TABLES_PER_FUNCTION[function]
+    assert {t for t in targets if "/index/" not in t and "/stream/" not in t} == TABLES_PER_FUNCTION[function]
+    streams = {t: granted for t, granted in targets.items() if "/stream/" in t}
+    # Only the events feed reads a stream, the audit table's, and only as Lambda's trigger reads it.
+    assert streams == ({"audit/stream/*": set(policies.STREAM_READ)} if function == "events_feed" else {})
+    assert "StreamSpecification" in tables["audit"]
     for target, granted in targets.items():
         if "/index/" in target:
             table, index = target.split("/index/")
@@ -116,7 +125,7 @@ def test_function_touches_only_the_tables_and_indexes_it_needs(stage: str, funct
             assert index in names, f"{function} may query {table} index {index}, which the template lacks"
             assert granted == {"dynamodb:Query"}
         else:
-            assert target in tables, f"{function} names table {target}, which the template lacks"
+            assert target.split("/stream/")[0] in tables, f"{function} names table {target}, which the template lacks"
 
 
 @pytest.mark.parametrize("stage", STAGES)

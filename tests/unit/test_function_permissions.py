@@ -87,8 +87,10 @@ NOT_SEEN_BY_THE_READER = {
     # The idle mark's transaction items take the restocks table as `Any` (chalicelib/tables/catalog.py).
     ("notifier", "restocks", "dynamodb:ConditionCheckItem", ""),
 }
-# Not calls of the code: Lambda writes the logs, and the SQS trigger receives and deletes on the function's role.
+# Not calls of the code: Lambda writes the logs, the SQS trigger receives and deletes on the function's role, and
+# the DynamoDB Streams trigger reads the stream on it.
 RUNTIME = {
+    *policies.STREAM_READ,
     "logs:CreateLogStream",
     "logs:PutLogEvents",
     "sqs:ReceiveMessage",
