@@ -16,6 +16,7 @@ from chalicelib.config import Settings
 from chalicelib.confirm import MAX_CONFIRMATIONS, RESEND_AFTER_S
 from chalicelib.contacts import Contact, check_sms_number, contact_key, match_keys, normalise_contact
 from chalicelib.errors import BadRequest, Busy, Conflict, Discontinued, DomainError, RateLimited, UnknownSku
+from chalicelib.events_out import JOINED
 from chalicelib.i18n import DEFAULT_LANGUAGE, negotiate
 from chalicelib.messages.email_caps import EmailCaps, EmailSends, only_caps_refused
 from chalicelib.messages.senders import EMAIL
@@ -413,6 +414,7 @@ class CaptureService:
                     .join(self._legacy_place(tap.sku, keys))
                 )
                 .join(self._email_items(email))
+                .join(self._joined(place))
             )
 
         try:
@@ -466,6 +468,16 @@ class CaptureService:
             raise
         self._queued(tap, place)
         return "queued"
+
+    def _joined(self, place: NewPlace) -> Tx:
+        """The `joined` fact, written in the place's own transaction only where the shop sends joined events
+        (docs/EVENTS.md): otherwise a tap writes nothing more for events out."""
+        if JOINED not in self.settings.outbound_events:
+            return Tx()
+        fact = self.tables.audit.record_item(
+            place.sku, "joined", place.now, contact_key=place.contact_key, channel=place.channel
+        )
+        return Tx().add("fact", fact)
 
     def _legacy_place(self, sku: str, keys: tuple[str, ...]) -> Tx:
         """A check that the address, spelled as it was typed, holds no place from before taps were matched by
@@ -694,6 +706,7 @@ class CaptureService:
                     .join(guard)
                 )
                 .join(self._email_items(email))
+                .join(self._joined(place))
             )
 
         try:
@@ -763,6 +776,7 @@ class CaptureService:
                 .add("unique", unique)
                 .add("request", request)
                 .join(proof())
+                .join(self._joined(place))
             )
 
         try:

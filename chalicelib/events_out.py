@@ -16,17 +16,19 @@ from typing import Any
 
 from chalicelib.errors import BadRequest
 
+JOINED = "joined"
 CONFIRMED = "confirmed"
 NOTIFIED = "notified"
 HELD = "held"
 BOUGHT = "bought"
 LAPSED = "lapsed"
 OPTED_OUT = "opted_out"
-EVENT_TYPES = (CONFIRMED, NOTIFIED, HELD, BOUGHT, LAPSED, OPTED_OUT)
+EVENT_TYPES = (JOINED, CONFIRMED, NOTIFIED, HELD, BOUGHT, LAPSED, OPTED_OUT)
 
 # The fact each event is read from. An offer that lapsed unused and a hold that expired unbought are both `lapsed`
 # (the payload's `lapsed` says which).
 FACT_EVENTS = {
+    "joined": JOINED,  # written by capture with the new place, only where the shop sends joined events
     "confirmed": CONFIRMED,
     "notice_sent": NOTIFIED,
     "hold": HELD,

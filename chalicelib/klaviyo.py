@@ -22,6 +22,7 @@ ACCEPTED = 202
 
 # The metric each event is recorded under in Klaviyo: what a flow's trigger is chosen by.
 METRIC_NAMES = {
+    "joined": "Back in stock: joined",
     "confirmed": "Back in stock: confirmed",
     "notified": "Back in stock: notified",
     "held": "Back in stock: held",

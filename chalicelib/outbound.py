@@ -158,8 +158,12 @@ class Outbound:
         return self._webhook(event, person, chosen)
 
     def _person(self, event: OutboundEvent) -> Person | None:
+        """Who the event is about, from their place; None when the place is gone, or is an email place its address
+        has not confirmed yet: anyone can type an address, so an unconfirmed one is never handed on."""
         place = self.tables.requests.place_of(event.sku, event.contact_key)
-        return Person(place.contact, place.channel, place.lang) if place is not None else None
+        if place is None or place.unconfirmed:
+            return None
+        return Person(place.contact, place.channel, place.lang)
 
     def _webhook(self, event: OutboundEvent, person: Person | None, chosen: tuple[str, ...]) -> str:
         body = events_out.body_text(events_out.payload(event, person, chosen))

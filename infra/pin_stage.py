@@ -90,7 +90,7 @@ def bind_queue(template: dict[str, Any]) -> None:
 # The one stream a function may read, and the facts on it that can be events (chalicelib/events_out.py): Lambda
 # invokes the function for those only, so a shop with no events out pays for no invocation per fact.
 STREAM_TABLE = "AuditTable"
-EVENT_FACTS = ("confirmed", "notice_sent", "hold", "conversion", "lapse", "expiry", "leave")
+EVENT_FACTS = ("joined", "confirmed", "notice_sent", "hold", "conversion", "lapse", "expiry", "leave")
 
 
 def bind_stream(template: dict[str, Any]) -> None:

@@ -130,3 +130,25 @@ def test_failures_back_off_then_dead_letter_and_the_redrive_delivers(events_serv
     [(headers, document)] = receiver.taken
     assert headers["webhook-id"] == listed["event_id"]
     assert document["data"]["contact"] == "ada@example.com"
+
+
+def test_a_tap_writes_its_joined_fact_with_its_place_only_when_joined_events_go_out(
+    services: Services, events_services: Services, chair: str
+) -> None:
+    tap = {"sku": SKU, "channel": "email", "contact": "ada@example.com"}
+    services.capture.capture("10.0.0.1", tap)  # the local stage sends no events: the tap writes no fact
+    assert [f for f in services.tables.audit.for_sku(SKU) if f["kind"] == "joined"] == []
+
+    s = rebuilt(events_services, settings=replace(events_services.settings, outbound_events=("joined", "confirmed")))
+    s.capture.capture("10.0.0.2", {**tap, "contact": "bo@example.com"})
+    [joined] = [f for f in s.tables.audit.for_sku(SKU) if f["kind"] == "joined"]
+    assert (joined["contact_key"], joined["channel"]) == (key_of(s, "bo@example.com"), "email")
+    [event] = s.event_feed.events(stream_records([joined]))
+    receiver = Receiver()
+    assert outbound(s, receiver).deliver(event) == SENT
+    # An address nobody has confirmed yet is never handed on: anyone can type one.
+    assert receiver.taken[0][1] == {
+        "type": "bisn.joined",
+        "timestamp": joined["ts"].split("#")[0],
+        "data": {"sku": SKU},
+    }

@@ -32,6 +32,7 @@ def fact(kind: str, **extra: str) -> dict[str, str]:
 @pytest.mark.parametrize(
     ("kind", "extra", "event_type"),
     [
+        ("joined", {"channel": "email"}, "joined"),
         ("confirmed", {"channel": "email"}, "confirmed"),
         ("notice_sent", {"channel": "sms", "restock_id": "r1"}, "notified"),
         ("hold", {"restock_id": "r1"}, "held"),
@@ -105,7 +106,7 @@ def test_a_queued_event_reads_back_the_same_and_nothing_else_reads() -> None:
     assert event is not None
     assert OutboundEvent.parse(event.to_body()) == event
     assert "contact_key" in json.loads(event.to_body())  # a keyed hash, never the contact
-    for junk in ("nope", "[]", '{"event_id":"e","type":"joined","sku":"s","occurred":"t"}', '{"type":"held"}'):
+    for junk in ("nope", "[]", '{"event_id":"e","type":"left","sku":"s","occurred":"t"}', '{"type":"held"}'):
         with pytest.raises(BadRequest):
             OutboundEvent.parse(junk)
 
@@ -199,7 +200,7 @@ def test_events_out_settings_are_checked_together() -> None:
     assert settings.outbound_events == ("held", "bought")
     assert settings.outbound_destinations == ("webhook", KLAVIYO)
     refused = {
-        "joined": {**chosen, "OUTBOUND_EVENTS": "joined"},
+        "left": {**chosen, "OUTBOUND_EVENTS": "held,left"},
         "postcode": {**chosen, "OUTBOUND_EVENT_FIELDS": "sku,postcode"},
         "https://": {**chosen, "OUTBOUND_WEBHOOK_URL": "http://crm.example/hooks"},
         "OUTBOUND_WEBHOOK_SECRET": {k: v for k, v in chosen.items() if k != "OUTBOUND_WEBHOOK_SECRET"},
@@ -209,4 +210,4 @@ def test_events_out_settings_are_checked_together() -> None:
     for words, env in refused.items():
         with pytest.raises(ConfigError, match=words):
             settings_from_env(env)
-    assert set(EVENT_TYPES) == {"confirmed", "notified", "held", "bought", "lapsed", "opted_out"}
+    assert set(EVENT_TYPES) == {"joined", "confirmed", "notified", "held", "bought", "lapsed", "opted_out"}
