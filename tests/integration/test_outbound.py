@@ -1,18 +1,21 @@
 """Events out on the emulator: audit facts from the stream onto the events queue, each delivered signed to a receiver
 that verifies it with the Standard Webhooks library, retried with backoff, dead-lettered after the last attempt,
-redriven, and never sent for a person who opted out."""
+redriven, and never sent for a person who opted out; Klaviyo's Create Event request."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
 
+from chalicelib import klaviyo
 from chalicelib.config import settings_from_env
 from chalicelib.events_out import OutboundEvent
 from chalicelib.outbound import MAX_ATTEMPTS, SENT, SUPPRESSED, DeliveryFailed, Outbound, backoff_s
+from chalicelib.platforms.http import HttpResponse
 from chalicelib.wiring import Services
 from tests.builders import join_request, key_of
 from tests.receiver import SECRET, URL, Receiver, stream_records
@@ -152,3 +155,41 @@ def test_a_tap_writes_its_joined_fact_with_its_place_only_when_joined_events_go_
         "timestamp": joined["ts"].split("#")[0],
         "data": {"sku": SKU},
     }
+
+
+@dataclass
+class KlaviyoDouble:
+    """Stands where https://a.klaviyo.com/api/events would answer (202 Accepted, or what it is told)."""
+
+    statuses: list[int]
+    requests: list[tuple[str, dict[str, str], dict[str, Any]]]
+
+    def send(self, method: str, url: str, headers: Mapping[str, str], body: bytes | None = None) -> HttpResponse:
+        self.requests.append((url, dict(headers), json.loads(body or b"{}")))
+        return HttpResponse(self.statuses.pop(0) if self.statuses else klaviyo.ACCEPTED)
+
+
+def test_klaviyo_gets_the_documented_request_with_the_key_from_the_secrets(
+    events_services: Services, env: dict[str, str], chair: str
+) -> None:
+    chosen = {"OUTBOUND_EVENTS": "bought", "OUTBOUND_EVENT_FIELDS": "sku,contact,order_id", "KLAVIYO_API_KEY": "pk_x"}
+    s = rebuilt(events_services, settings=settings_from_env({**env, **chosen}))
+    now = s.clock.now()
+    place = join_request(s, SKU, "+447700900123", now)
+    bought = s.tables.audit.record(SKU, "conversion", now, contact_key=place.contact_key, order_id="o-7")
+    [event] = s.event_feed.events(stream_records([bought]))
+    assert event.destination == "klaviyo"
+    double = KlaviyoDouble(statuses=[429], requests=[])
+    sender = replace(s.outbound, transport=double)
+    with pytest.raises(DeliveryFailed):
+        sender.deliver(event)
+    assert sender.deliver(event) == SENT
+    [(url, headers, body), again] = double.requests
+    assert again == (url, headers, body)  # the same unique_id: Klaviyo records the event once
+    assert url == "https://a.klaviyo.com/api/events"
+    assert headers["authorization"] == "Klaviyo-API-Key pk_x" and headers["revision"] == klaviyo.REVISION
+    attributes = body["data"]["attributes"]
+    assert attributes["unique_id"] == event.event_id
+    assert attributes["profile"]["data"] == {"type": "profile", "attributes": {"phone_number": "+447700900123"}}
+    assert attributes["metric"]["data"]["attributes"]["name"] == "Back in stock: bought"
+    assert attributes["properties"] == {"sku": SKU, "order_id": "o-7"}
