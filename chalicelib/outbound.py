@@ -18,7 +18,7 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
-from chalicelib import events_out
+from chalicelib import events_out, klaviyo
 from chalicelib.clock import Clock
 from chalicelib.config import Settings
 from chalicelib.events_out import KLAVIYO, OutboundEvent, Person
@@ -93,7 +93,12 @@ class EventFeed:
         for fact in facts_of(records):
             event = events_out.from_fact(fact)
             if event is not None and event.type in chosen:
-                found.extend(replace(event, destination=d) for d in destinations)
+                # Klaviyo takes no opt-out: its events belong to a profile, and an opt-out names nobody.
+                found.extend(
+                    replace(event, destination=d)
+                    for d in destinations
+                    if d != KLAVIYO or event.type in klaviyo.METRIC_NAMES
+                )
         return found
 
     def handle(self, records: Iterable[Mapping[str, Any]]) -> int:
@@ -185,8 +190,6 @@ class Outbound:
         }
 
     def _klaviyo(self, event: OutboundEvent, person: Person | None, chosen: tuple[str, ...]) -> str:
-        from chalicelib import klaviyo
-
         document = klaviyo.event_body(event, person, chosen)
         if document is None:
             return UNADDRESSED

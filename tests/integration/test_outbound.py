@@ -179,6 +179,10 @@ def test_klaviyo_gets_the_documented_request_with_the_key_from_the_secrets(
     bought = s.tables.audit.record(SKU, "conversion", now, contact_key=place.contact_key, order_id="o-7")
     [event] = s.event_feed.events(stream_records([bought]))
     assert event.destination == "klaviyo"
+    left = s.tables.audit.record(SKU, "leave", now, contact_key=place.contact_key, reason="unsubscribe")
+    with_optouts = replace(s.settings, outbound_events=("bought", "opted_out"))
+    # Klaviyo takes no opt-out event: it would belong to no profile.
+    assert replace(s.event_feed, settings=with_optouts).events(stream_records([left])) == []
     double = KlaviyoDouble(statuses=[429], requests=[])
     sender = replace(s.outbound, transport=double)
     with pytest.raises(DeliveryFailed):
