@@ -36,6 +36,15 @@ webhooks from its own queue, and `deliver(order=, repeat=, drop=, seed=)` posts 
   * lost (`drop`): the reason Shopify recommends reconciliation jobs (https://shopify.dev/docs/apps/build/webhooks).
 `delete_product` sends products/delete, whose body is the product's `id` alone.
 
+Selling when out of stock: each variant has an inventory policy, DENY (the default) or CONTINUE, read as
+ProductVariant.inventoryPolicy (https://shopify.dev/docs/api/admin-graphql/2025-10/enums/ProductVariantInventoryPolicy)
+and as the REST variant's `inventory_policy` "deny" or "continue" in products/update
+(https://shopify.dev/docs/api/admin-rest/2025-10/resources/product-variant). `sell` is a storefront sale at one
+location: under DENY it is refused beyond what is available there; under CONTINUE it goes through and the location's
+`available` goes below zero, which its inventory_levels/update carries as a negative `available`
+(https://help.shopify.com/en/manual/products/inventory/getting-started-with-inventory/selling-when-out-of-stock: a
+product is out of stock "at zero or below"). `set_inventory_policy` is the shop switching it (products/update).
+
 The draftOrders tag search shows a new draft order only `search_lag_s` after it was created (0 by default), and
 every draft order at least that old: an index that catches up. Shopify does not say how soon its search shows a new
 object (https://shopify.dev/docs/api/admin-graphql/2025-10/queries/draftOrders,
@@ -110,6 +119,7 @@ class Variant:
     sku: str
     title: str
     price: str
+    inventory_policy: str = "DENY"  # ProductVariantInventoryPolicy: DENY or CONTINUE
 
 
 @dataclass
@@ -380,6 +390,26 @@ class FakeShopify:
             level.available = n
             return self._level_webhook(variant.inventory_item_id, location_id, level)
 
+    def set_inventory_policy(self, sku: str, policy: str) -> tuple[bytes, dict[str, str]]:
+        """The shop turns "Continue selling when out of stock" on (CONTINUE) or off (DENY); the products/update."""
+        if policy not in ("DENY", "CONTINUE"):
+            raise ValueError(policy)
+        with self._lock:
+            self.variant(sku).inventory_policy = policy
+        return self.product_webhook(sku)
+
+    def sell(self, sku: str, quantity: int = 1, location: int | None = None) -> tuple[bytes, dict[str, str]]:
+        """A storefront sale at a location (the first by default); its inventory_levels/update. ValueError under DENY
+        when the location has too few available; under CONTINUE `available` goes below zero."""
+        with self._lock:
+            variant = self.variant(sku)
+            location_id = location if location is not None else next(iter(self.locations))
+            level = self.levels[(variant.inventory_item_id, location_id)]
+            if variant.inventory_policy == "DENY" and level.available < quantity:
+                raise ValueError(f"{sku} has {level.available} available at {location_id}")
+            level.available -= quantity
+            return self._level_webhook(variant.inventory_item_id, location_id, level)
+
     def level_webhook(self, sku: str, location: int | None = None) -> tuple[bytes, dict[str, str]]:
         """The inventory_levels/update a location (the first by default) sends for its level as it stands now, stamped
         now: Shopify sends one whenever `available` changes, a draft order's reservation and its end included."""
@@ -425,7 +455,7 @@ class FakeShopify:
                     "compare_at_price": None,
                     "created_at": _iso(self._now(), offset=True),
                     "id": v.id,
-                    "inventory_policy": "deny",
+                    "inventory_policy": v.inventory_policy.lower(),
                     "position": i + 1,
                     "price": v.price,
                     "product_id": product.id,
@@ -741,6 +771,7 @@ class FakeShopify:
                 "sku": v.sku,
                 "title": v.title,
                 "price": v.price,
+                "inventoryPolicy": v.inventory_policy,
                 "image": None,
                 "inventoryItem": {"id": f"gid://shopify/InventoryItem/{v.inventory_item_id}"},
                 "product": {

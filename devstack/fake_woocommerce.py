@@ -40,6 +40,16 @@ What it keeps of the real store (see chalicelib/platforms/woocommerce.py for the
     hooks, https://github.com/woocommerce/woocommerce/issues/24729 and pull 25183), the same body under a new
     X-WC-Webhook-Delivery-ID (wp_hash of the webhook id and the second it is sent). `delete_product` sends
     product.deleted, whose body is the id alone.
+  * Backorders as the REST API v3 product and variation properties give them
+    (https://woocommerce.github.io/woocommerce-rest-api-docs/#product-properties): `backorders` "no", "notify" or
+    "yes" (counted only where `manage_stock` is on), `backorders_allowed`, `backordered`, and `stock_status`
+    "instock", "outofstock" or "onbackorder" (the values of the ProductStockStatus enum,
+    https://woocommerce.github.io/code-reference/classes/Automattic-WooCommerce-Enums-ProductStockStatus.html). A
+    managed product at 0 or below is "onbackorder" when backorders are allowed, else "outofstock"
+    (WC_Product_Data_Store_CPT's stock status from the quantity, with the default out-of-stock threshold 0); a
+    variable product is "instock" if a variation is, else "onbackorder" if one is. `sell` is a storefront sale: a
+    managed product without backorders refuses more than it has, one with backorders goes below zero, as
+    wc_update_product_stock takes the units whatever is left.
 
 Never shipped to Lambda.
 """
@@ -315,6 +325,39 @@ class FakeWooCommerce:
             product.modified = self.clock()
             return self.webhook_request("product.updated", self.product_json(product))
 
+    def set_backorders(self, sku: str, backorders: str) -> tuple[bytes, dict[str, str]]:
+        """The shop sets "Allow backorders?" ("no", "notify" or "yes"); the product.updated delivery it sends."""
+        if backorders not in ("no", "notify", "yes"):
+            raise ValueError(backorders)
+        with self._lock:
+            product = self.by_sku(sku)
+            product.backorders = backorders
+            product.modified = self.clock()
+            return self.webhook_request("product.updated", self.product_json(product))
+
+    def sell(self, sku: str, quantity: int = 1) -> tuple[bytes, dict[str, str]]:
+        """A shopper buys `quantity` on the storefront (RestError 409 when a product without backorders has too few
+        units); the product.updated delivery for its new stock, which backorders can take below zero."""
+        with self._lock:
+            product = self.by_sku(sku)
+            if product.manage_stock:
+                if product.backorders == "no" and product.stock - self.reserved(product) < quantity:
+                    raise RestError(409, "woocommerce_product_not_enough_stock", "Not enough units are available.")
+                product.stock -= quantity
+            product.modified = self.clock()
+            return self.webhook_request("product.updated", self.product_json(product))
+
+    def stock_status(self, product: Product) -> str:
+        """The product's stock_status as WooCommerce derives it (instock, outofstock or onbackorder)."""
+        if product.type == "variable":
+            statuses = {self.stock_status(self.products[v]) for v in product.variations}
+            return next((s for s in ("instock", "onbackorder") if s in statuses), "outofstock")
+        if product.manage_stock:
+            if product.stock > 0:
+                return "instock"
+            return "outofstock" if product.backorders == "no" else "onbackorder"
+        return "instock"  # set by hand on an unmanaged product; the fake's stay in stock
+
     def pay_order(self, order_id: int, customer: Mapping[str, str] | None = None) -> tuple[bytes, dict[str, str]]:
         """The shopper pays (WC_Order::payment_complete); the order.updated delivery that follows. A hold's draft
         order is first checked out with `customer`'s address and email (DEMO_CUSTOMER when none is named)."""
@@ -368,7 +411,8 @@ class FakeWooCommerce:
                 # The reservation lapsed: the checkout checks stock like anybody else's.
                 for line in order.lines:
                     product = self._line_product(line)
-                    if product and product.manage_stock and product.stock - self.reserved(product) < line["quantity"]:
+                    short = product and product.stock - self.reserved(product) < line["quantity"]
+                    if product and product.manage_stock and product.backorders == "no" and short:
                         raise RestError(409, "woocommerce_product_not_enough_stock", "Not enough stock.")
             order.billing = {name: str(customer.get(name) or "") for name in REQUIRED_BILLING}
             order.shipping = {k: v for k, v in order.billing.items() if k != "email"}
@@ -545,9 +589,8 @@ class FakeWooCommerce:
     def product_json(self, product: Product, *, as_variation: bool = False) -> dict[str, Any]:
         """GET /products/<id> (a variation through it has type "variation"), or a variations-endpoint item."""
         modified = _wc_date(product.modified)
-        in_stock = not product.manage_stock or product.stock > 0 or product.backorders != "no"
-        if product.type == "variable":
-            in_stock = any(self.products[v].stock > 0 for v in product.variations)
+        stock_status = self.stock_status(product)
+        backorders_allowed = product.manage_stock and product.backorders != "no"
         permalink = f"{self.store_url}/product/{_slug(product.name)}/"
         image = {"id": 900 + product.id, "src": f"{self.store_url}/wp-content/uploads/{_slug(product.sku)}.jpg"}
         data: dict[str, Any] = {
@@ -568,8 +611,10 @@ class FakeWooCommerce:
             "purchasable": product.type != "variable" or bool(product.variations),
             "manage_stock": product.manage_stock,
             "stock_quantity": product.stock if product.manage_stock else None,
-            "stock_status": "instock" if in_stock else "outofstock",
+            "stock_status": stock_status,
             "backorders": product.backorders,
+            "backorders_allowed": backorders_allowed,
+            "backordered": stock_status == "onbackorder",
             "parent_id": product.parent_id,
             "meta_data": [],
         }

@@ -59,7 +59,9 @@ class CatalogEntry:
 
     `ids` are the platform's own ids for this SKU, keyed `<platform>.<name>`, e.g. `shopify.variant_id`,
     `shopify.inventory_item_id`, `woocommerce.product_id`, `woocommerce.variation_id` (all as strings).
-    `price` is the decimal string the platform gives (never a float), in `currency`.
+    `price` is the decimal string the platform gives (never a float), in `currency`. `backorder`: the platform
+    keeps selling the variant once its stock is gone (WooCommerce backorders, Shopify's CONTINUE policy), so a level of
+    0 or below is not "sold out" to a shopper.
     """
 
     sku: str
@@ -69,6 +71,7 @@ class CatalogEntry:
     price: str | None = None
     currency: str | None = None
     ids: Mapping[str, str] = field(default_factory=dict)
+    backorder: bool = False
 
 
 @dataclass(frozen=True)

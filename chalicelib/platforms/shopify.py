@@ -104,7 +104,8 @@ _TAG_SAFE = re.compile(r"^[A-Za-z0-9_-]+$")
 
 # productVariants connection, cursor pagination (first/after, pageInfo.hasNextPage/endCursor) and shop.currencyCode:
 # https://shopify.dev/docs/api/admin-graphql/2025-10/queries/productVariants
-# https://shopify.dev/docs/api/admin-graphql/2025-10/objects/ProductVariant (sku, title, price, image, inventoryItem)
+# https://shopify.dev/docs/api/admin-graphql/2025-10/objects/ProductVariant (sku, title, price, image, inventoryItem,
+# inventoryPolicy: https://shopify.dev/docs/api/admin-graphql/2025-10/enums/ProductVariantInventoryPolicy, DENY|CONTINUE)
 # https://shopify.dev/docs/api/admin-graphql/2025-10/objects/Product (title, handle, status, onlineStoreUrl, featuredMedia)
 # https://shopify.dev/docs/api/usage/pagination-graphql
 CATALOG_QUERY = """
@@ -122,6 +123,7 @@ query BisnCatalogPage($first: Int!, $after: String) {
       sku
       title
       price
+      inventoryPolicy
       image {
         url
       }
@@ -392,6 +394,8 @@ class ShopifyConnector:
                     image_url=image or product_image,
                     price=_price(variant.get("price")),
                     ids=ids,
+                    # The webhook's variant is the REST resource: inventory_policy "deny" or "continue".
+                    backorder=variant.get("inventory_policy") == "continue",
                 )
             )
         return make(CATALOG, products=tuple(entries))
@@ -471,6 +475,7 @@ class ShopifyConnector:
             price=_price(node.get("price")),
             currency=currency,
             ids=ids,
+            backorder=node.get("inventoryPolicy") == "CONTINUE",
         )
 
     # --- holds ----------------------------------------------------------------------------------------------------

@@ -701,7 +701,15 @@ def _entry(resource: Mapping[str, Any], sku: str, name: str, ids: Mapping[str, s
         image_url=image if isinstance(image, str) and image else None,
         price=price if isinstance(price, str) and price else None,
         ids=dict(ids),
+        backorder=_sells_on_backorder(resource),
     )
+
+
+def _sells_on_backorder(resource: Mapping[str, Any]) -> bool:
+    # `backorders` (no, notify, yes) counts only where stock is managed; an unmanaged product is on backorder when the
+    # shop set its stock_status so (instock, outofstock, onbackorder).
+    managed = _manages_stock(resource) and resource.get("backorders") in ("notify", "yes")
+    return managed or resource.get("stock_status") == "onbackorder"
 
 
 def _reservation_ids(order: Mapping[str, Any]) -> tuple[str, ...]:

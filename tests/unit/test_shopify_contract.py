@@ -78,7 +78,7 @@ def test_the_catalogue_pages_product_variants_by_cursor() -> None:
     assert "pageInfo { hasNextPage endCursor }" in document
     for fragment in (
         "shop { currencyCode }",
-        "nodes { id sku title price image { url } inventoryItem { id }",
+        "nodes { id sku title price inventoryPolicy image { url } inventoryItem { id }",
         "product { id title handle status onlineStoreUrl featuredMedia { preview { image { url } } } }",
     ):
         assert fragment in document
