@@ -634,6 +634,14 @@ def admin_waiting_remove(sku: str) -> Response:
     return _staff_json(lambda staff: wiring.current().admin.remove(staff, sku, _admin_body()))
 
 
+@app.route(
+    "/admin/api/products/{sku}/backorder", methods=["POST"], content_types=ADMIN_TYPES, authorizer=ADMIN_AUTHORIZER
+)
+def admin_product_backorder(sku: str) -> Response:
+    """What the widget offers for a product sold on backorder: notify-me, a pre-order note or nothing (audited)."""
+    return _staff_json(lambda staff: wiring.current().admin.backorder(staff, sku, _admin_body()))
+
+
 @app.route("/admin/api/operations", methods=["GET"], authorizer=ADMIN_AUTHORIZER)
 def admin_operations() -> Response:
     """Dead letters, failed and refused sends, alarms, SMS spend."""

@@ -15,9 +15,18 @@ from chalicelib.clock import Clock
 from chalicelib.config import Settings
 from chalicelib.confirm import MAX_CONFIRMATIONS, RESEND_AFTER_S
 from chalicelib.contacts import Contact, check_sms_number, contact_key, match_keys, normalise_contact
-from chalicelib.errors import BadRequest, Busy, Conflict, Discontinued, DomainError, RateLimited, UnknownSku
+from chalicelib.errors import (
+    BadRequest,
+    Busy,
+    Conflict,
+    Discontinued,
+    DomainError,
+    OnBackorder,
+    RateLimited,
+    UnknownSku,
+)
 from chalicelib.events_out import JOINED
-from chalicelib.i18n import DEFAULT_LANGUAGE, negotiate
+from chalicelib.i18n import DEFAULT_LANGUAGE, negotiate, text
 from chalicelib.messages.email_caps import EmailCaps, EmailSends, only_caps_refused
 from chalicelib.messages.senders import EMAIL
 from chalicelib.messages.sms_caps import (
@@ -31,8 +40,9 @@ from chalicelib.messages.sms_caps import (
 from chalicelib.place_caps import PlaceCaps, add_place_caps, place_caps, place_caps_refused
 from chalicelib.queue.messages import ConfirmEmail, Message
 from chalicelib.queue.owed import OwedJobs
+from chalicelib.shopper.widget import PREORDER_NOTE
 from chalicelib.tables.base import TransactionCancelled, Tx, TxItem
-from chalicelib.tables.catalog import WaitingShard, shard_for
+from chalicelib.tables.catalog import PREORDER, WaitingShard, shard_for
 from chalicelib.tables.requests import Request, UniqueItem, new_joined_ts
 from chalicelib.tables.store import Tables
 from chalicelib.unknown_skus import UnknownSkus
@@ -287,10 +297,17 @@ class CaptureService:
     def _full(self, shard: WaitingShard | None) -> bool:
         """The shard a tap tried counts its share of MAX_WAITING_PER_SKU. A refusal reaches the shopper as "the list
         is full" only after `_join` found every shard at its share, that is the list holding MAX_WAITING_PER_SKU."""
-        return shard is not None and not shard.discontinued and shard.full(self.max_waiting)
+        return shard is not None and not shard.discontinued and not shard.on_backorder and shard.full(self.max_waiting)
 
     def _product_refused(self, shard: WaitingShard | None) -> DomainError:
-        """Why the catalogue refused a new place: discontinued, the list full (an unknown SKU is the caller's)."""
+        """Why the catalogue refused a new place: discontinued, sold on backorder, the list full (an unknown SKU is
+        the caller's)."""
+        if shard is not None and shard.on_backorder and not shard.discontinued:
+            return OnBackorder(
+                "This product can be ordered now, so there is no waiting list for it.",
+                offer=shard.on_backorder,
+                note="",
+            )
         if shard is not None and self._full(shard):
             return Conflict(
                 "This product's waiting list is full for now, so it takes no new places; anyone already on it keeps "
@@ -544,7 +561,7 @@ class CaptureService:
                 # (open_shards is False once they exist, so this happens once).
                 self._join_shard(place, join)
                 return
-            if not shard or not shard.idle_restock_ts or shard.discontinued or self._full(shard):
+            if not shard or not shard.idle_restock_ts or shard.discontinued or shard.on_backorder or self._full(shard):
                 raise
         restock_ts = str(shard.idle_restock_ts)
         owe = self.tables.restocks.owe_topup_item(sku, restock_ts, token=f"join#{uuid.uuid4().hex}", now=now)
@@ -602,6 +619,9 @@ class CaptureService:
         """A tap's refused transaction answered: an error, or the outcome of the part that refused it."""
         key, now = new.contact_key, new.now
         refusal = self.refusal_of(cancelled, tap.sku, caps=caps, places=places, retry_after=retry_after)
+        if isinstance(refusal, OnBackorder) and refusal.reason == PREORDER:
+            # The widget shows the answer's note as it is, so the shop's pre-order note comes in the tap's language.
+            refusal = OnBackorder(refusal.message, offer=PREORDER, note=text("widget", tap.lang)(PREORDER_NOTE))
         if refusal is not None and _refused_any(cancelled, "rate", "number taps", "prefix taps"):
             raise refusal
         # The transaction was rolled back, so this tap has not been counted yet.

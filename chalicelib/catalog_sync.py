@@ -50,7 +50,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
@@ -197,6 +197,7 @@ def parse_store_entry(entry: CatalogEntry) -> StoreProduct:
         "price": price,
         "currency": currency,
         "store_ids": ids,
+        "backorder": entry.backorder,
     }
     item = next((f"{key}:{ids[key]}" for key in STORE_ITEM_IDS if key in ids), None)
     if item is not None:
@@ -714,6 +715,7 @@ class CatalogSync:
                 now=now,
                 created=write.outcome == "created",
                 out_of_stock=write.out_of_stock,
+                marks=write.marks,
             )
             writes.append((position, product.sku, write, future))
         refused: list[_Refused] = []
@@ -742,18 +744,21 @@ class CatalogSync:
         if current is None:
             return _Write(settings, "created", out_of_stock=True, reconsider=False)
         discontinued = current.discontinued
-        stored = current.to_item()
+        # A product stored without `backorder` is one the store does not sell on backorder (its item leaves it out).
+        stored = {**current.to_item(), "backorder": current.backorder}
         changed = any(stored.get(key) != value for key, value in settings.items())
         if not changed and not discontinued and current.synced_at is not None:
             return None
         level = current.level
         threshold = current.threshold if product.threshold is None else product.threshold
         out_of_stock = level < threshold if level is not None else None
+        backorder = bool(settings.get("backorder", current.backorder))
         return _Write(
             settings,
             "restored" if discontinued else "updated",
             out_of_stock=out_of_stock,
             reconsider=out_of_stock is False and current.threshold > threshold,
+            marks=replace(current, backorder=backorder).backorder_mark != current.backorder_mark,
         )
 
 
@@ -765,6 +770,7 @@ class _Write:
     outcome: Literal["created", "updated", "restored"]
     out_of_stock: bool | None  # a new product has no level yet, which counts as sold out
     reconsider: bool  # a lowered threshold with stock already on hand: restock detection looks again
+    marks: bool = False  # the product's backorder opens or closes its list: its shards are written with it
 
 
 @dataclass(frozen=True)

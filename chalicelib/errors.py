@@ -10,6 +10,8 @@ class DomainError(Exception):
     code = "bad_request"
 
     reason: str | None = None  # a finer cause under a stable code, answered as `reason` (e.g. a number too short)
+    # Words for the shopper in their own language, answered as `note` (the widget shows it as it is; "" hides it).
+    note: str | None = None
 
     def __init__(self, message: str, *, code: str | None = None, reason: str | None = None) -> None:
         super().__init__(message)
@@ -40,6 +42,18 @@ class Discontinued(DomainError):
     """The SKU is in the catalogue but no longer sold, so nobody can join its list."""
 
     code = "discontinued"
+
+
+class OnBackorder(DomainError):
+    """The store sells the product on backorder, so it is not sold out, and the shop offers no waiting list for it:
+    `reason` is what the widget offers instead ("preorder": the `note` that it can be ordered now; "none": nothing,
+    an empty `note`)."""
+
+    code = "on_backorder"
+
+    def __init__(self, message: str, *, offer: str, note: str | None = None) -> None:
+        super().__init__(message, reason=offer)
+        self.note = note
 
 
 class RateLimited(DomainError):

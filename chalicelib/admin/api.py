@@ -18,6 +18,7 @@ from chalicelib.admin.signin import SignIn
 from chalicelib.clock import Clock
 from chalicelib.errors import BadRequest, Conflict, DomainError, Forbidden, NotFound, PayloadTooLarge
 from chalicelib.leaving import GONE, HOLDING
+from chalicelib.tables.catalog import BACKORDER_OFFERS, DEFAULT_BACKORDER_OFFER
 
 if TYPE_CHECKING:
     from chalicelib.importer import ImportService
@@ -158,6 +159,24 @@ class AdminApi:
             raise NotFound("That place is no longer on the list.", code="gone")
         self.staff_audit.record(staff, "remove", contact_key=request.contact_key, product=sku)
         return {"status": "removed"}
+
+    def backorder(self, staff: Staff, sku: str, data: Mapping[str, Any]) -> dict[str, Any]:
+        """POST /admin/api/products/{sku}/backorder: what the widget offers while the store sells the product on
+        backorder (`offer`: notify, preorder or none)."""
+        offer = data.get("offer")
+        if offer not in BACKORDER_OFFERS:
+            raise BadRequest(f"`offer` must be one of {', '.join(BACKORDER_OFFERS)}.", code="invalid_field")
+        product = self.dashboard.tables.catalog.set_backorder_offer(sku, str(offer))
+        if product is None:
+            raise NotFound("No product with that SKU is catalogued.", code="unknown_sku")
+        self.staff_audit.record(staff, "backorder_offer", product=sku, offer=offer)
+        return {
+            "sku": sku,
+            "backorder": product.backorder,
+            "offer": product.backorder_offer or DEFAULT_BACKORDER_OFFER,
+            # Whether a tap joins its list now: always while the store does not sell it on backorder.
+            "waiting_list_open": product.backorder_mark is None,
+        }
 
     # --- Support: each action is the desk's, checked for the role and audited (chalicelib/admin/contacts.py).
 

@@ -20,8 +20,8 @@ from chalicelib.contacts import TOO_LONG, TOO_SHORT, example_region
 from chalicelib.errors import BadRequest, DomainError
 from chalicelib.i18n import accept_language, text
 from chalicelib.shopper.pages import About, Page, Shop, shopper_page
-from chalicelib.shopper.widget import STRINGS, home_regions, phone_example, served_regions
-from chalicelib.tables.catalog import Product
+from chalicelib.shopper.widget import PREORDER_NOTE, STRINGS, home_regions, phone_example, served_regions
+from chalicelib.tables.catalog import PREORDER, Product
 from chalicelib.web.errors import error_status
 
 # A refusal's code, as capture raises it, to what the widget says about it (chalicelib/shopper/widget.py STRINGS keys).
@@ -70,6 +70,8 @@ def _refusal_key(error: DomainError, form: Mapping[str, Any]) -> str:
         return "nameBad"
     if error.code == "invalid_phone" and error.reason in (TOO_SHORT, TOO_LONG):
         return error.reason
+    if error.code == "on_backorder":
+        return "gone"  # sold on backorder and the shop chose nothing (its pre-order note is the refusal's own `note`)
     return REFUSAL_KEYS.get(error.code, "failed")
 
 
@@ -137,6 +139,8 @@ class FormAnswers:
         lang = _lang(form, accept_language)
         t = text("widget", lang)
         said = t(OWN_PAGE) if error.code == "cross_site_form" else t(STRINGS[_refusal_key(error, form)])
+        if error.code == "on_backorder" and error.reason == PREORDER:
+            said = t(PREORDER_NOTE)
         if error.code == "invalid_phone":
             # What is wrong with the number, then a mobile of the shopper's own country, as the widget says it.
             said = f"{said} {t(STRINGS['eg'], example=self._example(form, accept_language, lang))}"

@@ -89,6 +89,11 @@ STRINGS: dict[str, str] = {
 }
 
 
+# What a tap on a product the store sells on backorder is told when the shop chose a pre-order note for it. Not in
+# STRINGS: the API's refusal carries it in the tap's language (`note`), so the script does not carry it in five.
+PREORDER_NOTE = "You can order this now, and it will be sent when it is back in stock."
+
+
 # The country a language is mostly spoken in, for a shopper whose language tags name none ("de", not "de-AT").
 # English names none: it is the first language of too many countries to guess one.
 HOME_REGIONS = {"de": "DE", "fr": "FR", "es": "ES", "nl": "NL"}

@@ -10,13 +10,13 @@
   var apiBase = (script && script.getAttribute("data-bisn-api")) ||
     (script && script.src ? script.src.replace(/\/widget\.js(\?.*)?$/, "") : "");
   // Without a stylesheet the shop styles the widget's classes itself (README "Styling").
-  var unstyledScript = Boolean(script && script.hasAttribute("data-bisn-unstyled"));
+  var unstyledScript = !!(script && script.hasAttribute("data-bisn-unstyled"));
   var counter = 0;
   var SELECTOR = "[data-bisn-sku], [data-bisn-product]";
   var PRODUCT_FORM = 'form.variations_form, form[action*="/cart/add"]';
   var POLL_MS = 300;
   var followers = [];
-  var poll = null;
+  var poll;
   var NAME_OK = /^[\p{L}\p{M} '’-]*$/u;
   // Mail domains shoppers mistype most; an address one or two letters away from one is offered the fix.
   var DOMAINS = ["gmail.com", "googlemail.com", "hotmail.com", "hotmail.co.uk", "hotmail.fr", "hotmail.de", "outlook.com",
@@ -277,6 +277,10 @@
           status.textContent = channel === "email" ? T("onListEmail") + (answer.confirm_email ? " " + T("confirm") : "") : T("onList");
           status.focus();
           if (channel === "sms") { offerOptIn(body); }
+        } else if ("note" in answer) {
+          // A refusal with words of its own (a product sold on backorder: the shop's note that it can be ordered
+          // now), shown as any refusal is; with none, no widget at all.
+          box.hidden = !(status.textContent = answer.note);
         } else {
           refuse(answer.error, channel, answer.reason);
         }
@@ -338,7 +342,7 @@
         bound: false,
         show: function (entry) {
           sku = entry && entry.sku ? String(entry.sku) : "";
-          var open = Boolean(sku) && entry.available !== true;
+          var open = !!sku && entry.available !== true;
           box.hidden = !open;
           box.style.display = open ? "" : "none";
           root.setAttribute("data-bisn-state", !sku ? "none" : open ? "sold-out" : "in-stock");

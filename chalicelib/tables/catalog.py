@@ -39,7 +39,24 @@ DEMAND_OUT = "out"  # demand_key of a product below its threshold (sparse GSI by
 # over them instead of all meeting on the product item (docs/SCALE.md). Fixed: a place records its shard, and a
 # different number would need every count moved.
 WAITING_SHARDS = 16
+MARK_ATTEMPTS = 5  # a product write that carries its shards' marks, tried again while the shop's choice moves
 SHARD_OF = "shard_of"  # the attribute only shard items carry: the product they count for
+# What the widget offers for a product the store sells on backorder (the shop's choice, per product): a place on the
+# waiting list, a note that it can be ordered now, or nothing. Unset, nothing: the store's own page sells it.
+NOTIFY, PREORDER, NOTHING = "notify", "preorder", "none"
+BACKORDER_OFFERS = (NOTIFY, PREORDER, NOTHING)
+DEFAULT_BACKORDER_OFFER = NOTHING
+# The attribute a product's shards carry while its list is closed by backorder: the offer the widget makes instead.
+BACKORDER_MARK = "on_backorder"
+
+
+def backorder_mark(item: dict[str, Any]) -> str | None:
+    """What is offered instead of a waiting list (preorder or none) for a product item that sells on backorder and
+    whose shop did not choose notify-me; None while the list is open (a product without `backorder` is as before)."""
+    if not item.get("backorder"):
+        return None
+    offer = str(item.get("backorder_offer") or DEFAULT_BACKORDER_OFFER)
+    return None if offer == NOTIFY else offer
 
 
 def shard_key(sku: str, shard: int) -> str:
@@ -84,6 +101,7 @@ class WaitingShard:
     idle_restock_ts: str | None = None
     idle_restock_id: str | None = None
     shard: int | None = None  # which of the product's shards (its share of the cap depends on it)
+    on_backorder: str | None = None  # set while the list is closed by backorder: the offer made instead
 
     def full(self, max_waiting: int) -> bool:
         """Whether this shard counts its whole share of `max_waiting` (by its number; the largest share if unknown)."""
@@ -99,6 +117,7 @@ class WaitingShard:
             discontinued=bool(item.get("discontinued")),
             idle_restock_ts=str_or_none(item.get("idle_restock_ts")),
             idle_restock_id=str_or_none(item.get("idle_restock_id")),
+            on_backorder=str_or_none(item.get(BACKORDER_MARK)),
         )
 
 
@@ -143,6 +162,15 @@ class Product:
     # Our holds the store holds too (chalicelib/store_holds.py): its own level no longer shows them, so detection
     # compares the shelf level, the store's plus these, as on a store that holds nothing (DESIGN §5).
     store_held: int = 0
+    # The store sells it once its stock is gone (catalogue sync, from the platform), and what the shop chose the widget
+    # offers then (NOTIFY, PREORDER or NOTHING; None: DEFAULT_BACKORDER_OFFER).
+    backorder: bool = False
+    backorder_offer: str | None = None
+
+    @property
+    def backorder_mark(self) -> str | None:
+        """The offer made instead of a waiting list while the product sells on backorder; None while it takes one."""
+        return backorder_mark({"backorder": self.backorder, "backorder_offer": self.backorder_offer})
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Self:
@@ -181,6 +209,8 @@ class Product:
             store_product=str_or_none(merged.get("store_product")),
             locations={str(k): dict(v) for k, v in (merged.get("locations") or {}).items()},
             store_held=int(merged.get("store_held") or 0),
+            backorder=bool(merged.get("backorder")),
+            backorder_offer=str_or_none(merged.get("backorder_offer")),
         )
 
     def to_item(self) -> dict[str, Any]:
@@ -188,6 +218,8 @@ class Product:
         item = present(dict(self.__dict__))
         if not self.discontinued:
             del item["discontinued"]
+        if not self.backorder:
+            del item["backorder"]
         for empty in ("store_ids", "locations", "store_held"):
             if not item[empty]:
                 del item[empty]
@@ -258,9 +290,9 @@ class CatalogTable:
                 )["Attributes"]
         if "waiting_shards" not in attributes:
             self._open_shards(attributes)
-        elif "discontinued" in settings:
-            # The shards carry the flag a tap is refused on: they follow the product's (nobody joins a list for a
-            # SKU we do not sell).
+        elif settings.keys() & {"discontinued", "backorder", "backorder_offer"}:
+            # The shards carry the flags a tap is refused on: they follow the product's (nobody joins a list for a
+            # SKU we do not sell, nor for one sold on backorder unless the shop chose notify-me).
             Tx().add("shards", *self._shard_writes(attributes)).run(self.table.meta.client)
         with self._lock:
             self._cache.pop(sku, None)
@@ -320,7 +352,14 @@ class CatalogTable:
         if discontinued:
             sets.append("discontinued = :yes")
             values[":yes"] = True
-        expression = "SET " + ", ".join(sets) + ("" if discontinued else " REMOVE discontinued")
+        removes = [] if discontinued else ["discontinued"]
+        mark = backorder_mark(product)
+        if mark is not None:
+            sets.append(f"{BACKORDER_MARK} = :offer")
+            values[":offer"] = mark
+        else:
+            removes.append(BACKORDER_MARK)
+        expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
         return [
             {
                 "Update": {
@@ -403,8 +442,12 @@ class CatalogTable:
         writes the place. With `max_waiting`, it is refused once the shard counts its share of that (`shard_share`;
         capture then tries a shard with room, and the list is full only when none has).
         """
-        # Nobody joins a list for a SKU we do not sell (no ghost queues).
-        condition = "attribute_exists(sku) AND (attribute_not_exists(discontinued) OR discontinued = :no)"
+        # Nobody joins a list for a SKU we do not sell (no ghost queues), nor for one the store sells on backorder
+        # unless the shop chose notify-me for it (a product on backorder is not sold out).
+        condition = (
+            "attribute_exists(sku) AND (attribute_not_exists(discontinued) OR discontinued = :no)"
+            f" AND attribute_not_exists({BACKORDER_MARK})"
+        )
         values: dict[str, Any] = {":one": 1, ":no": False}
         if max_waiting is not None:
             # A bounded list: a flood of places on one SKU cannot grow the notices one restock may send.
@@ -597,9 +640,17 @@ class CatalogTable:
     # --- Catalogue sync.
 
     def sync_product(
-        self, sku: str, settings: dict[str, Any], *, now: float, created: bool, out_of_stock: bool | None
+        self,
+        sku: str,
+        settings: dict[str, Any],
+        *,
+        now: float,
+        created: bool,
+        out_of_stock: bool | None,
+        marks: bool = False,
     ) -> None:
-        """Write a product's settings from the store feed; it is sold again if it had been discontinued."""
+        """Write a product's settings from the store feed; it is sold again if it had been discontinued. `marks`:
+        the settings change what its shards must carry (its backorder), so they are written with it."""
         names = {f"#{k}": k for k in settings}
         values: dict[str, Any] = {f":{k}": v for k, v in settings.items()}
         sets = [f"#{k} = :{k}" for k in settings]
@@ -622,18 +673,79 @@ class CatalogTable:
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
         }
-        try:
-            # Shards open already: the product alone, only while that still holds (a discontinue meanwhile
-            # marked the shards, and this write alone would not reopen them).
-            self.table.update_item(
-                **update, ConditionExpression=f"attribute_exists(waiting_shards) AND {NOT_DISCONTINUED}"
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            # New, sold again, or from before shards: the product and its open shards in one transaction.
+        if not marks:
+            try:
+                # Shards open already: the product alone, only while that still holds (a discontinue meanwhile
+                # marked the shards, and this write alone would not reopen them).
+                self.table.update_item(
+                    **update, ConditionExpression=f"attribute_exists(waiting_shards) AND {NOT_DISCONTINUED}"
+                )
+            except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+                pass
+            else:
+                self._forget(sku)
+                return
+        unconditional = {k: v for k, v in values.items() if k != ":no"}
+        for attempt in range(MARK_ATTEMPTS):
+            # New, sold again, from before shards, or its backorder changed: the product and its shards in one
+            # transaction, the shards made from the product as read and written.
             old = self.table.get_item(Key={"sku": sku}, ConsistentRead=True).get("Item") or {}
-            shards = self._shard_writes({**old, "sku": sku, "discontinued": False})
-            unconditional = {**update, "ExpressionAttributeValues": {k: v for k, v in values.items() if k != ":no"}}
-            Tx().add("product", {"Update": unconditional}).add("shards", *shards).run(self.table.meta.client)
+            shards = self._shard_writes({**old, **settings, "sku": sku, "discontinued": False})
+            guarded = {**update, "ExpressionAttributeValues": unconditional}
+            offer = old.get("backorder_offer")
+            if offer is None:
+                # The shards mirror the shop's choice as read here: a choice made meanwhile writes them again itself.
+                guarded["ConditionExpression"] = "attribute_not_exists(backorder_offer)"
+            else:
+                guarded["ConditionExpression"] = "backorder_offer = :offer_read"
+                guarded["ExpressionAttributeValues"] = {**unconditional, ":offer_read": offer}
+            try:
+                Tx().add("product", {"Update": guarded}).add("shards", *shards).run(self.table.meta.client)
+            except TransactionCancelled as cancelled:
+                if cancelled.failed("product") and attempt + 1 < MARK_ATTEMPTS:
+                    continue
+                raise
+            self._forget(sku)
+            return
+
+    def set_backorder_offer(self, sku: str, offer: str) -> Product | None:
+        """The shop's choice of what the widget offers while the product sells on backorder (NOTIFY, PREORDER or
+        NOTHING), written with its shards' marks; None for a SKU that is not catalogued."""
+        if offer not in BACKORDER_OFFERS:
+            raise ValueError(offer)
+        for attempt in range(MARK_ATTEMPTS):
+            old = self.table.get_item(Key={"sku": sku}, ConsistentRead=True).get("Item")
+            if not old or is_shard(old):
+                return None
+            new = {**old, "backorder_offer": offer}
+            backorder = (
+                "backorder = :yes" if old.get("backorder") else "(attribute_not_exists(backorder) OR backorder = :no)"
+            )
+            discontinued = "discontinued = :yes" if old.get("discontinued") else NOT_DISCONTINUED
+            values: dict[str, Any] = {":offer": offer, ":n": WAITING_SHARDS}
+            values.update({k: v for k, v in ((":yes", True), (":no", False)) if k in backorder + discontinued})
+            product = {
+                "Update": {
+                    "TableName": self.name,
+                    "Key": {"sku": sku},
+                    "UpdateExpression": "SET backorder_offer = :offer, waiting_shards = :n",
+                    # The shards are written from the product as read: a backorder or discontinuation written
+                    # meanwhile refuses this, and it is read again (nobody joins a list that should be closed).
+                    "ConditionExpression": f"attribute_exists(sku) AND {backorder} AND {discontinued}",
+                    "ExpressionAttributeValues": values,
+                }
+            }
+            try:
+                Tx().add("product", product).add("shards", *self._shard_writes(new)).run(self.table.meta.client)
+            except TransactionCancelled as cancelled:
+                if cancelled.failed("product") and attempt + 1 < MARK_ATTEMPTS:
+                    continue
+                raise
+            self._forget(sku)
+            return Product.from_item({**new, "waiting_shards": WAITING_SHARDS})
+        return None
+
+    def _forget(self, sku: str) -> None:
         with self._lock:
             self._cache.pop(sku, None)
 

@@ -17,6 +17,7 @@ ERROR_STATUS: dict[str, int] = {
     "PayloadTooLarge": 413,
     "UnknownSku": 404,  # also chalicelib.notifier.UnknownRestock, a NotFound
     "Discontinued": 404,
+    "OnBackorder": 409,
     "RateLimited": 429,
     "Forbidden": 403,
     "InvalidSignature": 401,

@@ -26,13 +26,16 @@ def page_response(page: Page) -> Response:
 
 
 def error_response(error: DomainError, headers: Mapping[str, str | list[str]] | None = None) -> Response:
-    """A DomainError as `{"error": code, "message": ...}` (and its `reason`, when it has one) with its status."""
+    """A DomainError as `{"error": code, "message": ...}` (and its `reason` and `note`, when it has them) with its
+    status."""
     extra = dict(headers or {})
     if isinstance(error, RateLimited):
         extra["Retry-After"] = str(error.retry_after_s)
     body = {"error": error.code, "message": error.message}
     if error.reason:
         body["reason"] = error.reason
+    if error.note is not None:
+        body["note"] = error.note
     return json_response(error_status(error), body, extra)
 
 

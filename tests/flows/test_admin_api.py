@@ -19,6 +19,7 @@ from chalicelib.aws import Aws
 from chalicelib.config import settings_from_env
 from chalicelib.events_out import OutboundEvent
 from chalicelib.queue.messages import Job
+from chalicelib.shopper.widget import PREORDER_NOTE
 from chalicelib.wiring import Services
 from devstack.clocks import FixedClock
 from devstack.fake_model import FakeBedrock
@@ -633,3 +634,42 @@ def test_opting_back_in_from_the_dashboard_lifts_an_opt_out_stored_before_mailbo
     assert api.http.post(found.group(1), headers=form, body="").status_code == 200
     assert admin_services.tables.optout.get(old_key) is None
     assert admin_services.tables.optout.get(mailbox) is None
+
+
+def test_staff_choose_what_the_widget_offers_for_a_product_sold_on_backorder(
+    api: Client, admin_services: Services, pool: Pool
+) -> None:
+    # As catalogue sync writes it for a Shopify CONTINUE variant or a WooCommerce product with backorders allowed.
+    admin_services.tables.catalog.upsert("LAMP", {"name": "Brass lamp", "backorder": True})
+
+    def tap(contact: str) -> Any:
+        body = json.dumps({"sku": "LAMP", "channel": "email", "contact": contact})
+        return api.http.post("/notify-me", headers={"Content-Type": "application/json"}, body=body)
+
+    def refusal(contact: str) -> tuple[int, str, str, str]:
+        answer = tap(contact)
+        body = json.loads(answer.body)
+        return answer.status_code, body["error"], body["reason"], body["note"]
+
+    # Nothing chosen yet: the store sells it, so the widget offers nothing (an empty note hides it).
+    assert refusal("ada@example.com") == (409, "on_backorder", "none", "")
+    token = pool.id_token(HELPER)
+    chosen = post(api, "/admin/api/products/LAMP/backorder", token, {"offer": "preorder"})
+    assert json.loads(chosen.body) == {
+        "sku": "LAMP",
+        "backorder": True,
+        "offer": "preorder",
+        "waiting_list_open": False,
+    }
+    assert refusal("ada@example.com") == (409, "on_backorder", "preorder", PREORDER_NOTE)
+    opened = json.loads(post(api, "/admin/api/products/LAMP/backorder", token, {"offer": "notify"}).body)
+    assert opened["waiting_list_open"] is True
+    assert tap("ada@example.com").status_code == 202
+    assert admin_services.tables.catalog.waiting("LAMP") == 1
+    assert post(api, "/admin/api/products/LAMP/backorder", token, {"offer": "later"}).status_code == 400
+    assert post(api, "/admin/api/products/NOT-A-SKU/backorder", token, {"offer": "none"}).status_code == 404
+    facts = [f for f in staff_facts(admin_services) if f["action"] == "backorder_offer"]
+    assert sorted((f["staff_email"], f["product"], f["offer"]) for f in facts) == [
+        (HELPER, "LAMP", "notify"),
+        (HELPER, "LAMP", "preorder"),
+    ]

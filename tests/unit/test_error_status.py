@@ -20,6 +20,7 @@ STATUSES: list[tuple[type[errors.DomainError], int]] = [
     (errors.PayloadTooLarge, 413),
     (errors.UnknownSku, 404),
     (errors.Discontinued, 404),
+    (errors.OnBackorder, 409),
     (errors.RateLimited, 429),
     (errors.Forbidden, 403),
     (errors.InvalidSignature, 401),
@@ -40,7 +41,12 @@ STATUSES: list[tuple[type[errors.DomainError], int]] = [
 
 @pytest.mark.parametrize(("kind", "status"), STATUSES)
 def test_each_kind_of_refusal_has_its_status(kind: type[errors.DomainError], status: int) -> None:
-    error = errors.RateLimited("No.", 3) if kind is errors.RateLimited else kind("No.")
+    if kind is errors.RateLimited:
+        error: errors.DomainError = errors.RateLimited("No.", 3)
+    elif kind is errors.OnBackorder:
+        error = errors.OnBackorder("No.", offer="none")
+    else:
+        error = kind("No.")
     assert error_status(error) == status
     assert error_response(error).status_code == status
 

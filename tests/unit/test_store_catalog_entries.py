@@ -50,6 +50,7 @@ def test_a_shopify_entry_keeps_what_the_platform_knows_and_derives_its_index_key
         "store_ids": SHOPIFY_IDS,
         "store_item": "shopify.inventory_item_id:4600000100",
         "store_product": "shopify.product_id:8800000001",
+        "backorder": False,
     }
 
 
@@ -57,8 +58,17 @@ def test_a_woocommerce_variation_names_its_parent_product_and_no_inventory_item(
     ids = {"woocommerce.product_id": "105", "woocommerce.variation_id": "107"}
     product = parse_store_entry(entry(ids=ids, product_url=None, image_url="", price=None, currency=None))
     settings = product.settings()
-    assert settings == {"name": "Oatmeal merino throw", "store_ids": ids, "store_product": "woocommerce.product_id:105"}
+    assert settings == {
+        "name": "Oatmeal merino throw",
+        "store_ids": ids,
+        "store_product": "woocommerce.product_id:105",
+        "backorder": False,
+    }
     assert "store_item" not in settings  # WooCommerce's stock webhooks name the SKU itself
+
+
+def test_an_entry_sold_on_backorder_says_so() -> None:
+    assert parse_store_entry(entry(backorder=True)).settings()["backorder"] is True
 
 
 def test_an_entry_with_no_ids_has_no_index_keys() -> None:
