@@ -18,6 +18,7 @@ from chalicelib.tables.catalog import NOTIFY
 from devstack.clocks import FixedClock
 from tests.notices import drain
 from tests.platforms import THROW, Shop, join, platform_shop
+from tests.reliability.invariants import assert_invariants
 
 
 @pytest.fixture(params=["shopify", "woocommerce"])
@@ -66,6 +67,7 @@ def test_backorder_levels_open_no_list_unless_chosen_deny_at_zero_is_sold_out_an
     join(shop, THROW, "ada@example.com")
     sells_on_backorder(shop, True)
     assert tap(shop, "grace@example.com").status_code == 409
+    assert_invariants(shop.services)  # the shards carry the product's mark, and the list its one place
 
     # Shoppers buy on backorder: the store's level goes below zero, which is no units on the shelf.
     sold = shop.webhook(shop.store.sell(THROW, 3))
@@ -82,3 +84,4 @@ def test_backorder_levels_open_no_list_unless_chosen_deny_at_zero_is_sold_out_an
     assert level(shop, 1)["status"] == "restock"
     drain(shop.services)
     assert len(shop.offers(THROW)) == 1
+    assert_invariants(shop.services)

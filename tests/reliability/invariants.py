@@ -38,7 +38,7 @@ from typing import Any
 
 from boto3.dynamodb.conditions import Attr
 
-from chalicelib.tables.catalog import SHARD_OF, is_shard
+from chalicelib.tables.catalog import BACKORDER_MARK, SHARD_OF, backorder_mark, is_shard
 from chalicelib.tables.requests import ACTIVE_STATES, UNIQUE_PREFIX, RequestState
 from chalicelib.tables.reservations import OfferState, StoreState
 from chalicelib.tables.restocks import RestockState
@@ -199,6 +199,13 @@ def one_place_per_person(t: Tables) -> list[str]:
                 )
             if bool(shard.get("discontinued")) != bool(product.get("discontinued")):
                 found.append(f"2 sold: {shard['sku']} discontinued={shard.get('discontinued')}, not as its product")
+            # A product sold on backorder takes places only where the shop chose notify-me (a discontinued one's
+            # shards refuse every tap whatever they carry).
+            if not product.get("discontinued") and shard.get(BACKORDER_MARK) != backorder_mark(product):
+                found.append(
+                    f"2 list open: {shard['sku']} on_backorder={shard.get(BACKORDER_MARK)}, its product's is "
+                    f"{backorder_mark(product)}"
+                )
     for product in t.catalog:
         counted = counts[str(product["sku"])]
         if counted != waiting[str(product["sku"])]:
