@@ -10,7 +10,7 @@ import pytest
 
 from chalicelib.config import Settings, settings_from_env
 from chalicelib.contacts import normalise_contact
-from chalicelib.errors import BadRequest, DomainError
+from chalicelib.errors import BadRequest, DomainError, OnBackorder
 from chalicelib.shopper.nojs import FormAnswers
 from chalicelib.shopper.pages import Page
 from chalicelib.tables.catalog import Product
@@ -76,3 +76,20 @@ def test_an_email_tap_says_an_email_went_only_if_one_was_owed() -> None:
     assert "Check your inbox" not in confirming
     plain = said(answers().accepted(202, form, None, confirm_email=False))
     assert "emailed you" not in plain
+
+
+@pytest.mark.parametrize(
+    ("offer", "lang", "words"),
+    [
+        ("preorder", "en", "You can order this now, and it will be sent when it is back in stock."),
+        ("preorder", "de", "Sie können den Artikel jetzt bestellen."),
+        ("none", "fr", "Désolé, les alertes ne sont pas disponibles pour ce produit."),
+    ],
+)
+def test_a_product_sold_on_backorder_is_answered_by_the_shops_choice(offer: str, lang: str, words: str) -> None:
+    refused = OnBackorder("No list.", offer=offer, note="")
+    page = answers().refused(
+        refused, {"sku": "CHAIR", "channel": "email", "contact": "a@example.com", "lang": lang}, None
+    )
+    assert page.status == 409
+    assert words in said(page)
