@@ -693,11 +693,10 @@ class CatalogTable:
             shards = self._shard_writes({**old, **settings, "sku": sku, "discontinued": False})
             guarded = {**update, "ExpressionAttributeValues": unconditional}
             offer = old.get("backorder_offer")
-            if offer is None:
-                # The shards mirror the shop's choice as read here: a choice made meanwhile writes them again itself.
-                guarded["ConditionExpression"] = "attribute_not_exists(backorder_offer)"
-            else:
-                guarded["ConditionExpression"] = "backorder_offer = :offer_read"
+            # Only over the shop's choice read here, which the shards are made from (no list open that should not be).
+            condition = "attribute_not_exists(backorder_offer)" if offer is None else "backorder_offer = :offer_read"
+            guarded["ConditionExpression"] = condition
+            if offer is not None:
                 guarded["ExpressionAttributeValues"] = {**unconditional, ":offer_read": offer}
             try:
                 Tx().add("product", {"Update": guarded}).add("shards", *shards).run(self.table.meta.client)
@@ -729,8 +728,7 @@ class CatalogTable:
                     "TableName": self.name,
                     "Key": {"sku": sku},
                     "UpdateExpression": "SET backorder_offer = :offer, waiting_shards = :n",
-                    # The shards are written from the product as read: a backorder or discontinuation written
-                    # meanwhile refuses this, and it is read again (nobody joins a list that should be closed).
+                    # Only over the product as read, which the shards are made from (no list open that should not be).
                     "ConditionExpression": f"attribute_exists(sku) AND {backorder} AND {discontinued}",
                     "ExpressionAttributeValues": values,
                 }
