@@ -180,6 +180,25 @@ EXPLAIN = {
 }
 
 
+# The answers the real import gives for tests/fixtures/imports/generic.csv (chalicelib/importer.py's report): line 5
+# names no consent_source; Bo's place is imported unconfirmed and owes one confirmation email.
+GENERIC_CSV = ROOT / "tests" / "fixtures" / "imports" / "generic.csv"
+NO_CONSENT = "no consent_source: where this person agreed to be told"
+
+
+def import_report(*, dry_run: bool, again: bool) -> dict[str, Any]:
+    already = [{"line": line, "reason": "already on the list"} for line in (2, 3, 4)] if again else []
+    return {
+        "format": "generic",
+        "dry_run": dry_run,
+        "rows": 4,
+        "imported": 0 if again else 3,
+        "confirmations_owed": 0 if again else 1,
+        "already": already,
+        "refused": [{"line": 5, "reason": NO_CONSENT}],
+    }
+
+
 class AdminApiDouble:
     """A test double of /admin/api: signs in through one NEW_PASSWORD_REQUIRED challenge, then answers each read and
     action with the contract's shapes. Every request is recorded as (method, path, query, body, authorization)."""
@@ -188,6 +207,7 @@ class AdminApiDouble:
         self.calls: list[dict[str, Any]] = []
         self.dlq_depth = 3
         self.revoked = False
+        self.imported = False
 
     def answer(self, method: str, path: str, query: dict[str, str], body: dict[str, Any]) -> tuple[int, Any]:
         if path == "session":
@@ -228,11 +248,18 @@ class AdminApiDouble:
             ),
             ("POST", "waiting/WW-THROW-OAT/remove"): lambda: {"status": "removed"},
             ("POST", "operations/redrive"): self.redrive,
+            ("POST", "imports"): lambda: self.import_list(query),
         }
         handler = routes.get((method, path))
         if handler is None:
             return 404, {"error": "not_found", "message": f"{method} {path} is not in the test double."}
         return 200, handler()
+
+    def import_list(self, query: dict[str, str]) -> dict[str, Any]:
+        dry_run = query.get("dry_run") == "true"
+        report = import_report(dry_run=dry_run, again=self.imported)
+        self.imported = self.imported or not dry_run
+        return report
 
     def redrive(self) -> dict[str, int]:
         moved, self.dlq_depth = self.dlq_depth, 0
@@ -243,7 +270,11 @@ class AdminApiDouble:
         url = urlparse(request.url)
         path = url.path.removeprefix("/admin/api/")
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
-        body = json.loads(request.post_data) if request.post_data else {}
+        content_type = request.headers.get("content-type", "")
+        if content_type == "text/csv":
+            body = {"csv": request.post_data_buffer, "content_type": content_type}
+        else:
+            body = json.loads(request.post_data) if request.post_data else {}
         authorization = request.headers.get("authorization")
         self.calls.append({"method": request.method, "path": path, "query": query, "body": body, "auth": authorization})
         if not path.startswith("session") and authorization != f"Bearer {TOKEN}":
@@ -482,4 +513,57 @@ def test_the_owner_signs_in_reads_demand_and_restocks_explains_a_contact_and_red
     page.get_by_role("tab", name="Demand").click()
     page.get_by_role("heading", name="Sign in").wait_for()
     assert page.evaluate("sessionStorage.getItem('bisn-admin-token')") is None
+    assert page.problems == []
+
+
+def test_the_owner_imports_a_waiting_list_and_reads_the_report(dashboard: tuple[Any, AdminApiDouble, str]) -> None:
+    page, api, size = dashboard
+    sign_in(page, api)
+    page.get_by_role("tab", name="Waiting list").click()
+    panel = page.locator("section.import")
+    panel.get_by_role("heading", name="Import a waiting list").wait_for()
+    page.get_by_label("CSV file").set_input_files(str(GENERIC_CSV))
+    assert "consent_source" in page.locator("#import-format-hint").inner_text()  # generic is the first format
+    page.get_by_label("Exported by").select_option("klaviyo")
+    assert "Phone Number" in page.locator("#import-format-hint").inner_text()
+    page.get_by_label("Exported by").select_option("generic")
+
+    # A check first: the file's bytes as the body, as text/csv, with the token; nothing written.
+    page.get_by_label("Check only (dry run): nothing is written").check()
+    page.get_by_role("button", name="Import", exact=True).click()
+    page.locator("#import-summary").filter(has_text="Nothing was written").wait_for()
+    checked = api.last("POST", "imports")
+    assert checked["query"] == {"format": "generic", "dry_run": "true"}
+    assert checked["body"] == {"csv": GENERIC_CSV.read_bytes(), "content_type": "text/csv"}
+    assert checked["auth"] == f"Bearer {TOKEN}"
+    assert page.locator("#import-imported").inner_text() == "3"
+
+    # The import itself: the counts, and the refused line with its reason.
+    page.get_by_label("Check only (dry run): nothing is written").uncheck()
+    page.get_by_role("button", name="Import", exact=True).click()
+    page.locator("#import-summary").filter(has_text="Imported 3 of 4 row(s); 1 refused.").wait_for()
+    assert api.last("POST", "imports")["query"] == {"format": "generic"}
+    assert page.locator("#import-summary").get_attribute("aria-live") == "polite"
+    assert page.locator("#import-owed").inner_text() == "1"
+    refused = page.locator("#import-refused-table tbody tr")
+    assert refused.count() == 1
+    assert refused.first.locator("th").inner_text() == "5"
+    assert refused.first.locator("td").inner_text() == NO_CONSENT
+    axe.assert_accessible(page, f"dashboard import ({size})")
+    shot(page, size, "6-import")
+
+    # The same file again: every accepted row is already on the list, by line.
+    page.get_by_role("button", name="Import", exact=True).click()
+    page.locator("#import-summary").filter(has_text="Imported 0 of 4").wait_for()
+    assert numbers(page.locator("#import-already-table tbody th").all_inner_texts()) == [2, 3, 4]
+
+    # Only the owner is offered it: a support member's waiting-list tab has no import.
+    page.evaluate(
+        "const s = JSON.parse(sessionStorage.getItem('bisn-admin-token'));"
+        "sessionStorage.setItem('bisn-admin-token', JSON.stringify({...s, role: 'support'}))"
+    )
+    page.reload()
+    page.get_by_role("tab", name="Waiting list", selected=True).wait_for()
+    page.get_by_label("Product SKU").wait_for()
+    assert page.locator("section.import").count() == 0
     assert page.problems == []

@@ -80,7 +80,8 @@ class ApiError extends Error {
 
 class SignedOut extends Error {}
 
-async function call(method, path, body) {
+// A body is sent as JSON, unless a content type is named: then it goes as it is (a file's bytes, for an import).
+async function call(method, path, body, contentType) {
   const current = session();
   if (!current) {
     showSignIn("Please sign in.");
@@ -88,8 +89,8 @@ async function call(method, path, body) {
   }
   const init = { method, headers: { Authorization: "Bearer " + current.token, Accept: "application/json" } };
   if (body !== undefined) {
-    init.headers["Content-Type"] = "application/json";
-    init.body = JSON.stringify(body);
+    init.headers["Content-Type"] = contentType || "application/json";
+    init.body = contentType ? body : JSON.stringify(body);
   }
   const response = await fetch(API + path, init);
   return answer(response);
@@ -469,7 +470,8 @@ async function showWaiting(body, sku) {
       attempt(() => loadWaiting(sku, null, result));
     }
   });
-  body.replaceChildren(form, options, result);
+  const owner = (session() || {}).role === "owner";
+  body.replaceChildren(form, options, result, ...(owner ? [importSection()] : []));
   if (sku) {
     $("waiting-sku").value = sku;
     await loadWaiting(sku, null, result);
@@ -545,6 +547,80 @@ function waitingRow(sku, entry, result) {
   return el("tr", { "data-state": entry.state, "data-unconfirmed": entry.unconfirmed === true, class: entry.unconfirmed ? "unconfirmed" : null },
     el("th", { scope: "row", class: "num" }, show(entry.position)), el("td", {}, show(entry.contact)),
     el("td", {}, show(entry.channel)), state, el("td", {}, timeEl(entry.joined_at)), actionCell);
+}
+
+// --- Importing another app's waiting list (the owner's; docs/IMPORT.md)
+
+const IMPORT_FORMATS = [
+  { value: "generic", label: "Generic", hint: "Columns: sku, channel (email or sms), contact, joined_at, consent_source; optional confirmed (yes/no) and name." },
+  { value: "klaviyo", label: "Klaviyo", hint: "Columns: Email or Phone Number, SKU (or Variant SKU), Timestamp (or Subscribed At, Datetime); optional First Name." },
+  { value: "cwginstock", label: "Back In Stock Notifier (cwginstock)", hint: "Columns: Email, SKU, Subscribed on (or Date); optional Status, Phone, Name." },
+  { value: "woo-waitlist", label: "WooCommerce Waitlist", hint: "Columns: Email (or User Email), SKU (or Product SKU), Date Added (or Joined, Date)." },
+];
+
+function importSection() {
+  const file = el("input", { id: "import-file", name: "file", type: "file", accept: ".csv,text/csv", required: true, "aria-describedby": "import-file-hint" });
+  const select = el("select", { id: "import-format", name: "format", "aria-describedby": "import-format-hint" },
+    IMPORT_FORMATS.map((f) => el("option", { value: f.value }, f.label)));
+  const hint = el("p", { class: "hint", id: "import-format-hint" });
+  const showHint = () => { hint.textContent = IMPORT_FORMATS.find((f) => f.value === select.value).hint; };
+  select.addEventListener("change", showHint);
+  showHint();
+  const dryRun = el("input", { id: "import-dry-run", name: "dry_run", type: "checkbox" });
+  // The summary is announced when it changes; the tables below it are read at will.
+  const summary = el("p", { id: "import-summary", "aria-live": "polite" });
+  const result = el("div", { id: "import-result" });
+  const form = el("form", { class: "inline-form", id: "import-form", method: "post", action: "#" },
+    el("label", { for: "import-file" }, "CSV file"),
+    el("p", { class: "hint", id: "import-file-hint" }, "Each person joins the product’s list at their original join time. A file too large for the dashboard goes through ",
+      el("code", {}, "bisn import"), "."),
+    file,
+    el("label", { for: "import-format" }, "Exported by"),
+    select, hint,
+    el("div", { class: "check" }, dryRun, el("label", { for: "import-dry-run" }, "Check only (dry run): nothing is written")),
+    el("button", { type: "submit" }, "Import"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const chosen = file.files[0];
+    if (!chosen) {
+      warn("Choose the CSV file to import first.");
+      file.focus();
+      return;
+    }
+    // No size check here: the server refuses a file over IMPORT_MAX_BYTES (413) and its message names `bisn import`.
+    attempt(async () => {
+      summary.textContent = "";
+      result.replaceChildren();
+      say(`Importing ${chosen.name}…`);
+      const query = new URLSearchParams({ format: select.value, ...(dryRun.checked ? { dry_run: "true" } : {}) });
+      // The bytes go as they are, so a file that is not UTF-8 is refused by the server rather than altered here.
+      const report = await call("POST", "imports?" + query, await chosen.arrayBuffer(), "text/csv");
+      showImport(report, summary, result);
+    });
+  });
+  return el("section", { class: "import", "aria-labelledby": "import-heading" },
+    el("h3", { id: "import-heading" }, "Import a waiting list"),
+    el("p", { class: "hint" }, "From another back-in-stock app’s export. Rows already on a list are never imported twice."),
+    form, summary, result);
+}
+
+function showImport(report, summary, result) {
+  const refused = Array.isArray(report.refused) ? report.refused : [];
+  const already = Array.isArray(report.already) ? report.already : [];
+  const columns = [{ key: "line", label: "Line", numeric: true }, { key: "reason", label: "Reason" }];
+  const dry = report.dry_run === true;
+  summary.textContent = dry
+    ? `Checked ${show(report.rows)} row(s): ${show(report.imported)} would be imported, ${refused.length} refused. Nothing was written.`
+    : `Imported ${show(report.imported)} of ${show(report.rows)} row(s); ${refused.length} refused.`;
+  result.replaceChildren(
+    el("dl", { class: "stats" }, stat("Rows read", report.rows, "import-rows"),
+      stat(dry ? "Would be imported" : "Imported", report.imported, "import-imported"),
+      stat("Confirmation emails owed", report.confirmations_owed, "import-owed"),
+      stat("Already on the list", already.length, "import-already"), stat("Refused", refused.length, "import-refused")),
+    table("Refused rows", columns, refused, { id: "import-refused-table", empty: "No row was refused." }),
+    table("Rows already on the list", columns, already, { id: "import-already-table", empty: "No row was on the list already." }),
+  );
+  say("");
 }
 
 // --- Support
