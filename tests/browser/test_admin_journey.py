@@ -184,6 +184,7 @@ EXPLAIN = {
 # names no consent_source; Bo's place is imported unconfirmed and owes one confirmation email.
 GENERIC_CSV = ROOT / "tests" / "fixtures" / "imports" / "generic.csv"
 NO_CONSENT = "no consent_source: where this person agreed to be told"
+IMPORT_MAX_BYTES = 1024  # the double's limit; the route's message (chalicelib/admin/api.py) names `bisn import`
 
 
 def import_report(*, dry_run: bool, again: bool) -> dict[str, Any]:
@@ -224,6 +225,12 @@ class AdminApiDouble:
             return 200, {"id_token": TOKEN, "expires_in": 3600, "role": "owner", "email": OWNER}
         if self.revoked:
             return 401, {"error": "unauthorized", "message": "Sign in again."}
+        if path == "imports" and len(body["csv"]) > IMPORT_MAX_BYTES:
+            return 413, {
+                "error": "payload_too_large",
+                "message": f"The file is over {IMPORT_MAX_BYTES} bytes, the most the dashboard imports at once; "
+                "import it with `bisn import` instead.",
+            }
         if query.get("format") == "csv":
             return 200, "sku,name,waiting\r\nWW-THROW-OAT,Oatmeal merino throw,42\r\n"
         routes: dict[tuple[str, str], Any] = {
@@ -556,6 +563,13 @@ def test_the_owner_imports_a_waiting_list_and_reads_the_report(dashboard: tuple[
     page.get_by_role("button", name="Import", exact=True).click()
     page.locator("#import-summary").filter(has_text="Imported 0 of 4").wait_for()
     assert numbers(page.locator("#import-already-table tbody th").all_inner_texts()) == [2, 3, 4]
+
+    # A file over the limit: the server's 413 says to use `bisn import`, and no report is left standing.
+    big = GENERIC_CSV.read_bytes() + b"CHAIR-WALNUT,email,x@example.com,2026-09-01T08:00:00Z,form,yes\n" * 20
+    page.get_by_label("CSV file").set_input_files(files=[{"name": "big.csv", "mimeType": "text/csv", "buffer": big}])
+    page.get_by_role("button", name="Import", exact=True).click()
+    page.get_by_role("alert").filter(has_text="`bisn import`").wait_for()
+    assert page.locator("#import-summary").inner_text() == ""
 
     # Only the owner is offered it: a support member's waiting-list tab has no import.
     page.evaluate(
