@@ -18,7 +18,7 @@ from chalicelib.admin.periods import Period, seal, unseal
 from chalicelib.clock import iso
 from chalicelib.contacts import mask
 from chalicelib.errors import BadRequest, NotFound
-from chalicelib.tables.catalog import Product
+from chalicelib.tables.catalog import DEFAULT_BACKORDER_OFFER, Product
 from chalicelib.tables.requests import ACTIVE_STATES, RequestState
 from chalicelib.tables.restocks import Restock, RestockTally
 from chalicelib.tables.store import Tables
@@ -227,8 +227,10 @@ class Dashboard:
     # --- Waiting list
 
     def waiting(self, sku: str, cursor: str | None) -> dict[str, Any]:
-        """One page of a SKU's live waiting list, oldest first, contacts masked, with each row's action."""
-        product = self.tables.catalog.get_cached(sku)
+        """One page of a SKU's live waiting list, oldest first, contacts masked, with each row's action, and what the
+        widget offers while the store sells the product on backorder."""
+        # Not the cached read: a choice just saved from another instance must show when the page is read again.
+        product = self.tables.catalog.get(sku)
         if product is None:
             raise NotFound("No product with that SKU is in the catalogue.", code="unknown_sku")
         after, position = "", 0
@@ -268,6 +270,8 @@ class Dashboard:
         return {
             "sku": sku,
             "name": product.name or sku,
+            "backorder": product.backorder,
+            "backorder_offer": product.backorder_offer or DEFAULT_BACKORDER_OFFER,
             "entries": entries,
             "next": seal({"a": last, "p": position}) if more else None,
         }

@@ -655,9 +655,14 @@ def test_staff_choose_what_the_widget_offers_for_a_product_sold_on_backorder(
         body = json.loads(answer.body)
         return answer.status_code, body["error"], body["reason"], body["note"]
 
+    def shown() -> tuple[bool, str]:
+        page = json.loads(get(api, "/admin/api/waiting/LAMP", token).body)
+        return page["backorder"], page["backorder_offer"]
+
     # Nothing chosen yet: the store sells it, so the widget offers nothing (an empty note hides it).
     assert refusal("ada@example.com") == (409, "on_backorder", "none", "")
     token = pool.id_token(HELPER)
+    assert shown() == (True, "none")  # the dashboard's waiting list reads the state and the choice
     chosen = post(api, "/admin/api/products/LAMP/backorder", token, {"offer": "preorder"})
     assert json.loads(chosen.body) == {
         "sku": "LAMP",
@@ -666,6 +671,7 @@ def test_staff_choose_what_the_widget_offers_for_a_product_sold_on_backorder(
         "waiting_list_open": False,
     }
     assert refusal("ada@example.com") == (409, "on_backorder", "preorder", PREORDER_NOTE)
+    assert shown() == (True, "preorder")
     opened = json.loads(post(api, "/admin/api/products/LAMP/backorder", token, {"offer": "notify"}).body)
     assert opened["waiting_list_open"] is True
     assert tap("ada@example.com").status_code == 202
