@@ -22,6 +22,7 @@ import pytest
 from chalice.test import Client
 
 from chalicelib.admin.dashboard import UNCONFIRMED_NOTE
+from chalicelib.tables.catalog import BACKORDER_OFFERS
 from tests.browser import axe
 from tests.browser.running import SHOTS
 from tests.support import ROOT
@@ -36,7 +37,7 @@ CONTACT = "grace@example.com"
 SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
 
 # Contract-shaped answers (the admin API contract: GET demand, restocks, restocks/{id}, waiting/{sku}, operations;
-# POST contacts/*, waiting/{sku}/remove, operations/redrive). Names carry markup to prove it is shown as text.
+# POST contacts/*, waiting/{sku}/remove, operations/redrive, products/{sku}/backorder). Names carry markup to prove it is shown as text.
 THROW_ADVICE = (
     "Below 2 units nobody is told (the notify threshold is 2). A stock level of 2 tells the first 2 confirmed people "
     "in line, one per unit; 38 tells all 38 confirmed. 4 unconfirmed email places are passed over until confirmed."
@@ -209,6 +210,9 @@ class AdminApiDouble:
         self.dlq_depth = 3
         self.revoked = False
         self.imported = False
+        # The throw's product as catalogue sync and the backorder route leave it (chalicelib/tables/catalog.py).
+        self.backorder = False
+        self.backorder_offer = "none"
 
     def answer(self, method: str, path: str, query: dict[str, str], body: dict[str, Any]) -> tuple[int, Any]:
         if path == "session":
@@ -237,7 +241,11 @@ class AdminApiDouble:
             ("GET", "demand"): lambda: DEMAND,
             ("GET", "restocks"): lambda: RESTOCKS,
             ("GET", "restocks/r-0001"): lambda: FUNNEL,
-            ("GET", "waiting/WW-THROW-OAT"): lambda: WAITING,
+            ("GET", "waiting/WW-THROW-OAT"): lambda: {
+                **WAITING,
+                "backorder": self.backorder,
+                "backorder_offer": self.backorder_offer,
+            },
             ("GET", "operations"): lambda: {
                 "queues": [
                     {"name": "bisn-jobs", "dlq_depth": self.dlq_depth},
@@ -256,7 +264,13 @@ class AdminApiDouble:
             ("POST", "waiting/WW-THROW-OAT/remove"): lambda: {"status": "removed"},
             ("POST", "operations/redrive"): self.redrive,
             ("POST", "imports"): lambda: self.import_list(query),
+            ("POST", "products/WW-THROW-OAT/backorder"): lambda: self.choose_backorder(body),
         }
+        if method == "POST" and path.startswith("products/") and path.endswith("/backorder"):
+            if body.get("offer") not in BACKORDER_OFFERS:
+                return 400, {"error": "invalid_field", "message": "`offer` must be one of notify, preorder, none."}
+            if path != "products/WW-THROW-OAT/backorder":
+                return 404, {"error": "unknown_sku", "message": "No product with that SKU is catalogued."}
         handler = routes.get((method, path))
         if handler is None:
             return 404, {"error": "not_found", "message": f"{method} {path} is not in the test double."}
@@ -267,6 +281,16 @@ class AdminApiDouble:
         report = import_report(dry_run=dry_run, again=self.imported)
         self.imported = self.imported or not dry_run
         return report
+
+    def choose_backorder(self, body: dict[str, Any]) -> dict[str, Any]:
+        """As AdminApi.backorder answers (chalicelib/admin/api.py)."""
+        self.backorder_offer = body["offer"]
+        return {
+            "sku": "WW-THROW-OAT",
+            "backorder": self.backorder,
+            "offer": self.backorder_offer,
+            "waiting_list_open": not self.backorder or self.backorder_offer == "notify",
+        }
 
     def redrive(self) -> dict[str, int]:
         moved, self.dlq_depth = self.dlq_depth, 0
@@ -580,4 +604,58 @@ def test_the_owner_imports_a_waiting_list_and_reads_the_report(dashboard: tuple[
     page.get_by_role("tab", name="Waiting list", selected=True).wait_for()
     page.get_by_label("Product SKU").wait_for()
     assert page.locator("section.import").count() == 0
+    assert page.problems == []
+
+
+def test_staff_choose_what_the_widget_offers_for_a_product_sold_on_backorder(
+    dashboard: tuple[Any, AdminApiDouble, str],
+) -> None:
+    page, api, size = dashboard
+    api.backorder = True  # catalogue sync found the store sells the throw once its stock is gone
+    sign_in(page, api)
+    page.get_by_role("tab", name="Waiting list").click()
+    page.get_by_label("Product SKU").fill("WW-THROW-OAT")
+    page.get_by_role("button", name="Show waiting list").click()
+    offers = page.get_by_role("group", name="What the widget offers while the store sells it on backorder")
+    offers.wait_for()
+    state = page.locator("#backorder-state")
+    assert (
+        state.inner_text()
+        == "The store sells it on backorder now: the widget offers nothing (the widget stays hidden)."
+    )
+    assert offers.get_by_role("radio", name="Nothing").is_checked()  # the default until a choice is made
+    axe.assert_accessible(page, f"dashboard backorder choice ({size})")
+
+    # By keyboard: the arrow moves the choice within the group, Tab reaches Save, Enter sends it.
+    offers.get_by_role("radio", name="Nothing").focus()
+    page.keyboard.press("ArrowUp")
+    assert offers.get_by_role("radio", name="Pre-order note").is_checked()
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Save"
+    page.keyboard.press("Enter")
+    answer = page.locator("#backorder-answer")
+    answer.filter(has_text="Saved: Pre-order note.").wait_for()
+    assert api.last("POST", "products/WW-THROW-OAT/backorder")["body"] == {"offer": "preorder"}
+    assert answer.inner_text() == "Saved: Pre-order note. A tap on Notify me does not join its waiting list now."
+    assert answer.get_attribute("aria-live") == "polite"
+    assert "a note that it can be ordered now" in state.inner_text()
+
+    offers.get_by_label("Notify me", exact=True).check()
+    page.get_by_role("button", name="Save", exact=True).click()
+    answer.filter(has_text="joins its waiting list now").wait_for()
+    assert api.last("POST", "products/WW-THROW-OAT/backorder")["body"] == {"offer": "notify"}
+    shot(page, size, "7-backorder")
+
+    # Read again, the saved choice is the one checked; a support member may choose too, and a product the store no
+    # longer sells on backorder keeps its choice for when it does again.
+    api.backorder = False
+    page.evaluate(
+        "const s = JSON.parse(sessionStorage.getItem('bisn-admin-token'));"
+        "sessionStorage.setItem('bisn-admin-token', JSON.stringify({...s, role: 'support'}))"
+    )
+    page.goto(f"{ORIGIN}/admin#waiting/WW-THROW-OAT")
+    page.reload()
+    offers.wait_for()
+    assert offers.get_by_role("radio", name="Notify me").is_checked()
+    assert state.inner_text().startswith("The store does not sell it on backorder now")
     assert page.problems == []

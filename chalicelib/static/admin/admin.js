@@ -503,7 +503,7 @@ async function loadWaiting(sku, cursor, result) {
     const wrap = table(`Waiting list of ${data.name || sku}, in the order people asked`, WAITING_COLUMNS, [], { id: "waiting-table" });
     wrap.querySelector("tbody").replaceChildren();
     const note = el("p", { class: "hint", id: "waiting-unconfirmed", hidden: true });
-    result.replaceChildren(heading, note, wrap,
+    result.replaceChildren(heading, backorderSection(data.sku || sku, data), note, wrap,
       el("p", { class: "downloads" }, csvLink("Download CSV", "waiting/" + encodeURIComponent(sku) + "?format=csv", `waiting-${sku}.csv`)));
     tbody = result.querySelector("tbody");
   }
@@ -547,6 +547,54 @@ function waitingRow(sku, entry, result) {
   return el("tr", { "data-state": entry.state, "data-unconfirmed": entry.unconfirmed === true, class: entry.unconfirmed ? "unconfirmed" : null },
     el("th", { scope: "row", class: "num" }, show(entry.position)), el("td", {}, show(entry.contact)),
     el("td", {}, show(entry.channel)), state, el("td", {}, timeEl(entry.joined_at)), actionCell);
+}
+
+// --- What the widget offers while the store sells the product on backorder (any staff role; docs/ADMIN.md)
+
+const BACKORDER_OFFERS = [
+  { value: "notify", label: "Notify me", hint: "a place on its waiting list" },
+  { value: "preorder", label: "Pre-order note", hint: "a note that it can be ordered now" },
+  { value: "none", label: "Nothing", hint: "nothing (the widget stays hidden)" },
+];
+
+function backorderOffer(value) {
+  return BACKORDER_OFFERS.find((o) => o.value === value) || { label: show(value), hint: show(value) };
+}
+
+function backorderState(answer) {
+  return answer.backorder === true
+    ? `The store sells it on backorder now: the widget offers ${backorderOffer(answer.backorder_offer).hint}.`
+    : "The store does not sell it on backorder now, so this choice waits: it applies once the store does.";
+}
+
+function backorderSection(sku, data) {
+  const state = el("p", { id: "backorder-state" }, backorderState(data));
+  // The answer is announced when it changes.
+  const outcome = el("p", { id: "backorder-answer", "aria-live": "polite" });
+  const choices = BACKORDER_OFFERS.map((o) => el("div", { class: "check" },
+    el("input", { type: "radio", id: `backorder-${o.value}`, name: "backorder-offer", value: o.value, checked: o.value === data.backorder_offer, "aria-describedby": `backorder-${o.value}-hint` }),
+    el("div", {}, el("label", { for: `backorder-${o.value}` }, o.label), el("span", { class: "note", id: `backorder-${o.value}-hint` }, o.hint))));
+  const form = el("form", { class: "inline-form", id: "backorder-form", method: "post", action: "#" },
+    el("fieldset", {}, el("legend", {}, "What the widget offers while the store sells it on backorder"), choices),
+    el("button", { type: "submit" }, "Save"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const chosen = form.querySelector("input[name=backorder-offer]:checked");
+    if (!chosen) {
+      warn("Choose what the widget offers first.");
+      form.querySelector("input[name=backorder-offer]").focus();
+      return;
+    }
+    attempt(async () => {
+      outcome.textContent = "";
+      const saved = await call("POST", "products/" + encodeURIComponent(sku) + "/backorder", { offer: chosen.value });
+      state.textContent = backorderState({ backorder: saved.backorder, backorder_offer: saved.offer });
+      outcome.textContent = `Saved: ${backorderOffer(saved.offer).label}. `
+        + (saved.waiting_list_open === true ? "A tap on Notify me joins its waiting list now." : "A tap on Notify me does not join its waiting list now.");
+    });
+  });
+  return el("section", { class: "backorder", "aria-labelledby": "backorder-heading" },
+    el("h4", { id: "backorder-heading" }, "Sold on backorder"), state, form, outcome);
 }
 
 // --- Importing another app's waiting list (the owner's; docs/IMPORT.md)
