@@ -446,13 +446,14 @@ class CaptureService:
             return self._refused(cancelled, tap, new, source, retry_after, caps, places)
         return self._queued(tap, new)
 
-    def join_imported(self, contact: Contact, place: NewPlace, facts: Tx) -> str:
+    def join_imported(self, contact: Contact, place: NewPlace, facts: Tx, *, once: TxItem) -> str:
         """Write one place an import brings (docs/IMPORT.md) as a tap's transaction writes a new one: the catalogue's
         shard (the SKU sold, the list not full, its count), the opt-out checks, the uniqueness item and the place, the
         check for a place under an older key; no rate, tap or email caps (staff bring the file, no request does).
         Returns "queued", or what refused it: "already" (the person holds this SKU's uniqueness item), "suppressed",
-        or raises the DomainError a tap would get from the catalogue (unknown, discontinued, full) or Busy. A place
-        that owes a confirmation email has it asked for, as a tap's does. `facts` (its audit fact) commit with it."""
+        "imported_before" (`once`, the import's memory of this person and SKU, was written by an earlier import), or
+        raises the DomainError a tap would get from the catalogue (unknown, discontinued, full) or Busy. A place that
+        owes a confirmation email has it asked for, as a tap's does. `facts` (its audit fact) commit with it."""
         tap = NotifyMe(sku=place.sku, contact=contact, name=place.name, lang=place.lang)
         keys = match_keys(contact, self.hash_key)
 
@@ -465,6 +466,7 @@ class CaptureService:
                 .add("unique", unique)
                 .add("request", request)
                 .join(self._legacy_place(place.sku, keys))
+                .add("imported once", once)
                 .join(facts)
             )
 
@@ -479,6 +481,8 @@ class CaptureService:
                 return "suppressed"
             if _refused_any(cancelled, "unique", "legacy place"):
                 return "already"
+            if cancelled.failed("imported once"):
+                return "imported_before"
             refusal = self.refusal_of(cancelled, place.sku)
             if refusal is not None:
                 raise refusal from None

@@ -34,6 +34,17 @@ log = logging.getLogger(__name__)
 ALREADY = "already on the list"
 LEFT = "was told of a restock on this list and left it; not placed again"
 OPTED_OUT = "opted out: nobody who opted out is added"
+IMPORTED_BEFORE = "imported before and left the list since; not placed again"
+# How long an import remembers each person it placed on a list, so that running the file again (or another export
+# naming them) never puts back someone who left: a shop's switch-over, with room to spare.
+IMPORT_MEMORY_DAYS = 400
+
+
+def import_memory_key(sku: str, contact_key: str) -> str:
+    """The throttle-table key that remembers an import placed this person (keyed hash) on this SKU's list."""
+    return f"import#{sku}#{contact_key}"
+
+
 # Places written at once: each is its own small transaction, and they touch different items but for the product's
 # 16 waiting shards, which a conflict retries (capture's `_join`).
 IMPORT_WORKERS = 8
@@ -172,6 +183,8 @@ class ImportService:
                     tally.already.append(Refusal(row.line, ALREADY))
                 elif outcome == "suppressed":
                     tally.refused.append(Refusal(row.line, OPTED_OUT))
+                elif outcome == "imported_before":
+                    tally.refused.append(Refusal(row.line, IMPORTED_BEFORE))
                 else:
                     tally.refused.append(Refusal(row.line, outcome))
                 done(1)
@@ -223,7 +236,8 @@ class ImportService:
         )
 
     def _write(self, row: ImportRow, now: float, format_name: str, source: str) -> str:
-        """One place written: "queued", "already", "suppressed", or the reason the catalogue refused it."""
+        """One place written: "queued", "already", "suppressed", "imported_before", or the reason the catalogue
+        refused it."""
         place = self._place(row, now)
         fact = self.tables.audit.record_item(
             row.sku,
@@ -238,6 +252,9 @@ class ImportService:
             source=source,
         )
         try:
-            return self.capture.join_imported(row.contact, place, Tx().add("fact", fact))
+            once = self.tables.seen_events.remember_item(
+                import_memory_key(row.sku, place.contact_key), int(now) + IMPORT_MEMORY_DAYS * 86400
+            )
+            return self.capture.join_imported(row.contact, place, Tx().add("fact", fact), once=once)
         except DomainError as refusal:
             return refusal.message

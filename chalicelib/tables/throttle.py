@@ -102,7 +102,8 @@ class RateCounters(TableRole):
 
 
 class SeenEvents(TableRole):
-    """What already happened (a webhook, an SES event, an SMS failure), remembered by id for a while."""
+    """What already happened (a webhook, an SES event, an SMS failure, a person an import placed on a list),
+    remembered by id for a while."""
 
     def remember_item(self, key: str, expires_at: int) -> TxItem:
         """Transaction item: remember that `key` happened (until `expires_at`); refused if it already had."""
@@ -110,7 +111,8 @@ class SeenEvents(TableRole):
             "Put": {
                 "TableName": self.name,
                 "Item": {"key": key, "ttl": expires_at},
-                # Exactly once (invariant 6): a second delivery of the same webhook or SES event finds the first one's record.
+                # Exactly once (invariant 6): a second delivery of the same webhook or SES event, or a second import of
+                # the same person to the same list, finds the first one's record.
                 "ConditionExpression": "attribute_not_exists(#key)",
                 "ExpressionAttributeNames": {"#key": "key"},
             }

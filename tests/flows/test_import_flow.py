@@ -111,6 +111,13 @@ def test_each_formats_export_becomes_places_at_their_original_join_times(
     assert {r["reason"] for r in again["already"]} == {"already on the list"}
     assert in_line(shop) == people
 
+    # bo leaves before any restock told them (their uniqueness item goes with the place): the file run once more
+    # still never puts them back.
+    shop.exits.leave_sku(key_of(shop, "bo@example.com"), "CHAIR-WALNUT", reason="manage")
+    third = json.loads(send(api, pool.id_token(OWNER), fixture(name), f"format={name}").body)
+    assert third["imported"] == 0 and in_line(shop) == people[1:]
+    assert "imported before and left the list since; not placed again" in {r["reason"] for r in third["refused"]}
+
 
 def test_imported_places_stand_among_people_already_waiting_by_when_each_asked(
     api: Client, shop: Services, pool: Pool, clock: FixedClock
