@@ -3,7 +3,8 @@
 The template is the one definition of the schema; this reads it rather than repeating it. It also creates the SES
 configuration set and subscribes queues to topics. The emulator (moto 5.2.5) has no SES v2 event destinations and
 publishes no SES events, so the configuration set's event destination is not created here: locally, feedback
-reaches the queue only when something publishes an SES event record to the feedback topic.
+reaches the queue only when something publishes an SES event record to the feedback topic. A table's stream is
+created as the template specifies it (the audit table's feeds events out: devstack/stack.py `run_events`).
 """
 
 from __future__ import annotations
@@ -66,9 +67,19 @@ def provision(session: Any, prefix: str = "bisn", template: dict[str, Any] | Non
             continue
         kwargs = {
             k: props[k]
-            for k in ("TableName", "AttributeDefinitions", "KeySchema", "BillingMode", "GlobalSecondaryIndexes")
+            for k in (
+                "TableName",
+                "AttributeDefinitions",
+                "KeySchema",
+                "BillingMode",
+                "GlobalSecondaryIndexes",
+                "StreamSpecification",
+            )
             if k in props
         }
+        if "StreamSpecification" in kwargs:
+            # CloudFormation's StreamSpecification names only the view; the API also asks whether it is on.
+            kwargs["StreamSpecification"] = {"StreamEnabled": True, **kwargs["StreamSpecification"]}
         ddb.create_table(**kwargs)
         ttl = props.get("TimeToLiveSpecification")
         if ttl:

@@ -115,10 +115,15 @@ def extra_origins(raw: str) -> list[str]:
     return origins
 
 
+# Events out (docs/EVENTS.md): a shop tries its receiver against the local stack by setting these for `make dev`.
+PASSED_THROUGH = ("OUTBOUND_EVENTS", "OUTBOUND_EVENT_FIELDS", "OUTBOUND_WEBHOOK_URL", "OUTBOUND_WEBHOOK_SECRET")
+
+
 def api_overrides(
     api_port: int, console_port: int, env: dict[str, str], woocommerce_port: int | None = None
 ) -> dict[str, str]:
-    """Settings that follow the stack's ports, plus the rate limit and extra CORS origins the environment sets.
+    """Settings that follow the stack's ports, plus the rate limit, events out and extra CORS origins the environment
+    sets.
 
     The console's own origins are always allowed (its storefront embeds the widget); CORS_ORIGINS adds more,
     such as a theme served from your own machine or shop, so the widget can be tried there.
@@ -134,9 +139,10 @@ def api_overrides(
     }
     if woocommerce_port is not None:
         overrides["WOOCOMMERCE_STORE_URL"] = f"http://{HOST}:{woocommerce_port}"
-    limit = env.get("RATE_LIMIT_PER_MINUTE", "").strip()
-    if limit:
-        overrides["RATE_LIMIT_PER_MINUTE"] = limit
+    for name in ("RATE_LIMIT_PER_MINUTE", *PASSED_THROUGH):
+        value = env.get(name, "").strip()
+        if value:
+            overrides[name] = value
     return overrides
 
 

@@ -20,13 +20,17 @@ from email.utils import parseaddr
 from pathlib import Path
 from typing import Any, Protocol
 
+from botocore.config import Config
+
 from chalicelib.clock import Clock, SystemClock, iso
 from chalicelib.errors import BadRequest, Conflict
+from chalicelib.outbound import DeliveryFailed
 from chalicelib.tables.base import plain
 from chalicelib.webhooks import sign
 from chalicelib.wiring import Services
 from devstack.stage import ACCOUNT_ID, lambda_timeout_s
 from devstack.stores import PLATFORMS, LocalStores
+from infra.pin_stage import EVENT_FACTS
 
 log = logging.getLogger("devstack")
 
@@ -295,6 +299,12 @@ def _failed_items(result: Any) -> set[str]:
     return set()
 
 
+def _is_event_fact(record: Mapping[str, Any]) -> bool:
+    """The deployed trigger's filter (infra/pin_stage.py): inserted facts of the kinds that can be events."""
+    kind = record.get("dynamodb", {}).get("NewImage", {}).get("kind", {}).get("S")
+    return record.get("eventName") == "INSERT" and kind in EVENT_FACTS
+
+
 def verify_sender(services: Services) -> str:
     """Verify the shop's sending address in the emulator's SES, as a shop does once in its account."""
     _, address = parseaddr(services.settings.ses_from)
@@ -337,6 +347,9 @@ class Stack:
         self.lock = threading.RLock()
         self.api_state = "starting"
         self._queue_arn: str | None = None
+        # Each shard of the audit table's stream and the iterator of its first record not yet fed, as Lambda's
+        # event source mapping keeps them; None until the first round of events.
+        self._shard_iterators: dict[str, str] | None = None
 
     @property
     def region(self) -> str:
@@ -456,6 +469,87 @@ class Stack:
         with self.lock:
             context = LocalContext(name, lambda_timeout_s(name), self.region)
             return handler(scheduled_event(self.clock.now(), self.region, f"bisn-local-{name}"), context)
+
+    # --- events out (docs/EVENTS.md)
+
+    def run_events(self, max_messages: int = 100) -> dict[str, Any]:
+        """Do what the deployed stage's events_feed and outbound triggers do, once: feed the audit stream's new
+        facts to the events feed, then deliver each event waiting on the events queue. Nothing runs unless the
+        stage sends events (OUTBOUND_EVENTS)."""
+        if not self.services.settings.outbound_events:
+            return {"queued": 0, "sent": 0, "failed": 0, "available": False}
+        with self.lock:
+            queued = self._feed_events()
+            sent, failed = self._deliver_events(max_messages)
+        return {"queued": queued, "sent": sent, "failed": failed, "available": True}
+
+    def _streams(self) -> Any:
+        # botocore sends DescribeStream and the rest to an account-based endpoint (<account>.streams-ddb...) that
+        # moto 5.2.5 does not route; the regional endpoint is the same service.
+        config = Config(account_id_endpoint_mode="disabled")
+        return self.services.aws.session.client("dynamodbstreams", region_name=self.region, config=config)
+
+    def _iterators(self, streams: Any) -> dict[str, str]:
+        """Each shard's iterator, from the oldest record (TRIM_HORIZON) the first time."""
+        if self._shard_iterators is None:
+            table = self.services.settings.table_name("audit")
+            described = self.services.aws.dynamodb.meta.client.describe_table(TableName=table)["Table"]
+            arn = described.get("LatestStreamArn")
+            if not arn:
+                raise RuntimeError(f"{table} has no stream, so no event can be fed (is it provisioned?)")
+            shards = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]
+            self._shard_iterators = {
+                shard["ShardId"]: streams.get_shard_iterator(
+                    StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+                )["ShardIterator"]
+                for shard in shards
+            }
+        return self._shard_iterators
+
+    def _feed_events(self) -> int:
+        """Hand each shard's new records, filtered as the deployed trigger is, to the events feed; a shard moves on
+        only once the feed took its batch (a failed batch is handed over again next round, as Lambda does)."""
+        streams = self._streams()
+        iterators = self._iterators(streams)
+        queued = 0
+        for shard, iterator in list(iterators.items()):
+            answer = streams.get_records(ShardIterator=iterator, Limit=100)
+            records = [r for r in answer.get("Records", []) if _is_event_fact(r)]
+            if records:
+                queued += self.services.event_feed.handle(records)
+            if answer.get("NextShardIterator"):
+                iterators[shard] = answer["NextShardIterator"]
+            else:
+                del iterators[shard]  # a closed shard, read to its end
+        return queued
+
+    def _deliver_events(self, max_messages: int) -> tuple[int, int]:
+        """Deliver each visible event as the SQS trigger does (batch size 1): deleted once outbound returns; a
+        raise leaves it on the queue, visible again when outbound's backoff (or the queue's timeout) says."""
+        sqs = self.services.aws.sqs
+        url = sqs.get_queue_url(QueueName=self.services.settings.events_queue_name)["QueueUrl"]
+        sent = failed = 0
+        while sent + failed < max_messages:
+            received = sqs.receive_message(
+                QueueUrl=url, MaxNumberOfMessages=1, WaitTimeSeconds=0, MessageSystemAttributeNames=["All"]
+            )
+            messages = received.get("Messages", [])
+            if not messages:
+                break
+            message = messages[0]
+            attempt = int(message.get("Attributes", {}).get("ApproximateReceiveCount", 1))
+            try:
+                self.services.outbound.handle(message["Body"], receipt_handle=message["ReceiptHandle"], attempt=attempt)
+            except DeliveryFailed:
+                failed += 1  # outbound logged it and set its next try
+                continue
+            except Exception:
+                log.exception("event message %s failed (attempt %d); it will be retried", message["MessageId"], attempt)
+                failed += 1
+                continue
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+            sent += 1
+        return sent, failed
 
     # --- calls a shop platform makes
 
@@ -578,7 +672,8 @@ class Stack:
 
 
 class Pump(threading.Thread):
-    """Delivers jobs to the notifier as they arrive and fires the sweep every minute, until stopped."""
+    """Delivers jobs to the notifier as they arrive, fires the sweep every minute, and, when the stage sends events
+    out, feeds the audit stream to the events feed and delivers the events queue, until stopped."""
 
     def __init__(self, stack: Stack, poll_s: float = 1.0, sweep_every_s: float = 60.0) -> None:
         super().__init__(name="devstack-pump", daemon=True)
@@ -595,6 +690,9 @@ class Pump(threading.Thread):
                 result = self.stack.run_notifier()
                 if result.get("processed"):
                     log.info("notifier: delivered %d job(s)", result["processed"])
+                events = self.stack.run_events()
+                if events.get("sent") or events.get("failed"):
+                    log.info("events out: %d sent, %d to retry", events["sent"], events["failed"])
                 if time.monotonic() >= next_sweep:
                     next_sweep = time.monotonic() + self.sweep_every_s
                     swept = self.stack.run_sweep()

@@ -12,8 +12,16 @@ from tests.emulator import ProvisionedEmulator
 from tests.notices import email_outbox, sms_outbox
 from tests.support import REGION
 
-# Set by AWS when a resource is made, so never the same on two emulators however alike they are.
-VOLATILE = {"CreationDateTime", "TableId", "CreatedTimestamp", "LastModifiedTimestamp"}
+# Set by AWS when a resource is made, so never the same on two emulators however alike they are (a stream's label
+# and ARN name the moment it was enabled).
+VOLATILE = {
+    "CreationDateTime",
+    "TableId",
+    "CreatedTimestamp",
+    "LastModifiedTimestamp",
+    "LatestStreamLabel",
+    "LatestStreamArn",
+}
 
 
 def _stable(value: object) -> object:

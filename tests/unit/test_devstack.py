@@ -65,6 +65,12 @@ def test_api_settings_follow_the_ports_and_pass_the_rate_limit_through() -> None
     assert "RATE_LIMIT_PER_MINUTE" not in api_overrides(8000, 8001, {"RATE_LIMIT_PER_MINUTE": " "})
 
 
+def test_events_out_settings_reach_the_app_from_the_environment() -> None:
+    events = {"OUTBOUND_EVENTS": "held,bought", "OUTBOUND_WEBHOOK_URL": "http://127.0.0.1:9000/hooks"}
+    overrides = api_overrides(8000, 8001, {**events, "OUTBOUND_WEBHOOK_SECRET": "", "HOME": "/home/shop"})
+    assert {k: v for k, v in overrides.items() if k.startswith("OUTBOUND_")} == events
+
+
 def test_cors_origins_from_the_environment_reach_the_app_beside_the_consoles() -> None:
     env = {"CORS_ORIGINS": " https://theme.walnut-and-wool.test , http://localhost:9292/,"}
     overrides = api_overrides(8000, 8001, env)
