@@ -348,9 +348,8 @@ def compose_email(
     t = words(facts.lang)
     accent = _accent(facts)
     greeting = t("Hi {name},", name=name) if name else t("Hello,")
-    why = t("You asked {shop} to tell you when {product} was back in stock.", shop=facts.shop, product=facts.product)
     window = t(WINDOW_LINE, window=facts.offer_window)
-    hold, manage, unsubscribe = t("Hold one for me"), t("Manage your alerts"), t("Unsubscribe")
+    hold = t("Hold one for me")
     names = {"product": facts.product, "shop": facts.shop}
     subject = shorten(" ".join(fill(copy.email_subject, link="", **names).split()), MAX_SUBJECT)
 
@@ -361,32 +360,45 @@ def compose_email(
     lines = [greeting, "", "\n".join(product_lines), "", fill(copy.email_text, link=reserve_url, **names), ""]
     if not drawn:
         lines += [f"{hold}: {reserve_url}", ""]
-    shop_line = f"{facts.shop} - {facts.brand.shop_url}" if facts.brand.shop_url else facts.shop
-    lines += [window, "", "--", why, f"{manage}: {manage_url}", f"{unsubscribe}: {unsubscribe_url}", shop_line, ""]
-    text = "\n".join(lines)
+    footer_text, footer_html = _footer(facts, t, manage_url, unsubscribe_url)
+    text = "\n".join([*lines, window, "", *footer_text])
 
-    safe = {k: html.escape(v, quote=True) for k, v in (("r", reserve_url), ("m", manage_url), ("u", unsubscribe_url))}
     escaped = {k: html.escape(v, quote=True) for k, v in names.items()}
     if not drawn:
         body += "\n" + button(LINK, html.escape(hold), accent)
-    shop = escaped["shop"]
-    if facts.brand.shop_url:
-        shop = f'<a class="lnk" href="{html.escape(facts.brand.shop_url, quote=True)}" style="color:#4b5563">{shop}</a>'
-    footer = (
-        '<hr style="border:0;border-top:1px solid #e5e7eb;margin:24px 0 16px">'
-        f'<p class="muted" style="{SMALL}">{html.escape(why)}</p>'
-        f'<p class="muted" style="{SMALL}"><a class="lnk" href="{safe["m"]}" style="color:#4b5563">{html.escape(manage)}</a>'
-        f' &middot; <a class="lnk" href="{safe["u"]}" style="color:#4b5563">{html.escape(unsubscribe)}</a></p>'
-        f'<p class="muted" style="{SMALL}">{shop}</p>'
-    )
     rows = [
         _header(facts),
         f'<p class="fg" style="{P_STYLE}">{html.escape(greeting)}</p>',
         _product_card(facts, t),
-        fill(body, link=safe["r"], **escaped),
+        fill(body, link=html.escape(reserve_url, quote=True), **escaped),
         f'<p class="muted" style="{SMALL}">{html.escape(window)}</p>',
-        footer,
+        footer_html,
     ]
+    return _email(facts, to, subject, text, rows, unsubscribe_url)
+
+
+def _footer(facts: Facts, t: i18n.Text, manage_url: str, unsubscribe_url: str) -> tuple[list[str], str]:
+    """The footer every notice email ends with, as text lines and as HTML: why they got it, their manage and
+    unsubscribe links, the shop."""
+    why = t("You asked {shop} to tell you when {product} was back in stock.", shop=facts.shop, product=facts.product)
+    manage, unsubscribe = t("Manage your alerts"), t("Unsubscribe")
+    shop_line = f"{facts.shop} - {facts.brand.shop_url}" if facts.brand.shop_url else facts.shop
+    text = ["--", why, f"{manage}: {manage_url}", f"{unsubscribe}: {unsubscribe_url}", shop_line, ""]
+    shop = html.escape(facts.shop, quote=True)
+    if facts.brand.shop_url:
+        shop = f'<a class="lnk" href="{html.escape(facts.brand.shop_url, quote=True)}" style="color:#4b5563">{shop}</a>'
+    manage_href, unsubscribe_href = html.escape(manage_url, quote=True), html.escape(unsubscribe_url, quote=True)
+    footer = (
+        '<hr style="border:0;border-top:1px solid #e5e7eb;margin:24px 0 16px">'
+        f'<p class="muted" style="{SMALL}">{html.escape(why)}</p>'
+        f'<p class="muted" style="{SMALL}"><a class="lnk" href="{manage_href}" style="color:#4b5563">{html.escape(manage)}</a>'
+        f' &middot; <a class="lnk" href="{unsubscribe_href}" style="color:#4b5563">{html.escape(unsubscribe)}</a></p>'
+        f'<p class="muted" style="{SMALL}">{shop}</p>'
+    )
+    return text, footer
+
+
+def _email(facts: Facts, to: str, subject: str, text: str, rows: list[str], unsubscribe_url: str) -> Notice:
     return Notice(
         channel=EMAIL,
         to=to,
@@ -443,34 +455,16 @@ def compose_reminder_email(
     greeting = t("Hi {name},", name=name) if name else t("Hello,")
     keeping = t(REMINDER_TEXT, product=facts.product, window=window)
     once = t(REMINDER_ONCE)
-    why = t("You asked {shop} to tell you when {product} was back in stock.", shop=facts.shop, product=facts.product)
-    hold, manage, unsubscribe = t("Hold one for me"), t("Manage your alerts"), t("Unsubscribe")
+    hold = t("Hold one for me")
     subject = shorten(" ".join(t(REMINDER_SUBJECT, product=facts.product, window=window).split()), MAX_SUBJECT)
-    shop_line = f"{facts.shop} - {facts.brand.shop_url}" if facts.brand.shop_url else facts.shop
-    footer = [why, f"{manage}: {manage_url}", f"{unsubscribe}: {unsubscribe_url}", shop_line, ""]
-    text = "\n".join([greeting, "", keeping, "", f"{hold}: {reserve_url}", "", once, "", "--", *footer])
-    safe = {k: html.escape(v, quote=True) for k, v in (("r", reserve_url), ("m", manage_url), ("u", unsubscribe_url))}
-    shop = html.escape(facts.shop, quote=True)
-    if facts.brand.shop_url:
-        shop = f'<a class="lnk" href="{html.escape(facts.brand.shop_url, quote=True)}" style="color:#4b5563">{shop}</a>'
+    footer_text, footer_html = _footer(facts, t, manage_url, unsubscribe_url)
+    text = "\n".join([greeting, "", keeping, "", f"{hold}: {reserve_url}", "", once, "", *footer_text])
     rows = [
         _header(facts),
         f'<p class="fg" style="{P_STYLE}">{html.escape(greeting)}</p>',
         f'<p class="fg" style="{P_STYLE}">{html.escape(keeping)}</p>',
-        button(safe["r"], html.escape(hold), accent),
+        button(html.escape(reserve_url, quote=True), html.escape(hold), accent),
         f'<p class="muted" style="{SMALL}">{html.escape(once)}</p>',
-        '<hr style="border:0;border-top:1px solid #e5e7eb;margin:24px 0 16px">'
-        f'<p class="muted" style="{SMALL}">{html.escape(why)}</p>'
-        f'<p class="muted" style="{SMALL}"><a class="lnk" href="{safe["m"]}" style="color:#4b5563">'
-        f"{html.escape(manage)}</a>"
-        f' &middot; <a class="lnk" href="{safe["u"]}" style="color:#4b5563">{html.escape(unsubscribe)}</a></p>'
-        f'<p class="muted" style="{SMALL}">{shop}</p>',
+        footer_html,
     ]
-    return Notice(
-        channel=EMAIL,
-        to=to,
-        subject=subject,
-        text=text,
-        html=email_document(facts.lang, subject, rows),
-        unsubscribe_url=unsubscribe_url,
-    )
+    return _email(facts, to, subject, text, rows, unsubscribe_url)
