@@ -40,6 +40,11 @@ class Links:
         """The short manage link an SMS carries: the person's current manage id."""
         return f"{self.base_url}{MANAGE_SHORT}{link_id}"
 
+    def manage_in_sms(self, contact_key: str, version: int, link_id: str | None) -> str:
+        """The manage link for an SMS: the short one where the person has a manage id, else the signed one (longer,
+        as good)."""
+        return self.manage_short(link_id) if link_id else self.manage(contact_key, version)
+
     def confirm(self, sku: str, joined_ts: str) -> str:
         """The link in a confirmation email: opens a page whose button confirms that one place."""
         return f"{self.base_url}/confirm/{self.tokens.confirm(sku, joined_ts)}"

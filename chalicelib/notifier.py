@@ -528,10 +528,9 @@ class Notifier:
         """The message for one recipient, with their own links (short ones in an SMS, to fit its segments)."""
         contact_key = request.contact_key
         reserve_url = self.links.reserve(token_id)
-        manage_url = self.links.manage(contact_key, person.version)
         to = request.contact
         if request.channel == SMS:
-            manage_url = self.links.manage_short(person.link_id) if person.link_id else manage_url
+            manage_url = self.links.manage_in_sms(contact_key, person.version, person.link_id)
             text = compose_sms(copy.sms, facts, reserve_url, manage_url, two_way=self.settings.sms_two_way)
             return Notice(channel=SMS, to=to, text=text)
         return compose_email(
@@ -540,7 +539,7 @@ class Notifier:
             name=request.name,
             facts=facts,
             reserve_url=reserve_url,
-            manage_url=manage_url,
+            manage_url=self.links.manage(contact_key, person.version),
             unsubscribe_url=self.links.unsubscribe(contact_key),
         )
 

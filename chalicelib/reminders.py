@@ -89,11 +89,7 @@ class LapseReminders:
         reserve_url = self.links.reserve(token_id)
         notice: Notice
         if offer.channel == SMS:
-            manage_url = (
-                self.links.manage_short(person.link_id)
-                if person.link_id
-                else self.links.manage(offer.contact_key, person.version)
-            )
+            manage_url = self.links.manage_in_sms(offer.contact_key, person.version, person.link_id)
             text = compose_reminder_sms(facts, window, reserve_url, manage_url, two_way=self.sms_two_way)
             notice = Notice(channel=SMS, to=place.contact, text=text)
         else:
