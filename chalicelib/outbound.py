@@ -14,6 +14,7 @@ import random
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
@@ -68,6 +69,11 @@ def backoff_s(attempt: int, retry_after: float | None = None, jitter: float = 0.
     return int(min(max(wait, 1.0), MAX_VISIBILITY_S))
 
 
+def events_queue_url(sqs: Any, settings: Settings) -> str:
+    """The URL of the events queue (settings.events_queue_name)."""
+    return str(sqs.get_queue_url(QueueName=settings.events_queue_name)["QueueUrl"])
+
+
 def facts_of(records: Iterable[Mapping[str, Any]]) -> Iterable[dict[str, Any]]:
     """The audit facts new in a batch of DynamoDB stream records (facts are only ever inserted)."""
     for record in records:
@@ -83,8 +89,10 @@ class EventFeed:
     settings: Settings
     sqs: Any
 
+    @cached_property
     def queue_url(self) -> str:
-        return str(self.sqs.get_queue_url(QueueName=self.settings.events_queue_name)["QueueUrl"])
+        """The events queue's URL, looked up once per container."""
+        return events_queue_url(self.sqs, self.settings)
 
     def events(self, records: Iterable[Mapping[str, Any]]) -> list[OutboundEvent]:
         """The events a batch of stream records makes for this shop's chosen events and destinations."""
@@ -107,7 +115,7 @@ class EventFeed:
         events = self.events(records)
         if not events:
             return 0
-        url = self.queue_url()
+        url = self.queue_url
         for start in range(0, len(events), SEND_BATCH):
             batch = events[start : start + SEND_BATCH]
             answer = self.sqs.send_message_batch(
@@ -130,6 +138,11 @@ class Outbound:
     clock: Clock
     jitter: Callable[[], float] = field(default=lambda: random.uniform(-1.0, 1.0))
 
+    @cached_property
+    def queue_url(self) -> str:
+        """The events queue's URL, looked up once per container (a failed delivery sets its next try there)."""
+        return events_queue_url(self.sqs, self.settings)
+
     def handle(self, body: str, *, receipt_handle: str, attempt: int) -> str:
         """Deliver one queued event (attempt `attempt`, 1-based). A failure sets the message's next try by the
         backoff (ChangeMessageVisibility) and raises, so the queue keeps it; after the last, the DLQ has it."""
@@ -142,8 +155,9 @@ class Outbound:
                 "event %s (%s) to %s failed: %s; attempt %d, next in %ds",
                 *(event.event_id, event.type, event.destination, failed, attempt, wait),
             )
-            url = self.sqs.get_queue_url(QueueName=self.settings.events_queue_name)["QueueUrl"]
-            self.sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=receipt_handle, VisibilityTimeout=wait)
+            self.sqs.change_message_visibility(
+                QueueUrl=self.queue_url, ReceiptHandle=receipt_handle, VisibilityTimeout=wait
+            )
             raise
         log.info("event %s (%s) to %s: %s", event.event_id, event.type, event.destination, outcome)
         return outcome
