@@ -350,6 +350,7 @@ class Stack:
         # Each shard of the audit table's stream and the iterator of its first record not yet fed, as Lambda's
         # event source mapping keeps them; None until the first round of events.
         self._shard_iterators: dict[str, str] | None = None
+        self._streams_client: Any = None
 
     @property
     def region(self) -> str:
@@ -484,10 +485,15 @@ class Stack:
         return {"queued": queued, "sent": sent, "failed": failed, "available": True}
 
     def _streams(self) -> Any:
-        # botocore sends DescribeStream and the rest to an account-based endpoint (<account>.streams-ddb...) that
-        # moto 5.2.5 does not route; the regional endpoint is the same service.
-        config = Config(account_id_endpoint_mode="disabled")
-        return self.services.aws.session.client("dynamodbstreams", region_name=self.region, config=config)
+        """The DynamoDB Streams client, built on first use and kept (the pump asks every round)."""
+        if self._streams_client is None:
+            # botocore sends DescribeStream and the rest to an account-based endpoint (<account>.streams-ddb...)
+            # that moto 5.2.5 does not route; the regional endpoint is the same service.
+            config = Config(account_id_endpoint_mode="disabled")
+            self._streams_client = self.services.aws.session.client(
+                "dynamodbstreams", region_name=self.region, config=config
+            )
+        return self._streams_client
 
     def _iterators(self, streams: Any) -> dict[str, str]:
         """Each shard's iterator, from the oldest record (TRIM_HORIZON) the first time."""
