@@ -92,9 +92,9 @@ class SweepService:
         remaining_ms: Callable[[], int] | None = None,
         deadline: Deadline | None = None,
     ) -> dict[str, int]:
-        """One sweep; returns counts: lapsed, reminders_queued, expired, topups, stale_requests, pending_requeued, unknown_sku_digests,
-        optouts_synced, raced, store_placed, store_settled, store_released, store_unanswered, confirmations_requeued,
-        proofs_requeued, demand_rolled_up and out_of_time (1 when it stopped early; the next run carries on).
+        """One sweep; returns counts: lapsed, reminders_queued, expired, topups, stale_requests, pending_requeued,
+        unknown_sku_digests, optouts_synced, raced, store_placed, store_settled, store_released, store_unanswered,
+        confirmations_requeued, proofs_requeued, demand_rolled_up and out_of_time (1 when it stopped early; the next run carries on).
 
         It stops starting new work at `deadline`, by default the earlier of its budget and the Lambda's remaining
         time (`remaining_ms`) less MARGIN_S. Every part is safe to leave for the next run: rows stay in their
