@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -175,18 +176,34 @@ def compose_sms(copy_sms: str, facts: Facts, reserve_url: str, manage_url: str, 
     t = words(facts.lang)
     shop = sms_shop(facts.shop)
     window = t(WINDOW_LINE, window=facts.offer_window)
-    stop_link = manage_url + STOP_QUERY
-    ending = f"{t(MANAGE_LABEL, link=manage_url)}\n{t(STOP_LINE)}" if two_way else t(OPT_OUT_LABEL, link=stop_link)
-    product = gsm_only(facts.product).strip()
+    ending = _sms_ending(t, manage_url, two_way=two_way)
+
+    def whole(name: str) -> str:
+        body = fill(copy_sms, link=reserve_url, product=name, shop=shop)
+        lead = "" if not shop or body.startswith(shop) else f"{shop}: "
+        return f"{lead}{body}\n{window}\n{ending}"
+
+    return _fit_sms(facts.product, whole, shortens=PRODUCT in copy_sms)
+
+
+def _sms_ending(t: i18n.Text, manage_url: str, *, two_way: bool) -> str:
+    """How every SMS ends: the manage link and STOP where replies reach us, else the opt-out link."""
+    if two_way:
+        return f"{t(MANAGE_LABEL, link=manage_url)}\n{t(STOP_LINE)}"
+    return t(OPT_OUT_LABEL, link=manage_url + STOP_QUERY)
+
+
+def _fit_sms(product: str, whole: Callable[[str], str], *, shortens: bool = True) -> str:
+    """The SMS `whole` writes around the product's name, the name shortened until the text fits
+    SMS_TOTAL_SEGMENTS (never below SMS_PRODUCT_MIN characters). Folded whole to GSM-7: one character outside it
+    (say, in a copy cached long ago) would make every part UCS-2."""
+    product = gsm_only(product).strip()
     limit = len(product)
     while True:
         name = shorten(product, limit)
-        body = fill(copy_sms, link=reserve_url, product=name, shop=shop)
-        lead = "" if not shop or body.startswith(shop) else f"{shop}: "
-        # Folded whole: one character outside GSM-7 (say, in a copy cached long ago) would make every part UCS-2.
-        text = gsm_only(f"{lead}{body}\n{window}\n{ending}")
+        text = gsm_only(whole(name))
         over = septets(text) - SMS_TOTAL_SEGMENTS * GSM_PART
-        if PRODUCT not in copy_sms or over <= 0 or limit <= SMS_PRODUCT_MIN:
+        if not shortens or over <= 0 or limit <= SMS_PRODUCT_MIN:
             return text
         # Each septet over comes off the name (a name may appear more than once, so go round again).
         limit = max(SMS_PRODUCT_MIN, min(limit, len(name)) - over)
@@ -424,18 +441,12 @@ def compose_reminder_sms(facts: Facts, window: str, reserve_url: str, manage_url
     """The reminder SMS in the facts' language: the shop, the product, the time left, the reserve link and the
     opt-out ending the notices have, folded to GSM-7, its product name shortened to keep SMS_TOTAL_SEGMENTS."""
     t = words(facts.lang)
-    stop_link = manage_url + STOP_QUERY
-    ending = f"{t(MANAGE_LABEL, link=manage_url)}\n{t(STOP_LINE)}" if two_way else t(OPT_OUT_LABEL, link=stop_link)
-    product = gsm_only(facts.product).strip()
-    limit = len(product)
-    while True:
-        name = shorten(product, limit)
-        body = t(REMINDER_SMS, shop=sms_shop(facts.shop), product=name, window=window, link=reserve_url)
-        text = gsm_only(f"{body}\n{ending}")
-        over = septets(text) - SMS_TOTAL_SEGMENTS * GSM_PART
-        if over <= 0 or limit <= SMS_PRODUCT_MIN:
-            return text
-        limit = max(SMS_PRODUCT_MIN, min(limit, len(name)) - over)
+    shop = sms_shop(facts.shop)
+    ending = _sms_ending(t, manage_url, two_way=two_way)
+    return _fit_sms(
+        facts.product,
+        lambda name: f"{t(REMINDER_SMS, shop=shop, product=name, window=window, link=reserve_url)}\n{ending}",
+    )
 
 
 def compose_reminder_email(
