@@ -108,6 +108,14 @@ class Tokens:
             raise TokenInvalid("token payload is not an object")
         return data, issued.timestamp()
 
+    def _two_texts(
+        self, kind: str, token: str, max_age_s: int | None, fields: tuple[str, str], missing: str
+    ) -> tuple[str, str]:
+        """A token whose payload is two non-empty strings (a place's, an opt-in's); TokenInvalid(`missing`)."""
+        data, _ = self._data(kind, token, max_age_s)
+        first, second = _texts(data, fields, missing)
+        return first, second
+
     def reserve(self, token_id: str) -> str:
         """A reserve link's token naming one offer row."""
         return self._dump(RESERVE, "t", token_id)
@@ -141,9 +149,7 @@ class Tokens:
 
     def read_confirm(self, token: str, max_age_s: int | None = None) -> tuple[str, str]:
         """The (sku, joined_ts) a confirm token names; TokenInvalid or TokenExpired."""
-        data, _ = self._data(CONFIRM, token, max_age_s)
-        sku, joined_ts = _texts(data, ("s", "j"), "token payload has no place")
-        return sku, joined_ts
+        return self._two_texts(CONFIRM, token, max_age_s, ("s", "j"), "token payload has no place")
 
     def optin(self, contact_key: str, nonce: str) -> str:
         """An opt-in link's token: a person (by keyed hash) and the nonce of the opt-in staff started for them."""
@@ -151,9 +157,7 @@ class Tokens:
 
     def read_optin(self, token: str, max_age_s: int | None = None) -> tuple[str, str]:
         """The (contact key, nonce) an opt-in token names; TokenInvalid or TokenExpired."""
-        data, _ = self._data(OPTIN, token, max_age_s)
-        key, nonce = _texts(data, ("k", "n"), "token payload has no opt-in")
-        return key, nonce
+        return self._two_texts(OPTIN, token, max_age_s, ("k", "n"), "token payload has no opt-in")
 
     def undo(self, contact_key: str, at: int, nonce: str) -> str:
         """An unsubscribe's undo: the person (by keyed hash), the opt-out's written-at stamp and the nonce of the
