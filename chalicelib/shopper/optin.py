@@ -47,6 +47,15 @@ def optin_key(contact_key: str) -> str:
     return f"optin#{contact_key}"
 
 
+@dataclass(frozen=True)
+class _Link:
+    """What an opt-in link names, and the language its pages are in."""
+
+    lang: str
+    key: str
+    nonce: str
+
+
 @dataclass(frozen=True, kw_only=True, eq=False)
 class OptIns:
     """Start an opt-in (staff), and the link's page and button (the person)."""
@@ -134,13 +143,16 @@ class OptIns:
     def _page(self, status: int, lang: str, title: str, message: str, extra: str = "", **fields: object) -> Page:
         return shopper_page(status, tr(lang, title), tr(lang, message, **fields), self.shop, extra, lang=lang)
 
-    def _read(self, token: str, lang: str) -> tuple[str, str] | Page:
+    def _read(self, token: str, accept: str | None) -> _Link | Page:
+        """The link's person and nonce in the browser's language, or the page that says why the link cannot work."""
+        lang = i18n.negotiate(accept=accept)
         try:
-            return self.tokens.read_optin(token, OPTIN_DAYS * 86400)
+            key, nonce = self.tokens.read_optin(token, OPTIN_DAYS * 86400)
         except TokenExpired:
             return self._expired(lang)
         except TokenInvalid:
             return shopper_text_page(400, LINK_INCOMPLETE, self.shop, lang)
+        return _Link(lang, key, nonce)
 
     def _expired(self, lang: str) -> Page:
         return self._page(
@@ -154,12 +166,11 @@ class OptIns:
 
     def form(self, token: str, accept: str | None = None) -> Page:
         """The page the link opens: what the button does. Changes nothing."""
-        lang = i18n.negotiate(accept=accept)
-        read = self._read(token, lang)
-        if isinstance(read, Page):
-            return read
-        key, nonce = read
-        if not self.tables.pending_steps.pending_optin(optin_key(key), nonce, self.clock.now()):
+        link = self._read(token, accept)
+        if isinstance(link, Page):
+            return link
+        lang = link.lang
+        if not self.tables.pending_steps.pending_optin(optin_key(link.key), link.nonce, self.clock.now()):
             return self._expired(lang)
         return self._page(
             200,
@@ -173,11 +184,10 @@ class OptIns:
 
     def confirm(self, token: str, accept: str | None = None) -> Page:
         """The button: the opt-out is lifted, once."""
-        lang = i18n.negotiate(accept=accept)
-        read = self._read(token, lang)
-        if isinstance(read, Page):
-            return read
-        key, nonce = read
+        link = self._read(token, accept)
+        if isinstance(link, Page):
+            return link
+        lang, key, nonce = link.lang, link.key, link.nonce
         now = self.clock.now()
         # The pending opt-in is used first: a crash before the opt-out goes leaves the person opted out (the safe
         # side), and staff can make them a new link.
