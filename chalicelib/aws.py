@@ -13,8 +13,38 @@ from botocore.config import Config
 ClientService = Literal["sqs", "sns", "sesv2", "secretsmanager", "cognito-idp", "cloudwatch"]
 
 
+class _Client:
+    """A client of `service`, built on an Aws's first use of the attribute and then kept on it (as cached_property
+    does); `sending` for the notices' own clients, which never retry on their own."""
+
+    def __init__(self, service: ClientService, *, sending: bool = False) -> None:
+        self.service: ClientService = service
+        self.sending = sending
+        self.name: str = service
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, aws: Aws | None, owner: type | None = None) -> Any:
+        if aws is None:
+            return self
+        client = aws._sending_client(self.service) if self.sending else aws._client(self.service)
+        # The instance's own attribute is found before this (non-data) descriptor from now on.
+        aws.__dict__[self.name] = client
+        return client
+
+
 class Aws:
     """One region's boto3 clients, each built on first use and then reused."""
+
+    sqs = _Client("sqs")
+    sns = _Client("sns")  # SMS and staff alerts
+    sesv2 = _Client("sesv2")  # email
+    sns_sends = _Client("sns", sending=True)  # notices by SMS
+    sesv2_sends = _Client("sesv2", sending=True)  # notices by email
+    cognito_idp = _Client("cognito-idp")  # the dashboard's staff sign-in
+    cloudwatch = _Client("cloudwatch")  # the dashboard's alarms and monthly send figures
+    secretsmanager = _Client("secretsmanager")  # webhook secrets, token and hashing keys
 
     def __init__(
         self, region: str, session: boto3.session.Session | None = None, *, sends_concurrency: int = 10
@@ -55,21 +85,6 @@ class Aws:
         """A DynamoDB Table by full name, safe to share between threads (each uses its own resource)."""
         return ThreadTable(self, name)
 
-    @cached_property
-    def sqs(self) -> Any:
-        """SQS client."""
-        return self._client("sqs")
-
-    @cached_property
-    def sns(self) -> Any:
-        """SNS client (SMS and staff alerts)."""
-        return self._client("sns")
-
-    @cached_property
-    def sesv2(self) -> Any:
-        """SES v2 client (email)."""
-        return self._client("sesv2")
-
     def _sending_client(self, service: ClientService) -> Any:
         # One attempt per call: an SMS or email whose answer was lost may have been sent, and botocore would
         # send it again on a read timeout. The senders retry only answers that prove nothing was sent.
@@ -86,37 +101,12 @@ class Aws:
             return self.session.client(service, region_name=self.region, config=config)
 
     @cached_property
-    def sns_sends(self) -> Any:
-        """SNS client for notices by SMS: no automatic retries."""
-        return self._sending_client("sns")
-
-    @cached_property
-    def sesv2_sends(self) -> Any:
-        """SES v2 client for notices by email: no automatic retries."""
-        return self._sending_client("sesv2")
-
-    @cached_property
     def bedrock_runtime(self) -> Any:
         """Bedrock runtime client (one Converse call per restock)."""
         # A template stands in when the model fails, so fail fast rather than spend the notifier's time retrying.
         config = self._config.merge(Config(retries={"mode": "standard", "max_attempts": 2}, read_timeout=8))
         with self._lock:
             return self.session.client("bedrock-runtime", region_name=self.region, config=config)
-
-    @cached_property
-    def cognito_idp(self) -> Any:
-        """Cognito user pools client (the dashboard's staff sign-in)."""
-        return self._client("cognito-idp")
-
-    @cached_property
-    def cloudwatch(self) -> Any:
-        """CloudWatch client (the dashboard's alarms and monthly send figures)."""
-        return self._client("cloudwatch")
-
-    @cached_property
-    def secretsmanager(self) -> Any:
-        """Secrets Manager client (webhook secrets, token and hashing keys)."""
-        return self._client("secretsmanager")
 
 
 class ThreadTable:
