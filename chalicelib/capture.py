@@ -413,38 +413,55 @@ class CaptureService:
         # the uniqueness item and, for SMS, the number's caps are all conditions on it, so nothing is read first
         # and nothing half-written.
         def join(place: NewPlace, quiet: bool) -> Tx:
-            unique, request = self.tables.requests.join_items(place.row())
             tx = Tx().add(
                 "rate",
                 self.tables.rate_counters.charge_item(rate_key, self.settings.rate_limit_per_minute, rate_expires),
             )
             # A new place only: a repeat or a refused tap rolls these back with everything else.
             add_place_caps(tx, self.tables.rate_counters, places)
-            return (
-                self._cap_items(tx, caps, taps=True, place=True)
-                .join(
-                    Tx()
-                    .add("product", self._join_item(place, quiet))
-                    .join(self._not_suppressed(tap))
-                    .add("unique", unique)
-                    .add("request", request)
-                    .join(self._legacy_place(tap.sku, keys))
-                )
-                .join(self._email_items(email))
-                .join(self._joined(place))
-            )
+            return self._cap_items(tx, caps, taps=True, place=True).join(self._first_place(place, quiet, tap, keys))
 
         try:
-            self._join(new, join)
+            joined = self._join_owing_email(new, join, email)
+        except TransactionCancelled as cancelled:
+            return self._refused(cancelled, tap, new, source, retry_after, caps, places)
+        if not joined:
+            # Only the email caps refused: the place is kept, owing no email (nothing was written, so the tap is
+            # taken again without them). The answer is the one every tap gets: a refusal here would tell a
+            # stranger that this address took no place for this product before.
+            return self._capture(tap, source, ticket, owes=False)
+        return self._queued(tap, new)
+
+    def _first_place(self, place: NewPlace, quiet: bool, tap: NotifyMe, keys: tuple[str, ...]) -> Tx:
+        """A first place's own items, for a tap as for an import: the catalogue's shard (the SKU sold, the list not
+        full, its count), the opt-out checks, the uniqueness item and the place, and the check that no place is held
+        under an older key."""
+        unique, request = self.tables.requests.join_items(place.row())
+        return (
+            Tx()
+            .add("product", self._join_item(place, quiet))
+            .join(self._not_suppressed(tap))
+            .add("unique", unique)
+            .add("request", request)
+            .join(self._legacy_place(place.sku, keys))
+        )
+
+    def _join_owing_email(self, place: NewPlace, join: Callable[[NewPlace, bool], Tx], email: EmailCaps | None) -> bool:
+        """`_join` a tap's new place with its `joined` fact and, when it owes a confirmation, that email's caps.
+        False when the email caps alone refused it (nothing was written, and the refusal is counted): the caller
+        takes the tap again owing no email."""
+
+        def with_email(place: NewPlace, quiet: bool) -> Tx:
+            return join(place, quiet).join(self._email_items(email)).join(self._joined(place))
+
+        try:
+            self._join(place, with_email)
         except TransactionCancelled as cancelled:
             if email is not None and self.email_sends is not None and only_caps_refused(cancelled):
-                # Only the email caps refused: the place is kept, owing no email (nothing was written, so the tap is
-                # taken again without them). The answer is the one every tap gets: a refusal here would tell a
-                # stranger that this address took no place for this product before.
                 self.email_sends.refused(cancelled, "confirmation")
-                return self._capture(tap, source, ticket, owes=False)
-            return self._refused(cancelled, tap, new, source, retry_after, caps, places)
-        return self._queued(tap, new)
+                return False
+            raise
+        return True
 
     def join_imported(self, contact: Contact, place: NewPlace, facts: Tx, *, once: TxItem) -> str:
         """Write one place an import brings (docs/IMPORT.md) as a tap's transaction writes a new one: the catalogue's
@@ -458,17 +475,7 @@ class CaptureService:
         keys = match_keys(contact, self.hash_key)
 
         def join(place: NewPlace, quiet: bool) -> Tx:
-            unique, request = self.tables.requests.join_items(place.row())
-            return (
-                Tx()
-                .add("product", self._join_item(place, quiet))
-                .join(self._not_suppressed(tap))
-                .add("unique", unique)
-                .add("request", request)
-                .join(self._legacy_place(place.sku, keys))
-                .add("imported once", once)
-                .join(facts)
-            )
+            return self._first_place(place, quiet, tap, keys).add("imported once", once).join(facts)
 
         try:
             self._join(place, join)
@@ -720,26 +727,17 @@ class CaptureService:
         def rejoin(place: NewPlace, quiet: bool) -> Tx:
             unique, request = self.tables.requests.rejoin_items(place.row(told), old_ref=ref)
             guard = proof() if proof is not None else self._not_suppressed(tap)
-            return (
-                self._cap_items(Tx(), caps, taps=False, place=True)
-                .join(
-                    Tx()
-                    .add("product", self._join_item(place, quiet))
-                    .add("unique", unique)
-                    .add("request", request)
-                    .join(guard)
-                )
-                .join(self._email_items(email))
-                .join(self._joined(place))
+            return self._cap_items(Tx(), caps, taps=False, place=True).join(
+                Tx()
+                .add("product", self._join_item(place, quiet))
+                .add("unique", unique)
+                .add("request", request)
+                .join(guard)
             )
 
         try:
-            self._join(new, rejoin)
+            joined = self._join_owing_email(new, rejoin, email)
         except TransactionCancelled as cancelled:
-            if email is not None and self.email_sends is not None and only_caps_refused(cancelled):
-                # As at a first tap: the place is taken again, owing no email, and the answer stays the same.
-                self.email_sends.refused(cancelled, "confirmation")
-                return self._repeat(tap, key, replace(new, owes=False), unique, caps, proof, source=source)
             if proof is not None:
                 self._not_proven(cancelled)
             # A proof's own opt-out item was read by _not_proven; only a tap's checks are left to read.
@@ -754,6 +752,9 @@ class CaptureService:
             if refusal is None:
                 raise
             raise refusal from None
+        if not joined:
+            # As at a first tap: the place is taken again, owing no email, and the answer stays the same.
+            return self._repeat(tap, key, replace(new, owes=False), unique, caps, proof, source=source)
         return self._queued(tap, new)
 
     def _owe_confirmation(self, tap: NotifyMe, ref: str, now: float, source: str | None) -> bool:
