@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from chalicelib.clock import Clock, Deadline
 from chalicelib.confirm import OWED_AFTER_S, OWED_LOOKBACK_DAYS
-from chalicelib.counters import DONE, UnitMoves
+from chalicelib.counters import DONE, Move, UnitMoves
 from chalicelib.faults import FaultHook, no_faults
 from chalicelib.leaving import QueueExits
 from chalicelib.queue.jobs import PROOF_OWED_AFTER_S, PROOF_OWED_LOOKBACK_DAYS, JobQueue
@@ -55,6 +55,13 @@ ROLL_UP_CURSOR_KEEP_S = 24 * 3600
 # each) stops this long before the timeout, and what is left is cleared by the next run (its top-up sent again,
 # which the notifier takes as a no-op).
 LAST_CALL_S = 3.0
+
+
+def _tallied(move: Move, summary: dict[str, int], done: str) -> bool:
+    """Count a sweep's move as `done` when it moved the row, or as raced when something else moved it first."""
+    moved = move.result == DONE
+    summary[done if moved else "raced"] += 1
+    return moved
 
 
 @dataclass
@@ -165,11 +172,8 @@ class SweepService:
     def _settle(self, row: Offer, at: float, summary: dict[str, int], owed: dict[tuple[str, str], _Owed]) -> None:
         state = row.state
         if state == OfferState.OFFERED and (row.offer_expires_at or 0) <= at:
-            move = self.moves.lapse(row, at)
-            if move.result != DONE:
-                summary["raced"] += 1
+            if not _tallied(self.moves.lapse(row, at), summary, "lapsed"):
                 return
-            summary["lapsed"] += 1
             self.faults("sweep.after_lapse")
             state = OfferState.LAPSED
         elif state == OfferState.OFFERED and row.reminder_queued_at is None:
@@ -177,11 +181,8 @@ class SweepService:
             summary["reminders_queued"] += self._remind(row, at)
             return
         elif state == OfferState.HELD and (row.hold_expires_at or 0) <= at:
-            move = self.moves.expire(row, at)
-            if move.result != DONE:
-                summary["raced"] += 1
+            if not _tallied(self.moves.expire(row, at), summary, "expired"):
                 return
-            summary["expired"] += 1
             self.faults("sweep.after_expiry")
             state = OfferState.EXPIRED
         elif state == OfferState.HELD and row.store_state == StoreState.PLACING:
