@@ -13,7 +13,6 @@ use, or OPTIN_DAYS end it, and the fact of its use names who started it.
 
 from __future__ import annotations
 
-import logging
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -25,16 +24,14 @@ from chalicelib.contacts import Contact
 from chalicelib.errors import Conflict, RateLimited
 from chalicelib.links import Links
 from chalicelib.messages.compose import Brand, sms_shop
-from chalicelib.messages.senders import SMS, Notice, Senders, error_code, maybe_sent, refused_recipient
+from chalicelib.messages.senders import SMS, Notice, Senders
 from chalicelib.messages.sms import to_gsm
 from chalicelib.messages.sms_caps import SmsSends
 from chalicelib.queue.messages import Message, OptinLink
 from chalicelib.shopper.pages import LINK_INCOMPLETE, Page, Shop, button_form, shopper_page, shopper_text_page, tr
-from chalicelib.shopper.resubscribe import DOMAIN, PROOF_SOURCES, link_email
+from chalicelib.shopper.resubscribe import DOMAIN, PROOF_SOURCES, SENT, link_email, send_while_own_choice
 from chalicelib.tables.store import Tables
 from chalicelib.tokens import TokenExpired, TokenInvalid, Tokens
-
-log = logging.getLogger(__name__)
 
 OPTIN_DAYS = 7  # how long an opt-in link works
 OPTIN_EVERY_S = 3600  # at most one new link per person an hour
@@ -277,30 +274,18 @@ class OptInSender:
                 shop=self.shop_name, to=to, lang=lang, link=link, unsubscribe_url=unsubscribe, brand=self.brand
             )
 
-        def still_their_choice() -> None:
-            record = self.tables.optout.get(contact_key)
-            if record is None or record.get("source") not in PROOF_SOURCES:
-                # Lifted meanwhile (nothing to lift), or a bounce or complaint arrived: nothing goes.
-                raise PermissionError("not an opt-out of the person's own choice")
+        def told(outcome: str) -> None:
+            kind, reason = ("optin_link_sent", "") if outcome == SENT else ("optin_refused", outcome)
+            self.tables.audit.record(
+                OPTIN_PARTITION, kind, now, contact_key=contact_key, channel=channel, reason=reason
+            )
 
-        try:
-            self.senders.send(notice, just_before=still_their_choice)
-        except PermissionError:
-            self._fact("optin_refused", now, contact_key, channel, reason="changed")
-            return False
-        except Exception as error:
-            if refused_recipient(channel, error):
-                # A number opted out at SNS (STOP) or an address SES will not take: it never arrives.
-                self._fact("optin_refused", now, contact_key, channel, reason="provider")
-                return False
-            if maybe_sent(error):
-                log.warning("an opt-in link's answer was lost (%s); not resent", error_code(error))
-                self._fact("optin_link_sent", now, contact_key, channel)
-                return True
-            self.tables.pending_steps.release_optin_message(optin_key(contact_key), nonce)
-            raise
-        self._fact("optin_link_sent", now, contact_key, channel)
-        return True
-
-    def _fact(self, kind: str, now: float, key: str, channel: str, reason: str = "") -> None:
-        self.tables.audit.record(OPTIN_PARTITION, kind, now, contact_key=key, channel=channel, reason=reason)
+        return send_while_own_choice(
+            self.senders,
+            self.tables,
+            contact_key,
+            notice,
+            what="an opt-in link",
+            told=told,
+            release=lambda: self.tables.pending_steps.release_optin_message(optin_key(contact_key), nonce),
+        )

@@ -245,6 +245,50 @@ def code_sms(shop: str, code: str, lang: str) -> str:
     return to_gsm(message)
 
 
+# What became of a message asking a person to turn messages back on (`send_while_own_choice`).
+SENT, CHANGED, PROVIDER = "sent", "changed", "provider"
+
+
+def send_while_own_choice(
+    senders: Senders,
+    tables: Tables,
+    key: str,
+    notice: Notice,
+    *,
+    what: str,
+    told: Callable[[str], None],
+    release: Callable[[], None],
+) -> bool:
+    """Send a message asking the person `key` to turn messages back on (a re-subscribe proof, a staff-started opt-in)
+    only while their opt-out is still of their own choice, read just before the send. True when it went, or may
+    have (a lost answer is never sent again). `told` records SENT, CHANGED (lifted meanwhile, or a bounce or
+    complaint arrived) or PROVIDER (an SNS-opted-out number, or an address SES will not take: never, ever sent);
+    a send that provably did not go is `release`d, owed again, and raised."""
+
+    def still_own_choice() -> None:
+        record = tables.optout.get(key)
+        if record is None or record.get("source") not in PROOF_SOURCES:
+            raise PermissionError("not an opt-out of the person's own choice")
+
+    try:
+        senders.send(notice, just_before=still_own_choice)
+    except PermissionError:
+        told(CHANGED)
+        return False
+    except Exception as error:
+        if refused_recipient(notice.channel, error):
+            told(PROVIDER)
+            return False
+        if maybe_sent(error):
+            log.warning("%s's answer was lost (%s); not resent", what, error_code(error))
+            told(SENT)
+            return True
+        release()
+        raise
+    told(SENT)
+    return True
+
+
 @dataclass(frozen=True, kw_only=True, eq=False)
 class ProofSender:
     """Sends a pending proof's owed message (the notifier runs it), exactly once."""
@@ -264,35 +308,20 @@ class ProofSender:
         if proof is None:
             return False  # a redelivery, the sweep's second ask, or a proof used or expired meanwhile
         key, sku, channel = str(proof["k"]), str(proof["sku"]), str(proof["channel"])
-        notice = self._notice(proof_key, proof)
 
-        def still_own_choice() -> None:
-            record = self.tables.optout.get(key)
-            if record is None or record.get("source") not in PROOF_SOURCES:
-                # Lifted meanwhile (nothing to prove), or a bounce or complaint arrived: nothing goes.
-                raise PermissionError("not an opt-out of the person's own choice")
+        def told(outcome: str) -> None:
+            kind, reason = ("resubscribe_sent", "") if outcome == SENT else ("resubscribe_refused", outcome)
+            self.tables.audit.record(sku, kind, now, contact_key=key, channel=channel, reason=reason)
 
-        try:
-            self.senders.send(notice, just_before=still_own_choice)
-        except PermissionError:
-            self._fact(sku, "resubscribe_refused", now, key, channel, reason="changed")
-            return False
-        except Exception as error:
-            if refused_recipient(channel, error):
-                # An SNS-opted-out number (STOP) or an address SES will not take: nothing is sent, ever.
-                self._fact(sku, "resubscribe_refused", now, key, channel, reason="provider")
-                return False
-            if maybe_sent(error):
-                log.warning("a proof message's answer was lost (%s); not resent", error_code(error))
-                self._fact(sku, "resubscribe_sent", now, key, channel)
-                return True
-            self.tables.optout.release_proof(proof_key, float(proof.get("at") or now))
-            raise
-        self._fact(sku, "resubscribe_sent", now, key, channel)
-        return True
-
-    def _fact(self, sku: str, kind: str, now: float, key: str, channel: str, reason: str = "") -> None:
-        self.tables.audit.record(sku, kind, now, contact_key=key, channel=channel, reason=reason)
+        return send_while_own_choice(
+            self.senders,
+            self.tables,
+            key,
+            self._notice(proof_key, proof),
+            what="a proof message",
+            told=told,
+            release=lambda: self.tables.optout.release_proof(proof_key, float(proof.get("at") or now)),
+        )
 
     def _notice(self, proof_key: str, proof: Mapping[str, Any]) -> Notice:
         lang, to = str(proof.get("lang") or i18n.DEFAULT_LANGUAGE), str(proof["to"])
