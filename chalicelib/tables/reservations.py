@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Self
 
-from chalicelib.tables.base import int_or_none, present, str_or_none
+from chalicelib.tables.base import Conditional, int_or_none, present, str_or_none, tx_delete, tx_put, tx_update
 
 
 class OfferState(StrEnum):
@@ -152,30 +152,25 @@ class ReservationsTable:
         """Transaction item: a new offer row, due for the sweep when the offer window ends, or `remind_before_s`
         earlier, when its lapse reminder is owed then (chalicelib/reminders.py)."""
         expires = int(now) + int(offer_window_s)
-        return {
-            "Put": {
-                "TableName": self.name,
-                "Item": {
-                    "token_id": token_id,
-                    "sku": sku,
-                    "restock_ts": restock_ts,
-                    "restock_id": restock_id,
-                    "request_joined_ts": request_joined_ts,
-                    "contact_key": contact_key,
-                    "channel": channel,
-                    "lang": lang,
-                    "state": OfferState.OFFERED,
-                    "offered_at": int(now),
-                    "offer_expires_at": expires,
-                    "due_key": DUE_KEY,
-                    "due_at": expires - max(0, int(remind_before_s)),
-                    # Rows are kept a month for explanations, then tidied by TTL.
-                    "ttl": expires + 30 * 86400,
-                },
-                # A token is used once (invariant 6): an id is never written twice.
-                "ConditionExpression": "attribute_not_exists(token_id)",
-            }
+        item = {
+            "token_id": token_id,
+            "sku": sku,
+            "restock_ts": restock_ts,
+            "restock_id": restock_id,
+            "request_joined_ts": request_joined_ts,
+            "contact_key": contact_key,
+            "channel": channel,
+            "lang": lang,
+            "state": OfferState.OFFERED,
+            "offered_at": int(now),
+            "offer_expires_at": expires,
+            "due_key": DUE_KEY,
+            "due_at": expires - max(0, int(remind_before_s)),
+            # Rows are kept a month for explanations, then tidied by TTL.
+            "ttl": expires + 30 * 86400,
         }
+        # A token is used once (invariant 6): an id is never written twice.
+        return {"Put": tx_put(self.name, item, "attribute_not_exists(token_id)")}
 
     def transition_item(
         self, token_id: str, from_state: str, to_state: str, *, due_at: int | None = None, **fields: Any
@@ -199,29 +194,29 @@ class ReservationsTable:
             values[":duekey"] = DUE_KEY
             expression = expression.replace("SET ", "SET due_key = :duekey, due_at = :due, ", 1)
         return {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"token_id": token_id},
-                "UpdateExpression": expression,
+            "Update": tx_update(
+                self.name,
+                {"token_id": token_id},
+                expression,
                 # Every row change is conditional on the row's current state, so it happens once (invariant 6).
-                "ConditionExpression": "#state = :from",
-                "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": values,
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
+                "#state = :from",
+                names=names,
+                values=values,
+                old_on_failure=True,
+            )
         }
 
     def delete_offer_item(self, token_id: str) -> dict[str, Any]:
         """Transaction item: remove an offer whose notice could not be sent (it never existed for the shopper)."""
         return {
-            "Delete": {
-                "TableName": self.name,
-                "Key": {"token_id": token_id},
+            "Delete": tx_delete(
+                self.name,
+                {"token_id": token_id},
                 # Only an untouched offer is rolled back; one already clicked stands.
-                "ConditionExpression": "#state = :offered",
-                "ExpressionAttributeNames": {"#state": "state"},
-                "ExpressionAttributeValues": {":offered": OfferState.OFFERED},
-            }
+                "#state = :offered",
+                names={"#state": "state"},
+                values={":offered": OfferState.OFFERED},
+            )
         }
 
     def due(self, now: float, *, limit: int = 100) -> list[Offer]:
@@ -254,17 +249,14 @@ class ReservationsTable:
     def _update_if(self, token_id: str, update: str, condition: str, values: dict[str, Any]) -> bool:
         """One conditional write to a row's sweep fields, `#state` naming the row's state; False when the condition
         refuses it (the row had moved on), which each caller treats as nothing left to do."""
-        try:
-            self.table.update_item(
-                Key={"token_id": token_id},
-                UpdateExpression=update,
-                ConditionExpression=condition,
-                ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues=values,
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return False
-        return True
+        answer = Conditional(self.table).update_item(
+            Key={"token_id": token_id},
+            UpdateExpression=update,
+            ConditionExpression=condition,
+            ExpressionAttributeNames={"#state": "state"},
+            ExpressionAttributeValues=values,
+        )
+        return answer is not None
 
     def clear_due(self, token_id: str, state: str) -> bool:
         """Take a settled row out of the sweep's index once the top-up for its freed unit is queued."""
@@ -290,35 +282,29 @@ class ReservationsTable:
     def claim_reminder(self, token_id: str, now: float) -> Offer | None:
         """Take the offer's one lapse reminder to send: the row, or None when no reminder may go (already taken by
         this or another delivery, the offer held, lapsed or past its end, or no such row)."""
-        try:
-            answer = self.table.update_item(
-                Key={"token_id": token_id},
-                UpdateExpression="SET reminder_sent_at = :now",
-                # Exactly once (invariant 6), and never after a hold or the offer's end.
-                ConditionExpression=(
-                    "#state = :offered AND offer_expires_at > :now AND attribute_not_exists(reminder_sent_at)"
-                ),
-                ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues={":now": int(now), ":offered": OfferState.OFFERED},
-                ReturnValues="ALL_NEW",
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return None
-        return Offer.from_item(answer["Attributes"])
+        answer = Conditional(self.table).update_item(
+            Key={"token_id": token_id},
+            UpdateExpression="SET reminder_sent_at = :now",
+            # Exactly once (invariant 6), and never after a hold or the offer's end.
+            ConditionExpression=(
+                "#state = :offered AND offer_expires_at > :now AND attribute_not_exists(reminder_sent_at)"
+            ),
+            ExpressionAttributeNames={"#state": "state"},
+            ExpressionAttributeValues={":now": int(now), ":offered": OfferState.OFFERED},
+            ReturnValues="ALL_NEW",
+        )
+        return Offer.from_item(answer["Attributes"]) if answer is not None else None
 
     def release_reminder(self, token_id: str, sent_at: int) -> bool:
         """Give a taken reminder back when the provider provably did not take it, so a redelivery may send it."""
-        try:
-            self.table.update_item(
-                Key={"token_id": token_id},
-                UpdateExpression="REMOVE reminder_sent_at",
-                # Only this claim's own mark: one a later delivery took is not undone.
-                ConditionExpression="reminder_sent_at = :sent",
-                ExpressionAttributeValues={":sent": int(sent_at)},
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return False
-        return True
+        answer = Conditional(self.table).update_item(
+            Key={"token_id": token_id},
+            UpdateExpression="REMOVE reminder_sent_at",
+            # Only this claim's own mark: one a later delivery took is not undone.
+            ConditionExpression="reminder_sent_at = :sent",
+            ExpressionAttributeValues={":sent": int(sent_at)},
+        )
+        return answer is not None
 
     def store_placed_item(
         self, token_id: str, *, ref: str, checkout_url: str, due_at: int, unsettled: bool = False
@@ -326,27 +312,25 @@ class ReservationsTable:
         """Transaction item: the store now holds the unit; keep its reference and checkout, and be due again at the
         hold's end (or, `unsettled`, sooner: the store may hold a second unit for it, which the sweep looks for)."""
         flag = ", store_unsettled = :unsettled" if unsettled else ""
+        values = {
+            ":placed": StoreState.PLACED,
+            ":ref": ref,
+            ":url": checkout_url,
+            ":due": int(due_at),
+            ":held": OfferState.HELD,
+            ":placing": StoreState.PLACING,
+        } | ({":unsettled": True} if unsettled else {})
         return {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"token_id": token_id},
-                "UpdateExpression": (
-                    "SET store_state = :placed, store_ref = :ref, store_checkout_url = :url, due_at = :due" + flag
-                ),
+            "Update": tx_update(
+                self.name,
+                {"token_id": token_id},
+                "SET store_state = :placed, store_ref = :ref, store_checkout_url = :url, due_at = :due" + flag,
                 # Only a hold still live and still placing: recorded once, and an ended hold's store hold is the
                 # release's to undo.
-                "ConditionExpression": "#state = :held AND store_state = :placing",
-                "ExpressionAttributeNames": {"#state": "state"},
-                "ExpressionAttributeValues": {
-                    ":placed": StoreState.PLACED,
-                    ":ref": ref,
-                    ":url": checkout_url,
-                    ":due": int(due_at),
-                    ":held": OfferState.HELD,
-                    ":placing": StoreState.PLACING,
-                }
-                | ({":unsettled": True} if unsettled else {}),
-            }
+                "#state = :held AND store_state = :placing",
+                names={"#state": "state"},
+                values=values,
+            )
         }
 
     def store_retry_at(self, token_id: str, due_at: int) -> bool:
@@ -395,33 +379,32 @@ class ReservationsTable:
     def store_released_item(self, token_id: str) -> dict[str, Any]:
         """Transaction item: the store has the unit back; the row may go on to its top-up."""
         return {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"token_id": token_id},
-                "UpdateExpression": "SET store_state = :released",
+            "Update": tx_update(
+                self.name,
+                {"token_id": token_id},
+                "SET store_state = :released",
                 # Released once, from the intent the ending move wrote.
-                "ConditionExpression": "store_state = :releasing",
-                "ExpressionAttributeValues": {":released": StoreState.RELEASED, ":releasing": StoreState.RELEASING},
-            }
+                "store_state = :releasing",
+                values={":released": StoreState.RELEASED, ":releasing": StoreState.RELEASING},
+            )
         }
 
     def late_order_item(self, token_id: str, order_id: str, now: float) -> dict[str, Any]:
         """Transaction item: note an order that arrived after the hold ended, once per order id."""
         return {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"token_id": token_id},
-                "UpdateExpression": "SET late_order_id = :oid, late_order_at = :now",
+            "Update": tx_update(
+                self.name,
+                {"token_id": token_id},
+                "SET late_order_id = :oid, late_order_at = :now",
                 # Counted once per order (invariant 6): a redelivered webhook finds its own order id here.
-                "ConditionExpression": "#state IN (:lapsed, :expired) AND "
-                "(attribute_not_exists(late_order_id) OR late_order_id <> :oid)",
-                "ExpressionAttributeNames": {"#state": "state"},
-                "ExpressionAttributeValues": {
+                "#state IN (:lapsed, :expired) AND (attribute_not_exists(late_order_id) OR late_order_id <> :oid)",
+                names={"#state": "state"},
+                values={
                     ":oid": order_id,
                     ":now": int(now),
                     ":lapsed": OfferState.LAPSED,
                     ":expired": OfferState.EXPIRED,
                 },
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
+                old_on_failure=True,
+            )
         }
