@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import secrets
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -12,7 +11,21 @@ from typing import Any, Self
 from boto3.dynamodb.conditions import Attr, Key
 
 from chalicelib.clock import iso
-from chalicelib.tables.base import BatchRead, TxItem, count_all, get_all, int_or_none, present, query_all, str_or_none
+from chalicelib.tables.base import (
+    BatchRead,
+    Conditional,
+    TxItem,
+    count_all,
+    get_all,
+    int_or_none,
+    present,
+    query_all,
+    str_or_none,
+    tx_check,
+    tx_delete,
+    tx_put,
+    tx_update,
+)
 from chalicelib.tables.catalog import shard_for
 
 
@@ -258,53 +271,46 @@ class RequestsTable:
     def join_items(self, place: Request) -> tuple[TxItem, TxItem]:
         """Transaction items for a new place (`Request.waiting`): (the uniqueness item naming it, the place itself).
         Only places, never uniqueness items, carry an `expiry_day`, so the sweep finds stale places by day."""
-        unique = UniqueItem(place.sku, place.contact_key, ref=place.joined_ts, ttl=place.ttl)
         return (
-            {
-                "Put": {
-                    "TableName": self.name,
-                    "Item": unique.to_item(),
-                    # One place per person per item, even when two taps land in the same millisecond.
-                    "ConditionExpression": "attribute_not_exists(joined_ts)",
-                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                }
-            },
-            {
-                "Put": {
-                    "TableName": self.name,
-                    "Item": place.to_item(),
-                    # A join stamp is never reused, so an existing one means a bug, not a retry.
-                    "ConditionExpression": "attribute_not_exists(joined_ts)",
-                }
-            },
+            # One place per person per item, even when two taps land in the same millisecond.
+            self._unique_put(place, "attribute_not_exists(joined_ts)"),
+            # A join stamp is never reused, so an existing one means a bug, not a retry.
+            {"Put": tx_put(self.name, place.to_item(), "attribute_not_exists(joined_ts)")},
         )
+
+    def _unique_put(
+        self,
+        place: Request,
+        condition: str,
+        *,
+        names: dict[str, str] | None = None,
+        values: dict[str, Any] | None = None,
+    ) -> TxItem:
+        """The uniqueness item naming `place`, written under `condition`; a refusal hands back the item as stored."""
+        unique = UniqueItem(place.sku, place.contact_key, ref=place.joined_ts, ttl=place.ttl)
+        return {"Put": tx_put(self.name, unique.to_item(), condition, names=names, values=values, old_on_failure=True)}
 
     def no_place_item(self, sku: str, contact_key: str) -> TxItem:
         """Transaction item: go on only if this person's uniqueness item for `sku` names no place (none, or only the
         memory of a place left); the item as stored when it does."""
+        key = {"sku": sku, "joined_ts": unique_sk(contact_key)}
         return {
-            "ConditionCheck": {
-                "TableName": self.name,
-                "Key": {"sku": sku, "joined_ts": unique_sk(contact_key)},
-                "ConditionExpression": "attribute_not_exists(#ref)",
-                "ExpressionAttributeNames": {"#ref": "ref"},
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
+            "ConditionCheck": tx_check(
+                self.name, key, "attribute_not_exists(#ref)", names={"#ref": "ref"}, old_on_failure=True
+            )
         }
 
     def rejoin_items(self, place: Request, *, old_ref: str) -> tuple[TxItem, TxItem]:
         """Transaction items that replace a finished place (bought, or left: `old_ref` "") with a new one at the back."""
-        items = self.join_items(place)
-        unique = items[0]["Put"]
         # Only the place (or the memory of a place left) we saw is replaced, so two simultaneous re-joins
         # still make one place (invariant 2).
-        unique["ExpressionAttributeNames"] = {"#ref": "ref"}
         if old_ref:
-            unique["ConditionExpression"] = "#ref = :old"
-            unique["ExpressionAttributeValues"] = {":old": old_ref}
+            unique = self._unique_put(place, "#ref = :old", names={"#ref": "ref"}, values={":old": old_ref})
         else:
-            unique["ConditionExpression"] = "attribute_exists(joined_ts) AND attribute_not_exists(#ref)"
-        return items
+            unique = self._unique_put(
+                place, "attribute_exists(joined_ts) AND attribute_not_exists(#ref)", names={"#ref": "ref"}
+            )
+        return unique, self.join_items(place)[1]
 
     def get(self, sku: str, joined_ts: str, *, consistent: bool = True) -> Request | None:
         """One request, or None."""
@@ -367,25 +373,24 @@ class RequestsTable:
 
         Anyone who knows a contact can tap for it, so a repeat tap changes nothing a stranger could use: the
         name given at the first tap stays."""
-        try:
-            result = self.table.update_item(
-                Key={"sku": sku, "joined_ts": joined_ts},
-                # Asking again while a leave waits for a hold to end means staying: the leave is called off.
-                UpdateExpression="SET #ttl = :ttl, expiry_day = :day, updated_at = :now REMOVE leave_requested",
-                # Only a live place is refreshed; a finished one is replaced by a new join instead.
-                ConditionExpression="attribute_exists(joined_ts) AND #state IN (:w, :o, :r)",
-                ExpressionAttributeNames={"#ttl": "ttl", "#state": "state"},
-                ExpressionAttributeValues={
-                    ":ttl": ttl,
-                    ":day": expiry_day(ttl),
-                    ":now": int(now),
-                    ":w": RequestState.WAITING,
-                    ":o": RequestState.OFFERED,
-                    ":r": RequestState.RESERVED,
-                },
-                ReturnValues="ALL_NEW",
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+        result = Conditional(self.table).update_item(
+            Key={"sku": sku, "joined_ts": joined_ts},
+            # Asking again while a leave waits for a hold to end means staying: the leave is called off.
+            UpdateExpression="SET #ttl = :ttl, expiry_day = :day, updated_at = :now REMOVE leave_requested",
+            # Only a live place is refreshed; a finished one is replaced by a new join instead.
+            ConditionExpression="attribute_exists(joined_ts) AND #state IN (:w, :o, :r)",
+            ExpressionAttributeNames={"#ttl": "ttl", "#state": "state"},
+            ExpressionAttributeValues={
+                ":ttl": ttl,
+                ":day": expiry_day(ttl),
+                ":now": int(now),
+                ":w": RequestState.WAITING,
+                ":o": RequestState.OFFERED,
+                ":r": RequestState.RESERVED,
+            },
+            ReturnValues="ALL_NEW",
+        )
+        if result is None:
             return None
         self.table.update_item(
             Key={"sku": sku, "joined_ts": unique_sk(result["Attributes"]["contact_key"])},
@@ -401,17 +406,17 @@ class RequestsTable:
         """Transaction item: a repeat tap on an unconfirmed place owes one more confirmation email, only when none is
         owed, the last went over `resend_after_s` ago and fewer than `cap` were sent (refused otherwise)."""
         return {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"sku": sku, "joined_ts": joined_ts},
-                "UpdateExpression": "SET confirm_owed_at = :now, confirm_day = :day",
-                "ConditionExpression": (
+            "Update": tx_update(
+                self.name,
+                {"sku": sku, "joined_ts": joined_ts},
+                "SET confirm_owed_at = :now, confirm_day = :day",
+                (
                     "unconfirmed = :yes AND #state = :w AND attribute_not_exists(confirm_owed_at) "
                     "AND (attribute_not_exists(confirm_sends) OR confirm_sends < :cap) "
                     "AND (attribute_not_exists(confirm_sent_at) OR confirm_sent_at <= :before)"
                 ),
-                "ExpressionAttributeNames": {"#state": "state"},
-                "ExpressionAttributeValues": {
+                names={"#state": "state"},
+                values={
                     ":now": int(now),
                     ":day": confirm_day(now),
                     ":yes": True,
@@ -419,53 +424,44 @@ class RequestsTable:
                     ":cap": cap,
                     ":before": int(now) - resend_after_s,
                 },
-            }
+            )
         }
 
     def claim_confirmation(self, sku: str, joined_ts: str, *, now: float) -> Request | None:
         """Take the owed confirmation email for sending (exactly one sender wins); None when none is owed."""
-        try:
-            result = self.table.update_item(
-                Key={"sku": sku, "joined_ts": joined_ts},
-                UpdateExpression="SET confirm_sent_at = :now ADD confirm_sends :one REMOVE confirm_owed_at, confirm_day",
-                ConditionExpression="attribute_exists(confirm_owed_at) AND unconfirmed = :yes",
-                ExpressionAttributeValues={":now": int(now), ":one": 1, ":yes": True},
-                ReturnValues="ALL_NEW",
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return None
-        return Request.from_item(result["Attributes"])
+        result = Conditional(self.table).update_item(
+            Key={"sku": sku, "joined_ts": joined_ts},
+            UpdateExpression="SET confirm_sent_at = :now ADD confirm_sends :one REMOVE confirm_owed_at, confirm_day",
+            ConditionExpression="attribute_exists(confirm_owed_at) AND unconfirmed = :yes",
+            ExpressionAttributeValues={":now": int(now), ":one": 1, ":yes": True},
+            ReturnValues="ALL_NEW",
+        )
+        return Request.from_item(result["Attributes"]) if result is not None else None
 
     def release_confirmation(self, sku: str, joined_ts: str, *, sent_at: int, now: float) -> None:
         """A claimed confirmation that provably did not go: owed again, so the retry (or the sweep) sends it."""
-        with contextlib.suppress(self.table.meta.client.exceptions.ConditionalCheckFailedException):
-            self.table.update_item(
-                Key={"sku": sku, "joined_ts": joined_ts},
-                UpdateExpression="SET confirm_owed_at = :now, confirm_day = :day ADD confirm_sends :minus",
-                ConditionExpression="confirm_sent_at = :sent AND attribute_not_exists(confirm_owed_at)",
-                ExpressionAttributeValues={
-                    ":now": int(now),
-                    ":day": confirm_day(now),
-                    ":minus": -1,
-                    ":sent": sent_at,
-                },
-            )
+        Conditional(self.table).update_item(
+            Key={"sku": sku, "joined_ts": joined_ts},
+            UpdateExpression="SET confirm_owed_at = :now, confirm_day = :day ADD confirm_sends :minus",
+            ConditionExpression="confirm_sent_at = :sent AND attribute_not_exists(confirm_owed_at)",
+            ExpressionAttributeValues={":now": int(now), ":day": confirm_day(now), ":minus": -1, ":sent": sent_at},
+        )
 
     def confirm_items(self, sku: str, joined_ts: str, contact_key: str, *, ttl: int, now: float) -> list[TxItem]:
         """Transaction items: the address confirmed this place; it may now be told, and it (and its uniqueness
         item, which must live as long, invariant 2) lives a full ttl."""
         return [
             {
-                "Update": {
-                    "TableName": self.name,
-                    "Key": {"sku": sku, "joined_ts": joined_ts},
-                    "UpdateExpression": (
+                "Update": tx_update(
+                    self.name,
+                    {"sku": sku, "joined_ts": joined_ts},
+                    (
                         "SET #ttl = :ttl, expiry_day = :day, updated_at = :now "
                         "REMOVE unconfirmed, confirm_owed_at, confirm_day"
                     ),
-                    "ConditionExpression": "unconfirmed = :yes AND #state = :w AND contact_key = :key",
-                    "ExpressionAttributeNames": {"#ttl": "ttl", "#state": "state"},
-                    "ExpressionAttributeValues": {
+                    "unconfirmed = :yes AND #state = :w AND contact_key = :key",
+                    names={"#ttl": "ttl", "#state": "state"},
+                    values={
                         ":ttl": ttl,
                         ":day": expiry_day(ttl),
                         ":now": int(now),
@@ -473,17 +469,17 @@ class RequestsTable:
                         ":w": RequestState.WAITING,
                         ":key": contact_key,
                     },
-                }
+                )
             },
             {
-                "Update": {
-                    "TableName": self.name,
-                    "Key": {"sku": sku, "joined_ts": unique_sk(contact_key)},
-                    "UpdateExpression": "SET #ttl = :ttl",
-                    "ConditionExpression": "#ref = :joined",
-                    "ExpressionAttributeNames": {"#ttl": "ttl", "#ref": "ref"},
-                    "ExpressionAttributeValues": {":ttl": ttl, ":joined": joined_ts},
-                }
+                "Update": tx_update(
+                    self.name,
+                    {"sku": sku, "joined_ts": unique_sk(contact_key)},
+                    "SET #ttl = :ttl",
+                    "#ref = :joined",
+                    names={"#ttl": "ttl", "#ref": "ref"},
+                    values={":ttl": ttl, ":joined": joined_ts},
+                )
             },
         ]
 
@@ -574,16 +570,8 @@ class RequestsTable:
     # --- Request state moves that ride in the same transaction as an offer/hold row change.
 
     def _state_item(self, sku: str, joined_ts: str, expression: str, condition: str, values: dict[str, Any]) -> TxItem:
-        return {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"sku": sku, "joined_ts": joined_ts},
-                "UpdateExpression": expression,
-                "ConditionExpression": condition,
-                "ExpressionAttributeNames": {"#state": "state"},
-                "ExpressionAttributeValues": values,
-            }
-        }
+        key = {"sku": sku, "joined_ts": joined_ts}
+        return {"Update": tx_update(self.name, key, expression, condition, names={"#state": "state"}, values=values)}
 
     def mark_offered_item(self, sku: str, joined_ts: str, *, restock_id: str, token_id: str) -> TxItem:
         """Transaction item: this request was told about `restock_id` and holds offer `token_id`."""
@@ -686,15 +674,15 @@ class RequestsTable:
         (kept as the memory of the restock the place was told about, if any, for a while longer)."""
         return [
             {
-                "Delete": {
-                    "TableName": self.name,
-                    "Key": {"sku": sku, "joined_ts": joined_ts},
+                "Delete": tx_delete(
+                    self.name,
+                    {"sku": sku, "joined_ts": joined_ts},
                     # Only a place still stale and in the state seen: a repeat tap that extended it, or an
                     # offer made meanwhile (whose unit must come back through it), wins.
-                    "ConditionExpression": "#state = :state AND #ttl <= :cutoff",
-                    "ExpressionAttributeNames": {"#state": "state", "#ttl": "ttl"},
-                    "ExpressionAttributeValues": {":state": state, ":cutoff": int(cutoff)},
-                }
+                    "#state = :state AND #ttl <= :cutoff",
+                    names={"#state": "state", "#ttl": "ttl"},
+                    values={":state": state, ":cutoff": int(cutoff)},
+                )
             },
             # One place per person (invariant 2): a newer place after a re-join keeps its item.
             self._release_unique(sku, contact_key, joined_ts, "#ref = :joined", told, int(cutoff) + 30 * 86400),
@@ -711,11 +699,8 @@ class RequestsTable:
             kwargs["ExpressionAttributeNames"] = {"#ref": "ref"}
             kwargs["ExpressionAttributeValues"] = {":ref": only_ref}
         kwargs["ReturnValues"] = "ALL_OLD"
-        try:
-            result = self.table.delete_item(**kwargs)
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return False
-        return "Attributes" in result
+        result = Conditional(self.table).delete_item(**kwargs)
+        return result is not None and "Attributes" in result
 
     def remove_item(
         self, sku: str, joined_ts: str, *, contact_key: str, state: str, token_id: str | None = None
@@ -727,14 +712,14 @@ class RequestsTable:
             condition += " AND offer_token = :tok"
             values[":tok"] = token_id
         return {
-            "Delete": {
-                "TableName": self.name,
-                "Key": {"sku": sku, "joined_ts": joined_ts},
+            "Delete": tx_delete(
+                self.name,
+                {"sku": sku, "joined_ts": joined_ts},
                 # An offer made or a link clicked meanwhile wins: the caller looks again and acts on that.
-                "ConditionExpression": condition,
-                "ExpressionAttributeNames": {"#state": "state"},
-                "ExpressionAttributeValues": values,
-            }
+                condition,
+                names={"#state": "state"},
+                values=values,
+            )
         }
 
     def remove_unique_item(
@@ -752,25 +737,11 @@ class RequestsTable:
         place as the memory of that until `ttl`: a later re-join by the same person is then never told about
         that restock again (exactly once per person, invariant 6)."""
         key = {"sku": sku, "joined_ts": unique_sk(contact_key)}
+        names, values = {"#ref": "ref"}, {":joined": joined_ts}
         if told:
-            return {
-                "Put": {
-                    "TableName": self.name,
-                    "Item": {**key, "told_restock": str(told), "ttl": int(ttl or 0)},
-                    "ConditionExpression": condition,
-                    "ExpressionAttributeNames": {"#ref": "ref"},
-                    "ExpressionAttributeValues": {":joined": joined_ts},
-                }
-            }
-        return {
-            "Delete": {
-                "TableName": self.name,
-                "Key": key,
-                "ConditionExpression": condition,
-                "ExpressionAttributeNames": {"#ref": "ref"},
-                "ExpressionAttributeValues": {":joined": joined_ts},
-            }
-        }
+            memory = {**key, "told_restock": str(told), "ttl": int(ttl or 0)}
+            return {"Put": tx_put(self.name, memory, condition, names=names, values=values)}
+        return {"Delete": tx_delete(self.name, key, condition, names=names, values=values)}
 
     def claim_unique_item(
         self, sku: str, contact_key: str, joined_ts: str, ttl: int, *, replacing: UniqueItem | None
@@ -780,38 +751,30 @@ class RequestsTable:
         `replacing` is the contact's uniqueness item as read (None when there was none): a finished place's,
         or the memory of a place that left (no `ref`).
         """
-        put: dict[str, Any] = {
-            "TableName": self.name,
-            "Item": {"sku": sku, "joined_ts": unique_sk(contact_key), "ref": joined_ts, "ttl": ttl},
-        }
+        item = {"sku": sku, "joined_ts": unique_sk(contact_key), "ref": joined_ts, "ttl": ttl}
         if replacing is None:
             # One place per person (invariant 2): nobody else's place for this contact is overwritten.
-            put["ConditionExpression"] = "attribute_not_exists(joined_ts)"
-        elif replacing.ref:
+            return {"Put": tx_put(self.name, item, "attribute_not_exists(joined_ts)")}
+        if replacing.ref:
             # Only the place we saw (and chose to replace) is replaced, never one made meanwhile.
-            put["ConditionExpression"] = "#ref = :old"
-            put["ExpressionAttributeNames"] = {"#ref": "ref"}
-            put["ExpressionAttributeValues"] = {":old": replacing.ref}
-        else:
-            # The memory of a place that left: replaced only while it still names no place.
-            put["ConditionExpression"] = "attribute_exists(joined_ts) AND attribute_not_exists(#ref)"
-            put["ExpressionAttributeNames"] = {"#ref": "ref"}
-        return {"Put": put}
+            return {
+                "Put": tx_put(self.name, item, "#ref = :old", names={"#ref": "ref"}, values={":old": replacing.ref})
+            }
+        # The memory of a place that left: replaced only while it still names no place.
+        condition = "attribute_exists(joined_ts) AND attribute_not_exists(#ref)"
+        return {"Put": tx_put(self.name, item, condition, names={"#ref": "ref"})}
 
     def request_leave(self, sku: str, joined_ts: str, *, token_id: str, reason: str) -> bool:
         """The holder of a unit asked to leave: their place goes when the hold ends unbought. False if it moved."""
-        try:
-            self.table.update_item(
-                Key={"sku": sku, "joined_ts": joined_ts},
-                UpdateExpression="SET leave_requested = :reason",
-                # Only while they still hold this very unit; otherwise the caller looks again and leaves now.
-                ConditionExpression="#state = :reserved AND offer_token = :tok",
-                ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues={":reason": reason, ":reserved": RequestState.RESERVED, ":tok": token_id},
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return False
-        return True
+        answer = Conditional(self.table).update_item(
+            Key={"sku": sku, "joined_ts": joined_ts},
+            UpdateExpression="SET leave_requested = :reason",
+            # Only while they still hold this very unit; otherwise the caller looks again and leaves now.
+            ConditionExpression="#state = :reserved AND offer_token = :tok",
+            ExpressionAttributeNames={"#state": "state"},
+            ExpressionAttributeValues={":reason": reason, ":reserved": RequestState.RESERVED, ":tok": token_id},
+        )
+        return answer is not None
 
     def switch_contact_item(
         self,
@@ -832,18 +795,18 @@ class RequestsTable:
         """
         told_clause = ", last_notified_restock = if_not_exists(last_notified_restock, :told)" if told else ""
         return {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"sku": sku, "joined_ts": joined_ts},
-                "UpdateExpression": (
+            "Update": tx_update(
+                self.name,
+                {"sku": sku, "joined_ts": joined_ts},
+                (
                     f"SET contact = :contact, contact_key = :key, channel = :channel, updated_at = :now{told_clause} "
                     # The new contact proved itself with a code: nothing is left to confirm.
                     "REMOVE unconfirmed, confirm_owed_at, confirm_day"
                 ),
                 # Only a live place of the person asking (never someone else's, never a finished one).
-                "ConditionExpression": "contact_key = :old AND #state IN (:w, :o, :r)",
-                "ExpressionAttributeNames": {"#state": "state"},
-                "ExpressionAttributeValues": {
+                "contact_key = :old AND #state IN (:w, :o, :r)",
+                names={"#state": "state"},
+                values={
                     ":contact": contact,
                     ":key": contact_key,
                     ":channel": channel,
@@ -854,5 +817,5 @@ class RequestsTable:
                     ":r": RequestState.RESERVED,
                     **({":told": str(told)} if told else {}),
                 },
-            }
+            )
         }
