@@ -11,7 +11,16 @@ from typing import Any, Self
 from boto3.dynamodb.conditions import Key
 
 from chalicelib.clock import iso
-from chalicelib.tables.base import int_or_none, present, query_all, str_or_none
+from chalicelib.tables.base import (
+    Conditional,
+    int_or_none,
+    present,
+    query_all,
+    str_or_none,
+    tx_check,
+    tx_put,
+    tx_update,
+)
 
 
 class RestockState(StrEnum):
@@ -285,36 +294,36 @@ class RestocksTable:
     def cache_copy(self, sku: str, restock_ts: str, copy: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
         """Store a restock's message copy (every language's) once; returns the copies every notice of this restock
         must use."""
-        try:
-            self.table.update_item(
-                Key={"sku": sku, "restock_ts": restock_ts},
-                UpdateExpression="SET #copy = :copy",
-                # One text per restock and language, written once: every notice in a language says the same, and
-                # the model is asked once (a redelivery or top-up reads it back). attribute_exists keeps a stray job
-                # from creating a restock.
-                ConditionExpression="attribute_exists(restock_id) AND attribute_not_exists(#copy)",
-                ExpressionAttributeNames={"#copy": "copy"},
-                ExpressionAttributeValues={":copy": copy},
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            current = self.get(sku, restock_ts)
-            stored = current.copy if current else None
-            return stored or copy
-        return copy
+        written = Conditional(self.table).update_item(
+            Key={"sku": sku, "restock_ts": restock_ts},
+            UpdateExpression="SET #copy = :copy",
+            # One text per restock and language, written once: every notice in a language says the same, and
+            # the model is asked once (a redelivery or top-up reads it back). attribute_exists keeps a stray job
+            # from creating a restock.
+            ConditionExpression="attribute_exists(restock_id) AND attribute_not_exists(#copy)",
+            ExpressionAttributeNames={"#copy": "copy"},
+            ExpressionAttributeValues={":copy": copy},
+        )
+        if written is not None:
+            return copy
+        current = self.get(sku, restock_ts)
+        stored = current.copy if current else None
+        return stored or copy
 
     # --- Counter moves of DESIGN §4. Each returns a transaction item, so the row change that causes it
     # --- commits in the same transaction, conditional on the row's state.
 
-    def _counter_item(self, sku: str, restock_ts: str, expression: str, condition: str | None, values: dict) -> dict:
-        update: dict[str, Any] = {
-            "TableName": self.name,
-            "Key": {"sku": sku, "restock_ts": restock_ts},
-            "UpdateExpression": expression,
-            "ExpressionAttributeValues": values,
-        }
-        if condition:
-            update["ConditionExpression"] = condition
-        return {"Update": update}
+    def _counter_item(
+        self,
+        sku: str,
+        restock_ts: str,
+        expression: str,
+        condition: str | None,
+        values: dict,
+        names: dict[str, str] | None = None,
+    ) -> dict:
+        key = {"sku": sku, "restock_ts": restock_ts}
+        return {"Update": tx_update(self.name, key, expression, condition, names=names, values=values)}
 
     def take_offers_item(
         self,
@@ -339,8 +348,8 @@ class RestocksTable:
         # restock (the level fell below the threshold while the walk was under way) offers nothing more.
         tallies = "".join(f", {NOTIFIED}{_channel(c)} :n_{_channel(c)}" for c in sorted(channels or {}))
         values.update({f":n_{_channel(c)}": int(n) for c, n in (channels or {}).items()})
-        item = self._counter_item(sku, restock_ts, f"ADD units_offerable :minus{tallies}", condition, values)
-        item["Update"]["ExpressionAttributeNames"] = {"#state": "state"}
+        names = {"#state": "state"}
+        item = self._counter_item(sku, restock_ts, f"ADD units_offerable :minus{tallies}", condition, values, names)
         if mark:
             _add_mark(item["Update"], mark)
         return item
@@ -366,17 +375,14 @@ class RestocksTable:
         """Write where a walk left off, when no offer was left to carry it; False when the restock is gone."""
         update: dict[str, Any] = {"UpdateExpression": "", "ExpressionAttributeValues": {}}
         _add_mark(update, mark)
-        try:
-            self.table.update_item(
-                Key={"sku": sku, "restock_ts": restock_ts},
-                UpdateExpression=update["UpdateExpression"],
-                # Only an existing restock: a stray job never creates one.
-                ConditionExpression="attribute_exists(restock_id)",
-                ExpressionAttributeValues=update["ExpressionAttributeValues"],
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return False
-        return True
+        answer = Conditional(self.table).update_item(
+            Key={"sku": sku, "restock_ts": restock_ts},
+            UpdateExpression=update["UpdateExpression"],
+            # Only an existing restock: a stray job never creates one.
+            ConditionExpression="attribute_exists(restock_id)",
+            ExpressionAttributeValues=update["ExpressionAttributeValues"],
+        )
+        return answer is not None
 
     def lapse_unused_item(self, sku: str, restock_ts: str) -> dict:
         """Offer lapsed unused: units_offerable + 1, and one more lapse since the last sale."""
@@ -467,14 +473,8 @@ class RestocksTable:
         }
         if level_before is not None:
             item["level_before"] = level_before
-        return {
-            "Put": {
-                "TableName": self.name,
-                "Item": item,
-                # Exactly once (invariant 6): a redelivered webhook maps to the same key and writes nothing.
-                "ConditionExpression": "attribute_not_exists(restock_ts)",
-            }
-        }
+        # Exactly once (invariant 6): a redelivered webhook maps to the same key and writes nothing.
+        return {"Put": tx_put(self.name, item, "attribute_not_exists(restock_ts)")}
 
     def rise_item(
         self,
@@ -500,10 +500,10 @@ class RestocksTable:
         }
         sets, condition = self._sales_update(seen, names, values)
         return {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"sku": sku, "restock_ts": restock_ts},
-                "UpdateExpression": (
+            "Update": tx_update(
+                self.name,
+                {"sku": sku, "restock_ts": restock_ts},
+                (
                     "ADD units_total :rise, units_available :rise, units_offerable :rise "
                     "SET pending_key = :pk, pending_since = if_not_exists(pending_since, :now), "
                     f"pending_kind = :kind, pending_token = :tok{sets} "
@@ -511,29 +511,29 @@ class RestocksTable:
                     f"REMOVE enqueue_lease_until, {LAPSES_UNSOLD}, reoffers_stopped_at"
                 ),
                 # Only the open restock we read grows: a closed one never gains units.
-                "ConditionExpression": "#state = :seen" + condition,
-                "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": values,
-            }
+                "#state = :seen" + condition,
+                names=names,
+                values=values,
+            )
         }
 
     def owe_topup_item(self, sku: str, restock_ts: str, *, token: str, now: float) -> dict:
         """Transaction item: the restock owes a top-up job (a place joined while its units waited for nobody)."""
         return {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"sku": sku, "restock_ts": restock_ts},
+            "Update": tx_update(
+                self.name,
+                {"sku": sku, "restock_ts": restock_ts},
                 # A first job still owed stays the first job (it walks the whole queue anyway).
-                "UpdateExpression": (
+                (
                     "SET pending_key = :pk, pending_since = if_not_exists(pending_since, :now), "
                     "pending_kind = if_not_exists(pending_kind, :topup), pending_token = :tok "
                     "REMOVE enqueue_lease_until"
                 ),
                 # Nothing lost (invariant 7): owed with the place, so the sweep sends it if we stop here.
                 # attribute_exists keeps a stray key from creating a restock.
-                "ConditionExpression": "attribute_exists(restock_id)",
-                "ExpressionAttributeValues": {":pk": PENDING_KEY, ":now": int(now), ":topup": "topup", ":tok": token},
-            }
+                "attribute_exists(restock_id)",
+                values={":pk": PENDING_KEY, ":now": int(now), ":topup": "topup", ":tok": token},
+            )
         }
 
     def release_offer_owing_topup_item(
@@ -545,10 +545,10 @@ class RestocksTable:
         tally = f", {NOTIFIED}{_channel(unsent)} :minus" if unsent is not None else ""
         values: dict[str, Any] = {":minus": -1} if unsent is not None else {}
         return {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"sku": sku, "restock_ts": restock_ts},
-                "UpdateExpression": (
+            "Update": tx_update(
+                self.name,
+                {"sku": sku, "restock_ts": restock_ts},
+                (
                     f"ADD units_offerable :one{tally} "
                     "SET pending_key = :pk, pending_since = if_not_exists(pending_since, :now), "
                     "pending_kind = if_not_exists(pending_kind, :topup), pending_token = :tok "
@@ -556,9 +556,9 @@ class RestocksTable:
                 ),
                 # Nothing lost (invariant 7): the job is owed with the unit, so the sweep sends it if we stop here.
                 # A closed restock owes no job (sending one would mark it queued again): the caller leaves it out.
-                "ConditionExpression": "attribute_exists(restock_id) AND #state <> :closed",
-                "ExpressionAttributeNames": {"#state": "state"},
-                "ExpressionAttributeValues": {
+                "attribute_exists(restock_id) AND #state <> :closed",
+                names={"#state": "state"},
+                values={
                     ":one": 1,
                     ":pk": PENDING_KEY,
                     ":now": int(now),
@@ -567,7 +567,7 @@ class RestocksTable:
                     ":closed": RestockState.CLOSED,
                     **values,
                 },
-            }
+            )
         }
 
     def _sales_update(self, seen: Restock, names: dict[str, str], values: dict[str, Any]) -> tuple[str, str]:
@@ -628,16 +628,9 @@ class RestocksTable:
         # back (invariant 4).
         condition = self._seen_condition(seen, values)
         sales_sets, sales_condition = self._sales_update(seen, names, values)
-        return {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"sku": sku, "restock_ts": restock_ts},
-                "UpdateExpression": sets + sales_sets + then,
-                "ConditionExpression": condition + sales_condition,
-                "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": values,
-            }
-        }
+        key = {"sku": sku, "restock_ts": restock_ts}
+        update = sets + sales_sets + then
+        return {"Update": tx_update(self.name, key, update, condition + sales_condition, names=names, values=values)}
 
     def sales_seen_item(self, sku: str, restock_ts: str, *, seen: Restock) -> dict:
         """Transaction item: a level included our own sales and nothing else moved; they are seen now."""
@@ -645,15 +638,15 @@ class RestocksTable:
         values: dict[str, Any] = {":seen": seen.state}
         sets, condition = self._sales_update(seen, names, values)
         return {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"sku": sku, "restock_ts": restock_ts},
-                "UpdateExpression": "SET " + sets.removeprefix(", "),
+            "Update": tx_update(
+                self.name,
+                {"sku": sku, "restock_ts": restock_ts},
+                "SET " + sets.removeprefix(", "),
                 # The restock we read, still in its state: its sales are ours to mark as seen.
-                "ConditionExpression": "#state = :seen" + condition,
-                "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": values,
-            }
+                "#state = :seen" + condition,
+                names=names,
+                values=values,
+            )
         }
 
     def has_units_check(self, sku: str, restock_ts: str) -> dict:
@@ -667,65 +660,50 @@ class RestocksTable:
         return self._units_check(sku, restock_ts, "#state = :closed OR units_offerable < :one")
 
     def _units_check(self, sku: str, restock_ts: str, condition: str) -> dict:
-        return {
-            "ConditionCheck": {
-                "TableName": self.name,
-                "Key": {"sku": sku, "restock_ts": restock_ts},
-                "ConditionExpression": condition,
-                "ExpressionAttributeNames": {"#state": "state"},
-                "ExpressionAttributeValues": {":closed": RestockState.CLOSED, ":one": 1},
-            }
-        }
+        key = {"sku": sku, "restock_ts": restock_ts}
+        values = {":closed": RestockState.CLOSED, ":one": 1}
+        return {"ConditionCheck": tx_check(self.name, key, condition, names={"#state": "state"}, values=values)}
 
     def claim_enqueue(self, sku: str, restock_ts: str, *, now: float, lease_s: int) -> Restock | None:
         """Take the right to send the owed job for `lease_s` seconds; the restock as claimed, or None."""
-        try:
-            result = self.table.update_item(
-                Key={"sku": sku, "restock_ts": restock_ts},
-                UpdateExpression="SET enqueue_lease_until = :until",
-                # One enqueuer at a time: simultaneous deliveries and the sweep make one job, and the lease
-                # of an enqueuer that died runs out, so the job is still sent (invariant 7).
-                ConditionExpression=(
-                    "attribute_exists(pending_key) AND "
-                    "(attribute_not_exists(enqueue_lease_until) OR enqueue_lease_until <= :now)"
-                ),
-                ExpressionAttributeValues={":until": int(now) + lease_s, ":now": int(now)},
-                ReturnValues="ALL_NEW",
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return None
-        return Restock.from_item(result["Attributes"])
+        result = Conditional(self.table).update_item(
+            Key={"sku": sku, "restock_ts": restock_ts},
+            UpdateExpression="SET enqueue_lease_until = :until",
+            # One enqueuer at a time: simultaneous deliveries and the sweep make one job, and the lease
+            # of an enqueuer that died runs out, so the job is still sent (invariant 7).
+            ConditionExpression=(
+                "attribute_exists(pending_key) AND "
+                "(attribute_not_exists(enqueue_lease_until) OR enqueue_lease_until <= :now)"
+            ),
+            ExpressionAttributeValues={":until": int(now) + lease_s, ":now": int(now)},
+            ReturnValues="ALL_NEW",
+        )
+        return Restock.from_item(result["Attributes"]) if result is not None else None
 
     def release_enqueue(self, sku: str, restock_ts: str, *, token: str) -> None:
         """Give the lease back after a failed send, so the platform's retry can send the job at once."""
-        try:
-            self.table.update_item(
-                Key={"sku": sku, "restock_ts": restock_ts},
-                UpdateExpression="REMOVE enqueue_lease_until",
-                # Only the lease over the job we tried to send; a newer owed job manages its own.
-                ConditionExpression="pending_token = :tok",
-                ExpressionAttributeValues={":tok": token},
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return
+        Conditional(self.table).update_item(
+            Key={"sku": sku, "restock_ts": restock_ts},
+            UpdateExpression="REMOVE enqueue_lease_until",
+            # Only the lease over the job we tried to send; a newer owed job manages its own.
+            ConditionExpression="pending_token = :tok",
+            ExpressionAttributeValues={":tok": token},
+        )
 
     def mark_enqueued(self, sku: str, restock_ts: str, *, token: str, now: float) -> bool:
         """The owed job is on the queue: the restock is queued and leaves the by-pending index."""
-        try:
-            self.table.update_item(
-                Key={"sku": sku, "restock_ts": restock_ts},
-                UpdateExpression=(
-                    "SET #state = :queued, queued_at = if_not_exists(queued_at, :now) "
-                    "REMOVE pending_key, pending_since, pending_kind, pending_token, enqueue_lease_until"
-                ),
-                # Only the job we sent is marked done: a rise that owes a newer job keeps it owed.
-                ConditionExpression="pending_token = :tok",
-                ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues={":queued": RestockState.QUEUED, ":now": int(now), ":tok": token},
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return False
-        return True
+        answer = Conditional(self.table).update_item(
+            Key={"sku": sku, "restock_ts": restock_ts},
+            UpdateExpression=(
+                "SET #state = :queued, queued_at = if_not_exists(queued_at, :now) "
+                "REMOVE pending_key, pending_since, pending_kind, pending_token, enqueue_lease_until"
+            ),
+            # Only the job we sent is marked done: a rise that owes a newer job keeps it owed.
+            ConditionExpression="pending_token = :tok",
+            ExpressionAttributeNames={"#state": "state"},
+            ExpressionAttributeValues={":queued": RestockState.QUEUED, ":now": int(now), ":tok": token},
+        )
+        return answer is not None
 
     def owed_since(self, cutoff: int, *, page_size: int = 100) -> Iterator[Restock]:
         """Restocks owed a job since `cutoff` (Unix seconds) or earlier, from the sparse by-pending index."""
