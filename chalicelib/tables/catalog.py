@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import math
 import random
@@ -15,6 +14,7 @@ from typing import Any, Self
 
 from chalicelib.config import DEFAULT_OFFER_WINDOW_S
 from chalicelib.tables.base import (
+    Conditional,
     TransactionCancelled,
     Tx,
     TxItem,
@@ -24,6 +24,8 @@ from chalicelib.tables.base import (
     query_all,
     scan_all,
     str_or_none,
+    tx_check,
+    tx_update,
 )
 
 PRODUCT_FIELDS = ("name", "threshold", "hold_window_s", "offer_window_s", "voice", "checkout_url")
@@ -278,16 +280,17 @@ class CatalogTable:
         if "level" not in attributes and "demand_key" not in attributes:
             # A product added by hand has no level yet, which counts as sold out: it belongs in the
             # demand index, as one created by catalogue sync does.
-            with contextlib.suppress(self.table.meta.client.exceptions.ConditionalCheckFailedException):
-                attributes = self.table.update_item(
-                    Key={"sku": sku},
-                    UpdateExpression="SET demand_key = :out",
-                    # A level recorded meanwhile already decided the product's place in the index.
-                    ConditionExpression="attribute_not_exists(#level)",
-                    ExpressionAttributeNames={"#level": "level"},
-                    ExpressionAttributeValues={":out": DEMAND_OUT},
-                    ReturnValues="ALL_NEW",
-                )["Attributes"]
+            sold_out = Conditional(self.table).update_item(
+                Key={"sku": sku},
+                UpdateExpression="SET demand_key = :out",
+                # A level recorded meanwhile already decided the product's place in the index.
+                ConditionExpression="attribute_not_exists(#level)",
+                ExpressionAttributeNames={"#level": "level"},
+                ExpressionAttributeValues={":out": DEMAND_OUT},
+                ReturnValues="ALL_NEW",
+            )
+            if sold_out is not None:
+                attributes = sold_out["Attributes"]
         if "waiting_shards" not in attributes:
             self._open_shards(attributes)
         elif settings.keys() & {"discontinued", "backorder", "backorder_offer"}:
@@ -323,14 +326,14 @@ class CatalogTable:
 
     def _shards_made_item(self, sku: str) -> TxItem:
         return {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"sku": sku},
-                "UpdateExpression": "SET waiting_shards = :n",
+            "Update": tx_update(
+                self.name,
+                {"sku": sku},
+                "SET waiting_shards = :n",
                 # Never for a product that is not there (an update would create it).
-                "ConditionExpression": "attribute_exists(sku)",
-                "ExpressionAttributeValues": {":n": WAITING_SHARDS},
-            }
+                "attribute_exists(sku)",
+                values={":n": WAITING_SHARDS},
+            )
         }
 
     def _shard_writes(self, product: dict[str, Any]) -> list[TxItem]:
@@ -362,13 +365,9 @@ class CatalogTable:
         expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
         return [
             {
-                "Update": {
-                    "TableName": self.name,
-                    "Key": {"sku": shard_key(sku, shard)},
-                    "UpdateExpression": expression,
-                    "ExpressionAttributeNames": {"#of": SHARD_OF},
-                    "ExpressionAttributeValues": values,
-                }
+                "Update": tx_update(
+                    self.name, {"sku": shard_key(sku, shard)}, expression, names={"#of": SHARD_OF}, values=values
+                )
             }
             for shard in range(WAITING_SHARDS)
         ]
@@ -402,14 +401,13 @@ class CatalogTable:
         ranking (which lags the shards by up to one roll-up, so half-price eventually consistent reads do); returns
         the sum."""
         total = self.waiting(sku, consistent=False)
-        with contextlib.suppress(self.table.meta.client.exceptions.ConditionalCheckFailedException):
-            self.table.update_item(
-                Key={"sku": sku},
-                UpdateExpression="SET waiting_count = :n",
-                # Only a product that is there, and only when the figure moved (an index write costs).
-                ConditionExpression="attribute_exists(sku) AND waiting_count <> :n",
-                ExpressionAttributeValues={":n": total},
-            )
+        Conditional(self.table).update_item(
+            Key={"sku": sku},
+            UpdateExpression="SET waiting_count = :n",
+            # Only a product that is there, and only when the figure moved (an index write costs).
+            ConditionExpression="attribute_exists(sku) AND waiting_count <> :n",
+            ExpressionAttributeValues={":n": total},
+        )
         return total
 
     def all(self) -> list[Product]:
@@ -463,43 +461,26 @@ class CatalogTable:
         if unless_idle:
             # Nothing lost (invariant 7): a place joining while units wait for nobody must be told of them.
             condition += " AND attribute_not_exists(idle_restock_ts)"
+        key = {"sku": shard_key(sku, shard)}
         return {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"sku": shard_key(sku, shard)},
-                "UpdateExpression": "ADD waiting_count :one",
-                "ConditionExpression": condition,
-                "ExpressionAttributeValues": values,
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
+            "Update": tx_update(self.name, key, "ADD waiting_count :one", condition, values=values, old_on_failure=True)
         }
 
     def not_idle_check(self, sku: str) -> TxItem:
         """Transaction item: go on only while the open restock has no idle units (the refusal hands back the
         product, so the caller can owe that restock a top-up in the same transaction, invariant 7)."""
         return {
-            "ConditionCheck": {
-                "TableName": self.name,
-                "Key": {"sku": sku},
-                "ConditionExpression": "attribute_not_exists(idle_restock_ts)",
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
+            "ConditionCheck": tx_check(
+                self.name, {"sku": sku}, "attribute_not_exists(idle_restock_ts)", old_on_failure=True
+            )
         }
 
     def leave_item(self, sku: str, shard: int) -> TxItem:
         """Transaction item: count one fewer shopper waiting, on the shard the place was counted on."""
-        values = {":minus": -1}
-        expression = "ADD waiting_count :minus"
-        return {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"sku": shard_key(sku, shard)},
-                # No condition: it moves in the same transaction as the request's state, so it stays
-                # in step, and a leave must never be refused because of a counter.
-                "UpdateExpression": expression,
-                "ExpressionAttributeValues": values,
-            }
-        }
+        # No condition: it moves in the same transaction as the request's state, so it stays
+        # in step, and a leave must never be refused because of a counter.
+        key = {"sku": shard_key(sku, shard)}
+        return {"Update": tx_update(self.name, key, "ADD waiting_count :minus", values={":minus": -1})}
 
     # --- The last stock level seen, written by restock detection. Every write bumps level_version, so a
     # --- writer that decided on an older version is refused and decides again (optimistic concurrency).
@@ -557,16 +538,16 @@ class CatalogTable:
         else:
             version_condition = "attribute_not_exists(level_version)"
         return {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"sku": sku},
-                "UpdateExpression": expression,
+            "Update": tx_update(
+                self.name,
+                {"sku": sku},
+                expression,
                 # Only over the version we decided on, so two deliveries never both see the same "before"
                 # (one crossing, one restock: invariant 6), and never for a product that is not catalogued.
-                "ConditionExpression": f"attribute_exists(sku) AND {version_condition}",
-                "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": values,
-            }
+                f"attribute_exists(sku) AND {version_condition}",
+                names=names,
+                values=values,
+            )
         }
 
     # --- Idle units: the open restock has units to offer and nobody eligible waits. A new place reads the mark
@@ -589,37 +570,28 @@ class CatalogTable:
     ) -> list[TxItem]:
         """The product's idle mark (`update` under `condition`) and every shard's with it (`_shard_marks`): the mark
         is set and taken off all together, or not at all."""
-        product: TxItem = {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"sku": sku},
-                "UpdateExpression": update,
-                "ConditionExpression": condition,
-                "ExpressionAttributeValues": values,
-            }
-        }
+        product: TxItem = {"Update": tx_update(self.name, {"sku": sku}, update, condition, values=values)}
         return [product, *self._shard_marks(sku, mark)]
 
     def _shard_marks(self, sku: str, mark: tuple[str, str] | None) -> list[TxItem]:
         """Transaction items: set (`mark`) or take off (None) the idle mark on every shard, so every tap's
         transaction, which reads its shard's mark, serialises with the one that writes it (invariant 7)."""
-        items: list[TxItem] = []
-        for shard in range(WAITING_SHARDS):
-            update: dict[str, Any] = {
-                "TableName": self.name,
-                "Key": {"sku": shard_key(sku, shard)},
-                # No condition: the product item's own condition in the same transaction decides; a shard is
-                # always written whole (`shard_of`), never left a bare key.
-                "ExpressionAttributeNames": {"#of": SHARD_OF},
+        values: dict[str, Any] = {":sku": sku}
+        if mark is None:
+            expression = "SET #of = :sku REMOVE idle_restock_ts, idle_restock_id"
+        else:
+            expression = "SET #of = :sku, idle_restock_ts = :rts, idle_restock_id = :rid"
+            values.update({":rts": mark[0], ":rid": mark[1]})
+        # No condition: the product item's own condition in the same transaction decides; a shard is
+        # always written whole (`shard_of`), never left a bare key.
+        return [
+            {
+                "Update": tx_update(
+                    self.name, {"sku": shard_key(sku, shard)}, expression, names={"#of": SHARD_OF}, values=values
+                )
             }
-            if mark is None:
-                update["UpdateExpression"] = "SET #of = :sku REMOVE idle_restock_ts, idle_restock_id"
-                update["ExpressionAttributeValues"] = {":sku": sku}
-            else:
-                update["UpdateExpression"] = "SET #of = :sku, idle_restock_ts = :rts, idle_restock_id = :rid"
-                update["ExpressionAttributeValues"] = {":sku": sku, ":rts": mark[0], ":rid": mark[1]}
-            items.append({"Update": update})
-        return items
+            for shard in range(WAITING_SHARDS)
+        ]
 
     def close_marks_items(self, sku: str) -> list[TxItem]:
         """Transaction items: the shards' idle marks go with a restock that closes (`level_item(close_restock=)`)."""
@@ -666,23 +638,18 @@ class CatalogTable:
         # The product is sold from here on: it and its shards (which are what let a tap join) move together.
         sets.append("waiting_shards = :n")
         values[":n"] = WAITING_SHARDS
-        update = {
-            "TableName": self.name,
-            "Key": {"sku": sku},
-            "UpdateExpression": "SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes),
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": values,
-        }
+        expression = "SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes)
         if not marks:
-            try:
+            opened = Conditional(self.table).update_item(
+                Key={"sku": sku},
+                UpdateExpression=expression,
                 # Shards open already: the product alone, only while that still holds (a discontinue meanwhile
                 # marked the shards, and this write alone would not reopen them).
-                self.table.update_item(
-                    **update, ConditionExpression=f"attribute_exists(waiting_shards) AND {NOT_DISCONTINUED}"
-                )
-            except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-                pass
-            else:
+                ConditionExpression=f"attribute_exists(waiting_shards) AND {NOT_DISCONTINUED}",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+            if opened is not None:
                 self._forget(sku)
                 return
         unconditional = {k: v for k, v in values.items() if k != ":no"}
@@ -691,15 +658,13 @@ class CatalogTable:
             # transaction, the shards made from the product as read and written.
             old = self.table.get_item(Key={"sku": sku}, ConsistentRead=True).get("Item") or {}
             shards = self._shard_writes({**old, **settings, "sku": sku, "discontinued": False})
-            guarded = {**update, "ExpressionAttributeValues": unconditional}
             offer = old.get("backorder_offer")
             # Only over the shop's choice read here, which the shards are made from (no list open that should not be).
             condition = "attribute_not_exists(backorder_offer)" if offer is None else "backorder_offer = :offer_read"
-            guarded["ConditionExpression"] = condition
-            if offer is not None:
-                guarded["ExpressionAttributeValues"] = {**unconditional, ":offer_read": offer}
+            read = unconditional if offer is None else {**unconditional, ":offer_read": offer}
+            product = {"Update": tx_update(self.name, {"sku": sku}, expression, condition, names=names, values=read)}
             try:
-                Tx().add("product", {"Update": guarded}).add("shards", *shards).run(self.table.meta.client)
+                Tx().add("product", product).add("shards", *shards).run(self.table.meta.client)
             except TransactionCancelled as cancelled:
                 if cancelled.failed("product") and attempt + 1 < MARK_ATTEMPTS:
                     continue
@@ -724,14 +689,14 @@ class CatalogTable:
             values: dict[str, Any] = {":offer": offer, ":n": WAITING_SHARDS}
             values.update({k: v for k, v in ((":yes", True), (":no", False)) if k in backorder + discontinued})
             product = {
-                "Update": {
-                    "TableName": self.name,
-                    "Key": {"sku": sku},
-                    "UpdateExpression": "SET backorder_offer = :offer, waiting_shards = :n",
+                "Update": tx_update(
+                    self.name,
+                    {"sku": sku},
+                    "SET backorder_offer = :offer, waiting_shards = :n",
                     # Only over the product as read, which the shards are made from (no list open that should not be).
-                    "ConditionExpression": f"attribute_exists(sku) AND {backorder} AND {discontinued}",
-                    "ExpressionAttributeValues": values,
-                }
+                    f"attribute_exists(sku) AND {backorder} AND {discontinued}",
+                    values=values,
+                )
             }
             try:
                 Tx().add("product", product).add("shards", *self._shard_writes(new)).run(self.table.meta.client)
@@ -750,14 +715,14 @@ class CatalogTable:
     def store_held_item(self, sku: str, change: int) -> TxItem:
         """Transaction item: one more (1) or one fewer (-1) of our holds held on the store itself."""
         return {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"sku": sku},
-                "UpdateExpression": "ADD store_held :change",
+            "Update": tx_update(
+                self.name,
+                {"sku": sku},
+                "ADD store_held :change",
                 # Never for a product that is not catalogued (an update would create it).
-                "ConditionExpression": "attribute_exists(sku)",
-                "ExpressionAttributeValues": {":change": int(change)},
-            }
+                "attribute_exists(sku)",
+                values={":change": int(change)},
+            )
         }
 
     def sku_for_store_item(self, store_item: str) -> str | None:
@@ -783,14 +748,14 @@ class CatalogTable:
     def discontinue(self, sku: str, now: float) -> bool:
         """Mark a product no longer sold (never delete it: its waiting list and level stay); False if it was."""
         product: TxItem = {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"sku": sku},
-                "UpdateExpression": "SET discontinued = :yes, discontinued_at = :now",
+            "Update": tx_update(
+                self.name,
+                {"sku": sku},
+                "SET discontinued = :yes, discontinued_at = :now",
                 # Marked once, and never for a product that is not there (an update would create it).
-                "ConditionExpression": f"attribute_exists(sku) AND {NOT_DISCONTINUED}",
-                "ExpressionAttributeValues": {":yes": True, ":no": False, ":now": int(now)},
-            }
+                f"attribute_exists(sku) AND {NOT_DISCONTINUED}",
+                values={":yes": True, ":no": False, ":now": int(now)},
+            )
         }
         try:
             # With its shards, which are what refuse a tap: no list is joined once the product is not sold.
