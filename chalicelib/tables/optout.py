@@ -24,7 +24,19 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 
 from chalicelib.clock import iso
-from chalicelib.tables.base import BatchRead, TransactionCancelled, Tx, TxItem, get_all, query_all
+from chalicelib.tables.base import (
+    BatchRead,
+    Conditional,
+    TransactionCancelled,
+    Tx,
+    TxItem,
+    get_all,
+    query_all,
+    tx_check,
+    tx_delete,
+    tx_put,
+    tx_update,
+)
 
 # Why a contact is suppressed: an SMS STOP, the unsubscribe link, staff, or SES feedback (a hard bounce or a
 # complaint, chalicelib/feedback.py).
@@ -110,45 +122,44 @@ class OptoutTable:
     def not_suppressed_item(self, contact_key: str) -> TxItem:
         """Transaction item: go on only if this person has not opted out."""
         return {
-            "ConditionCheck": {
-                "TableName": self.name,
-                "Key": {"contact": contact_key},
+            "ConditionCheck": tx_check(
+                self.name,
+                {"contact": contact_key},
                 # Opt-out at capture: a suppressed contact is never queued (invariant 3).
-                "ConditionExpression": "attribute_not_exists(contact)",
+                "attribute_not_exists(contact)",
                 # The record's source decides whether the tap may be answered with a proof message.
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
+                old_on_failure=True,
+            )
         }
 
     def lift_item(self, contact_key: str, sources: tuple[str, ...]) -> TxItem:
         """Transaction item: lift a suppression the person chose (one of `sources`), with a proof they gave."""
-        names = {f":s{i}": source for i, source in enumerate(sources)}
+        chosen = {f":s{i}": source for i, source in enumerate(sources)}
         return {
-            "Delete": {
-                "TableName": self.name,
-                "Key": {"contact": contact_key},
+            "Delete": tx_delete(
+                self.name,
+                {"contact": contact_key},
                 # Invariant 3's one exception: only an opt-out of the person's own choice is lifted (never a bounce,
                 # a complaint or an invalid number), and only once its places have all left their lists.
-                "ConditionExpression": f"attribute_exists(contact) AND #source IN ({', '.join(names)}) "
-                "AND attribute_not_exists(leaving)",
-                "ExpressionAttributeNames": {"#source": "source"},
-                "ExpressionAttributeValues": names,
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
+                f"attribute_exists(contact) AND #source IN ({', '.join(chosen)}) AND attribute_not_exists(leaving)",
+                names={"#source": "source"},
+                values=chosen,
+                old_on_failure=True,
+            )
         }
 
     def undo_item(self, contact_key: str, at: int) -> TxItem:
         """Transaction item: lift the unsubscribe written at `at` (chalicelib/shopper/undo.py), and no other opt-out."""
         return {
-            "Delete": {
-                "TableName": self.name,
-                "Key": {"contact": contact_key},
+            "Delete": tx_delete(
+                self.name,
+                {"contact": contact_key},
                 # Opt-out (invariant 3): only that very unsubscribe by link, never a later or another source's.
-                "ConditionExpression": "#source = :unsubscribe AND #at = :at AND attribute_not_exists(leaving)",
-                "ExpressionAttributeNames": {"#source": "source", "#at": "at"},
-                "ExpressionAttributeValues": {":unsubscribe": "unsubscribe", ":at": int(at)},
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
+                "#source = :unsubscribe AND #at = :at AND attribute_not_exists(leaving)",
+                names={"#source": "source", "#at": "at"},
+                values={":unsubscribe": "unsubscribe", ":at": int(at)},
+                old_on_failure=True,
+            )
         }
 
     # --- Pending proofs of opting back in (chalicelib/shopper/resubscribe.py).
@@ -168,45 +179,40 @@ class OptoutTable:
             "owed_at": int(now),
         }
         return {
-            "Put": {
-                "TableName": self.name,
-                "Item": item,
+            "Put": tx_put(
+                self.name,
+                item,
                 # One live proof per key: a random link id never reuses another's, and a number's code is replaced
                 # only once the last one has expired.
-                "ConditionExpression": "attribute_not_exists(contact) OR expires_at <= :now",
-                "ExpressionAttributeValues": {":now": int(now)},
-            }
+                "attribute_not_exists(contact) OR expires_at <= :now",
+                values={":now": int(now)},
+            )
         }
 
     def claim_proof(self, key: str, now: float) -> dict[str, Any] | None:
         """Take a pending proof's owed message for sending (once); the proof as it now stands, or None when its
         message is not owed (sent already, used, or expired)."""
-        try:
-            result = self.table.update_item(
-                Key={"contact": key},
-                UpdateExpression="SET sent_at = :now REMOVE owed_day, owed_at",
-                # Exactly once (invariant 6): a redelivered message or the sweep's re-send finds it taken.
-                ConditionExpression="attribute_exists(owed_at) AND expires_at > :now AND attribute_not_exists(used_at)",
-                ExpressionAttributeValues={":now": int(now)},
-                ReturnValues="ALL_NEW",
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return None
-        return dict(result["Attributes"])
+        result = Conditional(self.table).update_item(
+            Key={"contact": key},
+            UpdateExpression="SET sent_at = :now REMOVE owed_day, owed_at",
+            # Exactly once (invariant 6): a redelivered message or the sweep's re-send finds it taken.
+            ConditionExpression="attribute_exists(owed_at) AND expires_at > :now AND attribute_not_exists(used_at)",
+            ExpressionAttributeValues={":now": int(now)},
+            ReturnValues="ALL_NEW",
+        )
+        return dict(result["Attributes"]) if result is not None else None
 
     def release_proof(self, key: str, owed_since: float) -> None:
         """A claimed message that provably did not go: owed again, for the retry or the sweep."""
-        try:
-            self.table.update_item(
-                Key={"contact": key},
-                UpdateExpression="SET owed_day = :day, owed_at = :at REMOVE sent_at",
-                # Only a proof still waiting for its message (never recreate one that was used or has gone).
-                ConditionExpression="attribute_exists(contact) AND attribute_not_exists(owed_at) "
-                "AND attribute_not_exists(used_at)",
-                ExpressionAttributeValues={":day": owed_day(owed_since), ":at": int(owed_since)},
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return
+        Conditional(self.table).update_item(
+            Key={"contact": key},
+            UpdateExpression="SET owed_day = :day, owed_at = :at REMOVE sent_at",
+            # Only a proof still waiting for its message (never recreate one that was used or has gone).
+            ConditionExpression=(
+                "attribute_exists(contact) AND attribute_not_exists(owed_at) AND attribute_not_exists(used_at)"
+            ),
+            ExpressionAttributeValues={":day": owed_day(owed_since), ":at": int(owed_since)},
+        )
 
     def proof(self, key: str) -> dict[str, Any] | None:
         """A pending proof as stored (used or expired ones too, until their ttl), read strongly consistent."""
@@ -216,19 +222,17 @@ class OptoutTable:
     def try_code(self, key: str, now: float, max_attempts: int) -> dict[str, Any] | None:
         """Count one try at a number's pending code; the proof as it now stands, or None when none is live (none
         sent, expired, used, or out of tries)."""
-        try:
-            result = self.table.update_item(
-                Key={"contact": key},
-                UpdateExpression="ADD attempts :one",
-                # A six-digit code gets `max_attempts` guesses, however many addresses guess.
-                ConditionExpression="attribute_exists(nonce) AND attempts < :max AND expires_at > :now "
-                "AND attribute_not_exists(used_at)",
-                ExpressionAttributeValues={":one": 1, ":max": max_attempts, ":now": int(now)},
-                ReturnValues="ALL_NEW",
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return None
-        return dict(result["Attributes"])
+        result = Conditional(self.table).update_item(
+            Key={"contact": key},
+            UpdateExpression="ADD attempts :one",
+            # A six-digit code gets `max_attempts` guesses, however many addresses guess.
+            ConditionExpression=(
+                "attribute_exists(nonce) AND attempts < :max AND expires_at > :now AND attribute_not_exists(used_at)"
+            ),
+            ExpressionAttributeValues={":one": 1, ":max": max_attempts, ":now": int(now)},
+            ReturnValues="ALL_NEW",
+        )
+        return dict(result["Attributes"]) if result is not None else None
 
     def use_proof_item(self, key: str, now: float, *, nonce: str | None = None) -> TxItem:
         """Transaction item: a pending proof is used (with the change it proves)."""
@@ -238,14 +242,14 @@ class OptoutTable:
             condition += " AND nonce = :nonce"
             values[":nonce"] = nonce
         return {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"contact": key},
-                "UpdateExpression": "SET used_at = :now REMOVE owed_day, owed_at",
+            "Update": tx_update(
+                self.name,
+                {"contact": key},
+                "SET used_at = :now REMOVE owed_day, owed_at",
                 # Single use, before it expires, and for a code only the one that was checked.
-                "ConditionExpression": condition,
-                "ExpressionAttributeValues": values,
-            }
+                condition,
+                values=values,
+            )
         }
 
     def owed_proofs(self, before: float, *, lookback_days: int, page_size: int = 100) -> Iterator[str]:
@@ -266,15 +270,12 @@ class OptoutTable:
         item: dict[str, Any] = {"contact": contact_key, "source": source, "at": int(now)}
         if leaving:
             item["leaving"] = True
-        try:
-            self.table.put_item(
-                Item=item,
-                # The first opt-out is the fact worth keeping; later ones change nothing.
-                ConditionExpression="attribute_not_exists(contact)",
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return False
-        return True
+        written = Conditional(self.table).put_item(
+            Item=item,
+            # The first opt-out is the fact worth keeping; later ones change nothing.
+            ConditionExpression="attribute_not_exists(contact)",
+        )
+        return written is not None
 
     def remove(self, contact_key: str) -> bool:
         """Lift a suppression (staff only, on the shopper's request); False when there was none."""
@@ -303,15 +304,12 @@ class OptoutTable:
 
     def left(self, contact_key: str) -> None:
         """The contact's places have all left their lists: the record no longer says they are still to."""
-        try:
-            self.table.update_item(
-                Key={"contact": contact_key},
-                UpdateExpression="REMOVE leaving",
-                # Never recreate a suppression staff lifted meanwhile (an update would create the item).
-                ConditionExpression="attribute_exists(leaving)",
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return
+        Conditional(self.table).update_item(
+            Key={"contact": contact_key},
+            UpdateExpression="REMOVE leaving",
+            # Never recreate a suppression staff lifted meanwhile (an update would create the item).
+            ConditionExpression="attribute_exists(leaving)",
+        )
 
     def leaving_among(self, contact_keys: list[str]) -> dict[str, bool]:
         """Which of these contacts are suppressed (eventually consistent, in batches of 100), each with whether its
@@ -388,29 +386,17 @@ class OptoutTable:
             current = "link = :old"
             values[":old"] = seen.link_id
         current += " AND (attribute_not_exists(version) OR version = :v)"
-        put: TxItem = {
-            "Put": {
-                "TableName": self.name,
-                "Item": {
-                    "contact": manage_id_key(issue.link_id),
-                    "k": issue.contact_key,
-                    "version": seen.version,
-                    "at": int(now),
-                    "ttl": int(issue.expires_at),
-                },
-                # An id names one person for good: a (never expected) collision must not take over another's.
-                "ConditionExpression": "attribute_not_exists(contact)",
-            }
+        named = {
+            "contact": manage_id_key(issue.link_id),
+            "k": issue.contact_key,
+            "version": seen.version,
+            "at": int(now),
+            "ttl": int(issue.expires_at),
         }
-        update: TxItem = {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"contact": version_key(issue.contact_key)},
-                "UpdateExpression": "SET link = :id, link_at = :now",
-                "ConditionExpression": current,
-                "ExpressionAttributeValues": values,
-            }
-        }
+        # An id names one person for good: a (never expected) collision must not take over another's.
+        put: TxItem = {"Put": tx_put(self.name, named, "attribute_not_exists(contact)")}
+        key = {"contact": version_key(issue.contact_key)}
+        update: TxItem = {"Update": tx_update(self.name, key, "SET link = :id, link_at = :now", current, values=values)}
         return put, update
 
     def manage_id(self, link_id: str) -> ManageId | None:
