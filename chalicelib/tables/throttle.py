@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chalicelib.tables.base import TableRole, TxItem, update_alone
+from chalicelib.tables.base import Conditional, TableRole, TxItem, tx_put, tx_update, update_alone
 
 
 class RateCounters(TableRole):
@@ -25,39 +25,41 @@ class RateCounters(TableRole):
     def charge_item(self, key: str, limit: int, expires_at: int) -> TxItem:
         """Transaction item: count one request against `key`, refusing once `limit` is reached."""
         return {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"key": key},
-                "UpdateExpression": "ADD n :one SET #ttl = if_not_exists(#ttl, :ttl)",
+            "Update": tx_update(
+                self.name,
+                {"key": key},
+                "ADD n :one SET #ttl = if_not_exists(#ttl, :ttl)",
                 # The rate limit holds across Lambda instances because the count lives here.
-                "ConditionExpression": "attribute_not_exists(n) OR n < :limit",
-                "ExpressionAttributeNames": {"#ttl": "ttl"},
-                "ExpressionAttributeValues": {":one": 1, ":limit": limit, ":ttl": expires_at},
-            }
+                "attribute_not_exists(n) OR n < :limit",
+                names={"#ttl": "ttl"},
+                values={":one": 1, ":limit": limit, ":ttl": expires_at},
+            )
         }
 
     def proof_cap_item(self, key: str, now: float, *, every_s: int, window_s: int) -> TxItem:
         """Transaction item: count one proof message (chalicelib/shopper/resubscribe.py) against a person's cap, refused
         when one went under `every_s` ago or three went within the last `window_s` (sliding, not fixed windows)."""
         return {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"key": key},
+            "Update": tx_update(
+                self.name,
+                {"key": key},
                 # The three latest sends, newest first (all SETs read the item as it was before this update).
-                "UpdateExpression": "SET #third = if_not_exists(#second, :never), #second = if_not_exists(#last, :never), "
-                "#last = :now, #ttl = :ttl",
+                (
+                    "SET #third = if_not_exists(#second, :never), #second = if_not_exists(#last, :never), "
+                    "#last = :now, #ttl = :ttl"
+                ),
                 # Invariant 3's one exception stays narrow: a suppressed contact gets at most one proof message a
                 # day and three a window, however often anyone taps for it.
-                "ConditionExpression": "attribute_not_exists(#last) OR (#last <= :day_ago AND #third <= :window_ago)",
-                "ExpressionAttributeNames": {"#last": "last", "#second": "second", "#third": "third", "#ttl": "ttl"},
-                "ExpressionAttributeValues": {
+                "attribute_not_exists(#last) OR (#last <= :day_ago AND #third <= :window_ago)",
+                names={"#last": "last", "#second": "second", "#third": "third", "#ttl": "ttl"},
+                values={
                     ":now": int(now),
                     ":never": 0,
                     ":day_ago": int(now) - every_s,
                     ":window_ago": int(now) - window_s,
                     ":ttl": int(now) + window_s,
                 },
-            }
+            )
         }
 
     def charge_many(self, key: str, count: int, limit: int, expires_at: int) -> bool:
@@ -66,19 +68,15 @@ class RateCounters(TableRole):
             return True
         if count > limit:
             return False
-        return update_alone(
-            self.table,
-            {
-                "Update": {
-                    "TableName": self.name,
-                    "Key": {"key": key},
-                    "UpdateExpression": "ADD n :count SET #ttl = if_not_exists(#ttl, :ttl)",
-                    "ConditionExpression": "attribute_not_exists(n) OR n <= :room",
-                    "ExpressionAttributeNames": {"#ttl": "ttl"},
-                    "ExpressionAttributeValues": {":count": count, ":room": limit - count, ":ttl": expires_at},
-                }
-            },
+        update = tx_update(
+            self.name,
+            {"key": key},
+            "ADD n :count SET #ttl = if_not_exists(#ttl, :ttl)",
+            "attribute_not_exists(n) OR n <= :room",
+            names={"#ttl": "ttl"},
+            values={":count": count, ":room": limit - count, ":ttl": expires_at},
         )
+        return update_alone(self.table, {"Update": update})
 
     def charge(self, key: str, limit: int, expires_at: int) -> bool:
         """Count one request on its own; False when the limit was already reached."""
@@ -108,14 +106,14 @@ class SeenEvents(TableRole):
     def remember_item(self, key: str, expires_at: int) -> TxItem:
         """Transaction item: remember that `key` happened (until `expires_at`); refused if it already had."""
         return {
-            "Put": {
-                "TableName": self.name,
-                "Item": {"key": key, "ttl": expires_at},
+            "Put": tx_put(
+                self.name,
+                {"key": key, "ttl": expires_at},
                 # Exactly once (invariant 6): a second delivery of the same webhook or SES event, or a second import of
                 # the same person to the same list, finds the first one's record.
-                "ConditionExpression": "attribute_not_exists(#key)",
-                "ExpressionAttributeNames": {"#key": "key"},
-            }
+                "attribute_not_exists(#key)",
+                names={"#key": "key"},
+            )
         }
 
     def remember(self, key: str, expires_at: int) -> None:
@@ -141,16 +139,15 @@ class Digests(TableRole):
 
     def add_to_digest(self, key: str, sku: str, *, cap: int, expires_at: int) -> None:
         """Name `sku` in a window's digest; past `cap` names only the count of the others grows."""
-        try:
-            self.table.update_item(
-                Key={"key": key},
-                UpdateExpression="ADD skus :sku SET #ttl = if_not_exists(#ttl, :ttl)",
-                # Bounded: taps on made-up SKUs must not grow one item without limit (400 KB per item).
-                ConditionExpression="attribute_not_exists(skus) OR size(skus) < :cap",
-                ExpressionAttributeNames={"#ttl": "ttl"},
-                ExpressionAttributeValues={":sku": {sku}, ":cap": cap, ":ttl": expires_at},
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+        named = Conditional(self.table).update_item(
+            Key={"key": key},
+            UpdateExpression="ADD skus :sku SET #ttl = if_not_exists(#ttl, :ttl)",
+            # Bounded: taps on made-up SKUs must not grow one item without limit (400 KB per item).
+            ConditionExpression="attribute_not_exists(skus) OR size(skus) < :cap",
+            ExpressionAttributeNames={"#ttl": "ttl"},
+            ExpressionAttributeValues={":sku": {sku}, ":cap": cap, ":ttl": expires_at},
+        )
+        if named is None:
             self._counters.bump(key, expires_at)
 
     def digest(self, key: str) -> tuple[list[str], int, bool]:
@@ -160,17 +157,14 @@ class Digests(TableRole):
 
     def mark_digest_sent(self, key: str, now: float) -> bool:
         """Mark a window's digest sent; False when another sweep marked it first."""
-        try:
-            self.table.update_item(
-                Key={"key": key},
-                UpdateExpression="SET sent_at = :now",
-                # One digest per window: whichever sweep marks it first is the one that sent it.
-                ConditionExpression="attribute_exists(skus) AND attribute_not_exists(sent_at)",
-                ExpressionAttributeValues={":now": int(now)},
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return False
-        return True
+        marked = Conditional(self.table).update_item(
+            Key={"key": key},
+            UpdateExpression="SET sent_at = :now",
+            # One digest per window: whichever sweep marks it first is the one that sent it.
+            ConditionExpression="attribute_exists(skus) AND attribute_not_exists(sent_at)",
+            ExpressionAttributeValues={":now": int(now)},
+        )
+        return marked is not None
 
 
 class PendingSteps(TableRole):
@@ -181,18 +175,15 @@ class PendingSteps(TableRole):
         """Write a pending step (a channel switch's code, an opt-in link) with a fresh nonce, replacing an older one;
         False when one was started under `every_s` ago and is still live."""
         expires = int(now) + ttl_s
-        try:
-            self.table.put_item(
-                Item={**item, "at": int(now), "expires_at": expires, "ttl": expires},
-                # At most one every `every_s`: the page (or staff) cannot be used to flood a contact with codes or
-                # to mint a stream of links.
-                ConditionExpression="attribute_not_exists(#key) OR #at <= :before OR expires_at <= :now",
-                ExpressionAttributeNames={"#key": "key", "#at": "at"},
-                ExpressionAttributeValues={":before": int(now) - every_s, ":now": int(now)},
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return False
-        return True
+        written = Conditional(self.table).put_item(
+            Item={**item, "at": int(now), "expires_at": expires, "ttl": expires},
+            # At most one every `every_s`: the page (or staff) cannot be used to flood a contact with codes or
+            # to mint a stream of links.
+            ConditionExpression="attribute_not_exists(#key) OR #at <= :before OR expires_at <= :now",
+            ExpressionAttributeNames={"#key": "key", "#at": "at"},
+            ExpressionAttributeValues={":before": int(now) - every_s, ":now": int(now)},
+        )
+        return written is not None
 
     def start_switch(
         self, key: str, *, nonce: str, channel: str, contact: str, new_key: str, now: float, ttl_s: int, every_s: int
@@ -203,44 +194,35 @@ class PendingSteps(TableRole):
 
     def claim_switch_code(self, key: str, nonce: str, now: float) -> dict[str, Any] | None:
         """Take a pending switch's code for sending, once per nonce; None when it is not owed."""
-        try:
-            result = self.table.update_item(
-                Key={"key": key},
-                UpdateExpression="SET sent = :yes",
-                ConditionExpression="nonce = :nonce AND attribute_not_exists(sent) AND expires_at > :now",
-                ExpressionAttributeValues={":yes": True, ":nonce": nonce, ":now": int(now)},
-                ReturnValues="ALL_NEW",
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return None
-        return dict(result["Attributes"])
+        result = Conditional(self.table).update_item(
+            Key={"key": key},
+            UpdateExpression="SET sent = :yes",
+            ConditionExpression="nonce = :nonce AND attribute_not_exists(sent) AND expires_at > :now",
+            ExpressionAttributeValues={":yes": True, ":nonce": nonce, ":now": int(now)},
+            ReturnValues="ALL_NEW",
+        )
+        return dict(result["Attributes"]) if result is not None else None
 
     def release_switch_code(self, key: str, nonce: str) -> None:
         """A claimed code that provably did not go: owed again for the retry."""
-        try:
-            self.table.update_item(
-                Key={"key": key},
-                UpdateExpression="REMOVE sent",
-                ConditionExpression="nonce = :nonce",
-                ExpressionAttributeValues={":nonce": nonce},
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return
+        Conditional(self.table).update_item(
+            Key={"key": key},
+            UpdateExpression="REMOVE sent",
+            ConditionExpression="nonce = :nonce",
+            ExpressionAttributeValues={":nonce": nonce},
+        )
 
     def try_switch_code(self, key: str, now: float, max_attempts: int) -> dict[str, Any] | None:
         """Count one try at a pending switch's code; the pending switch as it now stands, or None when there is
         none live (expired, or out of tries)."""
-        try:
-            result = self.table.update_item(
-                Key={"key": key},
-                UpdateExpression="ADD attempts :one",
-                ConditionExpression="attribute_exists(nonce) AND attempts < :max AND expires_at > :now",
-                ExpressionAttributeValues={":one": 1, ":max": max_attempts, ":now": int(now)},
-                ReturnValues="ALL_NEW",
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return None
-        return dict(result["Attributes"])
+        result = Conditional(self.table).update_item(
+            Key={"key": key},
+            UpdateExpression="ADD attempts :one",
+            ConditionExpression="attribute_exists(nonce) AND attempts < :max AND expires_at > :now",
+            ExpressionAttributeValues={":one": 1, ":max": max_attempts, ":now": int(now)},
+            ReturnValues="ALL_NEW",
+        )
+        return dict(result["Attributes"]) if result is not None else None
 
     def pending_switch(self, key: str, now: float) -> dict[str, Any] | None:
         """The live pending switch of `key`, or None."""
@@ -251,14 +233,9 @@ class PendingSteps(TableRole):
 
     def end_switch(self, key: str, nonce: str) -> None:
         """The code was entered (or the switch was given up): the pending switch goes."""
-        try:
-            self.table.delete_item(
-                Key={"key": key},
-                ConditionExpression="nonce = :nonce",
-                ExpressionAttributeValues={":nonce": nonce},
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return
+        Conditional(self.table).delete_item(
+            Key={"key": key}, ConditionExpression="nonce = :nonce", ExpressionAttributeValues={":nonce": nonce}
+        )
 
     # --- Pending opt-ins (chalicelib/shopper/optin.py): a staff member started one; only the person's own button ends it.
 
@@ -273,17 +250,14 @@ class PendingSteps(TableRole):
 
     def take_optin(self, key: str, nonce: str, now: float) -> dict[str, Any] | None:
         """Use a pending opt-in once: the pending opt-in when it was this nonce's and still live (now gone)."""
-        try:
-            result = self.table.delete_item(
-                Key={"key": key},
-                # Single use, and only the newest link staff made, before it expires.
-                ConditionExpression="nonce = :nonce AND expires_at > :now",
-                ExpressionAttributeValues={":nonce": nonce, ":now": int(now)},
-                ReturnValues="ALL_OLD",
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return None
-        return dict(result["Attributes"])
+        result = Conditional(self.table).delete_item(
+            Key={"key": key},
+            # Single use, and only the newest link staff made, before it expires.
+            ConditionExpression="nonce = :nonce AND expires_at > :now",
+            ExpressionAttributeValues={":nonce": nonce, ":now": int(now)},
+            ReturnValues="ALL_OLD",
+        )
+        return dict(result["Attributes"]) if result is not None else None
 
     def pending_optin(self, key: str, nonce: str, now: float) -> bool:
         """Whether this nonce's opt-in is still pending and live."""
@@ -345,15 +319,14 @@ class LineTickets(TableRole):
     def return_ticket(self, sku: str, ticket: int) -> None:
         """A ticket no place took (a repeat tap, an opt-out, a refusal): hand it back while it is still the last one
         issued, or else count it burnt, so the line's figures stay an honest bound (chalicelib/line.py)."""
-        try:
-            self.table.update_item(
-                Key={"key": line_key(sku)},
-                UpdateExpression="ADD issued :minus",
-                # Only the last ticket goes back: a later one issued meanwhile keeps its number.
-                ConditionExpression="issued = :ticket",
-                ExpressionAttributeValues={":minus": -1, ":ticket": ticket},
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
+        returned = Conditional(self.table).update_item(
+            Key={"key": line_key(sku)},
+            UpdateExpression="ADD issued :minus",
+            # Only the last ticket goes back: a later one issued meanwhile keeps its number.
+            ConditionExpression="issued = :ticket",
+            ExpressionAttributeValues={":minus": -1, ":ticket": ticket},
+        )
+        if returned is None:
             self.table.update_item(
                 Key={"key": line_key(sku)},
                 UpdateExpression="ADD burnt :one",
@@ -388,28 +361,28 @@ class UndoRecords(TableRole):
     def lift_undo_item(self, contact_key: str, nonce: str, now: float) -> TxItem:
         """Transaction item: an undo starts (with the opt-out's lifting), once, inside its window."""
         return {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"key": undo_key(contact_key)},
-                "UpdateExpression": "SET lifted = :now",
+            "Update": tx_update(
+                self.name,
+                {"key": undo_key(contact_key)},
+                "SET lifted = :now",
                 # Opt-out (invariant 3): only the very unsubscribe the token was issued for, inside its window, once.
-                "ConditionExpression": "nonce = :nonce AND expires_at > :now AND attribute_not_exists(lifted)",
-                "ExpressionAttributeValues": {":nonce": nonce, ":now": int(now)},
-            }
+                "nonce = :nonce AND expires_at > :now AND attribute_not_exists(lifted)",
+                values={":nonce": nonce, ":now": int(now)},
+            )
         }
 
     def take_undo_place_item(self, contact_key: str, nonce: str, sku: str) -> TxItem:
         """Transaction item: one list of an undo record is taken (with the place that puts the person back on it)."""
         return {
-            "Update": {
-                "TableName": self.name,
-                "Key": {"key": undo_key(contact_key)},
-                "UpdateExpression": "REMOVE places.#sku",
+            "Update": tx_update(
+                self.name,
+                {"key": undo_key(contact_key)},
+                "REMOVE places.#sku",
                 # One place per person (invariant 2): each list left is joined again once, by this undo only.
-                "ConditionExpression": "nonce = :nonce AND attribute_exists(lifted) AND attribute_exists(places.#sku)",
-                "ExpressionAttributeNames": {"#sku": sku},
-                "ExpressionAttributeValues": {":nonce": nonce},
-            }
+                "nonce = :nonce AND attribute_exists(lifted) AND attribute_exists(places.#sku)",
+                names={"#sku": sku},
+                values={":nonce": nonce},
+            )
         }
 
     def take_undo_place(self, contact_key: str, nonce: str, sku: str) -> bool:
@@ -418,15 +391,12 @@ class UndoRecords(TableRole):
 
     def drop_undo(self, contact_key: str, nonce: str) -> None:
         """An undo is finished: its record goes (a newer unsubscribe's record is left alone)."""
-        try:
-            self.table.delete_item(
-                Key={"key": undo_key(contact_key)},
-                # Opt-out (invariant 3): never the record of a newer unsubscribe, whose own undo must still work.
-                ConditionExpression="nonce = :nonce",
-                ExpressionAttributeValues={":nonce": nonce},
-            )
-        except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-            return
+        Conditional(self.table).delete_item(
+            Key={"key": undo_key(contact_key)},
+            # Opt-out (invariant 3): never the record of a newer unsubscribe, whose own undo must still work.
+            ConditionExpression="nonce = :nonce",
+            ExpressionAttributeValues={":nonce": nonce},
+        )
 
 
 def line_key(sku: str) -> str:
