@@ -9,7 +9,7 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 
 from chalicelib.clock import iso
-from chalicelib.tables.base import Tx, TxItem, query_all
+from chalicelib.tables.base import Conditional, Tx, TxItem, query_all, tx_put
 
 # Facts written per transaction when many are recorded at once (DynamoDB allows up to 100 items).
 FACTS_PER_TRANSACTION = 25
@@ -65,7 +65,7 @@ class AuditTable:
             Tx().add("facts", *(self._put(row) for row in rows[start : start + FACTS_PER_TRANSACTION])).run(client)
 
     def _put(self, row: dict[str, Any]) -> TxItem:
-        return {"Put": {"TableName": self.name, "Item": row, "ConditionExpression": APPEND_ONLY}}
+        return {"Put": tx_put(self.name, row, APPEND_ONLY)}
 
     def record_item(self, sku: str, kind: str, now: float, **facts: Any) -> TxItem:
         """Transaction item appending one fact together with the change it describes."""
@@ -109,16 +109,15 @@ class AuditTable:
         while True:
             page = self.table.query(**kwargs)
             for item in page.get("Items", []):
-                try:
-                    self.table.update_item(
-                        Key={"sku": item["sku"], "ts": item["ts"]},
-                        UpdateExpression="REMOVE " + ", ".join(PERSON_FIELDS),
-                        ConditionExpression="contact_key = :k",
-                        ExpressionAttributeValues={":k": contact_key},
-                    )
+                anonymised = Conditional(self.table).update_item(
+                    Key={"sku": item["sku"], "ts": item["ts"]},
+                    UpdateExpression="REMOVE " + ", ".join(PERSON_FIELDS),
+                    ConditionExpression="contact_key = :k",
+                    ExpressionAttributeValues={":k": contact_key},
+                )
+                # Refused when the index was behind: the fact was already anonymised.
+                if anonymised is not None:
                     changed += 1
-                except self.table.meta.client.exceptions.ConditionalCheckFailedException:
-                    continue  # the index was behind: already anonymised
             if "LastEvaluatedKey" not in page:
                 return changed
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
