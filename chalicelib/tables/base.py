@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Protocol, Self, TypeVar, overload
+from typing import Any, Protocol, Self, TypedDict, TypeVar, Unpack, overload
 
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
@@ -191,76 +191,47 @@ class Conditional:
 # function's IAM policy reads what a method writes (tests/code_paths.py). A part left None is left out of the item.
 
 
-def tx_put(
-    table: str,
-    item: dict[str, Any],
-    condition: str | None = None,
-    *,
-    names: dict[str, str] | None = None,
-    values: dict[str, Any] | None = None,
-    old_on_failure: bool = False,
-) -> dict[str, Any]:
+class TxParts(TypedDict, total=False):
+    """What an item of any kind may carry besides its target and condition."""
+
+    names: dict[str, str] | None  # ExpressionAttributeNames
+    values: dict[str, Any] | None  # ExpressionAttributeValues
+    old_on_failure: bool  # a refusal hands back the item as stored, for the caller to read (`TransactionCancelled.old`)
+
+
+def tx_put(table: str, item: dict[str, Any], condition: str | None = None, **parts: Unpack[TxParts]) -> dict[str, Any]:
     """The body of a Put of `item` into `table` (a full name)."""
-    return _tx_body(table, {"Item": item}, condition, names, values, old_on_failure)
+    return _tx_body(table, {"Item": item}, condition, parts)
 
 
 def tx_update(
-    table: str,
-    key: dict[str, Any],
-    update: str,
-    condition: str | None = None,
-    *,
-    names: dict[str, str] | None = None,
-    values: dict[str, Any] | None = None,
-    old_on_failure: bool = False,
+    table: str, key: dict[str, Any], update: str, condition: str | None = None, **parts: Unpack[TxParts]
 ) -> dict[str, Any]:
     """The body of an Update of the item at `key` by the UpdateExpression `update`."""
-    return _tx_body(table, {"Key": key, "UpdateExpression": update}, condition, names, values, old_on_failure)
+    return _tx_body(table, {"Key": key, "UpdateExpression": update}, condition, parts)
 
 
 def tx_delete(
-    table: str,
-    key: dict[str, Any],
-    condition: str | None = None,
-    *,
-    names: dict[str, str] | None = None,
-    values: dict[str, Any] | None = None,
-    old_on_failure: bool = False,
+    table: str, key: dict[str, Any], condition: str | None = None, **parts: Unpack[TxParts]
 ) -> dict[str, Any]:
     """The body of a Delete of the item at `key`."""
-    return _tx_body(table, {"Key": key}, condition, names, values, old_on_failure)
+    return _tx_body(table, {"Key": key}, condition, parts)
 
 
-def tx_check(
-    table: str,
-    key: dict[str, Any],
-    condition: str,
-    *,
-    names: dict[str, str] | None = None,
-    values: dict[str, Any] | None = None,
-    old_on_failure: bool = False,
-) -> dict[str, Any]:
+def tx_check(table: str, key: dict[str, Any], condition: str, **parts: Unpack[TxParts]) -> dict[str, Any]:
     """The body of a ConditionCheck of the item at `key`, which writes nothing."""
-    return _tx_body(table, {"Key": key}, condition, names, values, old_on_failure)
+    return _tx_body(table, {"Key": key}, condition, parts)
 
 
-def _tx_body(
-    table: str,
-    target: dict[str, Any],
-    condition: str | None,
-    names: dict[str, str] | None,
-    values: dict[str, Any] | None,
-    old_on_failure: bool,
-) -> dict[str, Any]:
+def _tx_body(table: str, target: dict[str, Any], condition: str | None, parts: TxParts) -> dict[str, Any]:
     body: dict[str, Any] = {"TableName": table, **target}
     if condition is not None:
         body["ConditionExpression"] = condition
-    if names is not None:
-        body["ExpressionAttributeNames"] = names
-    if values is not None:
-        body["ExpressionAttributeValues"] = values
-    if old_on_failure:
-        # A refusal hands back the item as stored, for the caller to read (`TransactionCancelled.old`).
+    if parts.get("names") is not None:
+        body["ExpressionAttributeNames"] = parts["names"]
+    if parts.get("values") is not None:
+        body["ExpressionAttributeValues"] = parts["values"]
+    if parts.get("old_on_failure"):
         body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
     return body
 
