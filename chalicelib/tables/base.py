@@ -161,8 +161,12 @@ def update_alone(table: Any, item: TxItem) -> bool:
 
 
 class Conditional:
-    """A single write to `table` that its condition may refuse, through the table's own method of that name: the
-    answer DynamoDB gave, or None when the condition refused the write. Any other error is raised as it came."""
+    """A single write to `table` that its condition may refuse: the answer DynamoDB gave, or None when the condition
+    refused the write. Any other error is raised as it came.
+
+    Its methods are the boto3 table's, under the same names, so a table method still names the write it makes (which
+    is what the check of each function's IAM policy reads, tests/code_paths.py).
+    """
 
     def __init__(self, table: Any) -> None:
         self.table = table

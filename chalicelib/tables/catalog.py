@@ -477,9 +477,9 @@ class CatalogTable:
 
     def leave_item(self, sku: str, shard: int) -> TxItem:
         """Transaction item: count one fewer shopper waiting, on the shard the place was counted on."""
+        key = {"sku": shard_key(sku, shard)}
         # No condition: it moves in the same transaction as the request's state, so it stays
         # in step, and a leave must never be refused because of a counter.
-        key = {"sku": shard_key(sku, shard)}
         return {"Update": tx_update(self.name, key, "ADD waiting_count :minus", values={":minus": -1})}
 
     # --- The last stock level seen, written by restock detection. Every write bumps level_version, so a
