@@ -100,6 +100,17 @@ def _key_names(node: ast.AST) -> set[str]:
     }
 
 
+KEYED_BUILDERS = ("tx_update", "tx_delete", "tx_check")
+
+
+def _builder_key(call: ast.Call) -> ast.Dict | None:
+    """The key literal a keyed item builder is given (`tx_update(self.name, {"sku": sku}, ...)`), if it is one."""
+    if isinstance(call.func, ast.Name) and call.func.id in KEYED_BUILDERS and len(call.args) >= 2:
+        key = call.args[1]
+        return key if isinstance(key, ast.Dict) else None
+    return None
+
+
 def usage(source: str) -> Usage:
     """Keys and indexes one module uses."""
     found = Usage()
@@ -112,10 +123,24 @@ def usage(source: str) -> Usage:
                 keys = _constant_keys(named["Key"])
                 if keys:
                     found.key_sets.append((node.lineno, keys))
+            # A transaction item's key is the second argument of its builder (chalicelib/tables/base.py).
+            keyed = _builder_key(node)
+            if keyed is not None:
+                keys = _constant_keys(keyed)
+                if keys:
+                    found.key_sets.append((node.lineno, keys))
             if "KeyConditionExpression" in named:
                 index = named.get("IndexName")
                 name = str(index.value) if isinstance(index, ast.Constant) else None
                 found.queries.append((node.lineno, name, _key_names(named["KeyConditionExpression"])))
+        # A key built once for two uses (`key = {"sku": sku, ...}`, then a builder's and a write's `Key=key`).
+        named_key = isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "key" for t in node.targets
+        )
+        if named_key and isinstance(node.value, ast.Dict):
+            keys = _constant_keys(node.value)
+            if keys:
+                found.key_sets.append((node.lineno, keys))
         if isinstance(node, ast.Dict):
             for key, value in zip(node.keys, node.values, strict=True):
                 if isinstance(key, ast.Constant) and key.value == "Key" and isinstance(value, ast.Dict):
