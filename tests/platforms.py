@@ -13,6 +13,7 @@ from chalice.test import Client
 
 from chalicelib.aws import Aws
 from chalicelib.config import settings_from_env
+from chalicelib.platforms.shopify import ShopifyConnector
 from chalicelib.platforms.woocommerce import WooCommerceConnector
 from chalicelib.tables.reservations import Offer
 from chalicelib.wiring import Services
@@ -144,4 +145,15 @@ def woocommerce_connector(store: FakeWooCommerce) -> WooCommerceConnector:
         webhook_secrets=lambda: (store.webhook_secret,),
         transport=store.transport(),
         sleep=lambda s: None,
+    )
+
+
+def shopify_connector(shop: FakeShopify, clock: FixedClock) -> ShopifyConnector:
+    """The Shopify connector talking straight to `shop` (its token and webhook secret), a retry's wait on `clock`."""
+    return ShopifyConnector(
+        shop_domain=fake_shopify.SHOP_DOMAIN,
+        access_token=lambda: fake_shopify.ACCESS_TOKEN,
+        webhook_secrets=lambda: [fake_shopify.WEBHOOK_SECRET],
+        transport=shop.transport(),
+        sleep=clock.advance,
     )

@@ -20,35 +20,13 @@ import json
 import pytest
 
 from chalicelib.platforms.base import CATALOG, INVENTORY
-from chalicelib.platforms.shopify import ShopifyConnector
-from chalicelib.platforms.woocommerce import WooCommerceConnector
 from devstack.clocks import FixedClock
-from devstack.fake_shopify import ACCESS_TOKEN, SHOP_DOMAIN, WEBHOOK_SECRET, FakeShopify
+from devstack.fake_shopify import FakeShopify
 from devstack.fake_woocommerce import FakeWooCommerce, RestError
+from tests.platforms import shopify_connector, woocommerce_connector
 
 NOW = 1_800_000_000.0
 SKU = "WW-THROW-OAT"
-
-
-def woo_connector(store: FakeWooCommerce) -> WooCommerceConnector:
-    return WooCommerceConnector(
-        store_url=store.store_url,
-        consumer_key=lambda: store.consumer_key,
-        consumer_secret=lambda: store.consumer_secret,
-        webhook_secrets=lambda: (store.webhook_secret,),
-        transport=store.transport(),
-        sleep=lambda s: None,
-    )
-
-
-def shopify_connector(shop: FakeShopify, clock: FixedClock) -> ShopifyConnector:
-    return ShopifyConnector(
-        shop_domain=SHOP_DOMAIN,
-        access_token=lambda: ACCESS_TOKEN,
-        webhook_secrets=lambda: [WEBHOOK_SECRET],
-        transport=shop.transport(),
-        sleep=clock.advance,
-    )
 
 
 @pytest.fixture
@@ -87,7 +65,7 @@ def test_woocommerce_stock_status_follows_the_quantity_and_backorders(woo: FakeW
 
 
 def test_woocommerce_backorders_reach_the_catalogue_and_the_product_webhook(woo: FakeWooCommerce) -> None:
-    connector = woo_connector(woo)
+    connector = woocommerce_connector(woo)
     assert not next(e for e in connector.read_catalog() if e.sku == SKU).backorder
     raw, headers = woo.set_backorders(SKU, "yes")
     delivery = connector.read_webhook(raw, headers)
@@ -97,7 +75,7 @@ def test_woocommerce_backorders_reach_the_catalogue_and_the_product_webhook(woo:
 
 
 def test_a_negative_woocommerce_quantity_is_no_units(woo: FakeWooCommerce) -> None:
-    connector = woo_connector(woo)
+    connector = woocommerce_connector(woo)
     woo.set_backorders(SKU, "notify")
     raw, headers = woo.sell(SKU, 4)  # 1 on the shelf, 3 on backorder
     delivery = connector.read_webhook(raw, headers)

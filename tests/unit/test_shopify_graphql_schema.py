@@ -31,11 +31,12 @@ from graphql.execution.values import get_variable_values
 
 from chalicelib.platforms.base import HoldRequest, StoreUnavailable
 from chalicelib.platforms.levels import StockQuery
-from chalicelib.platforms.shopify import API_VERSION, CATALOG_QUERY, ShopifyConnector
+from chalicelib.platforms.shopify import API_VERSION, CATALOG_QUERY
 from chalicelib.platforms.shopify_levels import ShopifyLevels
 from devstack.clocks import FixedClock
-from devstack.fake_shopify import ACCESS_TOKEN, SHOP_DOMAIN, WEBHOOK_SECRET, FakeShopify
+from devstack.fake_shopify import FakeShopify
 from support.shopify_schema import fixture_path, load_schema
+from tests.platforms import shopify_connector
 
 PLATFORMS = Path(__file__).resolve().parents[2] / "chalicelib" / "platforms"
 NOW = 1_800_000_000.0
@@ -138,7 +139,7 @@ def test_a_misspelt_input_field_in_the_variables_is_caught(schema: GraphQLSchema
 def test_the_fake_refuses_a_document_shopifys_schema_refuses(schema: GraphQLSchema) -> None:
     clock = FixedClock(NOW)
     shop = FakeShopify(clock=clock.now, now=clock.now)
-    connector = _connector(shop, clock)
+    connector = shopify_connector(shop, clock)
     misspelt = CATALOG_QUERY.replace("onlineStoreUrl", "onlineStoreURL")
     with pytest.raises(StoreUnavailable, match="Cannot query field 'onlineStoreURL' on type 'Product'"):
         connector._graphql(misspelt, {"first": 1, "after": None})
@@ -151,23 +152,13 @@ def _by_root(root: str) -> str:
     return text
 
 
-def _connector(shop: FakeShopify, clock: FixedClock) -> ShopifyConnector:
-    return ShopifyConnector(
-        shop_domain=SHOP_DOMAIN,
-        access_token=lambda: ACCESS_TOKEN,
-        webhook_secrets=lambda: [WEBHOOK_SECRET],
-        transport=shop.transport(),
-        sleep=clock.advance,
-    )
-
-
 def test_every_document_the_connector_sends_is_one_of_them_and_its_variables_fit(schema: GraphQLSchema) -> None:
     clock = FixedClock(NOW)
     shop = FakeShopify(clock=clock.now, now=clock.now)
     # More variants than a catalogue page, so that a later page's `after` cursor is sent too.
     shop.add_product("Socks", [f"WW-SOCK-{n:02d}" for n in range(60)])
     shop.set_available(SKU, 1)  # a unit to hold
-    connector = _connector(shop, clock)
+    connector = shopify_connector(shop, clock)
 
     entries = list(connector.read_catalog())
     hold = HoldRequest("r-1", SKU, shop.ids(SKU), int(NOW) + 900, product_name="Oatmeal merino throw")
