@@ -274,9 +274,13 @@ class RequestsTable:
         return (
             # One place per person per item, even when two taps land in the same millisecond.
             self._unique_put(place, "attribute_not_exists(joined_ts)"),
-            # A join stamp is never reused, so an existing one means a bug, not a retry.
-            {"Put": tx_put(self.name, place.to_item(), "attribute_not_exists(joined_ts)")},
+            self._place_put(place),
         )
+
+    def _place_put(self, place: Request) -> TxItem:
+        """The place itself, new: for a first join as for a re-join."""
+        # A join stamp is never reused, so an existing one means a bug, not a retry.
+        return {"Put": tx_put(self.name, place.to_item(), "attribute_not_exists(joined_ts)")}
 
     def _unique_put(
         self,
@@ -310,7 +314,7 @@ class RequestsTable:
             unique = self._unique_put(
                 place, "attribute_exists(joined_ts) AND attribute_not_exists(#ref)", names={"#ref": "ref"}
             )
-        return unique, self.join_items(place)[1]
+        return unique, self._place_put(place)
 
     def get(self, sku: str, joined_ts: str, *, consistent: bool = True) -> Request | None:
         """One request, or None."""
