@@ -572,6 +572,28 @@ def test_opt_in_emails_the_link_to_an_address(
     assert re.search(r'href="http://127\.0\.0\.1:8000/optin/[^"]+"', str(email.body)), email.body
 
 
+def test_a_bounce_that_arrives_before_the_opt_in_link_goes_stops_it(
+    api: Client, admin_services: Services, clock: FixedClock, pool: Pool
+) -> None:
+    # The opt-out is read again just before the send: one that stopped being the person's own choice after staff
+    # started the opt-in (a bounce now stands in its place) gets no link, and the refusal is recorded once.
+    verify_sender(admin_services)
+    token = pool.id_token(OWNER)
+    post(api, "/admin/api/contacts/optout", token, {"contact": "ada@example.com"})
+    answer = json.loads(post(api, "/admin/api/contacts/optin", token, {"contact": "ada@example.com"}).body)
+    assert answer["status"] == "link_sent"
+    key = key_of(admin_services, "ada@example.com")
+    admin_services.tables.optout.remove(key)
+    admin_services.tables.optout.add(key, "bounce", clock.now())
+    drain(admin_services)
+    assert email_outbox() == []
+    kinds = [f["kind"] for f in admin_services.tables.audit.for_sku("@optin")]
+    assert "optin_link_sent" not in kinds
+    [refused] = [f for f in admin_services.tables.audit.for_sku("@optin") if f["kind"] == "optin_refused"]
+    assert refused["reason"] == "changed" and refused["contact_key"] == key
+    assert admin_services.tables.optout.get(key) is not None, "the bounce stands"
+
+
 @pytest.mark.parametrize("source", ["bounce", "complaint", "invalid_number"])
 def test_opt_in_is_refused_when_the_opt_out_was_not_the_persons_choice(
     api: Client, admin_services: Services, clock: FixedClock, pool: Pool, source: str
