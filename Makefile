@@ -110,6 +110,7 @@ package: $(STAMP)
 	find chalicelib -name __pycache__ -type d -prune -exec rm -rf {} +
 	AWS_DEFAULT_REGION=$(PACKAGE_REGION) ADMIN_AUTHORIZER=cognito $(VENV)/bin/chalice package --stage $(STAGE) --merge-template infra/template.json build/
 	$(PY) -m infra.trim_package build/deployment.zip
+	$(PY) -m infra.bytecode build/deployment.zip --template build/sam.json
 	$(PY) -m infra.pin_stage build/sam.json --stage $(STAGE)
 
 cfn-lint: package

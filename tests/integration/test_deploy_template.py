@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -17,6 +18,7 @@ from chalicelib.config import NOTIFIER_MAX_CONCURRENCY
 from chalicelib.outbound import MAX_ATTEMPTS
 from chalicelib.reconcile import RECONCILE_EVERY_MIN
 from infra import policies
+from infra.bytecode import QUIET, loaded_at_cold_start
 from infra.pin_stage import ANY_ACCOUNT, PackageError, own_account, pin
 from infra.policies import DEPLOY_REGION, FUNCTIONS
 from infra.stages import load_config, stage_env
@@ -70,6 +72,7 @@ def build(stage: str, out: Path) -> Package:
     for command in (
         [str(BIN / "chalice"), "package", "--stage", stage, "--merge-template", "infra/template.json", str(out)],
         [sys.executable, "-m", "infra.trim_package", str(out / "deployment.zip")],
+        [sys.executable, "-m", "infra.bytecode", str(out / "deployment.zip"), "--template", str(out / "sam.json")],
         [sys.executable, "-m", "infra.pin_stage", str(out / "sam.json"), "--stage", stage],
     ):
         done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
@@ -329,9 +332,37 @@ def test_the_zip_ships_the_app_and_its_runtime_libraries_only(package: Package) 
     assert {"app.py", "chalicelib", "aws_lambda_powertools", "phonenumbers", "itsdangerous", "standardwebhooks"} <= top
     for not_shipped in ("tests", "devstack", "support", "infra", "moto", "boto3", "botocore", "pytest", ".chalice"):
         assert not_shipped not in top, f"{not_shipped} does not belong in the Lambda package"
-    chalice = {name for name in names if name.startswith("chalice/")}
+    chalice = {name for name in names if name.startswith("chalice/") and "/__pycache__/" not in name}
     assert chalice <= {"chalice/__init__.py", "chalice/app.py", "chalice/app.pyi"}, "more than the Chalice runtime"
     assert package.zip_path.stat().st_size < 10 * 1024 * 1024
+
+
+def test_every_module_a_cold_start_loads_from_the_package_ships_compiled(package: Package, tmp_path: Path) -> None:
+    with zipfile.ZipFile(package.zip_path) as archive:
+        names = set(archive.namelist())
+        archive.extractall(tmp_path)
+    loaded = loaded_at_cold_start(tmp_path)
+    assert {"app.py", "chalicelib/wiring.py", "aws_lambda_powertools/logging/logger.py", "chalice/app.py"} <= set(
+        loaded
+    )
+    missing = [name for name in loaded if importlib.util.cache_from_source(name) not in names]
+    assert missing == [], "a module every cold start loads ships without its bytecode (infra/bytecode.py)"
+    # A service's modules are compiled when first used, in a container that keeps them: only the cold start ships.
+    assert importlib.util.cache_from_source("chalicelib/notifier.py") not in names
+
+
+def test_an_email_address_is_checked_from_the_package_without_dnspython(package: Package, tmp_path: Path) -> None:
+    with zipfile.ZipFile(package.zip_path) as archive:
+        assert not any(name.startswith("dns/") for name in archive.namelist())
+        archive.extractall(tmp_path)
+    script = (
+        "import sys; from chalicelib.contacts import normalise_email;"
+        "print(normalise_email('ana@b\u00fccher.de'), 'dns' in sys.modules, sys.modules['email_validator'].__file__)"
+    )
+    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=QUIET, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    address, dns_loaded, validator = out.stdout.split()
+    assert address == "ana@xn--bcher-kva.de" and dns_loaded == "False" and validator.startswith(str(tmp_path))
 
 
 def test_packaging_refuses_an_unnamed_function_an_undefined_one_or_a_foreign_queue(package: Package) -> None:
