@@ -104,10 +104,10 @@ PACKAGE_REGION ?= eu-west-2
 # deployment through before the API's address is known (docs/DEPLOY.md).
 ALLOW_PLACEHOLDERS ?=
 
-# Bytecode a local run left behind is not shipped: it would be for this interpreter, not Lambda's.
+# Bytecode a local run left behind is not shipped (infra/trim_package.py); the package's own is added
+# for the runtime (infra/bytecode.py).
 package: $(STAMP)
 	$(if $(filter-out dev,$(STAGE)),$(PY) -m infra.placeholders --stage $(STAGE) --allow "$(ALLOW_PLACEHOLDERS)")
-	find chalicelib -name __pycache__ -type d -prune -exec rm -rf {} +
 	AWS_DEFAULT_REGION=$(PACKAGE_REGION) ADMIN_AUTHORIZER=cognito $(VENV)/bin/chalice package --stage $(STAGE) --merge-template infra/template.json build/
 	$(PY) -m infra.trim_package build/deployment.zip
 	$(PY) -m infra.bytecode build/deployment.zip --template build/sam.json

@@ -5,6 +5,8 @@
   Every other `babel/locale-data/*.dat` is left out (Babel reads a locale's file only when it is first used).
 * Powertools ships Swagger UI's browser bundle for its own API resolvers' docs page; the app is a Chalice app
   that uses Powertools' logger, metrics and parameters only, and serves no Swagger UI.
+* Bytecode a local run left in the working tree (`__pycache__/`, written by this machine's Python and checked
+  against the source's time): the package's own is added after this step, by infra/bytecode.py.
 * dnspython comes with email-validator for its deliverability check (MX lookups), which imports it only when that
   check is asked for; the app's one call (chalicelib/contacts.py) turns it off, as the email's own confirmation
   link is the check. tests/integration/test_deploy_template.py checks an email address from the package's own files.
@@ -34,8 +36,10 @@ DNSPYTHON = ("dns/", "dnspython-")
 
 
 def kept(name: str) -> bool:
-    """Whether an archive member stays: everything but another language's locale data, Swagger UI's assets and
-    dnspython."""
+    """Whether an archive member stays: everything but another language's locale data, Swagger UI's assets,
+    dnspython and bytecode."""
+    if name.startswith("__pycache__/") or "/__pycache__/" in name:
+        return False
     if name.startswith(SWAGGER_UI) and name.endswith(UNUSED_ASSETS):
         return False
     if name.startswith(DNSPYTHON):

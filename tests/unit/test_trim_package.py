@@ -14,7 +14,7 @@ from chalicelib.i18n import LANGUAGES
 from infra.trim_package import kept, trim
 
 
-def test_only_other_languages_locale_data_swagger_ui_and_dnspython_are_left_out(tmp_path: Path) -> None:
+def test_only_other_languages_locale_data_swagger_ui_dnspython_and_bytecode_are_left_out(tmp_path: Path) -> None:
     archive = tmp_path / "deployment.zip"
     names = [
         "app.py",
@@ -33,13 +33,17 @@ def test_only_other_languages_locale_data_swagger_ui_and_dnspython_are_left_out(
         "email_validator/__init__.py",
         "email_validator/deliverability.py",
         "dnsx/__init__.py",
+        "__pycache__/app.cpython-311.pyc",
+        "chalicelib/__pycache__/notifier.cpython-311.pyc",
+        "chalicelib/pycache_notes.py",
     ]
     with zipfile.ZipFile(archive, "w") as z:
         for name in names:
             z.writestr(name, "x")
     removed, _ = trim(archive)
     left = set(zipfile.ZipFile(archive).namelist())
-    assert removed == 7
+    assert removed == 9
+    assert not any("__pycache__" in name for name in left) and "chalicelib/pycache_notes.py" in left
     assert not any(name.startswith(("dns/", "dnspython-")) for name in left)
     assert {"email_validator/__init__.py", "email_validator/deliverability.py", "dnsx/__init__.py"} <= left
     assert {"babel/locale-data/de_AT.dat", "babel/locale-data/ja.dat"}.isdisjoint(left)
