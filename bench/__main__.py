@@ -15,13 +15,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench.calls import ROOT
 from bench.cost import monthly_cost
+from bench.imports import PACKAGE
 from bench.prices import PRICES_AS_OF, REGION
 from bench.sections import SECTIONS, SIZES, Outcome, child_main, run_section
 
 Row = tuple[str, str, str, str]
-PACKAGE = ROOT / "build" / "deployment.zip"
 
 
 def run(size: str = "full") -> dict[str, Any]:
