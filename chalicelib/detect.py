@@ -50,6 +50,13 @@ FALL = "fall"
 CLOSE = "close"
 
 
+def check_delivery_id(delivery_id: str) -> None:
+    """BadRequest for a store delivery id longer than detection remembers (MAX_WEBHOOK_ID_LEN): a key no real
+    delivery makes, refused before anything is written."""
+    if len(delivery_id) > MAX_WEBHOOK_ID_LEN:
+        raise BadRequest(f"The delivery id must be at most {MAX_WEBHOOK_ID_LEN} characters.", code="invalid_header")
+
+
 @dataclass(frozen=True)
 class InventoryEvent:
     """A validated inventory webhook body."""
@@ -259,8 +266,7 @@ class DetectService:
         item no catalogued SKU claims is recorded and ignored (the platform must not retry it). `if_seen` is a
         reconciliation's guard (`InventoryEvent.if_seen`): the read is `stale` unless that level still stands.
         """
-        if len(delivery_id) > MAX_WEBHOOK_ID_LEN:
-            raise BadRequest(f"The delivery id must be at most {MAX_WEBHOOK_ID_LEN} characters.", code="invalid_header")
+        check_delivery_id(delivery_id)
         now = self.clock.now()
         sku = report.sku
         if sku is None and report.store_item_id is not None:

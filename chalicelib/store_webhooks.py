@@ -28,7 +28,7 @@ from typing import Any
 
 from chalicelib.catalog_sync import CatalogSync
 from chalicelib.clock import Clock
-from chalicelib.detect import DetectService
+from chalicelib.detect import DetectService, check_delivery_id
 from chalicelib.errors import BadRequest, Conflict, NotFound
 from chalicelib.orders import MAX_ORDER_ID_LEN, RESERVATION_ID, Order, OrdersService, parse_order
 from chalicelib.platforms.base import (
@@ -107,6 +107,9 @@ class StoreWebhooks:
             # An order converts a hold once whatever delivers it (OrdersService), so it needs no memory of its
             # deliveries; only of which orders were paid and which draft order each was completed from.
             return self._orders(platform, delivery)
+        # Refused before anything is written: a WooCommerce product delivery changes the catalogue before its level
+        # reaches detection, which would refuse the id only then.
+        check_delivery_id(delivery.delivery_id)
         if delivery.kind == INVENTORY and not delivery.products:
             # Levels alone are remembered by detection itself, by delivery id, and ordered by their own time.
             return self._levels(delivery, platform)

@@ -496,3 +496,21 @@ def test_a_woocommerce_product_created_with_stock_is_catalogued_with_its_level(s
         # Catalogued first, so its stock is recorded in the same delivery rather than waiting for the next one.
         assert entry is not None and entry.level == 4
         assert entry.store_ids == {"woocommerce.product_id": "990"}
+
+
+def test_a_woocommerce_product_delivery_with_an_overlong_key_is_refused_before_the_catalogue_changes(
+    session: Any, clock: FixedClock
+) -> None:
+    # A product delivery carries the product and its level: the catalogue follows the product before detection
+    # reads the level under the delivery's key, which holds the X-WC-Webhook-ID header (WooCommerce's webhook post
+    # id). A key too long for detection must be refused before the catalogue write, not after it (a 4xx that wrote,
+    # found by tests/reliability/test_fuzz.py).
+    with platform_shop("woocommerce", session, clock) as shop:
+        shop.store.by_sku(THROW).name = "Oatmeal merino throw, large"
+        body, headers = product_update(shop)
+        before = shop.snapshot()
+        refused(shop.webhook((body, {**headers, "X-WC-Webhook-ID": "7" * 200})), 400, "invalid_header")
+        assert shop.snapshot() == before
+        assert shop.webhook((body, headers)).status_code == 200
+        entry = shop.services.tables.catalog.get(THROW, consistent=True)
+        assert entry is not None and entry.name == "Oatmeal merino throw, large"
