@@ -558,13 +558,21 @@ def test_opt_in_texts_the_link_to_the_person_never_to_staff_and_its_use_names_wh
     assert facts["optin"]["started_by"] == HELPER and facts["optin"]["contact_key"] == key
 
 
-def test_opt_in_emails_the_link_to_an_address(
-    api: Client, admin_services: Services, clock: FixedClock, pool: Pool
-) -> None:
+def opt_in_after_opting_out(api: Client, admin_services: Services, pool: Pool) -> dict[str, Any]:
+    """Staff opt ada@example.com out, then start her opt-in: the answer to the opt-in."""
     verify_sender(admin_services)
     token = pool.id_token(OWNER)
     post(api, "/admin/api/contacts/optout", token, {"contact": "ada@example.com"})
-    answer = json.loads(post(api, "/admin/api/contacts/optin", token, {"contact": "ada@example.com"}).body)
+    answer: dict[str, Any] = json.loads(
+        post(api, "/admin/api/contacts/optin", token, {"contact": "ada@example.com"}).body
+    )
+    return answer
+
+
+def test_opt_in_emails_the_link_to_an_address(
+    api: Client, admin_services: Services, clock: FixedClock, pool: Pool
+) -> None:
+    answer = opt_in_after_opting_out(api, admin_services, pool)
     assert answer["status"] == "link_sent" and "link" not in answer
     drain(admin_services)
     [email] = email_outbox()
@@ -577,10 +585,7 @@ def test_a_bounce_that_arrives_before_the_opt_in_link_goes_stops_it(
 ) -> None:
     # The opt-out is read again just before the send: one that stopped being the person's own choice after staff
     # started the opt-in (a bounce now stands in its place) gets no link, and the refusal is recorded once.
-    verify_sender(admin_services)
-    token = pool.id_token(OWNER)
-    post(api, "/admin/api/contacts/optout", token, {"contact": "ada@example.com"})
-    answer = json.loads(post(api, "/admin/api/contacts/optin", token, {"contact": "ada@example.com"}).body)
+    answer = opt_in_after_opting_out(api, admin_services, pool)
     assert answer["status"] == "link_sent"
     key = key_of(admin_services, "ada@example.com")
     admin_services.tables.optout.remove(key)

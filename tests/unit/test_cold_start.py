@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+from infra.bytecode import QUIET  # no bytecode left by these runs, nothing from the caller
 from infra.stages import stage_env
 from tests.support import ROOT
 
@@ -31,8 +32,6 @@ AT_LOAD = {
     "chalicelib.shopper.widget",
     "chalicelib.wiring",
 }
-# No bytecode left in chalicelib/ by these runs, and nothing from the caller's environment.
-QUIET = {"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"}
 LIST = "import json, sys; import app; print(json.dumps(sorted(m for m in sys.modules if m.startswith('chalicelib'))))"
 
 
